@@ -1,0 +1,37 @@
+# One static library per module in src/<name>/, sources found by glob so that adding a file needs no
+# edit here. Dependencies are declared once, in the top-level list, and only point downward.
+function(skainet_module name)
+  cmake_parse_arguments(M "RECURSE" "" "DEPS" ${ARGN})
+  if(M_RECURSE)
+    file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cpp)
+  else()
+    file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cpp)
+  endif()
+  if(NOT sources)  # a module with headers only so far
+    add_library(skainet_${name} INTERFACE)
+    target_include_directories(skainet_${name} INTERFACE ${PROJECT_SOURCE_DIR}/include)
+    target_link_libraries(skainet_${name} INTERFACE ${M_DEPS})
+    return()
+  endif()
+  add_library(skainet_${name} STATIC ${sources})
+  target_include_directories(skainet_${name} PUBLIC ${PROJECT_SOURCE_DIR}/include
+                                             PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(skainet_${name} PUBLIC ${M_DEPS})
+endfunction()
+
+# One GoogleTest binary per folder of tests/, named test_<folder>.
+function(skainet_test_dir name)
+  cmake_parse_arguments(T "" "" "DEPS" ${ARGN})
+  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${name}/*.cpp)
+  if(NOT sources)
+    return()
+  endif()
+  add_executable(test_${name} ${sources})
+  target_include_directories(test_${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(test_${name} PRIVATE ${T_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_compile_definitions(test_${name} PRIVATE
+    SKAINET_SHARED_MODELS="${SKAINET_SHARED_MODELS}"
+    SKAINET_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data"
+    SKAINET_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  gtest_discover_tests(test_${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "unit;${name}")
+endfunction()

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything the build and the tests need: Debian packages with apt-get, Python tools with pip
+# into a virtual environment under the build folder. Idempotent and quiet when all is present, so the
+# README's commands can call it every time.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="${SKAINET_VENV:-$root/build/venv}"
+
+debian_packages=(
+  build-essential cmake ninja-build clang libclang-rt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev
+  python3 python3-venv
+)
+python_packages=(numpy "gguf==0.17.1")
+
+missing=()
+for p in "${debian_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+stamp="$venv/.skainet-packages"
+want="${python_packages[*]}"
+if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: creating Python environment in $venv"
+  # The venv must be built by a Python that ships venv; prefer the system one when present.
+  py=/usr/bin/python3; [ -x "$py" ] || py=python3
+  "$py" -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "${python_packages[@]}"
+  echo "$want" >"$stamp"
+fi
