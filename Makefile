@@ -1,0 +1,42 @@
+# Thin wrapper over the CMake presets (CMakePresets.json). Every target first runs scripts/setup.sh,
+# which installs what is missing (Debian packages, the Python test environment) and is quick otherwise.
+PRESET ?= release
+JOBS ?= $(shell nproc)
+BUILD := build/$(PRESET)
+SKAINET := $(BUILD)/skainet
+DEMO := build/demo
+
+.PHONY: setup configure build demo test test-asan test-peer fuzz bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+configure: setup
+	@cmake --preset $(PRESET) >/dev/null
+
+build: configure
+	@cmake --build --preset $(PRESET) -j $(JOBS)
+
+# The main job on a built-in default: a small synthetic llama model, written and then inspected.
+demo: build
+	@mkdir -p $(DEMO)
+	$(SKAINET) synth $(DEMO)/tiny-q8_0.gguf --preset tiny --type Q8_0 --seed 1
+	$(SKAINET) inspect $(DEMO)/tiny-q8_0.gguf
+
+# The whole default test suite (what .ci/run runs).
+test: build
+	@ctest --preset $(PRESET)
+
+test-asan:
+	@$(MAKE) --no-print-directory test PRESET=asan
+
+# Checks against llama.cpp, built from the llama-cpp-python source distribution (slow the first time).
+test-peer: build
+	@peer_bin=$$(bash scripts/peer.sh) && cmake --preset $(PRESET) -DSKAINET_PEER_BIN=$$peer_bin >/dev/null && \
+	  ctest --preset $(PRESET) -L peer
+
+fuzz:
+	@bash scripts/fuzz.sh
+
+clean:
+	rm -rf build/release build/debug build/asan build/fuzz $(DEMO)
