@@ -1,0 +1,203 @@
+// skainet::placement — where each weight lives and why, decided before a byte of payload is read.
+//
+//   placement::MemoryProfile profile = placement::MemoryProfile::preset("low-memory");
+//   placement::Platform platform = placement::Platform::detect();
+//   placement::FormOverrides overrides;
+//   overrides.per_tensor.push_back(placement::TensorOverride::parse("ffn_down=f32,heap"));
+//   placement::Decision d = placement::decide(info, FileFacts::of(header), profile, platform, overrides);
+//   std::cout << placement::explain(d);     // "blk.0.ffn_down.weight  Q4_0 -> pages 6.2 MiB (...)"
+//
+// Precedence (the user always wins): per-tensor override (weight_form_for, then --override-tensor
+// patterns, first match wins) > uniform form (--weight-form) > WeightFormResolver. The decision is
+// data (enum reasons + numbers); explain() only renders it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "skainet/base.hpp"
+#include "skainet/format.hpp"
+#include "skainet/gguf.hpp"
+#include "skainet/memory.hpp"
+#include "skainet/tensor.hpp"
+
+namespace skainet::placement {
+
+// ---- How a weight should be held -------------------------------------------------------------
+
+enum class EncodingRequest : uint8_t { KeepAsStored, DequantizeToF32, Requantize };
+enum class WeightOrder : uint8_t { AsStored, KernelFeed };
+enum class WeightResidency : uint8_t { Heap, Mapped };  // Heap: in process memory (heap or pages)
+
+struct WeightForm {
+  EncodingRequest encoding = EncodingRequest::KeepAsStored;
+  GgmlType requantize_to = GgmlType::Q8_0;  // meaningful for Requantize only
+  WeightOrder order = WeightOrder::AsStored;
+  WeightResidency residency = WeightResidency::Mapped;
+
+  // "Everything dense, in memory": the supported one-liner.
+  static WeightForm dense_in_memory() {
+    return {EncodingRequest::DequantizeToF32, GgmlType::F32, WeightOrder::AsStored, WeightResidency::Heap};
+  }
+  // Comma-separated words in any order: an encoding (keep | f32 | a type name such as q8_0, which
+  // requantizes), an order (as-stored | kernel-feed), a residency (mapped | heap).
+  // "f32,heap", "keep", "q8_0,heap,kernel-feed". InvalidArgument names the word it did not know.
+  static WeightForm parse(std::string_view text);
+  std::string to_string() const;
+  friend bool operator==(const WeightForm&, const WeightForm&) = default;
+};
+
+// What a tensor is for decides which kernels must consume it.
+enum class TensorRole : uint8_t { MatmulWeight, Embedding, Vector };
+TensorRole role_of(const gguf::TensorInfo& info) noexcept;
+std::string_view role_name(TensorRole r) noexcept;
+
+// ---- The user's policy and the machine -------------------------------------------------------
+
+struct MemoryProfile {
+  std::string name = "default";
+  WeightResidency residency = WeightResidency::Mapped;  // what the resolver asks for
+  bool prefer_kernel_feed = false;   // repack to a kernel-feed order where one exists
+  bool strict = false;               // refuse (instead of dequantizing) an encoding no kernel reads
+  uint64_t off_heap_threshold = 256 * 1024;  // copies at least this large go to dedicated pages
+  GgmlType kv_type = GgmlType::F16;
+  uint32_t prefill_chunk = 64;       // tokens per prefill step
+  std::optional<uint64_t> budget;    // resident bytes allowed, if any
+
+  // default, low-memory, throughput, in-memory, strict. InvalidArgument lists them.
+  static MemoryProfile preset(std::string_view name);
+  static std::vector<std::string_view> preset_names();
+};
+
+// "2G", "512M", "1.5GiB", "4096" -> bytes (K/M/G/T are binary). InvalidArgument otherwise.
+uint64_t parse_bytes(std::string_view text);
+
+struct KernelCapability {
+  GgmlType type;
+  BlockOrder order;
+  friend bool operator==(const KernelCapability&, const KernelCapability&) = default;
+};
+
+// What this machine can do. detect() reads it; tests build their own.
+struct Platform {
+  bool can_map = true;
+  uint64_t max_map_bytes = UINT64_MAX;     // the largest file this process can map
+  uint64_t page_size = 4096;
+  bool huge_pages = false;                 // transparent huge pages enabled (madvise or always)
+  base::CpuFeatures isa;
+  std::vector<KernelCapability> matmul;    // (encoding, order) a matmul kernel consumes
+  std::vector<KernelCapability> repack;    // kernel-feed orders a load-time repack can produce
+  std::vector<GgmlType> dequantize;        // encodings we can dequantize (reference kernels)
+
+  bool matmul_reads(GgmlType t, BlockOrder o) const noexcept;
+  std::optional<BlockOrder> kernel_feed_order(GgmlType t) const noexcept;
+  bool can_dequantize(GgmlType t) const noexcept;
+  static Platform detect();
+  std::string isa_summary() const;  // "avx2 avx512f ..."
+};
+
+// ---- Decisions -------------------------------------------------------------------------------
+
+enum class FormReason : uint8_t {
+  DenseAsStored,          // F32 (or a dense type a kernel reads): nothing to change
+  KernelReadsEncoding,    // packed, and a kernel consumes it in file order
+  RepackedForKernel,      // packed, repacked to a kernel-feed order (profile prefers speed)
+  NoKernelDequantized,    // no kernel reads this encoding: dequantized once at load
+  VectorNeedsF32,         // norms and biases are read as F32
+  UserForm,               // an override or uniform form said so
+};
+enum class DecidedBy : uint8_t { Resolver, UniformForm, PerTensorOverride };
+
+enum class PlacementReason : uint8_t {
+  MappedFileBytes,        // all hold: form asks mapped, platform maps, bytes are the file's, kernel reads them
+  FormAsksHeap,           // the form (profile or override) asks for process memory
+  PlatformCannotMap,
+  FileTooLargeToMap,
+  CopyDequantized,        // bytes held are not the file's: a copy cannot be paged from the file
+  CopyRequantized,
+  CopyRepacked,
+};
+
+struct AllocationSpec {
+  MemoryDomain domain = MemoryDomain::MappedFile;
+  memory::ScopeKind scope = memory::ScopeKind::Model;
+  uint64_t bytes = 0;          // bytes actually held (for mapped: the file bytes)
+  uint32_t alignment = 64;
+  bool mutable_ = false;
+  friend bool operator==(const AllocationSpec&, const AllocationSpec&) = default;
+};
+
+struct Decision {
+  std::string tensor;
+  TensorRole role = TensorRole::MatmulWeight;
+  GgmlType file_type = GgmlType::F32;
+  std::vector<uint64_t> shape;     // ggml order, as in the file
+  uint64_t file_offset = 0;
+  uint64_t file_bytes = 0;
+  WeightForm form;
+  FormReason form_reason = FormReason::DenseAsStored;
+  DecidedBy decided_by = DecidedBy::Resolver;
+  int override_index = -1;         // which --override-tensor pattern matched (-1: API or none)
+  GgmlType held_type = GgmlType::F32;
+  BlockOrder held_order = BlockOrder::RowMajor;
+  AllocationSpec spec;
+  PlacementReason reason = PlacementReason::MappedFileBytes;
+  uint64_t off_heap_threshold = 0;  // the number the domain was decided against
+  friend bool operator==(const Decision&, const Decision&) = default;
+};
+
+class PlacementError : public Error { using Error::Error; };
+
+struct TensorOverride {
+  std::string pattern;   // ECMAScript regex, searched in the tensor name
+  WeightForm form;
+  std::regex regex;
+  // "REGEX=FORM" as --override-tensor takes it. InvalidArgument on a bad regex or form.
+  static TensorOverride parse(std::string_view text);
+};
+
+struct FormOverrides {
+  std::function<std::optional<WeightForm>(std::string_view name)> weight_form_for;  // C++ API
+  std::vector<TensorOverride> per_tensor;                                          // first match wins
+  std::optional<WeightForm> uniform;
+};
+
+// WeightFormResolver: the form a weight gets when nobody overrides it. Throws PlacementError under a
+// strict profile for an encoding no kernel reads (naming the encoding and the byte blow-up).
+std::pair<WeightForm, FormReason> resolve_form(const gguf::TensorInfo& info, const MemoryProfile& profile,
+                                               const Platform& platform);
+
+// What the allocation resolver needs to know of the file itself.
+struct FileFacts {
+  uint64_t size = 0;
+  uint32_t alignment = gguf::kDefaultAlignment;
+  static FileFacts of(const gguf::Header& h) { return {h.file_size, h.alignment}; }
+};
+
+// AllocationResolver: where the bytes of `form` live. PlacementError if the form cannot be served
+// (no kernel reads the held encoding, a requantize target that does not divide the rows, ...).
+Decision resolve_allocation(const gguf::TensorInfo& info, const WeightForm& form, FormReason form_reason,
+                            const FileFacts& file, const MemoryProfile& profile, const Platform& platform);
+
+// Both, with precedence applied. A uniform form applies to matmul weights and embeddings; norms and
+// biases keep the resolver's encoding (they are read as F32) and take only its residency. A uniform
+// kernel-feed order falls back to file order where no repacking exists; a per-tensor one is an error.
+Decision decide(const gguf::TensorInfo& info, const FileFacts& file, const MemoryProfile& profile,
+                const Platform& platform, const FormOverrides& overrides);
+
+std::string explain(const Decision& d);  // one line: name, format -> where, size, (why)
+std::string explain_long(const Decision& d, const MemoryProfile& profile, const Platform& platform);
+
+std::string_view form_reason_name(FormReason r) noexcept;
+std::string_view decided_by_name(DecidedBy d) noexcept;
+std::string_view placement_reason_name(PlacementReason r) noexcept;
+std::string_view encoding_request_name(EncodingRequest e) noexcept;
+std::string_view order_name(WeightOrder o) noexcept;
+std::string_view residency_name(WeightResidency r) noexcept;
+
+}  // namespace skainet::placement

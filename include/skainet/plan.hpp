@@ -1,0 +1,111 @@
+// skainet::plan — the memory plan, built from a GGUF header alone: every tensor's placement with its
+// reason, the KV cache, the per-step activation slabs, totals, and whether it fits a budget.
+//
+//   gguf::Header h = gguf::read_header("model.gguf");                 // header bytes only
+//   plan::PlanOptions opts; opts.ctx = 2048;
+//   plan::MemoryPlan p = plan::make_plan(h, placement::MemoryProfile::preset("default"),
+//                                        placement::Platform::detect(), {}, opts);
+//   std::cout << plan::render_text(p);        // table grouped by decision, totals, fits?
+//   if (!p.fits) return 1;
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "skainet/gguf.hpp"
+#include "skainet/placement.hpp"
+
+namespace skainet::plan {
+
+// The llama-family hyper-parameters the plan (and the model) need, read from "<arch>.*" keys.
+struct ModelShape {
+  std::string architecture;
+  uint32_t layers = 0, dim = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0, ctx_train = 0;
+  uint32_t rope_dims = 0;
+  float rope_base = 10000.0f;
+  float rms_eps = 1e-5f;
+  // FormatError (MissingKey / WrongValueType) naming the key when a required one is absent.
+  static ModelShape from_header(const gguf::Header& h);
+  friend bool operator==(const ModelShape&, const ModelShape&) = default;
+};
+
+struct KvCachePlan {
+  GgmlType type = GgmlType::F16;
+  uint32_t layers = 0, ctx = 0, kv_heads = 0, head_dim = 0;
+  uint64_t bytes = 0;  // K and V, all layers: 2 * layers * ctx * row_bytes(type, kv_heads * head_dim)
+  MemoryDomain domain = MemoryDomain::HostPages;
+  friend bool operator==(const KvCachePlan&, const KvCachePlan&) = default;
+};
+
+// One activation the model draws from a forward slab in a step, for `tokens` tokens.
+struct ActivationBuffer {
+  std::string name;
+  uint64_t bytes = 0;  // already rounded up to the 64-byte slab alignment
+  friend bool operator==(const ActivationBuffer&, const ActivationBuffer&) = default;
+};
+
+// The two slabs of one forward step: the step slab (reset at the step boundary) holds what lives
+// across layers (the residual stream, logits); the layer slab is reset after every layer, the
+// residual having been retained into the step slab. This is the contract the model code keeps.
+struct SlabPlan {
+  uint32_t tokens = 0;
+  std::vector<ActivationBuffer> step;
+  std::vector<ActivationBuffer> layer;
+  uint64_t step_bytes = 0, layer_bytes = 0;
+  uint64_t total() const noexcept { return step_bytes + layer_bytes; }
+  friend bool operator==(const SlabPlan&, const SlabPlan&) = default;
+};
+SlabPlan estimate_slabs(const ModelShape& m, uint32_t tokens, uint32_t ctx);
+
+struct Totals {
+  uint64_t file = 0;       // all tensor bytes in the file
+  uint64_t mapped = 0, heap = 0, pages = 0, kv = 0, slab = 0;
+  uint64_t resident() const noexcept { return mapped + heap + pages + kv + slab; }
+  friend bool operator==(const Totals&, const Totals&) = default;
+};
+
+enum class SuggestionKind : uint8_t { SmallerContext, SmallerKvType, SmallerPrefillChunk, KeepPacked };
+struct Suggestion {
+  SuggestionKind kind;
+  std::string action;  // "--ctx 1024"
+  uint64_t saves = 0;  // bytes
+  friend bool operator==(const Suggestion&, const Suggestion&) = default;
+};
+
+struct PlanOptions {
+  uint32_t ctx = 0;                  // 0: the model's training context, at most 4096
+  std::optional<GgmlType> kv_type;   // overrides the profile's
+  std::optional<uint32_t> prefill_chunk;
+  std::optional<uint64_t> budget;    // overrides the profile's
+};
+
+struct MemoryPlan {
+  std::string file;
+  uint64_t file_size = 0;
+  uint64_t header_bytes_read = 0;
+  std::string profile;
+  std::optional<ModelShape> model;  // absent for files that are not a llama-family model
+  std::vector<placement::Decision> tensors;
+  std::optional<KvCachePlan> kv;
+  std::optional<SlabPlan> decode, prefill;
+  Totals totals;
+  std::optional<uint64_t> budget;
+  bool fits = true;
+  std::vector<Suggestion> suggestions;
+  friend bool operator==(const MemoryPlan&, const MemoryPlan&) = default;
+};
+
+MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile& profile,
+                     const placement::Platform& platform, const placement::FormOverrides& overrides,
+                     const PlanOptions& options);
+
+std::string render_text(const MemoryPlan& plan);
+std::string to_json(const MemoryPlan& plan);           // everything, decisions as enum names + numbers
+MemoryPlan from_json(std::string_view json);           // InvalidArgument on malformed JSON
+
+std::string_view suggestion_kind_name(SuggestionKind k) noexcept;
+
+}  // namespace skainet::plan

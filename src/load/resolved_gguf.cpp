@@ -1,0 +1,159 @@
+#include <fcntl.h>
+
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "skainet/kernels.hpp"
+#include "skainet/load.hpp"
+
+namespace skainet::load {
+namespace {
+
+using placement::Decision;
+
+constexpr uint64_t kChunkBytes = 4u << 20;  // bounded staging for converted tensors
+
+void check_matches(const gguf::Header& h, const plan::MemoryPlan& p) {
+  if (p.tensors.size() != h.tensors.size())
+    throw InvalidArgument(fmt::format("{}: the plan lists {} tensors, the file has {}", h.path.string(),
+                                      p.tensors.size(), h.tensors.size()));
+  for (size_t i = 0; i < p.tensors.size(); ++i) {
+    const Decision& d = p.tensors[i];
+    const gguf::TensorInfo& t = h.tensors[i];
+    if (d.tensor != t.name || d.file_type != t.type || d.file_offset != t.file_offset || d.file_bytes != t.bytes ||
+        d.shape != t.shape)
+      throw InvalidArgument(fmt::format(
+          "{}: plan entry {} ('{}' {} at {}, {} bytes) does not describe file tensor '{}' ({} at {}, {} bytes)",
+          h.path.string(), i, d.tensor, type_name(d.file_type), d.file_offset, d.file_bytes, t.name,
+          type_name(t.type), t.file_offset, t.bytes));
+  }
+}
+
+// Reads a tensor's file bytes with pread (they never enter this process's mapping), converting rows
+// on the way when the held type differs, then tells the kernel the file pages are not needed.
+void read_converted(const base::FileReader& file, const Decision& d, const Tensor& out, std::vector<std::byte>& stage,
+                    std::vector<float>& row) {
+  const uint64_t in_row = row_bytes(d.file_type, d.shape[0]);
+  const uint64_t out_row = row_bytes(d.held_type, d.shape[0]);
+  const uint64_t rows = d.file_bytes / in_row;
+  const uint64_t rows_per_chunk = std::max<uint64_t>(1, kChunkBytes / in_row);
+  stage.resize(std::min(rows, rows_per_chunk) * in_row);
+  row.resize(d.shape[0]);
+  std::byte* dst = out.mutable_bytes();
+  for (uint64_t r0 = 0; r0 < rows; r0 += rows_per_chunk) {
+    const uint64_t n = std::min(rows_per_chunk, rows - r0);
+    file.read_at(d.file_offset + r0 * in_row, stage.data(), n * in_row);
+    for (uint64_t r = 0; r < n; ++r) {
+      const std::byte* src = stage.data() + r * in_row;
+      std::byte* o = dst + (r0 + r) * out_row;
+      const auto count = static_cast<int64_t>(d.shape[0]);
+      if (d.held_type == GgmlType::F32) {
+        kernels::ref::dequantize_row(d.file_type, src, reinterpret_cast<float*>(o), count);
+      } else {
+        kernels::ref::dequantize_row(d.file_type, src, row.data(), count);
+        kernels::ref::quantize_row(d.held_type, row.data(), o, count);
+      }
+    }
+  }
+}
+
+void release_file_pages(const base::FileReader& file, uint64_t offset, uint64_t length) {
+  ::posix_fadvise(file.fd(), static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_DONTNEED);
+}
+
+}  // namespace
+
+ResolvedGguf::ResolvedGguf(gguf::Header header, plan::MemoryPlan plan) : header_(std::move(header)), plan_(std::move(plan)) {
+  check_matches(header_, plan_);
+  if (!plan_.fits) {
+    std::string advice;
+    for (const auto& s : plan_.suggestions)
+      advice += fmt::format("; {} saves {}", s.action, base::format_bytes(s.saves));
+    throw BudgetError(fmt::format("{}: the plan needs {} resident but the budget is {} (nothing was loaded){}",
+                                  header_.path.string(), base::format_bytes(plan_.totals.resident()),
+                                  base::format_bytes(*plan_.budget), advice),
+                      plan_.totals.resident(), *plan_.budget);
+  }
+}
+
+LoadedModel ResolvedGguf::load(memory::ModelScope& scope, const LoadOptions& options) const {
+  const auto start = std::chrono::steady_clock::now();
+  LoadedModel m;
+  const base::FileReader file(header_.path);
+  bool any_mapped = false;
+  for (const auto& d : plan_.tensors) any_mapped |= d.spec.domain == MemoryDomain::MappedFile;
+  if (any_mapped) m.mapping = std::make_shared<const base::FileMapping>(header_.path, 0, header_.file_size);
+
+  uint64_t total = 0;
+  for (const auto& d : plan_.tensors) total += d.spec.bytes;
+  base::Progress progress("loading", options.progress ? total : 0);
+  std::vector<std::byte> stage;
+  std::vector<float> row;
+
+  for (const Decision& d : plan_.tensors) {
+    const Shape shape = Shape::from_ggml(d.shape);
+    Tensor t;
+    try {
+      if (d.spec.domain == MemoryDomain::MappedFile) {
+        auto storage = Storage::mapped(m.mapping, d.file_offset, d.file_bytes, d.tensor);
+        scope.adopt(storage);
+        t = Tensor(storage, shape, d.file_type);
+        m.stats.mapped_bytes += d.file_bytes;
+        ++m.stats.mapped;
+      } else if (d.held_order != BlockOrder::RowMajor) {
+        throw InvalidArgument(fmt::format("the plan asks for a kernel-feed repack of {} and this build has no repacker",
+                                          type_name(d.held_type)));
+      } else {
+        t = scope.allocate_in(d.spec.domain, shape, d.held_type, d.tensor);
+        if (d.held_type == d.file_type) {
+          file.read_at(d.file_offset, t.mutable_bytes(), d.file_bytes);
+          m.stats.copied_bytes += d.file_bytes;
+          ++m.stats.copied;
+        } else {
+          read_converted(file, d, t, stage, row);
+          m.stats.converted_bytes += d.spec.bytes;
+          ++m.stats.converted;
+        }
+        release_file_pages(file, d.file_offset, d.file_bytes);
+      }
+    } catch (Error& e) {
+      e.add_context(fmt::format("{}: loading tensor '{}'", header_.path.string(), d.tensor));
+      throw;
+    }
+    m.names.push_back(d.tensor);
+    m.weights.emplace(d.tensor, std::move(t));
+    if (options.progress) progress.advance(d.spec.bytes);
+  }
+  progress.finish();
+  m.stats.payload_bytes_read = file.bytes_read();
+  m.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return m;
+}
+
+const Tensor* LoadedModel::find(std::string_view name) const noexcept {
+  const auto it = weights.find(std::string(name));
+  return it == weights.end() ? nullptr : &it->second;
+}
+
+const Tensor& LoadedModel::weight(std::string_view name) const {
+  if (const Tensor* t = find(name)) return *t;
+  throw Error(fmt::format("the model has no tensor '{}'", name));
+}
+
+KvCacheStore::KvCacheStore(memory::ModelScope& scope, const plan::KvCachePlan& kv) : plan_(kv) {
+  placement_ = {kv.domain, memory::ScopeKind::Model, kv.bytes};
+  const Shape shape{static_cast<int64_t>(kv.ctx), static_cast<int64_t>(uint64_t{kv.kv_heads} * kv.head_dim)};
+  k_.reserve(kv.layers);
+  v_.reserve(kv.layers);
+  for (uint32_t l = 0; l < kv.layers; ++l) {
+    for (auto* list : {&k_, &v_}) {
+      Tensor t = scope.allocate_in(kv.domain, shape, kv.type, fmt::format("kv cache {} layer {}", list == &k_ ? "K" : "V", l));
+      std::memset(t.mutable_bytes(), 0, t.nbytes());
+      list->push_back(std::move(t));
+    }
+  }
+}
+
+}  // namespace skainet::load

@@ -1,0 +1,125 @@
+#include <fmt/format.h>
+
+#include "skainet/placement.hpp"
+
+namespace skainet::placement {
+namespace {
+
+std::string_view domain_word(MemoryDomain d) {
+  switch (d) {
+    case MemoryDomain::MappedFile: return "mapped";
+    case MemoryDomain::HostPages: return "pages";
+    case MemoryDomain::HostHeap: return "heap";
+    case MemoryDomain::SlabSlice: return "slab";
+  }
+  return "?";
+}
+
+std::string_view order_words(BlockOrder o) { return o == BlockOrder::RowMajor ? "file order" : "8-row interleave"; }
+
+std::string who_decided(const Decision& d) {
+  switch (d.decided_by) {
+    case DecidedBy::PerTensorOverride:
+      return d.override_index >= 0 ? fmt::format("--override-tensor #{}", d.override_index + 1) : "weight_form_for()";
+    case DecidedBy::UniformForm: return "--weight-form";
+    case DecidedBy::Resolver: return "the profile";
+  }
+  return "?";
+}
+
+std::string why(const Decision& d) {
+  const auto held = type_name(d.held_type);
+  switch (d.reason) {
+    case PlacementReason::MappedFileBytes:
+      if (d.role == TensorRole::Embedding) return fmt::format("file bytes, rows of {} decoded on lookup", held);
+      if (d.role == TensorRole::Vector) return "file bytes, read in place as F32";
+      return fmt::format("file bytes, kernel reads {} in file order", held);
+    case PlacementReason::FormAsksHeap: return fmt::format("{} asks for process memory", who_decided(d));
+    case PlacementReason::PlatformCannotMap: return "this platform cannot map files";
+    case PlacementReason::FileTooLargeToMap: return "the file is larger than this process can map";
+    case PlacementReason::CopyDequantized: {
+      const char* cause = d.form_reason == FormReason::NoKernelDequantized ? "no kernel reads it"
+                          : d.form_reason == FormReason::VectorNeedsF32    ? "norms are read as F32"
+                                                                           : "asked by the form";
+      return fmt::format("dequantized to F32 ({}; {} -> {}); a copy cannot be paged from the file", cause,
+                         base::format_bytes(d.file_bytes), base::format_bytes(d.spec.bytes));
+    }
+    case PlacementReason::CopyRequantized:
+      return fmt::format("requantized to {} ({} -> {}); a copy cannot be paged from the file", held,
+                         base::format_bytes(d.file_bytes), base::format_bytes(d.spec.bytes));
+    case PlacementReason::CopyRepacked:
+      return fmt::format("repacked to {} for the kernel; a copy cannot be paged from the file", order_words(d.held_order));
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string explain(const Decision& d) {
+  return fmt::format("{}  {} -> {} {} ({})", d.tensor, type_name(d.file_type), domain_word(d.spec.domain),
+                     base::format_bytes(d.spec.bytes), why(d));
+}
+
+std::string explain_long(const Decision& d, const MemoryProfile& profile, const Platform& platform) {
+  std::string shape;
+  for (size_t i = 0; i < d.shape.size(); ++i) shape += (i ? " x " : "") + std::to_string(d.shape[i]);
+  std::string domain_rule;
+  if (d.spec.domain == MemoryDomain::MappedFile)
+    domain_rule = "served from the file mapping";
+  else
+    domain_rule = fmt::format("{} {} the off-heap threshold of {} -> {}", base::format_bytes(d.spec.bytes),
+                              d.spec.bytes >= d.off_heap_threshold ? "is at or above" : "is below",
+                              base::format_bytes(d.off_heap_threshold),
+                              d.spec.domain == MemoryDomain::HostPages ? "dedicated pages" : "heap");
+  return fmt::format(
+      "tensor      {}\n"
+      "role        {}\n"
+      "file        {} [{}], {} at offset {}\n"
+      "form        {} (decided by {}: {})\n"
+      "held as     {} in {}, {}\n"
+      "placement   {} ({})\n"
+      "domain      {}\n"
+      "alignment   {} bytes, {}\n"
+      "profile     {}; platform: {}, mapping {}\n",
+      d.tensor, role_name(d.role), type_name(d.file_type), shape, base::format_bytes(d.file_bytes), d.file_offset,
+      d.form.to_string(), decided_by_name(d.decided_by), form_reason_name(d.form_reason), type_name(d.held_type),
+      order_words(d.held_order), base::format_bytes(d.spec.bytes), placement_reason_name(d.reason), why(d), domain_rule,
+      d.spec.alignment, d.spec.mutable_ ? "mutable" : "read-only", profile.name, platform.isa_summary(),
+      platform.can_map ? "available" : "unavailable");
+}
+
+std::string_view form_reason_name(FormReason r) noexcept {
+  switch (r) {
+    case FormReason::DenseAsStored: return "dense-as-stored";
+    case FormReason::KernelReadsEncoding: return "kernel-reads-encoding";
+    case FormReason::RepackedForKernel: return "repacked-for-kernel";
+    case FormReason::NoKernelDequantized: return "no-kernel-dequantized";
+    case FormReason::VectorNeedsF32: return "vector-needs-f32";
+    case FormReason::UserForm: return "user-form";
+  }
+  return "?";
+}
+
+std::string_view decided_by_name(DecidedBy d) noexcept {
+  switch (d) {
+    case DecidedBy::Resolver: return "resolver";
+    case DecidedBy::UniformForm: return "uniform-form";
+    case DecidedBy::PerTensorOverride: return "per-tensor-override";
+  }
+  return "?";
+}
+
+std::string_view placement_reason_name(PlacementReason r) noexcept {
+  switch (r) {
+    case PlacementReason::MappedFileBytes: return "mapped-file-bytes";
+    case PlacementReason::FormAsksHeap: return "form-asks-heap";
+    case PlacementReason::PlatformCannotMap: return "platform-cannot-map";
+    case PlacementReason::FileTooLargeToMap: return "file-too-large-to-map";
+    case PlacementReason::CopyDequantized: return "copy-dequantized";
+    case PlacementReason::CopyRequantized: return "copy-requantized";
+    case PlacementReason::CopyRepacked: return "copy-repacked";
+  }
+  return "?";
+}
+
+}  // namespace skainet::placement

@@ -1,0 +1,81 @@
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+#include "skainet/kernels.hpp"
+#include "skainet/placement.hpp"
+
+namespace skainet::placement {
+namespace {
+
+bool transparent_huge_pages_enabled() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  std::getline(f, line);
+  // The active mode is bracketed: "always [madvise] never".
+  return line.find("[always]") != std::string::npos || line.find("[madvise]") != std::string::npos;
+}
+
+uint64_t address_space_limit() {
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) return static_cast<uint64_t>(rl.rlim_cur);
+  return UINT64_MAX;
+}
+
+// Every type with a reference dequantizer; a kernel reads them in file order through dot_row.
+constexpr GgmlType kAllTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
+                                  GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                                  GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+}  // namespace
+
+bool Platform::matmul_reads(GgmlType t, BlockOrder o) const noexcept {
+  return std::find(matmul.begin(), matmul.end(), KernelCapability{t, o}) != matmul.end();
+}
+
+std::optional<BlockOrder> Platform::kernel_feed_order(GgmlType t) const noexcept {
+  for (const auto& r : repack)
+    if (r.type == t) return r.order;
+  return std::nullopt;
+}
+
+bool Platform::can_dequantize(GgmlType t) const noexcept {
+  return std::find(dequantize.begin(), dequantize.end(), t) != dequantize.end();
+}
+
+Platform Platform::detect() {
+  Platform p;
+  p.page_size = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  p.huge_pages = transparent_huge_pages_enabled();
+  p.max_map_bytes = address_space_limit();
+  p.isa = base::CpuFeatures::detected();
+  for (GgmlType t : kAllTypes) {
+    if (!kernels::ref::has_reference(t)) continue;
+    p.dequantize.push_back(t);
+    p.matmul.push_back({t, BlockOrder::RowMajor});
+  }
+  // No kernel-feed repacking exists yet: `repack` stays empty until SIMD kernels that want one land.
+  return p;
+}
+
+std::string Platform::isa_summary() const {
+  std::string s;
+  auto add = [&](bool on, const char* name) {
+    if (on) s += (s.empty() ? "" : " ") + std::string(name);
+  };
+  add(isa.sse42, "sse4.2");
+  add(isa.avx2, "avx2");
+  add(isa.fma, "fma");
+  add(isa.f16c, "f16c");
+  add(isa.avx512f, "avx512f");
+  add(isa.avx512bw, "avx512bw");
+  add(isa.avx512vnni, "avx512vnni");
+  add(isa.avx512bf16, "avx512bf16");
+  add(isa.avx_vnni, "avxvnni");
+  return s.empty() ? "baseline" : s;
+}
+
+}  // namespace skainet::placement

@@ -1,0 +1,190 @@
+#include <nlohmann/json.hpp>
+
+#include <fmt/format.h>
+
+#include "skainet/plan.hpp"
+
+namespace skainet::plan {
+namespace {
+
+using nlohmann::json;
+using namespace placement;
+
+// Enums travel as their names; reading one back searches the (contiguous, zero-based) values.
+template <class E, class NameFn>
+E enum_from(const json& j, NameFn name_of, int count, std::string_view what) {
+  const std::string s = j.get<std::string>();
+  for (int i = 0; i < count; ++i)
+    if (name_of(static_cast<E>(i)) == s) return static_cast<E>(i);
+  throw InvalidArgument(fmt::format("plan JSON: unknown {} '{}'", what, s));
+}
+
+GgmlType type_from(const json& j) {
+  auto t = parse_type_name(j.get<std::string>());
+  if (!t) throw InvalidArgument(fmt::format("plan JSON: unknown type '{}'", j.get<std::string>()));
+  return *t;
+}
+
+json buffers_json(const std::vector<ActivationBuffer>& list) {
+  json a = json::array();
+  for (const auto& b : list) a.push_back({{"name", b.name}, {"bytes", b.bytes}});
+  return a;
+}
+
+std::vector<ActivationBuffer> buffers_from(const json& a) {
+  std::vector<ActivationBuffer> out;
+  for (const auto& b : a) out.push_back({b.at("name").get<std::string>(), b.at("bytes").get<uint64_t>()});
+  return out;
+}
+
+json slab_json(const SlabPlan& s) {
+  return {{"tokens", s.tokens}, {"step_bytes", s.step_bytes}, {"layer_bytes", s.layer_bytes},
+          {"step", buffers_json(s.step)}, {"layer", buffers_json(s.layer)}};
+}
+
+SlabPlan slab_from(const json& j) {
+  SlabPlan s;
+  s.tokens = j.at("tokens");
+  s.step_bytes = j.at("step_bytes");
+  s.layer_bytes = j.at("layer_bytes");
+  s.step = buffers_from(j.at("step"));
+  s.layer = buffers_from(j.at("layer"));
+  return s;
+}
+
+json form_json(const WeightForm& f) {
+  return {{"encoding", encoding_request_name(f.encoding)}, {"requantize_to", type_name(f.requantize_to)},
+          {"order", order_name(f.order)}, {"residency", residency_name(f.residency)}};
+}
+
+WeightForm form_from(const json& j) {
+  WeightForm f;
+  f.encoding = enum_from<EncodingRequest>(j.at("encoding"), encoding_request_name, 3, "encoding request");
+  f.requantize_to = type_from(j.at("requantize_to"));
+  f.order = enum_from<WeightOrder>(j.at("order"), order_name, 2, "order");
+  f.residency = enum_from<WeightResidency>(j.at("residency"), residency_name, 2, "residency");
+  return f;
+}
+
+json decision_json(const Decision& d) {
+  return {{"name", d.tensor},
+          {"role", role_name(d.role)},
+          {"file_type", type_name(d.file_type)},
+          {"shape", d.shape},
+          {"file_offset", d.file_offset},
+          {"file_bytes", d.file_bytes},
+          {"form", form_json(d.form)},
+          {"form_reason", form_reason_name(d.form_reason)},
+          {"decided_by", decided_by_name(d.decided_by)},
+          {"override_index", d.override_index},
+          {"held_type", type_name(d.held_type)},
+          {"held_order", d.held_order == BlockOrder::RowMajor ? "row-major" : "interleaved8"},
+          {"domain", domain_name(d.spec.domain)},
+          {"bytes", d.spec.bytes},
+          {"alignment", d.spec.alignment},
+          {"mutable", d.spec.mutable_},
+          {"reason", placement_reason_name(d.reason)},
+          {"off_heap_threshold", d.off_heap_threshold},
+          {"explain", explain(d)}};
+}
+
+Decision decision_from(const json& j) {
+  Decision d;
+  d.tensor = j.at("name");
+  d.role = enum_from<TensorRole>(j.at("role"), role_name, 3, "role");
+  d.file_type = type_from(j.at("file_type"));
+  d.shape = j.at("shape").get<std::vector<uint64_t>>();
+  d.file_offset = j.at("file_offset");
+  d.file_bytes = j.at("file_bytes");
+  d.form = form_from(j.at("form"));
+  d.form_reason = enum_from<FormReason>(j.at("form_reason"), form_reason_name, 6, "form reason");
+  d.decided_by = enum_from<DecidedBy>(j.at("decided_by"), decided_by_name, 3, "decided_by");
+  d.override_index = j.at("override_index");
+  d.held_type = type_from(j.at("held_type"));
+  d.held_order = j.at("held_order") == "row-major" ? BlockOrder::RowMajor : BlockOrder::Interleaved8;
+  d.spec.domain = enum_from<MemoryDomain>(j.at("domain"), domain_name, 4, "domain");
+  d.spec.bytes = j.at("bytes");
+  d.spec.alignment = j.at("alignment");
+  d.spec.mutable_ = j.at("mutable");
+  d.reason = enum_from<PlacementReason>(j.at("reason"), placement_reason_name, 7, "placement reason");
+  d.off_heap_threshold = j.at("off_heap_threshold");
+  return d;
+}
+
+}  // namespace
+
+std::string to_json(const MemoryPlan& p) {
+  json j;
+  j["file"] = p.file;
+  j["file_size"] = p.file_size;
+  j["header_bytes_read"] = p.header_bytes_read;
+  j["profile"] = p.profile;
+  if (p.model) {
+    const ModelShape& m = *p.model;
+    j["model"] = {{"architecture", m.architecture}, {"layers", m.layers}, {"dim", m.dim}, {"heads", m.heads},
+                  {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim}, {"ffn", m.ffn}, {"vocab", m.vocab},
+                  {"ctx_train", m.ctx_train}, {"rope_dims", m.rope_dims}, {"rope_base", m.rope_base},
+                  {"rms_eps", m.rms_eps}};
+  }
+  j["tensors"] = json::array();
+  for (const auto& d : p.tensors) j["tensors"].push_back(decision_json(d));
+  if (p.kv)
+    j["kv_cache"] = {{"type", type_name(p.kv->type)}, {"layers", p.kv->layers}, {"ctx", p.kv->ctx},
+                     {"kv_heads", p.kv->kv_heads}, {"head_dim", p.kv->head_dim}, {"bytes", p.kv->bytes},
+                     {"domain", domain_name(p.kv->domain)}};
+  if (p.decode) j["decode_slab"] = slab_json(*p.decode);
+  if (p.prefill) j["prefill_slab"] = slab_json(*p.prefill);
+  const Totals& t = p.totals;
+  j["totals"] = {{"file", t.file}, {"mapped", t.mapped}, {"heap", t.heap}, {"pages", t.pages},
+                 {"kv", t.kv},     {"slab", t.slab},     {"resident", t.resident()}};
+  j["budget"] = p.budget ? json(*p.budget) : json(nullptr);
+  j["fits"] = p.fits;
+  j["suggestions"] = json::array();
+  for (const auto& s : p.suggestions)
+    j["suggestions"].push_back({{"kind", suggestion_kind_name(s.kind)}, {"action", s.action}, {"saves", s.saves}});
+  return j.dump(2);
+}
+
+MemoryPlan from_json(std::string_view text) {
+  try {
+    const json j = json::parse(text);
+    MemoryPlan p;
+    p.file = j.at("file");
+    p.file_size = j.at("file_size");
+    p.header_bytes_read = j.at("header_bytes_read");
+    p.profile = j.at("profile");
+    if (j.contains("model")) {
+      const json& m = j["model"];
+      ModelShape s;
+      s.architecture = m.at("architecture");
+      s.layers = m.at("layers"); s.dim = m.at("dim"); s.heads = m.at("heads"); s.kv_heads = m.at("kv_heads");
+      s.head_dim = m.at("head_dim"); s.ffn = m.at("ffn"); s.vocab = m.at("vocab"); s.ctx_train = m.at("ctx_train");
+      s.rope_dims = m.at("rope_dims"); s.rope_base = m.at("rope_base"); s.rms_eps = m.at("rms_eps");
+      p.model = s;
+    }
+    for (const auto& d : j.at("tensors")) p.tensors.push_back(decision_from(d));
+    if (j.contains("kv_cache")) {
+      const json& k = j["kv_cache"];
+      KvCachePlan kv;
+      kv.type = type_from(k.at("type"));
+      kv.layers = k.at("layers"); kv.ctx = k.at("ctx"); kv.kv_heads = k.at("kv_heads"); kv.head_dim = k.at("head_dim");
+      kv.bytes = k.at("bytes");
+      kv.domain = enum_from<MemoryDomain>(k.at("domain"), domain_name, 4, "domain");
+      p.kv = kv;
+    }
+    if (j.contains("decode_slab")) p.decode = slab_from(j["decode_slab"]);
+    if (j.contains("prefill_slab")) p.prefill = slab_from(j["prefill_slab"]);
+    const json& t = j.at("totals");
+    p.totals = {t.at("file"), t.at("mapped"), t.at("heap"), t.at("pages"), t.at("kv"), t.at("slab")};
+    if (!j.at("budget").is_null()) p.budget = j["budget"].get<uint64_t>();
+    p.fits = j.at("fits");
+    for (const auto& s : j.at("suggestions"))
+      p.suggestions.push_back({enum_from<SuggestionKind>(s.at("kind"), suggestion_kind_name, 4, "suggestion"),
+                               s.at("action"), s.at("saves")});
+    return p;
+  } catch (const json::exception& e) {
+    throw InvalidArgument(fmt::format("plan JSON: {}", e.what()));
+  }
+}
+
+}  // namespace skainet::plan

@@ -1,0 +1,125 @@
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "skainet/plan.hpp"
+
+namespace skainet::plan {
+namespace {
+
+constexpr uint32_t kDefaultMaxContext = 4096;
+
+// A llama-family model: an architecture with hyper-parameters and tensors (vocabulary-only files
+// carry the hyper-parameters but no weights, and need no KV cache).
+bool looks_like_model(const gguf::Header& h) {
+  if (h.tensors.empty()) return false;
+  const auto* arch = h.find("general.architecture");
+  if (!arch || arch->type != gguf::ValueType::String) return false;
+  return h.find(std::get<std::string>(arch->scalar) + ".block_count") != nullptr;
+}
+
+KvCachePlan plan_kv(const ModelShape& m, uint32_t ctx, GgmlType type, const placement::MemoryProfile& profile) {
+  KvCachePlan kv;
+  kv.type = type;
+  kv.layers = m.layers;
+  kv.ctx = ctx;
+  kv.kv_heads = m.kv_heads;
+  kv.head_dim = m.head_dim;
+  const uint64_t row = row_bytes(type, uint64_t{m.kv_heads} * m.head_dim);
+  kv.bytes = checked_mul(checked_mul<uint64_t>(2ull * m.layers, ctx, "kv cells"), row, "kv cache bytes");
+  kv.domain = kv.bytes >= profile.off_heap_threshold ? MemoryDomain::HostPages : MemoryDomain::HostHeap;
+  return kv;
+}
+
+void add_totals(MemoryPlan& p) {
+  Totals t;
+  for (const auto& d : p.tensors) {
+    t.file += d.file_bytes;
+    switch (d.spec.domain) {
+      case MemoryDomain::MappedFile: t.mapped += d.spec.bytes; break;
+      case MemoryDomain::HostPages: t.pages += d.spec.bytes; break;
+      default: t.heap += d.spec.bytes; break;
+    }
+  }
+  if (p.kv) t.kv = p.kv->bytes;
+  // Decode and prefill use the same slabs, sized for the larger of the two.
+  if (p.decode) t.slab = std::max(p.decode->total(), p.prefill ? p.prefill->total() : 0);
+  p.totals = t;
+}
+
+void suggest(MemoryPlan& p, const placement::MemoryProfile& profile) {
+  if (!p.budget || p.fits) return;
+  const uint64_t over = p.totals.resident() - *p.budget;
+  if (p.kv && p.model) {
+    // The largest power-of-two context (at least 256) whose savings cover the excess.
+    for (uint32_t ctx = p.kv->ctx / 2; ctx >= 256; ctx /= 2) {
+      KvCachePlan smaller = plan_kv(*p.model, ctx, p.kv->type, profile);
+      const uint64_t slab = std::max(estimate_slabs(*p.model, 1, ctx).total(),
+                                     p.prefill ? estimate_slabs(*p.model, p.prefill->tokens, ctx).total() : 0);
+      const uint64_t saves = (p.kv->bytes - smaller.bytes) + (p.totals.slab - std::min(p.totals.slab, slab));
+      if (saves >= over || ctx / 2 < 256) {
+        p.suggestions.push_back({SuggestionKind::SmallerContext, fmt::format("--ctx {}", ctx), saves});
+        break;
+      }
+    }
+    if (p.kv->type == GgmlType::F32) {
+      const KvCachePlan half = plan_kv(*p.model, p.kv->ctx, GgmlType::F16, profile);
+      p.suggestions.push_back({SuggestionKind::SmallerKvType, "--kv-type f16", p.kv->bytes - half.bytes});
+    }
+  }
+  if (p.prefill && p.model && p.prefill->tokens > 16) {
+    const uint64_t small = std::max(estimate_slabs(*p.model, 16, p.kv ? p.kv->ctx : 0).total(), p.decode->total());
+    if (p.totals.slab > small)
+      p.suggestions.push_back({SuggestionKind::SmallerPrefillChunk, "--prefill-chunk 16", p.totals.slab - small});
+  }
+  uint64_t blow_up = 0;
+  for (const auto& d : p.tensors)
+    if (d.reason == placement::PlacementReason::CopyDequantized && d.spec.bytes > d.file_bytes)
+      blow_up += d.spec.bytes - d.file_bytes;
+  if (blow_up > 0)
+    p.suggestions.push_back({SuggestionKind::KeepPacked, "keep weights packed (--weight-form keep)", blow_up});
+  std::sort(p.suggestions.begin(), p.suggestions.end(), [](const auto& a, const auto& b) { return a.saves > b.saves; });
+}
+
+}  // namespace
+
+MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile& profile,
+                     const placement::Platform& platform, const placement::FormOverrides& overrides,
+                     const PlanOptions& options) {
+  MemoryPlan p;
+  p.file = header.path.string();
+  p.file_size = header.file_size;
+  p.header_bytes_read = header.header_bytes_read;
+  p.profile = profile.name;
+  p.budget = options.budget ? options.budget : profile.budget;
+
+  const placement::FileFacts facts = placement::FileFacts::of(header);
+  p.tensors.reserve(header.tensors.size());
+  for (const auto& info : header.tensors) p.tensors.push_back(placement::decide(info, facts, profile, platform, overrides));
+
+  if (looks_like_model(header)) {
+    p.model = ModelShape::from_header(header);
+    const uint32_t ctx = options.ctx ? options.ctx : std::min(p.model->ctx_train, kDefaultMaxContext);
+    if (ctx == 0) throw InvalidArgument(fmt::format("{}: the model's context_length is 0; give --ctx", p.file));
+    p.kv = plan_kv(*p.model, ctx, options.kv_type.value_or(profile.kv_type), profile);
+    p.decode = estimate_slabs(*p.model, 1, ctx);
+    const uint32_t chunk = std::min(options.prefill_chunk.value_or(profile.prefill_chunk), ctx);
+    p.prefill = estimate_slabs(*p.model, chunk, ctx);
+  }
+  add_totals(p);
+  p.fits = !p.budget || p.totals.resident() <= *p.budget;
+  suggest(p, profile);
+  return p;
+}
+
+std::string_view suggestion_kind_name(SuggestionKind k) noexcept {
+  switch (k) {
+    case SuggestionKind::SmallerContext: return "smaller-context";
+    case SuggestionKind::SmallerKvType: return "smaller-kv-type";
+    case SuggestionKind::SmallerPrefillChunk: return "smaller-prefill-chunk";
+    case SuggestionKind::KeepPacked: return "keep-packed";
+  }
+  return "?";
+}
+
+}  // namespace skainet::plan

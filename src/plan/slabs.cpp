@@ -1,0 +1,47 @@
+#include "skainet/plan.hpp"
+
+namespace skainet::plan {
+namespace {
+
+constexpr uint64_t kSlabAlignment = 64;
+
+void add(std::vector<ActivationBuffer>& list, uint64_t& total, std::string name, uint64_t floats) {
+  const uint64_t bytes = checked_align_up(checked_mul<uint64_t>(floats, 4, "activation bytes"), kSlabAlignment, name);
+  list.push_back({std::move(name), bytes});
+  total = checked_add(total, bytes, "slab bytes");
+}
+
+}  // namespace
+
+// Mirrors, buffer for buffer, what model::Llama::forward draws from its two slabs (F32 activations).
+// A test in the model checks a real step against it, so the two cannot drift apart silently.
+SlabPlan estimate_slabs(const ModelShape& m, uint32_t tokens, uint32_t ctx) {
+  SlabPlan s;
+  s.tokens = tokens;
+  const uint64_t n = tokens;
+  const uint64_t q_width = uint64_t{m.heads} * m.head_dim;
+  const uint64_t kv_width = uint64_t{m.kv_heads} * m.head_dim;
+
+  add(s.step, s.step_bytes, "embeddings [n, dim]", n * m.dim);
+  add(s.step, s.step_bytes, "residual per layer [layers, n, dim]", uint64_t{m.layers} * n * m.dim);
+  add(s.step, s.step_bytes, "output norm [1, dim]", m.dim);
+  add(s.step, s.step_bytes, "logits [1, vocab]", m.vocab);
+
+  add(s.layer, s.layer_bytes, "attn norm [n, dim]", n * m.dim);
+  add(s.layer, s.layer_bytes, "q [n, heads*head_dim]", n * q_width);
+  add(s.layer, s.layer_bytes, "k [n, kv_heads*head_dim]", n * kv_width);
+  add(s.layer, s.layer_bytes, "v [n, kv_heads*head_dim]", n * kv_width);
+  add(s.layer, s.layer_bytes, "attention scores [heads, n, ctx]", uint64_t{m.heads} * n * ctx);
+  add(s.layer, s.layer_bytes, "attention out [n, heads*head_dim]", n * q_width);
+  add(s.layer, s.layer_bytes, "attn output proj [n, dim]", n * m.dim);
+  add(s.layer, s.layer_bytes, "residual [n, dim]", n * m.dim);
+  add(s.layer, s.layer_bytes, "ffn norm [n, dim]", n * m.dim);
+  add(s.layer, s.layer_bytes, "ffn gate [n, ffn]", n * m.ffn);
+  add(s.layer, s.layer_bytes, "ffn up [n, ffn]", n * m.ffn);
+  add(s.layer, s.layer_bytes, "swiglu [n, ffn]", n * m.ffn);
+  add(s.layer, s.layer_bytes, "ffn down [n, dim]", n * m.dim);
+  add(s.layer, s.layer_bytes, "residual out [n, dim]", n * m.dim);
+  return s;
+}
+
+}  // namespace skainet::plan

@@ -1,0 +1,130 @@
+#include <gtest/gtest.h>
+
+#include "skainet/plan.hpp"
+
+using namespace skainet;
+using namespace skainet::plan;
+
+namespace {
+
+const std::string kStories = std::string(SKAINET_SHARED_MODELS) + "/stories260K.gguf";
+
+MemoryPlan plan_stories(const placement::MemoryProfile& profile, PlanOptions opts = {},
+                        const placement::FormOverrides& o = {}) {
+  return make_plan(gguf::read_header(kStories), profile, placement::Platform::detect(), o, opts);
+}
+
+}  // namespace
+
+TEST(Plan, StoriesDefaultMapsEveryTensor) {
+  const MemoryPlan p = plan_stories(placement::MemoryProfile::preset("default"));
+  ASSERT_EQ(p.tensors.size(), 48u);
+  ASSERT_TRUE(p.model);
+  EXPECT_EQ(p.model->layers, 5u);
+  EXPECT_EQ(p.model->dim, 64u);
+  EXPECT_EQ(p.model->heads, 8u);
+  EXPECT_EQ(p.model->kv_heads, 4u);
+  EXPECT_EQ(p.model->head_dim, 8u);
+  EXPECT_EQ(p.model->ffn, 172u);
+  EXPECT_EQ(p.model->vocab, 512u);
+  EXPECT_EQ(p.model->ctx_train, 2048u);
+  uint64_t file_bytes = 0;
+  for (const auto& d : p.tensors) {
+    EXPECT_EQ(d.spec.domain, MemoryDomain::MappedFile) << d.tensor;
+    file_bytes += d.file_bytes;
+  }
+  EXPECT_EQ(p.totals.mapped, file_bytes);
+  EXPECT_EQ(p.totals.heap + p.totals.pages, 0u);
+  ASSERT_TRUE(p.kv);
+  EXPECT_EQ(p.kv->ctx, 2048u);
+  EXPECT_EQ(p.kv->bytes, 2ull * 5 * 2048 * (4 * 8) * 2) << "K and V, 5 layers, F16";
+  EXPECT_EQ(p.totals.kv, p.kv->bytes);
+  ASSERT_TRUE(p.decode && p.prefill);
+  EXPECT_EQ(p.decode->tokens, 1u);
+  EXPECT_EQ(p.prefill->tokens, 64u);
+  EXPECT_EQ(p.totals.slab, std::max(p.decode->total(), p.prefill->total()));
+  EXPECT_EQ(p.totals.resident(), p.totals.mapped + p.totals.kv + p.totals.slab);
+  EXPECT_TRUE(p.fits);
+  EXPECT_LT(p.header_bytes_read, p.file_size);
+}
+
+TEST(Plan, SlabBuffersAreSixtyFourByteMultiples) {
+  const MemoryPlan p = plan_stories(placement::MemoryProfile::preset("default"), {.ctx = 256});
+  uint64_t sum = 0;
+  for (const auto& b : p.decode->layer) {
+    EXPECT_EQ(b.bytes % 64, 0u) << b.name;
+    sum += b.bytes;
+  }
+  EXPECT_EQ(sum, p.decode->layer_bytes);
+  // Attention scores for one token: 8 heads x 256 cells x 4 bytes.
+  EXPECT_EQ(p.decode->layer[4].bytes, 8u * 256 * 4);
+}
+
+TEST(Plan, InMemoryHoldsEverythingInProcessMemory) {
+  const MemoryPlan p = plan_stories(placement::MemoryProfile::preset("in-memory"));
+  EXPECT_EQ(p.totals.mapped, 0u);
+  EXPECT_EQ(p.totals.heap + p.totals.pages, p.totals.file);
+}
+
+TEST(Plan, BudgetDecidesFitsAndSuggestsWhatSaves) {
+  PlanOptions opts;
+  opts.kv_type = GgmlType::F32;
+  opts.budget = 1 << 20;  // 1 MiB: the F32 KV cache of 2048 cells alone is 3.1 MiB
+  const MemoryPlan p = plan_stories(placement::MemoryProfile::preset("default"), opts);
+  EXPECT_FALSE(p.fits);
+  ASSERT_FALSE(p.suggestions.empty());
+  bool ctx = false, kv = false;
+  for (const auto& s : p.suggestions) {
+    EXPECT_GT(s.saves, 0u);
+    if (s.kind == SuggestionKind::SmallerContext) ctx = true;
+    if (s.kind == SuggestionKind::SmallerKvType) {
+      kv = true;
+      EXPECT_EQ(s.saves, p.kv->bytes / 2);
+    }
+  }
+  EXPECT_TRUE(ctx && kv);
+  opts.budget = uint64_t{1} << 30;
+  EXPECT_TRUE(plan_stories(placement::MemoryProfile::preset("default"), opts).fits);
+}
+
+TEST(Plan, OverridesShowWhoDecided) {
+  placement::FormOverrides o;
+  o.per_tensor.push_back(placement::TensorOverride::parse("^output\\.weight$=q8_0,heap"));
+  const MemoryPlan p = plan_stories(placement::MemoryProfile::preset("default"), {}, o);
+  int overridden = 0;
+  for (const auto& d : p.tensors)
+    if (d.decided_by == placement::DecidedBy::PerTensorOverride) {
+      ++overridden;
+      EXPECT_EQ(d.tensor, "output.weight");
+      EXPECT_EQ(d.held_type, GgmlType::Q8_0);
+    }
+  EXPECT_EQ(overridden, 1);
+}
+
+TEST(Plan, JsonRoundTripsIntoTheSameDecisions) {
+  placement::FormOverrides o;
+  o.uniform = placement::WeightForm::dense_in_memory();
+  PlanOptions opts;
+  opts.budget = 1 << 20;
+  const MemoryPlan p = plan_stories(placement::MemoryProfile::preset("throughput"), opts, o);
+  const MemoryPlan back = from_json(to_json(p));
+  EXPECT_EQ(back, p);
+  EXPECT_THROW(from_json("{\"file\": 3}"), InvalidArgument);
+}
+
+TEST(Plan, TextGroupsByDecision) {
+  const std::string text = render_text(plan_stories(placement::MemoryProfile::preset("default")));
+  EXPECT_NE(text.find("mapped F32  36 tensors, 1013.0 KiB  (file bytes, kernel reads F32 in file order)"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("mapped F32  1 tensor, 128.0 KiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("resident"), std::string::npos);
+}
+
+// A vocabulary-only file has hyper-parameters but no tensors.
+TEST(Plan, VocabularyOnlyFileHasNoModelSection) {
+  const auto h = gguf::read_header(std::string(SKAINET_SHARED_MODELS) + "/vocab/ggml-vocab-llama-spm.gguf");
+  const MemoryPlan p = make_plan(h, placement::MemoryProfile::preset("default"), placement::Platform::detect(), {}, {});
+  EXPECT_FALSE(p.model);
+  EXPECT_FALSE(p.kv);
+  EXPECT_EQ(p.totals.resident(), 0u);
+}
