@@ -27,6 +27,9 @@ struct ModelShape {
   uint32_t rope_dims = 0;
   float rope_base = 10000.0f;
   float rms_eps = 1e-5f;
+  bool qkv_bias = false;   // Qwen2: attn_q/k/v carry biases
+  bool neox_rope = false;  // rotate pairs (i, i + d/2) instead of adjacent pairs (Qwen2 and others)
+  float rope_scale = 1.0f; // linear RoPE scaling: positions are divided by this
   // FormatError (MissingKey / WrongValueType) naming the key when a required one is absent.
   static ModelShape from_header(const gguf::Header& h);
   friend bool operator==(const ModelShape&, const ModelShape&) = default;

@@ -124,7 +124,8 @@ std::string to_json(const MemoryPlan& p) {
     j["model"] = {{"architecture", m.architecture}, {"layers", m.layers}, {"dim", m.dim}, {"heads", m.heads},
                   {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim}, {"ffn", m.ffn}, {"vocab", m.vocab},
                   {"ctx_train", m.ctx_train}, {"rope_dims", m.rope_dims}, {"rope_base", m.rope_base},
-                  {"rms_eps", m.rms_eps}};
+                  {"rms_eps", m.rms_eps}, {"qkv_bias", m.qkv_bias}, {"neox_rope", m.neox_rope},
+                  {"rope_scale", m.rope_scale}};
   }
   j["tensors"] = json::array();
   for (const auto& d : p.tensors) j["tensors"].push_back(decision_json(d));
@@ -160,6 +161,7 @@ MemoryPlan from_json(std::string_view text) {
       s.layers = m.at("layers"); s.dim = m.at("dim"); s.heads = m.at("heads"); s.kv_heads = m.at("kv_heads");
       s.head_dim = m.at("head_dim"); s.ffn = m.at("ffn"); s.vocab = m.at("vocab"); s.ctx_train = m.at("ctx_train");
       s.rope_dims = m.at("rope_dims"); s.rope_base = m.at("rope_base"); s.rms_eps = m.at("rms_eps");
+      s.qkv_bias = m.at("qkv_bias"); s.neox_rope = m.at("neox_rope"); s.rope_scale = m.at("rope_scale");
       p.model = s;
     }
     for (const auto& d : j.at("tensors")) p.tensors.push_back(decision_from(d));

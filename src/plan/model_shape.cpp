@@ -22,6 +22,11 @@ ModelShape ModelShape::from_header(const gguf::Header& h) {
   m.rope_dims = h.find_u32(a + "rope.dimension_count").value_or(m.head_dim);
   m.rope_base = h.find_f32(a + "rope.freq_base").value_or(10000.0f);
   m.rms_eps = h.find_f32(a + "attention.layer_norm_rms_epsilon").value_or(1e-5f);
+  m.qkv_bias = h.find_tensor("blk.0.attn_q.bias") != nullptr;
+  m.neox_rope = m.architecture == "qwen2";
+  if (const auto* type = h.find(a + "rope.scaling.type");
+      type && type->type == gguf::ValueType::String && std::get<std::string>(type->scalar) == "linear")
+    m.rope_scale = h.find_f32(a + "rope.scaling.factor").value_or(1.0f);
   if (auto v = h.find_u32(a + "vocab_size")) {
     m.vocab = *v;
   } else if (const auto* t = h.find_tensor("token_embd.weight"); t && t->shape.size() == 2) {

@@ -1,3 +1,5 @@
+#include <string>
+
 #include "skainet/plan.hpp"
 
 namespace skainet::plan {
@@ -23,7 +25,7 @@ SlabPlan estimate_slabs(const ModelShape& m, uint32_t tokens, uint32_t ctx) {
   const uint64_t kv_width = uint64_t{m.kv_heads} * m.head_dim;
 
   add(s.step, s.step_bytes, "embeddings [n, dim]", n * m.dim);
-  add(s.step, s.step_bytes, "residual per layer [layers, n, dim]", uint64_t{m.layers} * n * m.dim);
+  for (uint32_t l = 0; l < m.layers; ++l) add(s.step, s.step_bytes, "residual of layer " + std::to_string(l) + " [n, dim]", n * m.dim);
   add(s.step, s.step_bytes, "output norm [1, dim]", m.dim);
   add(s.step, s.step_bytes, "logits [1, vocab]", m.vocab);
 
@@ -31,7 +33,15 @@ SlabPlan estimate_slabs(const ModelShape& m, uint32_t tokens, uint32_t ctx) {
   add(s.layer, s.layer_bytes, "q [n, heads*head_dim]", n * q_width);
   add(s.layer, s.layer_bytes, "k [n, kv_heads*head_dim]", n * kv_width);
   add(s.layer, s.layer_bytes, "v [n, kv_heads*head_dim]", n * kv_width);
+  if (m.qkv_bias) {
+    add(s.layer, s.layer_bytes, "q + bias", n * q_width);
+    add(s.layer, s.layer_bytes, "k + bias", n * kv_width);
+    add(s.layer, s.layer_bytes, "v + bias", n * kv_width);
+  }
+  add(s.layer, s.layer_bytes, "q roped", n * q_width);
+  add(s.layer, s.layer_bytes, "k roped", n * kv_width);
   add(s.layer, s.layer_bytes, "attention scores [heads, n, ctx]", uint64_t{m.heads} * n * ctx);
+  add(s.layer, s.layer_bytes, "attention probs [heads, n, ctx]", uint64_t{m.heads} * n * ctx);
   add(s.layer, s.layer_bytes, "attention out [n, heads*head_dim]", n * q_width);
   add(s.layer, s.layer_bytes, "attn output proj [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "residual [n, dim]", n * m.dim);

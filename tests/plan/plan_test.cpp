@@ -57,7 +57,8 @@ TEST(Plan, SlabBuffersAreSixtyFourByteMultiples) {
   }
   EXPECT_EQ(sum, p.decode->layer_bytes);
   // Attention scores for one token: 8 heads x 256 cells x 4 bytes.
-  EXPECT_EQ(p.decode->layer[4].bytes, 8u * 256 * 4);
+  EXPECT_EQ(p.decode->layer[6].name, "attention scores [heads, n, ctx]");
+  EXPECT_EQ(p.decode->layer[6].bytes, 8u * 256 * 4);
 }
 
 TEST(Plan, InMemoryHoldsEverythingInProcessMemory) {

@@ -1,0 +1,67 @@
+// skainet::model — the llama-family transformer (LLaMA 1/2/3, TinyLlama, Mistral-style GQA, SmolLM,
+// Qwen2 with its biases) over weights a ResolvedGguf loaded. It binds views and owns nothing but its
+// layer slab; every op goes through the ExecutionContext, so the same code runs eagerly or recorded.
+//
+//   model::Llama llama(shape, model::LlamaWeights::bind(loaded, shape), kv, plan.prefill->layer_bytes);
+//   memory::ForwardScope step({.slab_bytes = plan.prefill->step_bytes});
+//   ctx.step(step, [&] {
+//     Tensor logits = llama.forward(ctx, tokens, /*pos=*/0);   // [1, vocab], from the step slab
+//     next = sampler.sample(logits.data<float>());              // read it before the step ends
+//   });
+//
+// Memory contract (plan::estimate_slabs mirrors it buffer for buffer): the step scope — the context's
+// active scope when forward() is called — receives the embeddings, one retained residual per layer,
+// the final norm and the logits; everything else lives in the layer slab, reset after each layer.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "skainet/load.hpp"
+#include "skainet/memory.hpp"
+#include "skainet/plan.hpp"
+
+namespace skainet::model {
+
+struct LayerWeights {
+  Tensor attn_norm, wq, wk, wv, wo;
+  Tensor bq, bk, bv;  // Qwen2 only
+  Tensor ffn_norm, w_gate, w_up, w_down;
+};
+
+struct LlamaWeights {
+  Tensor tok_embd, output_norm, output;  // output is tok_embd when the model ties them
+  std::vector<LayerWeights> layers;
+  // Binds every tensor the architecture needs, checking its shape; Error naming each missing or
+  // mis-shaped tensor (all of them, not just the first).
+  static LlamaWeights bind(const load::LoadedModel& loaded, const plan::ModelShape& shape);
+};
+
+// Architectures whose GGUF tensors this model reads.
+bool supports_architecture(std::string_view arch) noexcept;
+
+class Llama {
+ public:
+  Llama(plan::ModelShape shape, LlamaWeights weights, load::KvCacheStore& kv, uint64_t layer_slab_bytes);
+
+  // Runs `tokens` at positions [pos, pos + n): writes their K/V into the cache and returns the logits
+  // of the last token, F32 [1, vocab], drawn from the active scope. Throws InvalidArgument when the
+  // context would overflow (naming pos, n and ctx) — the cache is never written past its end.
+  Tensor forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens, int64_t pos);
+
+  const plan::ModelShape& shape() const noexcept { return shape_; }
+  uint32_t ctx_size() const noexcept { return kv_.ctx(); }
+  const memory::ForwardStats& layer_stats() const noexcept { return layer_scope_.stats(); }
+
+ private:
+  Tensor layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, int64_t pos);
+  Tensor attention(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, int64_t pos, int64_t n);
+
+  plan::ModelShape shape_;
+  LlamaWeights w_;
+  load::KvCacheStore& kv_;
+  memory::ForwardScope layer_scope_;
+};
+
+}  // namespace skainet::model

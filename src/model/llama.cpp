@@ -1,0 +1,86 @@
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "skainet/model.hpp"
+#include "skainet/ops.hpp"
+
+namespace skainet::model {
+
+Llama::Llama(plan::ModelShape shape, LlamaWeights weights, load::KvCacheStore& kv, uint64_t layer_slab_bytes)
+    : shape_(std::move(shape)), w_(std::move(weights)), kv_(kv), layer_scope_({.slab_bytes = layer_slab_bytes}) {
+  if (shape_.neox_rope) throw Error(fmt::format("{}: NeoX-style RoPE is not implemented yet", shape_.architecture));
+}
+
+Tensor Llama::forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens, int64_t pos) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  if (n == 0) throw InvalidArgument("forward: no tokens");
+  if (pos < 0 || pos + n > static_cast<int64_t>(kv_.ctx()))
+    throw InvalidArgument(fmt::format("context full: {} tokens at position {} need {} cells, the KV cache has {} (--ctx)", n,
+                                      pos, pos + n, kv_.ctx()));
+  for (int32_t t : tokens)
+    if (t < 0 || static_cast<uint32_t>(t) >= shape_.vocab)
+      throw InvalidArgument(fmt::format("token id {} is outside the vocabulary of {}", t, shape_.vocab));
+
+  memory::Scope& step = ctx.scope();
+  Tensor x = ops::gather_rows(ctx, w_.tok_embd, tokens);
+  for (uint32_t l = 0; l < shape_.layers; ++l) {
+    // Each layer's temporaries die at its end; only the residual stream moves on, retained into the
+    // step scope (the sanctioned escape).
+    x = ctx.step(layer_scope_, [&] { return memory::retain(layer(ctx, l, x, pos), step); });
+  }
+  const Tensor last = x.rows(n - 1, 1);
+  const Tensor h = ops::rms_norm(ctx, last, w_.output_norm, shape_.rms_eps);
+  return ops::matmul(ctx, h, w_.output);
+}
+
+Tensor Llama::layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, int64_t pos) {
+  const LayerWeights& w = w_.layers[l];
+  const int64_t n = x.dim(0);
+  const int64_t hd = shape_.head_dim, heads = shape_.heads, kv_heads = shape_.kv_heads;
+
+  const Tensor h = ops::rms_norm(ctx, x, w.attn_norm, shape_.rms_eps);
+  Tensor q = ops::matmul(ctx, h, w.wq);
+  Tensor k = ops::matmul(ctx, h, w.wk);
+  Tensor v = ops::matmul(ctx, h, w.wv);
+  if (shape_.qkv_bias) {
+    q = ops::add(ctx, q, w.bq);
+    k = ops::add(ctx, k, w.bk);
+    v = ops::add(ctx, v, w.bv);
+  }
+  const kernels::RopeParams rope{shape_.rope_base, static_cast<int64_t>(shape_.rope_dims)};
+  q = ops::rope(ctx, q.reshape({n, heads, hd}), pos, rope).reshape({n, heads * hd});
+  k = ops::rope(ctx, k.reshape({n, kv_heads, hd}), pos, rope).reshape({n, kv_heads * hd});
+  ops::copy(ctx, k, kv_.k(l).rows(pos, n));
+  ops::copy(ctx, v, kv_.v(l).rows(pos, n));
+
+  const Tensor attn = attention(ctx, l, q, pos, n);
+  const Tensor x1 = ops::add(ctx, x, ops::matmul(ctx, attn, w.wo));
+  const Tensor h2 = ops::rms_norm(ctx, x1, w.ffn_norm, shape_.rms_eps);
+  const Tensor gate = ops::matmul(ctx, h2, w.w_gate);
+  const Tensor up = ops::matmul(ctx, h2, w.w_up);
+  return ops::add(ctx, x1, ops::matmul(ctx, ops::swiglu(ctx, gate, up), w.w_down));
+}
+
+// softmax(q kᵀ / sqrt(d)) v per head, over cache cells [0, pos + n), causal within the new tokens.
+// Query head h reads KV head h / (heads / kv_heads) (grouped-query attention).
+Tensor Llama::attention(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, int64_t pos, int64_t n) {
+  const int64_t hd = shape_.head_dim, heads = shape_.heads, group = heads / shape_.kv_heads;
+  const int64_t cells = pos + n;
+  const Tensor keys = kv_.k(l).rows(0, cells);
+  const Tensor values = kv_.v(l).rows(0, cells);
+
+  const Tensor scores = ctx.empty({heads, n, cells}, GgmlType::F32, "attention scores");
+  for (int64_t h = 0; h < heads; ++h)
+    ops::matmul_into(ctx, q.narrow(1, h * hd, hd), keys.narrow(1, (h / group) * hd, hd), scores.select(0, h));
+  const Tensor probs = ops::softmax(
+      ctx, scores, {.scale = 1.0f / std::sqrt(static_cast<float>(hd)), .causal = true, .offset = pos});
+
+  const Tensor out = ctx.empty({n, heads * hd}, GgmlType::F32, "attention out");
+  for (int64_t h = 0; h < heads; ++h)
+    ops::matmul_into(ctx, probs.select(0, h), values.narrow(1, (h / group) * hd, hd).transpose(0, 1),
+                     out.narrow(1, h * hd, hd));
+  return out;
+}
+
+}  // namespace skainet::model
