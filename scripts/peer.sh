@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Builds the peer engine (llama.cpp) used for compatibility checks and benchmarks, and prints its bin dir.
+#
+#   scripts/peer.sh            # download + build once, then just print the bin dir
+#   BIN=$(scripts/peer.sh) && "$BIN/llama-completion" --version
+#
+# llama.cpp comes from the source distribution of the PyPI package llama-cpp-python, which vendors a full
+# llama.cpp tree at vendor/llama.cpp. Nothing of it is committed: everything lives under build/peer/.
+# A finished build is recognised by a stamp that records the pin and the configure flags, so a second run
+# costs nothing. Progress goes to stderr; stdout carries only the bin dir.
+#
+# Environment: SKAINET_PEER_DIR (default <repo>/build/peer), PYTHON (default python3), SKAINET_PEER_JOBS
+# (default 2: these machines have 2 shared cores).
+set -euo pipefail
+
+# Pinned peer. docs/peer.md records the llama.cpp commit this version vendors; change both together.
+readonly PIN=0.3.36
+readonly TARGETS=(llama-completion llama-simple llama-bench llama-tokenize llama-quantize)
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+peer_dir=${SKAINET_PEER_DIR:-$root/build/peer}
+python=${PYTHON:-python3}
+jobs=${SKAINET_PEER_JOBS:-2}
+
+work=$peer_dir/$PIN
+src=$work/llama_cpp_python-$PIN
+llama_src=$src/vendor/llama.cpp
+build=$work/build
+bin=$build/bin
+stamp=$work/built.stamp
+
+cmake_flags=(
+  -DCMAKE_BUILD_TYPE=Release
+  -DGGML_NATIVE=ON
+  -DLLAMA_CURL=OFF
+  -DLLAMA_OPENSSL=OFF
+  -DLLAMA_BUILD_TESTS=OFF
+  -DLLAMA_BUILD_SERVER=OFF
+  -DLLAMA_BUILD_APP=OFF
+  -DLLAMA_BUILD_EXAMPLES=ON
+  -DBUILD_SHARED_LIBS=OFF
+)
+stamp_text="llama-cpp-python==$PIN ${cmake_flags[*]} targets: ${TARGETS[*]}"
+
+log() { printf 'peer.sh: %s\n' "$*" >&2; }
+
+all_built() {
+  [[ -f $stamp && "$(cat "$stamp")" == "$stamp_text" ]] || return 1
+  local t
+  for t in "${TARGETS[@]}"; do [[ -x $bin/$t ]] || return 1; done
+}
+
+if all_built; then
+  echo "$bin"
+  exit 0
+fi
+
+mkdir -p "$work"
+# Two callers (say, ctest and a bench script) must not unpack or build into the same folder at once.
+exec 9>"$work/lock"
+flock 9
+if all_built; then
+  echo "$bin"
+  exit 0
+fi
+
+sdist=$work/llama_cpp_python-$PIN.tar.gz
+if [[ ! -f $sdist ]]; then
+  log "downloading llama-cpp-python==$PIN (source distribution) into $work"
+  # pip prepares the sdist's metadata, so this installs the package's build requirements in an isolated
+  # environment; it takes about a minute.
+  "$python" -m pip download --quiet --no-binary :all: --no-deps "llama-cpp-python==$PIN" -d "$work/dl" >&2
+  mv "$work/dl/llama_cpp_python-$PIN.tar.gz" "$sdist"
+  rm -rf "$work/dl"
+fi
+
+if [[ ! -f $llama_src/CMakeLists.txt ]]; then
+  log "unpacking $sdist"
+  rm -rf "$src"
+  tar -xzf "$sdist" -C "$work"
+fi
+
+# The sdist keeps the submodule's git metadata; its HEAD is the vendored llama.cpp commit.
+commit_file=$src/.git/modules/vendor/llama.cpp/HEAD
+if [[ -f $commit_file ]]; then
+  commit=$(tr -d '[:space:]' <"$commit_file")
+  echo "$commit" >"$work/llama.cpp-commit"
+  log "llama.cpp commit $commit"
+fi
+
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+
+log "configuring $llama_src -> $build"
+rm -f "$stamp"
+cmake -S "$llama_src" -B "$build" "${generator[@]}" "${cmake_flags[@]}" \
+  -DCMAKE_RUNTIME_OUTPUT_DIRECTORY="$bin" >"$work/configure.log" 2>&1 \
+  || { log "configure failed, see $work/configure.log"; tail -n 30 "$work/configure.log" >&2; exit 1; }
+
+log "building ${TARGETS[*]} with -j$jobs (several minutes on 2 cores)"
+start=$SECONDS
+cmake --build "$build" --target "${TARGETS[@]}" -j "$jobs" >"$work/build.log" 2>&1 \
+  || { log "build failed, see $work/build.log"; tail -n 30 "$work/build.log" >&2; exit 1; }
+log "built in $((SECONDS - start)) s"
+
+for t in "${TARGETS[@]}"; do
+  [[ -x $bin/$t ]] || { log "missing $bin/$t after build"; exit 1; }
+done
+echo "$stamp_text" >"$stamp"
+echo "$bin"

@@ -1,0 +1,19 @@
+# Checks against the peer engine (llama.cpp, built by scripts/peer.sh). They run only when asked for:
+#   cmake --preset release -DSKAINET_PEER_BIN="$(scripts/peer.sh)" && ctest --preset release -L peer
+# Without SKAINET_PEER_BIN (the default) nothing here is registered, so the default suite never needs the
+# peer build.
+set(SKAINET_PEER_BIN "" CACHE PATH "bin dir of the peer llama.cpp build (printed by scripts/peer.sh); enables the 'peer' tests")
+
+if(SKAINET_PEER_BIN)
+  if(NOT IS_DIRECTORY "${SKAINET_PEER_BIN}")
+    message(WARNING "SKAINET_PEER_BIN=${SKAINET_PEER_BIN} is not a directory; peer tests not registered")
+  elseif(NOT TARGET skainet)
+    message(WARNING "no skainet target; peer tests not registered")
+  else()
+    add_test(NAME peer_quantized_loads
+      COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_quantized_loads.sh
+        $<TARGET_FILE:skainet> ${SKAINET_PEER_BIN} ${SKAINET_SHARED_MODELS}
+        ${CMAKE_BINARY_DIR}/peer-check)
+    set_tests_properties(peer_quantized_loads PROPERTIES LABELS peer TIMEOUT 300)
+  endif()
+endif()
