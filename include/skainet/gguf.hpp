@@ -105,8 +105,8 @@ enum class FormatErrorKind : uint8_t {
   BadMagic,
   BigEndian,            // a byte-swapped GGUF: we only read little-endian files
   UnsupportedVersion,
-  LengthTooLarge,       // a string/array length larger than the bytes that remain
-  CountTooLarge,        // a tensor or metadata count larger than the file could hold
+  LengthTooLarge,       // a string/array length beyond ReadOptions' limits (merely past EOF: Truncated)
+  CountTooLarge,        // a tensor or metadata count beyond ReadOptions::max_entries
   DuplicateKey,
   DuplicateTensor,
   UnknownValueType,
@@ -138,6 +138,13 @@ struct ReadOptions {
   // Check that every tensor's data lies inside the file (a file cut off in its data region is
   // reported as Truncated). On by default; off only for tools that inspect damaged files.
   bool check_data_bounds = true;
+  // Sanity limits that no real model comes near; they stop a huge (e.g. sparse) file from making
+  // the reader allocate gigabytes for one string or array. Exceeding one is LengthTooLarge /
+  // CountTooLarge.
+  uint64_t max_name_bytes = 65536;          // a metadata key or a tensor name
+  uint64_t max_string_bytes = 256u << 20;   // any other string
+  uint64_t max_array_items = 1u << 24;
+  uint64_t max_entries = 1u << 20;          // metadata entries, and separately tensors
 };
 
 // Parses the header (metadata and tensor infos) and validates it completely. Reads only header
