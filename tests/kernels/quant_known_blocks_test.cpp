@@ -1,0 +1,173 @@
+// Blocks worked out by hand from ggml's layouts: the exact bytes a quantizer must produce, and
+// the exact floats a hand-assembled block must decode to.
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "skainet/blocks.hpp"
+#include "skainet/kernels.hpp"
+
+namespace skainet::kernels::ref {
+namespace {
+
+template <size_t N>
+std::vector<uint8_t> quantize(GgmlType t, const std::array<float, N>& x) {
+  std::vector<uint8_t> q(row_bytes(t, N));
+  quantize_row(t, x.data(), q.data(), N);
+  return q;
+}
+
+std::vector<uint8_t> cat(std::initializer_list<std::vector<uint8_t>> parts) {
+  std::vector<uint8_t> out;
+  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+std::vector<uint8_t> rep(uint8_t v, size_t n) { return std::vector<uint8_t>(n, v); }
+
+TEST(KnownBlocks, Q8_0ScaleOneRoundsHalfAwayFromZero) {
+  // |max| = 127 gives d = 1 exactly, so each quant is round(x) with ties away from zero (roundf).
+  std::array<float, 32> x{};
+  const float head[] = {127, -127, 3.4f, -2.6f, 0.5f, -0.5f, 2.5f, -2.5f, 1.49f, -0.0f};
+  std::copy(std::begin(head), std::end(head), x.begin());
+  const auto q = quantize(GgmlType::Q8_0, x);
+  std::vector<uint8_t> expect = {0x00, 0x3c, 127, 0x81, 3, 0xfd, 1, 0xff, 3, 0xfd, 1, 0};
+  expect.resize(34, 0);
+  EXPECT_EQ(q, expect);
+}
+
+TEST(KnownBlocks, Q4_0ScaleOneRoundsHalfUp) {
+  // x[0] = -8 is the first value of largest magnitude: d = -8 / -8 = 1, quant = trunc(x + 8.5).
+  std::array<float, 32> x{};
+  for (int j = 0; j < 16; ++j) x[j] = static_cast<float>(j - 8);
+  for (int k = 0; k < 16; ++k) x[16 + k] = -4.0f + 0.5f * static_cast<float>(k);
+  const uint8_t hi[16] = {4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12};
+  std::vector<uint8_t> expect = {0x00, 0x3c};
+  for (int j = 0; j < 16; ++j) expect.push_back(static_cast<uint8_t>(j | hi[j] << 4));
+  EXPECT_EQ(quantize(GgmlType::Q4_0, x), expect);
+
+  std::vector<float> y(32);
+  dequantize_row(GgmlType::Q4_0, expect.data(), y.data(), 32);
+  EXPECT_EQ(y[0], -8.0f);
+  EXPECT_EQ(y[15], 7.0f);
+  EXPECT_EQ(y[17], -3.0f);  // -3.5 rounded half up
+}
+
+TEST(KnownBlocks, Q4_0PositiveMaxGivesNegativeScale) {
+  std::array<float, 32> x{};
+  x[0] = 8.0f;  // d = 8 / -8 = -1; x = 8 -> trunc(-8 + 8.5) = 0 -> (0 - 8) * -1 = 8
+  EXPECT_EQ(quantize(GgmlType::Q4_0, x), cat({{0x00, 0xbc, 0x80}, rep(0x88, 15)}));
+}
+
+TEST(KnownBlocks, ZeroBlocksOfTheSymmetricFormatsCarryMinusZero) {
+  // ggml computes d = max / -8 with max = +0, which is -0: llama.cpp writes 0x8000, so do we.
+  const std::array<float, 32> z{};
+  EXPECT_EQ(quantize(GgmlType::Q4_0, z), cat({{0x00, 0x80}, rep(0x88, 16)}));
+  EXPECT_EQ(quantize(GgmlType::Q5_0, z), cat({{0x00, 0x80}, rep(0xff, 4), rep(0x00, 16)}));
+  EXPECT_EQ(quantize(GgmlType::Q4_1, z), rep(0, 20));
+  EXPECT_EQ(quantize(GgmlType::Q5_1, z), rep(0, 24));
+  EXPECT_EQ(quantize(GgmlType::Q8_0, z), rep(0, 34));
+  const std::array<float, 256> zk{};
+  EXPECT_EQ(quantize(GgmlType::Q4_K, zk), rep(0, 144));
+  EXPECT_EQ(quantize(GgmlType::Q5_K, zk), rep(0, 176));
+  EXPECT_EQ(quantize(GgmlType::Q6_K, zk), rep(0, 210));
+}
+
+TEST(KnownBlocks, Q4_1MinAndUnitScale) {
+  std::array<float, 32> x{};
+  for (int j = 0; j < 16; ++j) {
+    x[j] = static_cast<float>(j);
+    x[16 + j] = static_cast<float>(15 - j);
+  }
+  std::vector<uint8_t> expect = {0x00, 0x3c, 0x00, 0x00};  // d = 1, m = 0
+  for (int j = 0; j < 16; ++j) expect.push_back(static_cast<uint8_t>(j | (15 - j) << 4));
+  EXPECT_EQ(quantize(GgmlType::Q4_1, x), expect);
+}
+
+TEST(KnownBlocks, Q5_0FifthBitsGoToQh) {
+  std::array<float, 32> x{};
+  for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 16);  // d = -16 / -16 = 1, q = j
+  std::vector<uint8_t> expect = {0x00, 0x3c, 0x00, 0x00, 0xff, 0xff};  // bits 16..31 of qh set
+  for (int j = 0; j < 16; ++j) expect.push_back(static_cast<uint8_t>(j | j << 4));
+  EXPECT_EQ(quantize(GgmlType::Q5_0, x), expect);
+  std::vector<float> y(32);
+  dequantize_row(GgmlType::Q5_0, expect.data(), y.data(), 32);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], x[j]);
+}
+
+TEST(KnownBlocks, Q5_1MinMinusOne) {
+  std::array<float, 32> x{};
+  for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 1);  // d = 31 / 31, m = -1, q = j
+  std::vector<uint8_t> expect = {0x00, 0x3c, 0x00, 0xbc, 0x00, 0x00, 0xff, 0xff};
+  for (int j = 0; j < 16; ++j) expect.push_back(static_cast<uint8_t>(j | j << 4));
+  EXPECT_EQ(quantize(GgmlType::Q5_1, x), expect);
+  std::vector<float> y(32);
+  dequantize_row(GgmlType::Q5_1, expect.data(), y.data(), 32);
+  for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], x[j]);
+}
+
+// Sub-block scales sc = {1,2,3,4,17,33,49,63} and mins m = {0,1,2,3,18,34,50,62}, packed by hand:
+// bytes 0-3 = sc[0..3] | (sc[4..7] >> 4) << 6, bytes 4-7 = m[0..3] | (m[4..7] >> 4) << 6,
+// bytes 8-11 = (sc[4..7] & 15) | (m[4..7] & 15) << 4.
+constexpr uint8_t kKScales[12] = {65, 130, 195, 196, 64, 129, 194, 195, 0x21, 0x21, 0x21, 0xef};
+constexpr int kSc[8] = {1, 2, 3, 4, 17, 33, 49, 63};
+constexpr int kMin[8] = {0, 1, 2, 3, 18, 34, 50, 62};
+
+TEST(KnownBlocks, Q4_KDecodesHandPackedScales) {
+  BlockQ4_K b{};
+  b.d = 0x3c00;     // 1.0
+  b.dmin = 0x3800;  // 0.5
+  std::memcpy(b.scales, kKScales, 12);
+  for (int k = 0; k < 4; ++k)
+    for (int l = 0; l < 32; ++l) b.qs[32 * k + l] = static_cast<uint8_t>((l % 16) | (15 - l % 16) << 4);
+  std::vector<float> y(256);
+  dequantize_row(GgmlType::Q4_K, &b, y.data(), 256);
+  for (int k = 0; k < 4; ++k)
+    for (int l = 0; l < 32; ++l) {
+      ASSERT_EQ(y[64 * k + l], static_cast<float>(kSc[2 * k] * (l % 16)) - 0.5f * kMin[2 * k]) << k << "," << l;
+      ASSERT_EQ(y[64 * k + 32 + l], static_cast<float>(kSc[2 * k + 1] * (15 - l % 16)) - 0.5f * kMin[2 * k + 1]);
+    }
+}
+
+TEST(KnownBlocks, Q5_KHighBitsInterleaveByPairs) {
+  BlockQ5_K b{};
+  b.d = 0x3c00;
+  b.dmin = 0x0000;
+  std::memcpy(b.scales, kKScales, 12);
+  b.qh[3] = 0b00100001;  // element 3 (+16) and element 2*64 + 32 + 3 = 163 (+16)
+  b.qs[3] = 0x21;        // element 3 low nibble 1, element 35 high nibble 2
+  std::vector<float> y(256);
+  dequantize_row(GgmlType::Q5_K, &b, y.data(), 256);
+  for (int e = 0; e < 256; ++e) {
+    int q = 0;
+    if (e == 3) q = 17;
+    if (e == 35) q = 2;
+    if (e == 163) q = 16;
+    ASSERT_EQ(y[e], static_cast<float>(kSc[e / 32] * q)) << "element " << e;
+  }
+}
+
+TEST(KnownBlocks, Q6_KQuartersOfEachHalf) {
+  BlockQ6_K b{};
+  b.d = 0x3800;  // 0.5
+  for (int k = 0; k < 16; ++k) b.scales[k] = static_cast<int8_t>(k - 8);
+  b.ql[0] = 0x21;         // element 0 low 4 bits = 1, element 64 = 2
+  b.qh[0] = 0b11100100;   // upper 2 bits: element 0 -> 0, 32 -> 1, 64 -> 2, 96 -> 3
+  b.ql[64 + 32 + 5] = 0xf7;  // second half: element 128 + 32 + 5 = 165 -> 7, 128 + 96 + 5 = 229 -> 15
+  std::vector<float> y(256);
+  dequantize_row(GgmlType::Q6_K, &b, y.data(), 256);
+  for (int e = 0; e < 256; ++e) {
+    int q = 0;
+    if (e == 0) q = 1;
+    if (e == 32) q = 16;
+    if (e == 64) q = 2 + 32;
+    if (e == 96) q = 48;
+    if (e == 165) q = 7;
+    if (e == 229) q = 15;
+    ASSERT_EQ(y[e], 0.5f * static_cast<float>((e / 16 - 8) * (q - 32))) << "element " << e;
+  }
+}
+
+}  // namespace
+}  // namespace skainet::kernels::ref
