@@ -1,0 +1,51 @@
+// skainet::ops — eager ops. Each checks its inputs where they enter (liveness, types, shapes),
+// draws its output from the context's active scope and has the context's kernel write straight into
+// it. Inputs may be any strided view at any offset.
+//
+//   memory::ExecutionContext ctx(2);
+//   Tensor h = ops::rms_norm(ctx, x, attn_norm, 1e-5f);           // x [n, d]
+//   Tensor q = ops::rope(ctx, ops::matmul(ctx, h, wq).reshape(Shape{n, heads, hd}), pos, {10000.0f});
+//   Tensor p = ops::softmax(ctx, scores, {.scale = 0.125f, .causal = true, .offset = pos});
+//   x = ops::add(ctx, x, ops::matmul(ctx, attn, wo));
+//
+// Weights follow ggml: a weight of GGUF shape {k, out} is the view [out, k] (see tensor.hpp), and
+// matmul(x [.., n, k], w [out, k]) = x · wᵀ → [.., n, out].
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "skainet/memory.hpp"
+
+namespace skainet::ops {
+
+using kernels::RopeParams;
+using kernels::SoftmaxParams;
+using memory::ExecutionContext;
+
+// x F32 [.., n, k]; w [out, k] in F32/F16/BF16 or a packed type with reference kernels (innermost dim
+// of x contiguous then), or w [B, out, k] with x [B, n, k]. Threaded over output columns.
+Tensor matmul(ExecutionContext& ctx, const Tensor& x, const Tensor& w);
+void matmul_into(ExecutionContext& ctx, const Tensor& x, const Tensor& w, const Tensor& out);
+
+// F32; b broadcasts to a's shape (right-aligned, dims of 1 repeat).
+Tensor add(ExecutionContext& ctx, const Tensor& a, const Tensor& b);
+Tensor mul(ExecutionContext& ctx, const Tensor& a, const Tensor& b);
+Tensor scale(ExecutionContext& ctx, const Tensor& x, float s);
+Tensor silu(ExecutionContext& ctx, const Tensor& x);
+Tensor swiglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up);  // silu(gate) * up
+
+// y = x / sqrt(mean(x²) + eps) * weight over the innermost dim; weight F32 [d] or undefined.
+Tensor rms_norm(ExecutionContext& ctx, const Tensor& x, const Tensor& weight, float eps);
+// x F32 [n, d] or [n, heads, d]: token t (index in dim 0) at position pos0 + t.
+Tensor rope(ExecutionContext& ctx, const Tensor& x, int64_t pos0, const RopeParams& params);
+Tensor softmax(ExecutionContext& ctx, const Tensor& x, const SoftmaxParams& params = {});
+
+// Embedding lookup: table [vocab, d] (any format with reference kernels) → F32 [ids.size(), d].
+Tensor gather_rows(ExecutionContext& ctx, const Tensor& table, std::span<const int32_t> ids);
+
+// dst = src (same shape): dense float ↔ dense float, packed → F32, F32 → packed, same type → same.
+void copy(ExecutionContext& ctx, const Tensor& src, const Tensor& dst);
+Tensor convert(ExecutionContext& ctx, const Tensor& src, GgmlType to);
+
+}  // namespace skainet::ops

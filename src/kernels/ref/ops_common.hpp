@@ -1,0 +1,62 @@
+// Shared helpers of the reference op kernels: walking the rows of strided views, broadcasting and
+// reading/writing one float in any dense float type. Private to src/kernels.
+#pragma once
+
+#include <cstring>
+
+#include "skainet/kernel_ops.hpp"
+#include "skainet/kernels.hpp"
+
+namespace skainet::kernels::ref::detail {
+
+// Rows are the innermost vectors; their count is the product of every other dimension.
+inline int64_t row_count(const Shape& s) noexcept {
+  int64_t n = 1;
+  for (int i = 0; i + 1 < s.rank(); ++i) n *= s[i];
+  return n;
+}
+
+// Byte offset of row r (linear over every dim but the innermost, row-major) under shape/strides.
+inline int64_t row_offset(const Shape& s, const Strides& st, int64_t r) noexcept {
+  int64_t off = 0;
+  for (int i = s.rank() - 2; i >= 0; --i) {
+    const int64_t d = s[i];
+    off += (r % d) * st[static_cast<size_t>(i)];
+    r /= d;
+  }
+  return off;
+}
+
+inline int64_t inner_stride(const Tensor& t) noexcept { return t.rank() ? t.stride(t.rank() - 1) : 0; }
+
+// b's byte strides laid over `shape` (right-aligned); dims that b lacks or holds as 1 repeat (stride 0).
+inline Strides broadcast_strides(const Shape& shape, const Tensor& b) noexcept {
+  Strides out{};
+  const int shift = shape.rank() - b.rank();
+  for (int i = 0; i < b.rank(); ++i)
+    out[static_cast<size_t>(i + shift)] = b.dim(i) == 1 ? 0 : b.stride(i);
+  return out;
+}
+
+inline float load(GgmlType t, const std::byte* p) noexcept {
+  switch (t) {
+    case GgmlType::F32: { float v; std::memcpy(&v, p, 4); return v; }
+    case GgmlType::F16: { uint16_t h; std::memcpy(&h, p, 2); return fp16_to_fp32(h); }
+    case GgmlType::BF16: { uint16_t h; std::memcpy(&h, p, 2); return bf16_to_fp32(h); }
+    default: return 0.0f;
+  }
+}
+
+inline void store(GgmlType t, std::byte* p, float v) noexcept {
+  switch (t) {
+    case GgmlType::F32: std::memcpy(p, &v, 4); break;
+    case GgmlType::F16: { const uint16_t h = fp32_to_fp16(v); std::memcpy(p, &h, 2); break; }
+    case GgmlType::BF16: { const uint16_t h = fp32_to_bf16(v); std::memcpy(p, &h, 2); break; }
+    default: break;
+  }
+}
+
+inline float* f32(std::byte* p) noexcept { return reinterpret_cast<float*>(p); }
+inline const float* f32(const std::byte* p) noexcept { return reinterpret_cast<const float*>(p); }
+
+}  // namespace skainet::kernels::ref::detail

@@ -1,0 +1,60 @@
+#include <cmath>
+
+#include "kernels/ref/ops_common.hpp"
+
+namespace skainet::kernels::ref {
+namespace {
+
+using namespace detail;
+
+// Applies f(a_j, b_j) over every row; b is broadcast over a's shape. All F32.
+template <class F>
+void binary(const Tensor& a, const Tensor& b, const Tensor& out, F f) noexcept {
+  const Strides bs = broadcast_strides(a.shape(), b);
+  const int64_t rows = row_count(a.shape());
+  const int64_t n = a.shape().back();
+  const int64_t sa = inner_stride(a) / 4, so = inner_stride(out) / 4;
+  const int64_t sb = (a.rank() ? bs[static_cast<size_t>(a.rank() - 1)] : 0) / 4;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* pa = f32(a.raw() + row_offset(a.shape(), a.strides(), r));
+    const float* pb = f32(b.raw() + row_offset(a.shape(), bs, r));
+    float* po = f32(out.raw_mut() + row_offset(out.shape(), out.strides(), r));
+    for (int64_t j = 0; j < n; ++j) po[j * so] = f(pa[j * sa], pb[j * sb]);
+  }
+}
+
+template <class F>
+void unary(const Tensor& x, const Tensor& out, F f) noexcept {
+  const int64_t rows = row_count(x.shape());
+  const int64_t n = x.shape().back();
+  const int64_t sx = inner_stride(x) / 4, so = inner_stride(out) / 4;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* px = f32(x.raw() + row_offset(x.shape(), x.strides(), r));
+    float* po = f32(out.raw_mut() + row_offset(out.shape(), out.strides(), r));
+    for (int64_t j = 0; j < n; ++j) po[j * so] = f(px[j * sx]);
+  }
+}
+
+inline float silu_of(float v) noexcept { return v / (1.0f + std::exp(-v)); }
+
+}  // namespace
+
+void add(const Tensor& a, const Tensor& b, const Tensor& out) noexcept {
+  binary(a, b, out, [](float x, float y) { return x + y; });
+}
+
+void mul(const Tensor& a, const Tensor& b, const Tensor& out) noexcept {
+  binary(a, b, out, [](float x, float y) { return x * y; });
+}
+
+void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept {
+  binary(gate, up, out, [](float g, float u) { return silu_of(g) * u; });
+}
+
+void scale(const Tensor& x, float s, const Tensor& out) noexcept {
+  unary(x, out, [s](float v) { return v * s; });
+}
+
+void silu(const Tensor& x, const Tensor& out) noexcept { unary(x, out, silu_of); }
+
+}  // namespace skainet::kernels::ref

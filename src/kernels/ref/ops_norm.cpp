@@ -1,0 +1,77 @@
+#include <cmath>
+#include <limits>
+
+#include "kernels/ref/ops_common.hpp"
+
+namespace skainet::kernels::ref {
+
+using namespace detail;
+
+void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) noexcept {
+  const int64_t rows = row_count(x.shape());
+  const int64_t n = x.shape().back();
+  const int64_t sx = inner_stride(x) / 4, so = inner_stride(out) / 4;
+  const bool has_w = weight.defined();
+  const float* pw = has_w ? f32(weight.raw()) : nullptr;
+  const int64_t sw = has_w ? inner_stride(weight) / 4 : 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* px = f32(x.raw() + row_offset(x.shape(), x.strides(), r));
+    float* po = f32(out.raw_mut() + row_offset(out.shape(), out.strides(), r));
+    double ss = 0.0;
+    for (int64_t j = 0; j < n; ++j) ss += static_cast<double>(px[j * sx]) * px[j * sx];
+    const float inv = n ? static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps)) : 0.0f;
+    for (int64_t j = 0; j < n; ++j) po[j * so] = px[j * sx] * inv * (has_w ? pw[j * sw] : 1.0f);
+  }
+}
+
+void rope(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& out) noexcept {
+  const int64_t rows = row_count(x.shape());
+  const int64_t n = x.shape().back();
+  const int64_t dims = p.dims > 0 ? p.dims : n;
+  const int64_t sx = inner_stride(x) / 4, so = inner_stride(out) / 4;
+  // Rows per token: the product of the dims between the token dim (0) and the innermost.
+  int64_t per_token = 1;
+  for (int i = 1; i + 1 < x.rank(); ++i) per_token *= x.dim(i);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* px = f32(x.raw() + row_offset(x.shape(), x.strides(), r));
+    float* po = f32(out.raw_mut() + row_offset(out.shape(), out.strides(), r));
+    const double pos = static_cast<double>(pos0 + (x.rank() >= 2 ? r / per_token : 0));
+    for (int64_t i = 0; i < dims / 2; ++i) {
+      const double theta = pos * std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(i) / static_cast<double>(dims));
+      const float c = static_cast<float>(std::cos(theta)), s = static_cast<float>(std::sin(theta));
+      const float x0 = px[(2 * i) * sx], x1 = px[(2 * i + 1) * sx];
+      po[(2 * i) * so] = x0 * c - x1 * s;
+      po[(2 * i + 1) * so] = x0 * s + x1 * c;
+    }
+    for (int64_t j = dims; j < n; ++j) po[j * so] = px[j * sx];
+  }
+}
+
+void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcept {
+  const int64_t rows = row_count(x.shape());
+  const int64_t n = x.shape().back();
+  const int64_t sx = inner_stride(x) / 4, so = inner_stride(out) / 4;
+  const int64_t queries = x.rank() >= 2 ? x.dim(x.rank() - 2) : 1;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* px = f32(x.raw() + row_offset(x.shape(), x.strides(), r));
+    float* po = f32(out.raw_mut() + row_offset(out.shape(), out.strides(), r));
+    int64_t visible = n;
+    if (p.causal) {
+      const int64_t limit = r % queries + p.offset + 1;
+      visible = limit < 0 ? 0 : (limit < n ? limit : n);
+    }
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < visible; ++j) mx = std::fmax(mx, px[j * sx] * p.scale);
+    double sum = 0.0;
+    for (int64_t j = 0; j < visible; ++j) {
+      const float e = std::exp(px[j * sx] * p.scale - mx);
+      po[j * so] = e;
+      sum += e;
+    }
+    const float inv = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
+    for (int64_t j = 0; j < visible; ++j) po[j * so] *= inv;
+    for (int64_t j = visible; j < n; ++j) po[j * so] = 0.0f;
+  }
+}
+
+}  // namespace skainet::kernels::ref

@@ -1,0 +1,45 @@
+#include <fmt/format.h>
+
+#include "ops/checks.hpp"
+
+namespace skainet::ops::detail {
+
+void require_live(const Tensor& t, std::string_view op, std::string_view arg) {
+  if (!t.defined()) throw InvalidArgument(fmt::format("{}: argument '{}' is an undefined tensor", op, arg));
+  t.check_alive(op);
+}
+
+void require_f32(const Tensor& t, std::string_view op, std::string_view arg) {
+  require_live(t, op, arg);
+  if (t.type() != GgmlType::F32)
+    throw InvalidArgument(fmt::format("{}: argument '{}' must be F32, found {}", op, arg, t.describe()));
+}
+
+void require_writable(const Tensor& t, std::string_view op) {
+  require_live(t, op, "out");
+  if (!t.storage().writable())
+    throw InvalidArgument(fmt::format("{}: output {} is read-only ({})", op, t.describe(), domain_name(t.storage().domain())));
+}
+
+void require_same_shape(const Tensor& a, const Tensor& b, std::string_view op) {
+  if (!(a.shape() == b.shape()))
+    throw InvalidArgument(fmt::format("{}: shapes differ: {} vs {}", op, a.shape().to_string(), b.shape().to_string()));
+}
+
+void require_broadcast(const Tensor& a, const Tensor& b, std::string_view op) {
+  bool ok = b.rank() <= a.rank();
+  for (int i = 0; ok && i < b.rank(); ++i) {
+    const int64_t bd = b.dim(i), ad = a.dim(i + a.rank() - b.rank());
+    ok = bd == ad || bd == 1;
+  }
+  if (!ok)
+    throw InvalidArgument(fmt::format("{}: {} does not broadcast to {}", op, b.shape().to_string(), a.shape().to_string()));
+}
+
+void require_inner_contiguous(const Tensor& t, std::string_view op, std::string_view arg) {
+  if (t.rank() > 0 && t.dim(-1) > 1 && !t.packed() && t.stride(-1) != static_cast<int64_t>(t.element_size()))
+    throw InvalidArgument(fmt::format("{}: argument '{}' needs a contiguous innermost dimension; {} has stride {} (copy it first)",
+                                      op, arg, t.describe(), t.stride(-1)));
+}
+
+}  // namespace skainet::ops::detail

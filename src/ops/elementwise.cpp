@@ -1,0 +1,52 @@
+#include "ops/checks.hpp"
+
+namespace skainet::ops {
+
+using namespace detail;
+
+namespace {
+
+Tensor binary(ExecutionContext& ctx, const Tensor& a, const Tensor& b, std::string_view op,
+              void (*kernel)(const Tensor&, const Tensor&, const Tensor&) noexcept) {
+  require_f32(a, op, "a");
+  require_f32(b, op, "b");
+  require_broadcast(a, b, op);
+  Tensor out = output(ctx, a.shape(), op);
+  kernel(a, b, out);
+  return out;
+}
+
+}  // namespace
+
+Tensor add(ExecutionContext& ctx, const Tensor& a, const Tensor& b) {
+  return binary(ctx, a, b, "ops::add", ctx.kernels().add);
+}
+
+Tensor mul(ExecutionContext& ctx, const Tensor& a, const Tensor& b) {
+  return binary(ctx, a, b, "ops::mul", ctx.kernels().mul);
+}
+
+Tensor swiglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up) {
+  require_f32(gate, "ops::swiglu", "gate");
+  require_f32(up, "ops::swiglu", "up");
+  require_same_shape(gate, up, "ops::swiglu");
+  Tensor out = output(ctx, gate.shape(), "ops::swiglu");
+  ctx.kernels().swiglu(gate, up, out);
+  return out;
+}
+
+Tensor scale(ExecutionContext& ctx, const Tensor& x, float s) {
+  require_f32(x, "ops::scale", "x");
+  Tensor out = output(ctx, x.shape(), "ops::scale");
+  ctx.kernels().scale(x, s, out);
+  return out;
+}
+
+Tensor silu(ExecutionContext& ctx, const Tensor& x) {
+  require_f32(x, "ops::silu", "x");
+  Tensor out = output(ctx, x.shape(), "ops::silu");
+  ctx.kernels().silu(x, out);
+  return out;
+}
+
+}  // namespace skainet::ops

@@ -1,0 +1,57 @@
+#include <fmt/format.h>
+
+#include "ops/checks.hpp"
+#include "skainet/kernels.hpp"
+
+namespace skainet::ops {
+
+using namespace detail;
+
+namespace {
+
+constexpr std::string_view kOp = "ops::matmul";
+
+Shape matmul_shape(const Tensor& x, const Tensor& w) {
+  require_f32(x, kOp, "x");
+  require_live(w, kOp, "w");
+  if (x.rank() < 1 || (w.rank() != 2 && w.rank() != 3))
+    throw InvalidArgument(fmt::format("{}: x {} and w {} must be [.., n, k] and [out, k] or [B, out, k]", kOp,
+                                      x.shape().to_string(), w.shape().to_string()));
+  if (w.dim(-1) != x.dim(-1))
+    throw InvalidArgument(fmt::format("{}: inner dimensions differ: x {} vs w {}", kOp, x.shape().to_string(),
+                                      w.shape().to_string()));
+  if (w.rank() == 3 && (x.rank() != 3 || x.dim(0) != w.dim(0)))
+    throw InvalidArgument(fmt::format("{}: batched w {} needs x [{}, n, k], found {}", kOp, w.shape().to_string(),
+                                      w.dim(0), x.shape().to_string()));
+  const GgmlType t = w.type();
+  const bool dense = t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16;
+  if (!dense && !(w.packed() && kernels::ref::has_reference(t)))
+    throw InvalidArgument(fmt::format("{}: no reference kernel for weight {}", kOp, w.describe()));
+  if (w.block_order() != BlockOrder::RowMajor)
+    throw InvalidArgument(fmt::format("{}: the reference kernel reads row-major blocks only; {}", kOp, w.describe()));
+  if (w.packed()) require_inner_contiguous(x, kOp, "x");
+  return x.shape().with(x.rank() - 1, w.dim(-2));
+}
+
+}  // namespace
+
+void matmul_into(ExecutionContext& ctx, const Tensor& x, const Tensor& w, const Tensor& out) {
+  const Shape shape = matmul_shape(x, w);
+  require_f32(out, kOp, "out");
+  require_writable(out, kOp);
+  if (!(out.shape() == shape))
+    throw InvalidArgument(fmt::format("{}: output {} should be {}", kOp, out.shape().to_string(), shape.to_string()));
+  const int64_t items = w.rank() == 3 ? w.dim(0) * w.dim(1) : w.dim(0);
+  const int64_t chunks = static_cast<int64_t>(ctx.pool().size()) * 4;
+  const int64_t grain = items / chunks > 0 ? items / chunks : 1;
+  auto* kernel = ctx.kernels().matmul;
+  ctx.pool().parallel_for(items, grain, [&](int64_t begin, int64_t end) noexcept { kernel(x, w, out, begin, end); });
+}
+
+Tensor matmul(ExecutionContext& ctx, const Tensor& x, const Tensor& w) {
+  Tensor out = output(ctx, matmul_shape(x, w), kOp);
+  matmul_into(ctx, x, w, out);
+  return out;
+}
+
+}  // namespace skainet::ops
