@@ -19,20 +19,25 @@ function(skainet_module name)
   target_link_libraries(skainet_${name} PUBLIC ${M_DEPS})
 endfunction()
 
-# One GoogleTest binary per folder of tests/, named test_<folder>.
+# One GoogleTest binary per folder of tests/, named test_<folder>. COUNT_ALLOCATIONS links the
+# process-wide allocation counter (tests/support/alloc_counter.cpp, which interposes malloc).
 function(skainet_test_dir name)
-  cmake_parse_arguments(T "" "" "DEPS" ${ARGN})
+  cmake_parse_arguments(T "COUNT_ALLOCATIONS" "" "DEPS" ${ARGN})
   file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${name}/*.cpp)
   if(NOT sources)
     return()
   endif()
+  if(T_COUNT_ALLOCATIONS)
+    list(APPEND sources ${CMAKE_CURRENT_SOURCE_DIR}/support/alloc_counter.cpp)
+  endif()
   add_executable(test_${name} ${sources})
-  target_include_directories(test_${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
+  target_include_directories(test_${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR}
+                                                  ${CMAKE_CURRENT_SOURCE_DIR}/support)
   target_link_libraries(test_${name} PRIVATE ${T_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
   target_compile_definitions(test_${name} PRIVATE
     SKAINET_SHARED_MODELS="${SKAINET_SHARED_MODELS}"
     SKAINET_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data"
     SKAINET_BINARY_DIR="${PROJECT_BINARY_DIR}"
     SKAINET_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
-  gtest_discover_tests(test_${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "unit;${name}")
+  gtest_discover_tests(test_${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "unit\\;${name}")
 endfunction()

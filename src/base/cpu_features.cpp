@@ -1,28 +1,56 @@
 #include "skainet/base.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace skainet::base {
+namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+// Reads CPUID directly (feature names accepted by __builtin_cpu_supports differ between compilers),
+// and checks with XGETBV that the OS saves the AVX / AVX-512 register state.
+uint64_t xgetbv0() {
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (uint64_t{hi} << 32) | lo;
+}
+
+CpuFeatures detect() {
+  CpuFeatures f;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  f.sse42 = c & (1u << 20);
+  f.fma = c & (1u << 12);
+  f.f16c = c & (1u << 29);
+  const bool osxsave = c & (1u << 27);
+  const uint64_t xcr0 = osxsave ? xgetbv0() : 0;
+  const bool ymm = (xcr0 & 0x6) == 0x6;
+  const bool zmm = (xcr0 & 0xe6) == 0xe6;
+  f.avx = (c & (1u << 28)) && ymm;
+  f.fma = f.fma && f.avx;
+  f.f16c = f.f16c && f.avx;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    f.avx2 = (b & (1u << 5)) && ymm;
+    f.avx512f = (b & (1u << 16)) && zmm;
+    f.avx512bw = (b & (1u << 30)) && zmm;
+    f.avx512vl = (b & (1u << 31)) && zmm;
+    f.avx512vnni = (c & (1u << 11)) && zmm;
+  }
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
+    f.avx_vnni = (a & (1u << 4)) && ymm;
+    f.avx512bf16 = (a & (1u << 5)) && zmm;
+  }
+  return f;
+}
+#else
+CpuFeatures detect() { return {}; }
+#endif
+
+}  // namespace
 
 const CpuFeatures& CpuFeatures::detected() {
-  static const CpuFeatures features = [] {
-    CpuFeatures f;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    f.sse42 = __builtin_cpu_supports("sse4.2");
-    f.avx = __builtin_cpu_supports("avx");
-    f.avx2 = __builtin_cpu_supports("avx2");
-    f.fma = __builtin_cpu_supports("fma");
-    f.f16c = __builtin_cpu_supports("f16c");
-    f.avx512f = __builtin_cpu_supports("avx512f");
-    f.avx512bw = __builtin_cpu_supports("avx512bw");
-    f.avx512vl = __builtin_cpu_supports("avx512vl");
-    f.avx512vnni = __builtin_cpu_supports("avx512vnni");
-    f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
-#if defined(__clang__) || __GNUC__ >= 12
-    f.avx_vnni = __builtin_cpu_supports("avxvnni");
-#endif
-#endif
-    return f;
-  }();
+  static const CpuFeatures features = detect();
   return features;
 }
 
