@@ -17,11 +17,13 @@ configure: setup
 build: configure
 	@cmake --build --preset $(PRESET) -j $(JOBS)
 
-# The main job on a built-in default: a small synthetic llama model, written and then inspected.
+# The main job on a built-in default: a small synthetic llama model (seeded random weights, so its
+# text is noise), planned from its header, then loaded as planned and run.
 demo: build
 	@mkdir -p $(DEMO)
 	$(SKAINET) synth $(DEMO)/tiny-q8_0.gguf --preset tiny --type Q8_0 --seed 1
-	$(SKAINET) inspect $(DEMO)/tiny-q8_0.gguf
+	$(SKAINET) plan $(DEMO)/tiny-q8_0.gguf --ctx 256
+	$(SKAINET) run -m $(DEMO)/tiny-q8_0.gguf -p "Once upon a time" -n 32 --seed 1 --ctx 256
 
 # The whole default test suite (what .ci/run runs).
 test: build

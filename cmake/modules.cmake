@@ -36,8 +36,8 @@ function(skainet_test_dir name)
   target_link_libraries(test_${name} PRIVATE ${T_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
   target_compile_definitions(test_${name} PRIVATE
     SKAINET_SHARED_MODELS="${SKAINET_SHARED_MODELS}"
-    SKAINET_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data"
+    SKAINET_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/${name}/data"
     SKAINET_BINARY_DIR="${PROJECT_BINARY_DIR}"
     SKAINET_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
-  gtest_discover_tests(test_${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "unit\\;${name}")
+  gtest_discover_tests(test_${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${name})
 endfunction()

@@ -222,8 +222,6 @@ class Tensor {
   BlockOrder order_ = BlockOrder::RowMajor;
 };
 
-// row_bytes() for the hot path: the same checks, but no message is formatted unless it throws.
-uint64_t tensor_row_bytes(GgmlType type, uint64_t elements);
 // Row-major byte strides of `shape` stored contiguously in `type` (innermost stride 0 if packed).
 Strides contiguous_strides(const Shape& shape, GgmlType type);
 // Bytes of `shape` in `type` stored contiguously (InvalidArgument if the last dim is not whole blocks).

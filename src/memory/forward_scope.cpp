@@ -1,3 +1,5 @@
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "skainet/memory.hpp"
@@ -7,13 +9,21 @@ namespace {
 
 uint64_t align64(uint64_t v) { return checked_align_up(v, kStorageAlignment, "forward scope offset"); }
 
+// The slab is touched once when made, so its pages are resident from the start as the memory plan
+// counts them (and no step pays first-touch page faults).
+Storage::Ref new_slab(uint64_t bytes) {
+  Storage::Ref s = Storage::pages(align64(bytes), "forward slab");
+  std::memset(s->bytes(), 0, s->size());
+  return s;
+}
+
 }  // namespace
 
 ForwardScope::ForwardScope(ForwardScopeOptions options) : options_(options), life_(std::make_shared<Lifetime>()) {
   life_->steps = true;
   life_->label = "forward scope";
   if (options_.slab_bytes > 0) {
-    slab_ = Storage::pages(align64(options_.slab_bytes), "forward slab");
+    slab_ = new_slab(options_.slab_bytes);
     stats_.slab_bytes = slab_->size();
     stats_.slab_allocations = 1;
   }
@@ -72,7 +82,7 @@ void ForwardScope::reset() {
   stats_.resets++;
   if (options_.grow_to_high_water && stats_.peak > stats_.slab_bytes) {
     slab_.reset();  // its slices are all dead: nothing reads it again
-    slab_ = Storage::pages(align64(stats_.peak), "forward slab");
+    slab_ = new_slab(stats_.peak);
     stats_.slab_bytes = slab_->size();
     stats_.slab_allocations++;
   }

@@ -77,7 +77,7 @@ void suggest(MemoryPlan& p, const placement::MemoryProfile& profile) {
     if (d.reason == placement::PlacementReason::CopyDequantized && d.spec.bytes > d.file_bytes)
       blow_up += d.spec.bytes - d.file_bytes;
   if (blow_up > 0)
-    p.suggestions.push_back({SuggestionKind::KeepPacked, "keep weights packed (--weight-form keep)", blow_up});
+    p.suggestions.push_back({SuggestionKind::KeepPacked, "keep weights packed (drop forms that dequantize)", blow_up});
   std::sort(p.suggestions.begin(), p.suggestions.end(), [](const auto& a, const auto& b) { return a.saves > b.saves; });
 }
 

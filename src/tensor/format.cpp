@@ -107,12 +107,16 @@ std::string_view encoding_name(Encoding e) noexcept {
   return "?";
 }
 
+// On the hot path (every view an op makes): no message is formatted unless it throws.
 uint64_t row_bytes(GgmlType type, uint64_t elements) {
   const TypeTraits& t = type_traits(type);
   if (elements % t.block_elements != 0)
     throw InvalidArgument(fmt::format("{} stores blocks of {} elements; {} elements is not a multiple of it",
                                       t.name, t.block_elements, elements));
-  return checked_mul<uint64_t>(elements / t.block_elements, t.block_bytes, fmt::format("bytes of {} {} elements", elements, t.name));
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(elements / t.block_elements, uint64_t{t.block_bytes}, &bytes))
+    throw OverflowError(fmt::format("bytes of {} {} elements overflow 64 bits", elements, t.name));
+  return bytes;
 }
 
 }  // namespace skainet

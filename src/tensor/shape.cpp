@@ -59,23 +59,13 @@ bool operator==(const Shape& a, const Shape& b) noexcept {
   return true;
 }
 
-uint64_t tensor_row_bytes(GgmlType type, uint64_t elements) {
-  const TypeTraits& t = type_traits(type);
-  uint64_t bytes = 0;
-  // Same rule as row_bytes(), whose error text is built on every call; views are made per op, so
-  // this one formats only when it throws.
-  if (elements % t.block_elements != 0 || __builtin_mul_overflow(elements / t.block_elements, uint64_t{t.block_bytes}, &bytes))
-    return row_bytes(type, elements);
-  return bytes;
-}
-
 Strides contiguous_strides(const Shape& shape, GgmlType type) {
   const TypeTraits& t = type_traits(type);
   Strides s{};
   const int r = shape.rank();
   if (r == 0) return s;
   s[static_cast<size_t>(r - 1)] = t.quantized ? 0 : t.block_bytes;
-  int64_t pitch = static_cast<int64_t>(tensor_row_bytes(type, static_cast<uint64_t>(shape[r - 1])));
+  int64_t pitch = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(shape[r - 1])));
   for (int i = r - 2; i >= 0; --i) {
     s[static_cast<size_t>(i)] = pitch;
     pitch = static_cast<int64_t>(checked_mul<uint64_t>(static_cast<uint64_t>(pitch), static_cast<uint64_t>(shape[i]),
@@ -85,7 +75,7 @@ Strides contiguous_strides(const Shape& shape, GgmlType type) {
 }
 
 uint64_t contiguous_bytes(const Shape& shape, GgmlType type) {
-  uint64_t bytes = tensor_row_bytes(type, static_cast<uint64_t>(shape.back()));
+  uint64_t bytes = row_bytes(type, static_cast<uint64_t>(shape.back()));
   for (int i = 0; i + 1 < shape.rank(); ++i)
     bytes = checked_mul<uint64_t>(bytes, static_cast<uint64_t>(shape[i]), "tensor byte size");
   return bytes;

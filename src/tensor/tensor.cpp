@@ -29,7 +29,7 @@ bool Tensor::packed() const noexcept { return type_traits(type_).quantized; }
 
 uint32_t Tensor::element_size() const noexcept { return packed() ? 0 : type_traits(type_).block_bytes; }
 
-uint64_t Tensor::row_bytes() const { return tensor_row_bytes(type_, static_cast<uint64_t>(shape_.back())); }
+uint64_t Tensor::row_bytes() const { return skainet::row_bytes(type_, static_cast<uint64_t>(shape_.back())); }
 
 uint64_t Tensor::nbytes() const { return contiguous_bytes(shape_, type_); }
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "malformed/alloc_guard.hpp"
-#include "malformed/gguf_builder.hpp"
+#include "gguf_builder.hpp"
 #include "skainet/gguf.hpp"
 
 namespace skainet::gguf {

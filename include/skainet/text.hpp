@@ -1,0 +1,216 @@
+// skainet::text — tokenizers built from a GGUF vocabulary, and token samplers.
+//
+//   gguf::Header h = gguf::read_header("model.gguf");
+//   text::Tokenizer tok = text::Tokenizer::from_gguf(h);            // "llama" (SPM) or "gpt2" (BPE)
+//   std::vector<int32_t> ids = tok.encode("Once upon a time", /*add_special=*/true);
+//   std::string back = tok.decode(ids);                               // "Once upon a time"
+//
+//   text::StreamDecoder out(tok);                                     // holds partial UTF-8 pieces
+//   text::Sampler sampler(tok.vocab_size(), {.temperature = 0.8f, .top_k = 40, .seed = 42});
+//   int32_t next = sampler.sample(logits);                            // no heap allocation per call
+//   sampler.accept(next);
+//   std::cout << out.push(next);
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "skainet/base.hpp"
+#include "skainet/gguf.hpp"
+
+namespace skainet::text {
+
+// Token types as GGUF numbers them (tokenizer.ggml.token_type).
+enum class TokenType : uint8_t {
+  Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6,
+};
+
+enum class VocabModel : uint8_t {
+  Spm,  // tokenizer.ggml.model "llama": SentencePiece-style, merges by score, byte fallback
+  Bpe,  // tokenizer.ggml.model "gpt2": byte-level BPE, merges by rank
+};
+
+// How BPE text is split into words before merging (tokenizer.ggml.pre). Each is llama.cpp's list of
+// regexes for that name; SPM vocabularies have no pre-tokenizer (Default).
+enum class PreTokenizer : uint8_t {
+  Default,        // "default" (or absent)
+  Gpt2,           // "gpt-2", "phi-2", "mpt", "olmo", "jais", ...
+  Llama3,         // "llama-bpe", "llama3", "llama-v3", "falcon3", "pixtral", ...
+  Qwen2,          // "qwen2", "stablelm2", "hunyuan"
+  DeepseekCoder,  // "deepseek-coder"
+  Falcon,         // "falcon"
+  Starcoder,      // "starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva"
+};
+std::string_view pre_tokenizer_name(PreTokenizer p) noexcept;
+
+enum class VocabErrorKind : uint8_t {
+  MissingKey,           // a required tokenizer key is absent
+  WrongType,            // a key has another value type than the tokenizer needs
+  LengthMismatch,       // scores / token_type length differs from tokens
+  Empty,                // no tokens
+  UnknownModel,         // tokenizer.ggml.model other than "llama" / "gpt2"
+  UnknownPreTokenizer,  // tokenizer.ggml.pre we have no regexes for
+};
+std::string_view error_kind_name(VocabErrorKind k) noexcept;
+
+// A vocabulary that cannot make a tokenizer. key() names the metadata key at fault.
+class VocabError : public Error {
+ public:
+  VocabError(VocabErrorKind kind, std::string key, std::string message)
+      : Error(std::move(message)), kind_(kind), key_(std::move(key)) {}
+  VocabErrorKind kind() const noexcept { return kind_; }
+  const std::string& key() const noexcept { return key_; }
+
+ private:
+  VocabErrorKind kind_;
+  std::string key_;
+};
+
+// Everything a tokenizer needs, as read from the GGUF metadata (with llama.cpp's defaults filled in).
+struct Vocab {
+  VocabModel model = VocabModel::Spm;
+  PreTokenizer pre = PreTokenizer::Default;
+  std::string pre_name;                // tokenizer.ggml.pre as stored ("" when absent)
+  std::vector<std::string> tokens;     // an empty token becomes "[EMPTY_<id>]", as in llama.cpp
+  std::vector<float> scores;           // one per token (0 when the file has none)
+  std::vector<TokenType> types;        // one per token (Normal when the file has none)
+  std::vector<std::string> merges;     // BPE only: "left right", rank = index
+  int32_t bos = -1, eos = -1, unk = -1, pad = -1, eot = -1, eom = -1;  // -1: none
+  bool add_bos = false, add_eos = false;
+  bool add_space_prefix = false;       // SPM: prepend " " to the text (default true)
+  bool ignore_merges = false;          // BPE (llama3 family): a word that is a token is not merged
+  std::string model_name;              // general.name, lower-cased: llama.cpp keys a few quirks to it
+                                       // (Phi-3: special tokens swallow the whitespace after them)
+
+  static Vocab from_gguf(const gguf::Header& header);
+};
+
+struct DecodeOptions {
+  bool render_special = false;       // write control/unknown tokens' text (e.g. "<s>") instead of nothing
+  // With add_space_prefix (SPM), drop the one space the encoder added: from the first token, or the
+  // token after a leading BOS. (llama.cpp keeps it when it removes the BOS; we follow SentencePiece.)
+  bool strip_leading_space = true;
+};
+
+class Tokenizer {
+ public:
+  explicit Tokenizer(Vocab vocab);
+  static Tokenizer from_gguf(const gguf::Header& header) { return Tokenizer(Vocab::from_gguf(header)); }
+  static Tokenizer from_file(const std::filesystem::path& gguf_path);
+  ~Tokenizer();
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
+
+  // add_special: BOS/EOS as the vocabulary asks (add_bos/add_eos). parse_special: text such as "<s>"
+  // becomes its control token; user-defined tokens are always matched whole, as in llama.cpp.
+  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special = false) const;
+
+  // The bytes of one token: may be part of a UTF-8 sequence (byte tokens). Control/unknown tokens give
+  // "" unless render_special. Out-of-range ids throw InvalidArgument.
+  std::string token_to_piece(int32_t id, bool render_special = false) const;
+  std::string decode(std::span<const int32_t> ids, const DecodeOptions& options = {}) const;
+
+  int32_t vocab_size() const noexcept;
+  int32_t bos() const noexcept;
+  int32_t eos() const noexcept;
+  bool is_eog(int32_t id) const noexcept;     // end of generation: EOS, EOT, EOM and their kin
+  std::optional<int32_t> find(std::string_view token_text) const;
+  const Vocab& vocab() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Turns a stream of ids into text that is always whole UTF-8: bytes of an incomplete sequence are
+// held until the token that completes them arrives.
+class StreamDecoder {
+ public:
+  explicit StreamDecoder(const Tokenizer& tokenizer, DecodeOptions options = {});
+  std::string push(int32_t id);   // the text that became complete with this token (maybe "")
+  std::string flush();            // whatever is held (an incomplete or invalid tail), as is
+  void reset();
+
+ private:
+  const Tokenizer* tokenizer_;
+  DecodeOptions options_;
+  std::string pending_;
+  bool first_ = true;
+};
+
+// ---- Sampling ----------------------------------------------------------------------------------
+
+struct Candidate {
+  int32_t id;
+  float logit;
+  float p;   // set by softmax()
+};
+
+// The building blocks, over a candidate array (each keeps its input ordered by logit descending, ties
+// by lower id, from top_k on). They never allocate; each returns the number of candidates kept, and
+// always keeps at least one.
+namespace sampling {
+int32_t greedy(std::span<const Candidate> c) noexcept;                  // argmax, ties: lowest id
+void repetition_penalty(std::span<Candidate> by_id, std::span<const int32_t> last, float penalty,
+                        std::span<uint32_t> seen_stamp, uint32_t stamp) noexcept;
+size_t top_k(std::span<Candidate> c, int32_t k) noexcept;               // sorts the kept prefix
+size_t top_p(std::span<Candidate> sorted, float p) noexcept;            // smallest prefix with mass >= p
+size_t min_p(std::span<Candidate> sorted, float p) noexcept;            // keeps p_i >= p * p_max
+void temperature(std::span<Candidate> c, float t) noexcept;             // logit /= t
+void softmax(std::span<Candidate> c) noexcept;                          // fills p
+}  // namespace sampling
+
+// xoshiro256** seeded through splitmix64: the same numbers on every platform.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) noexcept { reseed(seed); }
+  void reseed(uint64_t seed) noexcept;
+  uint64_t next() noexcept;
+  double uniform() noexcept { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+
+ private:
+  uint64_t s_[4];
+};
+
+struct SamplerConfig {
+  float temperature = 1.0f;     // <= 0: greedy (after the repetition penalty)
+  int32_t top_k = 0;            // <= 0: off
+  float top_p = 1.0f;           // >= 1: off
+  float min_p = 0.0f;           // <= 0: off
+  float repeat_penalty = 1.0f;  // 1: off. llama.cpp: positive logits / penalty, negative * penalty
+  int32_t repeat_last_n = 64;   // how many accepted tokens the penalty looks back over
+  uint64_t seed = 0x5EEDu;
+};
+
+// penalty -> top-k -> top-p -> min-p -> temperature -> draw (llama.cpp's default order). All buffers
+// are sized in the constructor: sample() and accept() never allocate.
+class Sampler {
+ public:
+  Sampler(int32_t vocab_size, SamplerConfig config);
+
+  int32_t sample(std::span<const float> logits);  // logits.size() must be vocab_size
+  void accept(int32_t id) noexcept;                 // records id for the repetition penalty
+  void reset() noexcept;                            // forgets history, reseeds
+  const SamplerConfig& config() const noexcept { return config_; }
+  // The candidates that survived the filters in the last sample() call, best first.
+  std::span<const Candidate> last_candidates() const noexcept { return {cand_.data(), kept_}; }
+
+ private:
+  SamplerConfig config_;
+  int32_t vocab_size_;
+  std::vector<Candidate> cand_;
+  std::vector<int32_t> history_;   // ring buffer of repeat_last_n ids
+  size_t history_size_ = 0, history_head_ = 0;
+  std::vector<uint32_t> seen_;     // per-id stamp: penalize each id once per call
+  uint32_t stamp_ = 0;
+  size_t kept_ = 0;
+  Rng rng_;
+};
+
+}  // namespace skainet::text

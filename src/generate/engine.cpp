@@ -1,0 +1,42 @@
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "skainet/engine.hpp"
+
+namespace skainet::generate {
+
+std::unique_ptr<Engine> Engine::open(const std::filesystem::path& path, const EngineOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<Engine> e(new Engine());
+  e->header = gguf::read_header(path);
+  e->profile = placement::MemoryProfile::preset(options.profile);
+  e->plan = plan::make_plan(e->header, e->profile, placement::Platform::detect(), options.overrides, options.plan);
+  if (!e->plan.model || !e->plan.kv)
+    throw Error(fmt::format("{}: not a llama-family model (no general.architecture with hyper-parameters and tensors)",
+                            path.string()));
+  if (!model::supports_architecture(e->plan.model->architecture))
+    throw Error(fmt::format("{}: architecture '{}' is not supported (supported: llama, mistral, qwen2)", path.string(),
+                            e->plan.model->architecture));
+  // ResolvedGguf refuses a plan over budget here, before any payload is read.
+  load::ResolvedGguf loader(e->header, e->plan);
+  e->loaded = loader.load(e->scope, {.progress = options.progress});
+  e->kv.emplace(e->scope, *e->plan.kv);
+  const uint64_t layer_slab = std::max(e->plan.decode->layer_bytes, e->plan.prefill->layer_bytes);
+  e->llama.emplace(*e->plan.model, model::LlamaWeights::bind(e->loaded, *e->plan.model), *e->kv, layer_slab);
+  e->tokenizer.emplace(text::Tokenizer::from_gguf(e->header));
+  e->ctx = std::make_unique<memory::ExecutionContext>(options.threads);
+  e->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return e;
+}
+
+uint64_t Engine::step_slab_bytes() const noexcept {
+  return std::max(plan.decode->step_bytes, plan.prefill->step_bytes);
+}
+
+Generator Engine::generator(text::Sampler& sampler) {
+  return Generator(*llama, *tokenizer, sampler, *ctx, {.step_slab_bytes = step_slab_bytes(), .prefill_chunk = plan.prefill->tokens});
+}
+
+}  // namespace skainet::generate

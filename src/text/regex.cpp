@@ -1,0 +1,376 @@
+#include "text/regex.hpp"
+
+#include <limits>
+#include <string>
+
+#include "skainet/base.hpp"
+#include "text/unicode.hpp"
+
+namespace skainet::text {
+
+namespace uc = unicode;
+
+namespace {
+
+constexpr uint32_t kInf = std::numeric_limits<uint32_t>::max();
+
+uint32_t cat_bit(uc::Category c) { return 1u << static_cast<unsigned>(c); }
+
+// A non-owning callable reference: continuations are passed down every match step, so they must not
+// allocate.
+class Cont {
+ public:
+  template <class F>
+  Cont(const F& f) : obj_(&f), call_([](const void* o, size_t p) { return (*static_cast<const F*>(o))(p); }) {}
+  bool operator()(size_t p) const { return call_(obj_, p); }
+
+ private:
+  const void* obj_;
+  bool (*call_)(const void*, size_t);
+};
+
+}  // namespace
+
+bool Regex::Class::contains(uint32_t cp) const noexcept {
+  bool hit = false;
+  for (const ClassItem& it : items) {
+    bool m = false;
+    switch (it.kind) {
+      case ClassItem::Range: m = cp >= it.lo && cp <= it.hi; break;
+      case ClassItem::Category: m = (it.lo & cat_bit(uc::category(cp))) != 0; break;
+      case ClassItem::Space: m = uc::is_whitespace(cp); break;
+      case ClassItem::Digit: m = cp >= '0' && cp <= '9'; break;
+      case ClassItem::Word: m = cp == '_' || (cp >= '0' && cp <= '9') || ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z'); break;
+    }
+    if (m != it.negated) {
+      hit = true;
+      break;
+    }
+  }
+  return hit != negated;
+}
+
+class RegexParser {
+ public:
+  RegexParser(Regex& re, std::string_view pattern) : re_(re), pattern_(pattern), p_(uc::decode_lenient(pattern)) {}
+
+  void parse() {
+    re_.alternations_.emplace_back();
+    parse_alternation(0);
+    if (i_ != p_.size()) fail("unbalanced ')'");
+  }
+
+ private:
+  Regex& re_;
+  std::string_view pattern_;
+  std::vector<uint32_t> p_;
+  size_t i_ = 0;
+  bool icase_ = false;
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw InvalidArgument("regex '" + std::string(pattern_) + "': " + what + " at code point " + std::to_string(i_));
+  }
+  bool at_end() const { return i_ >= p_.size(); }
+  uint32_t peek(size_t k = 0) const { return i_ + k < p_.size() ? p_[i_ + k] : 0; }
+
+  void parse_alternation(uint32_t index) {
+    for (;;) {
+      Regex::Sequence seq = parse_sequence();
+      re_.alternations_[index].branches.push_back(std::move(seq));
+      if (!at_end() && peek() == '|') {
+        ++i_;
+        continue;
+      }
+      return;
+    }
+  }
+
+  Regex::Sequence parse_sequence() {
+    Regex::Sequence seq;
+    while (!at_end() && peek() != '|' && peek() != ')') {
+      Regex::Term t = parse_atom();
+      parse_quantifier(t);
+      seq.push_back(t);
+    }
+    return seq;
+  }
+
+  uint32_t add_class(Regex::Class c) {
+    re_.classes_.push_back(std::move(c));
+    return static_cast<uint32_t>(re_.classes_.size() - 1);
+  }
+
+  void add_literal(Regex::Class& c, uint32_t cp) const {
+    c.items.push_back({Regex::ClassItem::Range, false, cp, cp});
+    if (icase_ && cp < 128 && ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z')) {
+      const uint32_t other = cp ^ 0x20;
+      c.items.push_back({Regex::ClassItem::Range, false, other, other});
+    }
+  }
+
+  uint32_t parse_number() {
+    if (at_end() || peek() < '0' || peek() > '9') fail("expected a number");
+    uint64_t v = 0;
+    while (!at_end() && peek() >= '0' && peek() <= '9') {
+      v = v * 10 + (p_[i_++] - '0');
+      if (v > 100000) fail("repeat count too large");
+    }
+    return static_cast<uint32_t>(v);
+  }
+
+  void parse_quantifier(Regex::Term& t) {
+    if (at_end()) return;
+    const uint32_t c = peek();
+    uint32_t mn = 1, mx = 1;
+    if (c == '?') mn = 0, mx = 1;
+    else if (c == '*') mn = 0, mx = kInf;
+    else if (c == '+') mn = 1, mx = kInf;
+    else if (c == '{') {
+      ++i_;
+      mn = parse_number();
+      mx = mn;
+      if (peek() == ',') {
+        ++i_;
+        mx = peek() == '}' ? kInf : parse_number();
+      }
+      if (peek() != '}') fail("expected '}'");
+      if (mx < mn) fail("{m,n} with n < m");
+    } else {
+      return;
+    }
+    ++i_;
+    if (t.kind != Regex::Term::Char && t.kind != Regex::Term::Group) fail("quantified assertion");
+    if (!at_end() && (peek() == '?' || peek() == '+')) fail("lazy or possessive quantifiers are not supported");
+    t.min = mn;
+    t.max = mx;
+  }
+
+  // An escape after '\'; returns false when it was a single literal code point (in *cp).
+  bool parse_escape(Regex::Class& c, uint32_t* cp) {
+    if (at_end()) fail("trailing '\\'");
+    const uint32_t e = p_[i_++];
+    using I = Regex::ClassItem;
+    switch (e) {
+      case 's': c.items.push_back({I::Space, false, 0, 0}); return true;
+      case 'S': c.items.push_back({I::Space, true, 0, 0}); return true;
+      case 'd': c.items.push_back({I::Digit, false, 0, 0}); return true;
+      case 'D': c.items.push_back({I::Digit, true, 0, 0}); return true;
+      case 'w': c.items.push_back({I::Word, false, 0, 0}); return true;
+      case 'W': c.items.push_back({I::Word, true, 0, 0}); return true;
+      case 'p':
+      case 'P': {
+        if (peek() != '{') fail("expected '{' after \\p");
+        ++i_;
+        std::string name;
+        while (!at_end() && peek() != '}') name += static_cast<char>(p_[i_++]);
+        if (at_end()) fail("unterminated \\p{");
+        ++i_;
+        uc::Category cat;
+        if (name == "L" || name == "Lu" || name == "Ll" || name == "Lt" || name == "Lm" || name == "Lo") cat = uc::Category::Letter;
+        else if (name == "N") cat = uc::Category::Number;
+        else if (name == "P") cat = uc::Category::Punctuation;
+        else if (name == "M") cat = uc::Category::Mark;
+        else if (name == "S") cat = uc::Category::Symbol;
+        else if (name == "Z") cat = uc::Category::Separator;
+        else if (name == "C") cat = uc::Category::Control;
+        else fail("unsupported category \\p{" + name + "}");
+        c.items.push_back({I::Category, e == 'P', cat_bit(cat), 0});
+        return true;
+      }
+      case 'r': *cp = '\r'; return false;
+      case 'n': *cp = '\n'; return false;
+      case 't': *cp = '\t'; return false;
+      case 'f': *cp = '\f'; return false;
+      case 'v': *cp = '\v'; return false;
+      case '0': *cp = 0; return false;
+      default:
+        if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '1' && e <= '9')) {
+          fail(std::string("unsupported escape \\") + static_cast<char>(e));
+        }
+        *cp = e;
+        return false;
+    }
+  }
+
+  uint32_t parse_class() {
+    Regex::Class c;
+    if (peek() == '^') {
+      c.negated = true;
+      ++i_;
+    }
+    while (!at_end() && peek() != ']') {
+      uint32_t lo = p_[i_++];
+      if (lo == '\\') {
+        if (parse_escape(c, &lo)) continue;
+      }
+      if (peek() == '-' && i_ + 1 < p_.size() && p_[i_ + 1] != ']') {
+        ++i_;
+        uint32_t hi = p_[i_++];
+        if (hi == '\\') {
+          Regex::Class dummy;
+          if (parse_escape(dummy, &hi)) fail("class escape as a range end");
+        }
+        if (hi < lo) fail("range out of order");
+        c.items.push_back({Regex::ClassItem::Range, false, lo, hi});
+        if (icase_) fail("ranges under (?i) are not supported");
+        continue;
+      }
+      add_literal(c, lo);
+    }
+    if (at_end()) fail("unterminated '['");
+    ++i_;  // ']'
+    return add_class(std::move(c));
+  }
+
+  Regex::Term parse_atom() {
+    const uint32_t c = p_[i_++];
+    Regex::Term t{};
+    switch (c) {
+      case '(': {
+        Regex::Term::Kind kind = Regex::Term::Group;
+        const bool saved_icase = icase_;
+        if (peek() == '?') {
+          if (peek(1) == ':') i_ += 2;
+          else if (peek(1) == '=') kind = Regex::Term::LookAhead, i_ += 2;
+          else if (peek(1) == '!') kind = Regex::Term::NegLookAhead, i_ += 2;
+          else if (peek(1) == 'i' && peek(2) == ':') icase_ = true, i_ += 3;
+          else fail("unsupported group kind");
+        }
+        const uint32_t index = static_cast<uint32_t>(re_.alternations_.size());
+        re_.alternations_.emplace_back();
+        parse_alternation(index);
+        icase_ = saved_icase;
+        if (at_end() || peek() != ')') fail("missing ')'");
+        ++i_;
+        t.kind = kind;
+        t.index = index;
+        return t;
+      }
+      case '[':
+        t.kind = Regex::Term::Char;
+        t.index = parse_class();
+        return t;
+      case '.': {
+        Regex::Class any;
+        any.negated = true;
+        for (uint32_t nl : {uint32_t('\n'), uint32_t('\r'), 0x2028u, 0x2029u}) any.items.push_back({Regex::ClassItem::Range, false, nl, nl});
+        t.kind = Regex::Term::Char;
+        t.index = add_class(std::move(any));
+        return t;
+      }
+      case '^': t.kind = Regex::Term::Start; return t;
+      case '$': t.kind = Regex::Term::End; return t;
+      case '*': case '+': case '?': case '{': case ')': case ']': case '}':
+        --i_;
+        fail("unexpected '" + std::string(1, static_cast<char>(c)) + "'");
+      default: {
+        Regex::Class lit;
+        uint32_t cp = c;
+        if (c == '\\' && parse_escape(lit, &cp)) {
+          // a class escape such as \s: lit already holds it
+        } else {
+          add_literal(lit, cp);
+        }
+        t.kind = Regex::Term::Char;
+        t.index = add_class(std::move(lit));
+        return t;
+      }
+    }
+  }
+};
+
+class RegexMatcher {
+ public:
+  RegexMatcher(const Regex& re, std::span<const uint32_t> text) : re_(re), text_(text) {}
+
+  bool alternation(uint32_t index, size_t pos, Cont k) const {
+    for (const Regex::Sequence& seq : re_.alternations_[index].branches) {
+      if (sequence(seq, 0, pos, k)) return true;
+    }
+    return false;
+  }
+
+ private:
+  const Regex& re_;
+  std::span<const uint32_t> text_;
+
+  bool sequence(const Regex::Sequence& seq, size_t i, size_t pos, Cont k) const {
+    if (i == seq.size()) return k(pos);
+    const Regex::Term& t = seq[i];
+    auto next = [&](size_t p) { return sequence(seq, i + 1, p, k); };
+    switch (t.kind) {
+      case Regex::Term::Char: {
+        const Regex::Class& c = re_.classes_[t.index];
+        size_t n = 0;
+        while (n < t.max && pos + n < text_.size() && c.contains(text_[pos + n])) ++n;
+        if (n < t.min) return false;
+        for (size_t m = n + 1; m-- > t.min;) {  // greedy: longest first
+          if (next(pos + m)) return true;
+        }
+        return false;
+      }
+      case Regex::Term::Group:
+        return repeat(t, pos, 0, Cont(next));
+      case Regex::Term::LookAhead:
+      case Regex::Term::NegLookAhead: {
+        auto accept = [](size_t) { return true; };
+        const bool found = alternation(t.index, pos, Cont(accept));
+        return found == (t.kind == Regex::Term::LookAhead) && next(pos);
+      }
+      case Regex::Term::Start:
+        return pos == 0 && next(pos);
+      case Regex::Term::End:
+        return pos == text_.size() && next(pos);
+    }
+    return false;
+  }
+
+  bool repeat(const Regex::Term& t, size_t pos, uint32_t count, Cont k) const {
+    if (count < t.max) {
+      auto more = [&](size_t p) {
+        if (p == pos) return false;  // an empty iteration would loop forever
+        return repeat(t, p, count + 1, k);
+      };
+      if (alternation(t.index, pos, Cont(more))) return true;
+    }
+    return count >= t.min && k(pos);
+  }
+};
+
+Regex::Regex(std::string_view pattern) { RegexParser(*this, pattern).parse(); }
+
+std::optional<Regex::Match> Regex::search(std::span<const uint32_t> text, size_t from) const {
+  RegexMatcher m(*this, text);
+  for (size_t start = from; start < text.size(); ++start) {
+    size_t end = start;
+    auto done = [&](size_t e) {
+      if (e == start) return false;  // empty matches never split anything
+      end = e;
+      return true;
+    };
+    if (m.alternation(0, start, Cont(done))) return Match{start, end};
+  }
+  return std::nullopt;
+}
+
+std::vector<size_t> Regex::split(std::span<const uint32_t> text, std::span<const size_t> pieces) const {
+  std::vector<size_t> out;
+  out.reserve(pieces.size());
+  size_t base = 0;
+  for (size_t len : pieces) {
+    const std::span<const uint32_t> piece = text.subspan(base, len);
+    size_t last = 0;
+    while (last < len) {
+      const std::optional<Match> m = search(piece, last);
+      if (!m) break;
+      if (m->begin > last) out.push_back(m->begin - last);
+      out.push_back(m->end - m->begin);
+      last = m->end;
+    }
+    if (last < len) out.push_back(len - last);
+    base += len;
+  }
+  return out;
+}
+
+}  // namespace skainet::text

@@ -1,0 +1,187 @@
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "skainet/text.hpp"
+
+namespace skainet::text {
+
+namespace {
+
+// Best first: higher logit, then lower id. A strict total order, so every sort gives one answer.
+bool better(const Candidate& a, const Candidate& b) noexcept {
+  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+uint64_t splitmix64(uint64_t& x) noexcept {
+  uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t rotl(uint64_t x, int k) noexcept { return (x << k) | (x >> (64 - k)); }
+
+}  // namespace
+
+void Rng::reseed(uint64_t seed) noexcept {
+  for (uint64_t& s : s_) s = splitmix64(seed);
+}
+
+uint64_t Rng::next() noexcept {
+  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+namespace sampling {
+
+int32_t greedy(std::span<const Candidate> c) noexcept {
+  if (c.empty()) return -1;
+  const Candidate* best = &c[0];
+  for (const Candidate& x : c) {
+    if (better(x, *best)) best = &x;
+  }
+  return best->id;
+}
+
+void repetition_penalty(std::span<Candidate> by_id, std::span<const int32_t> last, float penalty,
+                        std::span<uint32_t> seen_stamp, uint32_t stamp) noexcept {
+  if (penalty == 1.0f) return;
+  for (int32_t id : last) {
+    if (id < 0 || static_cast<size_t>(id) >= by_id.size() || static_cast<size_t>(id) >= seen_stamp.size()) continue;
+    if (seen_stamp[id] == stamp) continue;  // once per distinct token, however often it repeats
+    seen_stamp[id] = stamp;
+    float& l = by_id[id].logit;
+    l = l <= 0.0f ? l * penalty : l / penalty;
+  }
+}
+
+size_t top_k(std::span<Candidate> c, int32_t k) noexcept {
+  if (c.empty()) return 0;
+  const size_t keep = k <= 0 ? c.size() : std::min(c.size(), static_cast<size_t>(k));
+  std::partial_sort(c.begin(), c.begin() + keep, c.end(), better);
+  return keep;
+}
+
+void softmax(std::span<Candidate> c) noexcept {
+  if (c.empty()) return;
+  float mx = -std::numeric_limits<float>::infinity();
+  for (const Candidate& x : c) mx = std::max(mx, x.logit);
+  if (!std::isfinite(mx)) {  // all -inf (everything masked) or +inf: no usable scale, share evenly
+    for (Candidate& x : c) x.p = x.logit == mx ? 1.0f : 0.0f;
+    float n = 0.0f;
+    for (const Candidate& x : c) n += x.p;
+    for (Candidate& x : c) x.p /= n;
+    return;
+  }
+  double sum = 0.0;
+  for (Candidate& x : c) {
+    x.p = static_cast<float>(std::exp(static_cast<double>(x.logit) - mx));
+    sum += x.p;
+  }
+  for (Candidate& x : c) x.p = static_cast<float>(x.p / sum);
+}
+
+size_t top_p(std::span<Candidate> sorted, float p) noexcept {
+  if (sorted.empty() || p >= 1.0f) return sorted.size();
+  softmax(sorted);
+  double cum = 0.0;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    cum += sorted[i].p;
+    if (cum >= p) return i + 1;  // the candidate that reaches p is kept
+  }
+  return sorted.size();
+}
+
+size_t min_p(std::span<Candidate> sorted, float p) noexcept {
+  if (sorted.empty() || p <= 0.0f) return sorted.size();
+  // p_i >= p * p_max  <=>  logit_i >= logit_max + log(p)
+  const float min_logit = sorted[0].logit + std::log(p);
+  size_t keep = 1;
+  while (keep < sorted.size() && sorted[keep].logit >= min_logit) ++keep;
+  return keep;
+}
+
+void temperature(std::span<Candidate> c, float t) noexcept {
+  if (t <= 0.0f || t == 1.0f) return;
+  for (Candidate& x : c) x.logit /= t;
+}
+
+}  // namespace sampling
+
+Sampler::Sampler(int32_t vocab_size, SamplerConfig config)
+    : config_(config), vocab_size_(vocab_size), rng_(config.seed) {
+  if (vocab_size <= 0) throw InvalidArgument("sampler: vocab_size " + std::to_string(vocab_size) + " must be positive");
+  if (config.repeat_last_n < 0) throw InvalidArgument("sampler: repeat_last_n " + std::to_string(config.repeat_last_n) + " is negative");
+  if (!(config.repeat_penalty > 0.0f)) throw InvalidArgument("sampler: repeat_penalty must be positive");
+  cand_.resize(static_cast<size_t>(vocab_size));
+  history_.resize(static_cast<size_t>(config.repeat_last_n));
+  seen_.assign(static_cast<size_t>(vocab_size), 0);
+}
+
+void Sampler::accept(int32_t id) noexcept {
+  if (history_.empty()) return;
+  history_[history_head_] = id;
+  history_head_ = (history_head_ + 1) % history_.size();
+  history_size_ = std::min(history_size_ + 1, history_.size());
+}
+
+void Sampler::reset() noexcept {
+  history_size_ = history_head_ = 0;
+  rng_.reseed(config_.seed);
+}
+
+int32_t Sampler::sample(std::span<const float> logits) {
+  if (logits.size() != static_cast<size_t>(vocab_size_)) {
+    throw InvalidArgument("sampler: " + std::to_string(logits.size()) + " logits for a vocabulary of " +
+                          std::to_string(vocab_size_));
+  }
+  // A NaN would break the sort's ordering (undefined behaviour); treat it as "never".
+  constexpr float kNever = -std::numeric_limits<float>::infinity();
+  for (int32_t i = 0; i < vocab_size_; ++i) cand_[i] = {i, std::isnan(logits[i]) ? kNever : logits[i], 0.0f};
+  std::span<Candidate> c(cand_);
+
+  if (config_.repeat_penalty != 1.0f && history_size_ > 0) {
+    if (++stamp_ == 0) {  // wrapped: old stamps could collide
+      std::fill(seen_.begin(), seen_.end(), 0u);
+      stamp_ = 1;
+    }
+    // The ring holds the last history_size_ ids; order does not matter for the penalty.
+    sampling::repetition_penalty(c, std::span<const int32_t>(history_.data(), history_size_), config_.repeat_penalty,
+                                 seen_, stamp_);
+  }
+
+  if (config_.temperature <= 0.0f) {
+    const int32_t id = sampling::greedy(c);
+    std::swap(cand_[0], cand_[id]);  // cand_ is in id order: id is its index
+    kept_ = 1;
+    return id;
+  }
+
+  // Sorting is only needed by the filters; with none of them on, draw from the whole vocabulary as is.
+  size_t n = c.size();
+  if (config_.top_k > 0 || config_.top_p < 1.0f || config_.min_p > 0.0f) n = sampling::top_k(c, config_.top_k);
+  n = sampling::top_p(c.first(n), config_.top_p);
+  n = sampling::min_p(c.first(n), config_.min_p);
+  c = c.first(n);
+  sampling::temperature(c, config_.temperature);
+  sampling::softmax(c);
+  kept_ = n;
+
+  const double u = rng_.uniform();
+  double cum = 0.0;
+  for (const Candidate& x : c) {
+    cum += x.p;
+    if (u < cum) return x.id;
+  }
+  return c.back().id;  // rounding left u above the total
+}
+
+}  // namespace skainet::text
