@@ -1,0 +1,144 @@
+// skainet::convert — writing GGUF models: seeded synthetic llama models (synth) and re-encoding an
+// existing model's weights (quantize), both streamed one tensor at a time through gguf::Writer.
+// The type each tensor gets is a decision made as data (TensorChoice), so reports and tests read it.
+//
+//   using namespace skainet;
+//   convert::SynthOptions s;
+//   s.shape = *convert::find_preset("tiny");
+//   s.scheme = convert::parse_scheme("Q4_K_M");
+//   convert::Report r = convert::synth("tiny.gguf", s);
+//
+//   convert::QuantizeOptions q;
+//   q.scheme = convert::parse_scheme("q8_0");
+//   convert::Report r2 = convert::quantize("in.gguf", "out.gguf", q);
+//   for (const auto& t : r2.tensors) if (t.fallback) std::cout << t.name << " fell back\n";
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "skainet/format.hpp"
+#include "skainet/gguf.hpp"
+
+namespace skainet::convert {
+
+// llama.cpp's LLAMA_FTYPE numbering, stored as general.file_type.
+enum class FileType : uint32_t {
+  AllF32 = 0, MostlyF16 = 1, MostlyQ4_0 = 2, MostlyQ4_1 = 3, MostlyQ8_0 = 7, MostlyQ5_0 = 8,
+  MostlyQ5_1 = 9, MostlyQ4_K_S = 14, MostlyQ4_K_M = 15, MostlyQ5_K_S = 16, MostlyQ5_K_M = 17,
+  MostlyQ6_K = 18, MostlyBF16 = 32,
+};
+
+// A target the user can ask for: a single type written uniformly, or a llama.cpp-style mix whose
+// per-tensor rules (choose_type) raise some tensors above `base`.
+struct Scheme {
+  std::string_view name;   // "Q4_K_M"
+  FileType file_type;
+  GgmlType base;           // the type most matmul weights get
+  bool mixed;              // llama.cpp's per-tensor rules apply
+};
+std::span<const Scheme> schemes() noexcept;
+// Case-insensitive; "Q4_K" and "Q5_K" mean Q4_K_M and Q5_K_M, as llama-quantize reads them.
+std::optional<Scheme> find_scheme(std::string_view name) noexcept;
+Scheme parse_scheme(std::string_view name);  // InvalidArgument naming the type and the known ones
+
+// Why a tensor got the type it is written in.
+enum class TypeRule : uint8_t {
+  Base,          // the scheme's base type
+  KeptF32,       // norms, 1-D tensors and non-weights are not quantized: F32
+  Copied,        // a non-float tensor (e.g. I32) is copied unchanged
+  OutputTensor,  // mix: output.weight gets Q6_K, or Q8_0 when its rows do not fit the base blocks
+  MoreBits,      // mix: attn_v / ffn_down of some layers get a larger type (llama.cpp's use_more_bits)
+};
+std::string_view rule_name(TypeRule r) noexcept;
+
+enum class FallbackReason : uint8_t {
+  RowNotMultipleOfBlock,  // the row length (shape[0]) is not a multiple of the wanted block size
+};
+std::string_view fallback_reason_name(FallbackReason r) noexcept;
+
+struct Fallback {
+  GgmlType wanted;          // what the rules asked for
+  GgmlType chosen;          // what fits: K-quant -> 32-block legacy (llama.cpp's table) -> F16
+  FallbackReason reason;
+  uint64_t row_elements;    // shape[0]
+  uint32_t wanted_block;    // block size of `wanted`
+};
+
+struct TensorChoice {
+  std::string name;
+  std::vector<uint64_t> shape;   // ggml order
+  GgmlType source = GgmlType::F32;
+  GgmlType type = GgmlType::F32; // what is written (after any fallback)
+  TypeRule rule = TypeRule::Base;
+  std::optional<Fallback> fallback;
+};
+
+// True for the weights llama.cpp quantizes: named *weight, at least 2-D, not a norm.
+bool is_quantizable(std::string_view name, std::span<const uint64_t> shape) noexcept;
+// The type of one tensor under `scheme`. n_layers is the model's block count (for the mix rules).
+TensorChoice choose_type(const Scheme& scheme, std::string_view name, std::span<const uint64_t> shape,
+                         GgmlType source, uint32_t n_layers);
+
+struct Report {
+  std::filesystem::path output;
+  std::vector<TensorChoice> tensors;  // in file order
+  uint64_t bytes_written = 0;
+  uint64_t parameters = 0;
+  double seconds = 0;
+  size_t fallback_count() const noexcept;
+};
+
+// ---- synth ---------------------------------------------------------------------------------
+
+struct LlamaShape {
+  uint32_t dim = 0, layers = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, ctx = 0;
+  float rope_base = 10000.0f;
+  float rms_eps = 1e-5f;
+  friend bool operator==(const LlamaShape&, const LlamaShape&) = default;
+};
+// "tiny" (dim 256, 2 layers: fast tests, K-quants fit), "stories15M", "tinyllama-1.1b".
+std::optional<LlamaShape> find_preset(std::string_view name) noexcept;
+std::vector<std::string_view> preset_names();
+
+struct SynthOptions {
+  LlamaShape shape;
+  Scheme scheme = *find_scheme("F32");
+  uint64_t seed = 0;
+  std::optional<std::filesystem::path> vocab_from;  // copy its tokenizer.* keys; vocab follows it
+  std::string name = "skainet-synth";               // general.name
+  unsigned threads = 0;                             // 0: all hardware threads
+  bool progress = false;                            // a progress bar on stderr (when a terminal)
+};
+
+// Writes a llama-architecture GGUF with seeded pseudo-random weights (matmuls ~N(0, 0.02), norms
+// ~1). The bytes depend only on the options, not on the thread count.
+Report synth(const std::filesystem::path& out, const SynthOptions& options);
+
+// The built-in SentencePiece-style vocabulary (tokenizer.ggml.model "llama"): <unk>, <s>, </s>, the
+// 256 byte tokens <0x00>..<0xFF>, then pieces ("▁", characters, "▁"+word pieces) up to n_vocab.
+// n_vocab must be at least 259.
+std::vector<gguf::KeyValue> builtin_vocabulary(uint32_t n_vocab);
+// All tokenizer.* keys of `h`; FormatError if it has no tokenizer.ggml.tokens array.
+std::vector<gguf::KeyValue> vocabulary_of(const gguf::Header& h);
+
+// ---- quantize ------------------------------------------------------------------------------
+
+struct QuantizeOptions {
+  Scheme scheme = *find_scheme("Q8_0");
+  unsigned threads = 0;
+  bool progress = false;
+};
+
+// Re-encodes every quantizable weight of `in` to the scheme, keeps norms F32, copies all metadata
+// (general.file_type updated). Streamed: memory stays near one tensor. Atomic: `out` appears only
+// complete.
+Report quantize(const std::filesystem::path& in, const std::filesystem::path& out,
+                const QuantizeOptions& options);
+
+}  // namespace skainet::convert

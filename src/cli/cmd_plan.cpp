@@ -1,0 +1,48 @@
+// `skainet plan`: the memory plan from the header alone. Exit code 3 when it does not fit the budget.
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "placement_args.hpp"
+
+namespace skainet::cli {
+namespace {
+
+struct PlanArgs {
+  std::string file;
+  PlacementArgs placement;
+  std::string explain;
+  bool json = false;
+};
+
+int run_plan(const PlanArgs& a) {
+  const placement::MemoryProfile profile = placement::MemoryProfile::preset(a.placement.profile);
+  const gguf::Header header = gguf::read_header(a.file);
+  const placement::Platform platform = placement::Platform::detect();
+  const plan::MemoryPlan p =
+      plan::make_plan(header, profile, platform, a.placement.form_overrides(), a.placement.plan_options());
+
+  if (!a.explain.empty()) {
+    for (const auto& d : p.tensors)
+      if (d.tensor == a.explain) {
+        fmt::print("{}", placement::explain_long(d, profile, platform));
+        return 0;
+      }
+    throw InvalidArgument(fmt::format("{}: no tensor named '{}'", a.file, a.explain));
+  }
+  fmt::print("{}", a.json ? plan::to_json(p) + "\n" : plan::render_text(p));
+  return p.fits ? 0 : kExitDoesNotFit;
+}
+
+}  // namespace
+
+Subcommand add_plan(CLI::App& app) {
+  auto args = std::make_shared<PlanArgs>();
+  CLI::App* cmd = app.add_subcommand("plan", "Where every tensor will live and why, KV cache and slabs, from the header alone");
+  cmd->add_option("file", args->file, "GGUF model")->required()->check(CLI::ExistingFile);
+  args->placement.add_to(cmd);
+  cmd->add_option("--explain", args->explain, "print one tensor's full decision");
+  cmd->add_flag("--json", args->json, "machine-readable plan");
+  return {cmd, [args] { return run_plan(*args); }};
+}
+
+}  // namespace skainet::cli

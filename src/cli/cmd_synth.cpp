@@ -1,0 +1,68 @@
+// `skainet synth OUT.gguf`: a llama model with seeded random weights, for tests and benchmarks.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cli.hpp"
+
+namespace skainet::cli {
+
+Subcommand add_synth(CLI::App& app) {
+  struct Options {
+    std::string out, preset = "tiny", type = "F32", vocab_from, name = "skainet-synth";
+    std::optional<uint32_t> dim, layers, heads, kv_heads, ffn, vocab, ctx;
+    uint64_t seed = 0;
+    unsigned threads = 0;
+    bool verbose = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand("synth", "Write a llama-architecture GGUF with seeded pseudo-random weights");
+  sub->add_option("OUT", o->out, "Output GGUF file")->required();
+  sub->add_option("--preset", o->preset, fmt::format("Model shape: {}", fmt::join(convert::preset_names(), ", ")))
+      ->capture_default_str();
+  sub->add_option("--type", o->type, "Weight type: F32, F16, BF16, Q8_0, Q5_1, Q5_0, Q4_1, Q4_0, Q6_K, Q5_K_M, Q5_K_S, Q4_K_M, Q4_K_S")
+      ->capture_default_str();
+  sub->add_option("--dim", o->dim, "Embedding size (overrides the preset)");
+  sub->add_option("--layers", o->layers, "Block count");
+  sub->add_option("--heads", o->heads, "Attention heads");
+  sub->add_option("--kv-heads", o->kv_heads, "Key/value heads (grouped-query attention)");
+  sub->add_option("--ffn", o->ffn, "Feed-forward size");
+  sub->add_option("--vocab", o->vocab, "Vocabulary size of the built-in vocabulary (at least 259)");
+  sub->add_option("--ctx", o->ctx, "Context length");
+  sub->add_option("--seed", o->seed, "Seed of the weights")->capture_default_str();
+  sub->add_option("--vocab-from", o->vocab_from, "Copy the tokenizer.* keys of this GGUF (the vocab size follows it)");
+  sub->add_option("--name", o->name, "general.name")->capture_default_str();
+  sub->add_option("--threads", o->threads, "Worker threads (0: all cores)")->capture_default_str();
+  sub->add_flag("--verbose,-v", o->verbose, "List every tensor's type decision");
+  return {sub, [o] {
+            convert::SynthOptions s;
+            auto preset = convert::find_preset(o->preset);
+            if (!preset)
+              throw InvalidArgument(fmt::format("unknown preset '{}' (known: {})", o->preset, fmt::join(convert::preset_names(), ", ")));
+            s.shape = *preset;
+            if (o->dim) s.shape.dim = *o->dim;
+            if (o->layers) s.shape.layers = *o->layers;
+            if (o->heads) s.shape.heads = *o->heads;
+            if (o->kv_heads) s.shape.kv_heads = *o->kv_heads;
+            if (o->ffn) s.shape.ffn = *o->ffn;
+            if (o->vocab) s.shape.vocab = *o->vocab;
+            if (o->ctx) s.shape.ctx = *o->ctx;
+            if (o->heads && !o->kv_heads) s.shape.kv_heads = *o->heads;  // no grouping unless asked
+            if (!o->vocab_from.empty()) {
+              if (o->vocab) throw InvalidArgument("--vocab and --vocab-from exclude each other: the vocabulary size follows --vocab-from");
+              s.vocab_from = o->vocab_from;
+            }
+            s.scheme = convert::parse_scheme(o->type);
+            s.seed = o->seed;
+            s.name = o->name;
+            s.threads = o->threads;
+            s.progress = true;
+            const convert::Report r = convert::synth(o->out, s);
+            fmt::print("wrote {}: {} parameters, {} tensors, {} ({}), {} in {:.2f} s\n", r.output.string(), human_count(r.parameters),
+                       r.tensors.size(), s.scheme.name, static_cast<uint32_t>(s.scheme.file_type), base::format_bytes(r.bytes_written),
+                       r.seconds);
+            print_report(r, o->verbose);
+            return 0;
+          }};
+}
+
+}  // namespace skainet::cli

@@ -1,0 +1,38 @@
+#include "placement_args.hpp"
+
+#include <fmt/format.h>
+
+namespace skainet::cli {
+
+void PlacementArgs::add_to(CLI::App* cmd) {
+  cmd->add_option("--profile", profile, "memory profile: default | low-memory | throughput | in-memory | strict");
+  cmd->add_option("-c,--ctx", ctx, "context length (default: the model's, at most 4096)");
+  cmd->add_option("--budget", budget, "resident memory allowed, e.g. 2G");
+  cmd->add_option("--kv-type", kv_type, "KV cache type: f16 (default) or f32");
+  cmd->add_option("--prefill-chunk", prefill_chunk, "tokens per prefill step (default: the profile's)");
+  cmd->add_option("--weight-form", weight_form, "uniform form for all weights, e.g. f32,heap");
+  cmd->add_option("--override-tensor", overrides, "REGEX=FORM, first match wins, e.g. ffn_down=f32,heap");
+}
+
+placement::FormOverrides PlacementArgs::form_overrides() const {
+  placement::FormOverrides o;
+  for (const auto& text : overrides) o.per_tensor.push_back(placement::TensorOverride::parse(text));
+  if (!weight_form.empty()) o.uniform = placement::WeightForm::parse(weight_form);
+  return o;
+}
+
+plan::PlanOptions PlacementArgs::plan_options() const {
+  plan::PlanOptions options;
+  options.ctx = ctx;
+  if (!budget.empty()) options.budget = placement::parse_bytes(budget);
+  if (prefill_chunk) options.prefill_chunk = prefill_chunk;
+  if (!kv_type.empty()) {
+    const auto t = parse_type_name(kv_type);
+    if (!t || (*t != GgmlType::F16 && *t != GgmlType::F32))
+      throw InvalidArgument(fmt::format("--kv-type '{}': the KV cache can be f16 or f32", kv_type));
+    options.kv_type = *t;
+  }
+  return options;
+}
+
+}  // namespace skainet::cli

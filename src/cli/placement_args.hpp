@@ -1,0 +1,29 @@
+// Options shared by every command that plans a model (plan, run, bench): profile, context, KV type,
+// budget, forms. One definition so the commands cannot drift apart in names or meaning.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "skainet/placement.hpp"
+#include "skainet/plan.hpp"
+
+namespace skainet::cli {
+
+struct PlacementArgs {
+  std::string profile = "default";
+  uint32_t ctx = 0;
+  std::string budget;
+  std::string kv_type;
+  uint32_t prefill_chunk = 0;
+  std::string weight_form;
+  std::vector<std::string> overrides;
+
+  void add_to(CLI::App* cmd);
+  placement::FormOverrides form_overrides() const;
+  plan::PlanOptions plan_options() const;
+};
+
+}  // namespace skainet::cli

@@ -1,0 +1,176 @@
+// Which type each tensor is written in. The mix rules are a faithful, simplified subset of
+// llama.cpp's llama_tensor_get_type (llama-quant.cpp) for the schemes we can encode: the output
+// tensor, attn_v and ffn_down rules for Q4_K_S/M, Q5_K_S/M and Q6_K; the expert, Falcon, 70B and
+// imatrix special cases are left out because no llama model we write has them.
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "skainet/convert.hpp"
+
+namespace skainet::convert {
+namespace {
+
+constexpr std::array kSchemes = {
+    Scheme{"F32", FileType::AllF32, GgmlType::F32, false},
+    Scheme{"F16", FileType::MostlyF16, GgmlType::F16, false},
+    Scheme{"BF16", FileType::MostlyBF16, GgmlType::BF16, false},
+    Scheme{"Q8_0", FileType::MostlyQ8_0, GgmlType::Q8_0, false},
+    Scheme{"Q5_1", FileType::MostlyQ5_1, GgmlType::Q5_1, false},
+    Scheme{"Q5_0", FileType::MostlyQ5_0, GgmlType::Q5_0, false},
+    Scheme{"Q4_1", FileType::MostlyQ4_1, GgmlType::Q4_1, false},
+    Scheme{"Q4_0", FileType::MostlyQ4_0, GgmlType::Q4_0, false},
+    Scheme{"Q6_K", FileType::MostlyQ6_K, GgmlType::Q6_K, true},
+    Scheme{"Q5_K_M", FileType::MostlyQ5_K_M, GgmlType::Q5_K, true},
+    Scheme{"Q5_K_S", FileType::MostlyQ5_K_S, GgmlType::Q5_K, true},
+    Scheme{"Q4_K_M", FileType::MostlyQ4_K_M, GgmlType::Q4_K, true},
+    Scheme{"Q4_K_S", FileType::MostlyQ4_K_S, GgmlType::Q4_K, true},
+};
+
+std::string upper(std::string_view s) {
+  std::string u(s);
+  std::transform(u.begin(), u.end(), u.begin(), [](unsigned char c) { return std::toupper(c); });
+  return u;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+// llama.cpp's use_more_bits: the first and last eighth of the layers and every third in between.
+bool use_more_bits(int layer, int n_layers) {
+  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+// "blk.12.ffn_down.weight" -> 12; -1 when the name carries no layer index.
+int layer_of(std::string_view name) {
+  if (!name.starts_with("blk.")) return -1;
+  int layer = -1;
+  const char* first = name.data() + 4;
+  const auto [end, ec] = std::from_chars(first, name.data() + name.size(), layer);
+  if (ec != std::errc() || end == first || *end != '.') return -1;
+  return layer;
+}
+
+bool is_float(GgmlType t) {
+  return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16 || type_traits(t).quantized;
+}
+
+// The rule-based type before any fallback, for a quantizable weight under a mix.
+std::pair<GgmlType, TypeRule> mix_type(const Scheme& s, std::string_view name, uint64_t row, uint32_t n_layers) {
+  const FileType ft = s.file_type;
+  if (name == "output.weight") {
+    // llama.cpp tests the row against the base type's block, before its own fallback.
+    if (row % type_traits(s.base).block_elements != 0) return {GgmlType::Q8_0, TypeRule::OutputTensor};
+    return {GgmlType::Q6_K, TypeRule::OutputTensor};
+  }
+  const int layer = layer_of(name);
+  const int n = static_cast<int>(n_layers);
+  if (layer >= 0 && contains(name, "attn_v.weight")) {
+    if ((ft == FileType::MostlyQ4_K_M || ft == FileType::MostlyQ5_K_M) && use_more_bits(layer, n))
+      return {GgmlType::Q6_K, TypeRule::MoreBits};
+    if (ft == FileType::MostlyQ4_K_S && layer < 4) return {GgmlType::Q5_K, TypeRule::MoreBits};
+  } else if (layer >= 0 && contains(name, "ffn_down")) {
+    if ((ft == FileType::MostlyQ4_K_M || ft == FileType::MostlyQ5_K_M) && use_more_bits(layer, n))
+      return {GgmlType::Q6_K, TypeRule::MoreBits};
+    if (ft == FileType::MostlyQ4_K_S && layer < n / 8) return {GgmlType::Q5_K, TypeRule::MoreBits};
+  }
+  return {s.base, TypeRule::Base};
+}
+
+// llama.cpp's fallback table for rows that do not divide into 256-element super-blocks, then F16.
+GgmlType fallback_for(GgmlType wanted, uint64_t row) {
+  GgmlType next = GgmlType::F16;
+  switch (wanted) {
+    case GgmlType::Q4_K: next = GgmlType::Q5_0; break;
+    case GgmlType::Q5_K: next = GgmlType::Q5_1; break;
+    case GgmlType::Q6_K: next = GgmlType::Q8_0; break;
+    default: break;
+  }
+  if (row % type_traits(next).block_elements != 0) next = GgmlType::F16;
+  return next;
+}
+
+}  // namespace
+
+std::span<const Scheme> schemes() noexcept { return kSchemes; }
+
+std::optional<Scheme> find_scheme(std::string_view name) noexcept {
+  std::string u = upper(name);
+  if (u == "Q4_K") u = "Q4_K_M";
+  if (u == "Q5_K") u = "Q5_K_M";
+  for (const Scheme& s : kSchemes)
+    if (s.name == u) return s;
+  return std::nullopt;
+}
+
+Scheme parse_scheme(std::string_view name) {
+  if (auto s = find_scheme(name)) return *s;
+  std::string known;
+  for (const Scheme& s : kSchemes) known += fmt::format("{}{}", known.empty() ? "" : ", ", s.name);
+  throw InvalidArgument(fmt::format("unknown type '{}' (known: {})", name, known));
+}
+
+std::string_view rule_name(TypeRule r) noexcept {
+  switch (r) {
+    case TypeRule::Base: return "base";
+    case TypeRule::KeptF32: return "kept-f32";
+    case TypeRule::Copied: return "copied";
+    case TypeRule::OutputTensor: return "output-tensor";
+    case TypeRule::MoreBits: return "more-bits";
+  }
+  return "?";
+}
+
+std::string_view fallback_reason_name(FallbackReason r) noexcept {
+  switch (r) {
+    case FallbackReason::RowNotMultipleOfBlock: return "row-not-multiple-of-block";
+  }
+  return "?";
+}
+
+bool is_quantizable(std::string_view name, std::span<const uint64_t> shape) noexcept {
+  return ends_with(name, "weight") && shape.size() >= 2 && !contains(name, "_norm.weight") &&
+         !contains(name, "ffn_gate_inp.weight");
+}
+
+TensorChoice choose_type(const Scheme& scheme, std::string_view name, std::span<const uint64_t> shape,
+                         GgmlType source, uint32_t n_layers) {
+  TensorChoice c;
+  c.name = std::string(name);
+  c.shape.assign(shape.begin(), shape.end());
+  c.source = source;
+  if (!is_float(source)) {
+    c.type = source;
+    c.rule = TypeRule::Copied;
+    return c;
+  }
+  if (!is_quantizable(name, shape)) {
+    c.type = GgmlType::F32;
+    c.rule = TypeRule::KeptF32;
+    return c;
+  }
+  const uint64_t row = shape.empty() ? 1 : shape[0];
+  GgmlType wanted = scheme.base;
+  c.rule = TypeRule::Base;
+  if (scheme.mixed) std::tie(wanted, c.rule) = mix_type(scheme, name, row, n_layers);
+  const uint32_t block = type_traits(wanted).block_elements;
+  c.type = wanted;
+  if (row % block != 0) {
+    c.type = fallback_for(wanted, row);
+    c.fallback = Fallback{wanted, c.type, FallbackReason::RowNotMultipleOfBlock, row, block};
+  }
+  return c;
+}
+
+size_t Report::fallback_count() const noexcept {
+  return static_cast<size_t>(std::count_if(tensors.begin(), tensors.end(), [](const TensorChoice& t) { return t.fallback.has_value(); }));
+}
+
+}  // namespace skainet::convert

@@ -1,0 +1,94 @@
+#include "cli/cli_support.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "skainet/kernels.hpp"
+
+extern char** environ;
+
+namespace skainet::cli_test {
+
+RunResult run_skainet(const std::vector<std::string>& args) {
+  static int counter = 0;
+  const auto base = std::filesystem::temp_directory_path() / ("skainet-cli-run-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  const std::string out_path = base.string() + ".out", err_path = base.string() + ".err";
+  const std::string binary = std::string(SKAINET_BINARY_DIR) + "/skainet";
+
+  std::vector<std::string> argv_storage{binary};
+  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  RunResult r;
+  const int rc = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    r.err = "posix_spawn failed: " + std::to_string(rc);
+    return r;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+  }
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.exit_code = -1000 - WTERMSIG(status);
+  r.out = read_bytes(out_path);
+  r.err = read_bytes(err_path);
+  std::filesystem::remove(out_path);
+  std::filesystem::remove(err_path);
+  return r;
+}
+
+void ScratchTest::SetUp() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  dir_ = std::filesystem::temp_directory_path() /
+         (std::string("skainet-cli-") + info->test_suite_name() + "-" + info->name() + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir_);
+  std::filesystem::create_directories(dir_);
+}
+
+void ScratchTest::TearDown() { std::filesystem::remove_all(dir_); }
+
+std::string read_bytes(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<float> read_tensor(const gguf::Header& h, const std::string& name) {
+  const gguf::TensorInfo* t = h.find_tensor(name);
+  if (t == nullptr) throw std::runtime_error("no tensor " + name);
+  base::FileReader file(h.path);
+  std::vector<std::byte> bytes(t->bytes);
+  file.read_at(t->file_offset, bytes.data(), bytes.size());
+  const uint64_t row = t->shape[0], rows = t->elements() / row;
+  const uint64_t stride = row_bytes(t->type, row);
+  std::vector<float> values(t->elements());
+  for (uint64_t r = 0; r < rows; ++r)
+    kernels::ref::dequantize_row(t->type, bytes.data() + r * stride, values.data() + r * row, static_cast<int64_t>(row));
+  return values;
+}
+
+double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    norm += double(b[i]) * b[i];
+  }
+  return a.size() == b.size() && norm > 0 ? std::sqrt(diff / norm) : 1e9;
+}
+
+}  // namespace skainet::cli_test

@@ -1,0 +1,40 @@
+// Helpers for the CLI tests: run the built `skainet` binary, a scratch directory per test, and
+// reading a tensor back as floats.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "skainet/gguf.hpp"
+
+namespace skainet::cli_test {
+
+inline const std::filesystem::path kStories = std::filesystem::path(SKAINET_SHARED_MODELS) / "stories260K.gguf";
+
+struct RunResult {
+  int exit_code = -1;   // -1000 - signal when the process died of a signal
+  std::string out, err;
+};
+
+// Runs SKAINET_BINARY_DIR/skainet with `args`, capturing stdout and stderr.
+RunResult run_skainet(const std::vector<std::string>& args);
+
+// A fresh directory for one test, removed afterwards.
+class ScratchTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  std::filesystem::path path(const std::string& name) const { return dir_ / name; }
+  std::filesystem::path dir_;
+};
+
+std::string read_bytes(const std::filesystem::path& p);
+// All of a tensor's values, decoded with the reference dequantizer.
+std::vector<float> read_tensor(const gguf::Header& h, const std::string& name);
+// ||a - b|| / ||b||
+double relative_error(const std::vector<float>& a, const std::vector<float>& b);
+
+}  // namespace skainet::cli_test

@@ -1,0 +1,100 @@
+// `skainet plan`, `run`, `tokenize` and `bench` driven as a user would, on the real stories260K model.
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_support.hpp"
+
+using namespace skainet::cli_test;
+using nlohmann::json;
+
+namespace {
+
+const std::string kModel = kStories.string();
+
+std::string expected_greedy_text() {
+  std::ifstream in(std::filesystem::path(SKAINET_SOURCE_DIR) / "tests/peer/data/stories260K-greedy-128.txt", std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST(PlanCommand, JsonDescribesEveryTensorAndExitsZeroWhenItFits) {
+  const RunResult r = run_skainet({"plan", kModel, "--ctx", "256", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["tensors"].size(), 48u);
+  EXPECT_EQ(j["tensors"][0]["reason"], "mapped-file-bytes");
+  EXPECT_EQ(j["kv_cache"]["ctx"], 256);
+  EXPECT_EQ(j["fits"], true);
+}
+
+TEST(PlanCommand, OverBudgetExitsThreeWithSuggestions) {
+  const RunResult r = run_skainet({"plan", kModel, "--budget", "1M", "--kv-type", "f32"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.out.find("does NOT fit"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("suggestion: --kv-type f16"), std::string::npos) << r.out;
+}
+
+TEST(PlanCommand, ExplainAndOverrides) {
+  const RunResult r = run_skainet({"plan", kModel, "--override-tensor", "attn_q=q8_0,heap", "--explain", "blk.1.attn_q.weight"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("per-tensor-override"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("copy-requantized"), std::string::npos) << r.out;
+  const RunResult bad = run_skainet({"plan", kModel, "--override-tensor", "attn_q=fast"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("unknown word 'fast'"), std::string::npos) << bad.err;
+  const RunResult missing = run_skainet({"plan", kModel, "--explain", "no.such.tensor"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("no.such.tensor"), std::string::npos);
+}
+
+TEST(RunCommand, GreedyTextEqualsLlamaCppAndStatsGoToStderr) {
+  const RunResult r = run_skainet({"run", "-m", kModel, "-p", "Once upon a time", "-n", "128", "--temp", "0", "-c", "256",
+                                   "--no-display-prompt"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, expected_greedy_text());
+  EXPECT_NE(r.err.find("generated 128 tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("overflow 0 B in 0 allocations"), std::string::npos) << r.err;
+}
+
+TEST(RunCommand, RefusesOverBudgetBeforeLoading) {
+  const RunResult r = run_skainet({"run", "-m", kModel, "-p", "x", "--budget", "64K"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("nothing was loaded"), std::string::npos) << r.err;
+  const RunResult vocab_only = run_skainet({"run", "-m", std::string(SKAINET_SHARED_MODELS) + "/vocab/ggml-vocab-llama-spm.gguf", "-p", "x"});
+  EXPECT_EQ(vocab_only.exit_code, 1);
+  EXPECT_NE(vocab_only.err.find("not a llama-family model"), std::string::npos) << vocab_only.err;
+}
+
+TEST(TokenizeCommand, IdsLikeLlamaTokenize) {
+  const RunResult r = run_skainet({"tokenize", "-m", kModel, "-p", "Once upon a time", "--ids"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "[1, 403, 407, 261, 378]\n");  // llama-tokenize, docs/peer.md
+  const RunResult no_bos = run_skainet({"tokenize", "-m", kModel, "-p", "Once upon a time", "--ids", "--no-bos"});
+  EXPECT_EQ(no_bos.out, "[403, 407, 261, 378]\n");
+}
+
+TEST(BenchCommand, JsonUsesLlamaBenchFieldNames) {
+  const RunResult r = run_skainet({"bench", "-m", kModel, "-p", "16", "-n", "8", "-r", "2", "-t", "1", "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["n_prompt"], 16);
+  EXPECT_EQ(j[0]["n_gen"], 0);
+  EXPECT_EQ(j[1]["n_gen"], 8);
+  for (const auto& rec : j) {
+    EXPECT_EQ(rec["n_threads"], 1);
+    EXPECT_EQ(rec["samples_ns"].size(), 2u);
+    EXPECT_GT(rec["avg_ts"].get<double>(), 0.0);
+    EXPECT_TRUE(rec.contains("stddev_ts") && rec.contains("model_size") && rec.contains("model_n_params"));
+    EXPECT_GT(rec["max_rss_bytes"].get<uint64_t>(), 0u);
+  }
+  const RunResult md = run_skainet({"bench", "-m", kModel, "-p", "8", "-n", "4", "-r", "1"});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("| pp8 |"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| tg4 |"), std::string::npos) << md.out;
+}
