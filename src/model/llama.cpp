@@ -8,9 +8,7 @@
 namespace skainet::model {
 
 Llama::Llama(plan::ModelShape shape, LlamaWeights weights, load::KvCacheStore& kv, uint64_t layer_slab_bytes)
-    : shape_(std::move(shape)), w_(std::move(weights)), kv_(kv), layer_scope_({.slab_bytes = layer_slab_bytes}) {
-  if (shape_.neox_rope) throw Error(fmt::format("{}: NeoX-style RoPE is not implemented yet", shape_.architecture));
-}
+    : shape_(std::move(shape)), w_(std::move(weights)), kv_(kv), layer_scope_({.slab_bytes = layer_slab_bytes}) {}
 
 Tensor Llama::forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens, int64_t pos) {
   const auto n = static_cast<int64_t>(tokens.size());
@@ -48,7 +46,10 @@ Tensor Llama::layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, 
     k = ops::add(ctx, k, w.bk);
     v = ops::add(ctx, v, w.bv);
   }
-  const kernels::RopeParams rope{shape_.rope_base, static_cast<int64_t>(shape_.rope_dims)};
+  const kernels::RopeParams rope{.base = shape_.rope_base,
+                                 .dims = static_cast<int64_t>(shape_.rope_dims),
+                                 .neox = shape_.neox_rope,
+                                 .freq_scale = 1.0f / shape_.rope_scale};
   q = ops::rope(ctx, q.reshape({n, heads, hd}), pos, rope).reshape({n, heads * hd});
   k = ops::rope(ctx, k.reshape({n, kv_heads, hd}), pos, rope).reshape({n, kv_heads * hd});
   ops::copy(ctx, k, kv_.k(l).rows(pos, n));

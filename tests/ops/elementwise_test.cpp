@@ -105,3 +105,26 @@ TEST(Norm, SoftmaxWithCausalOffset) {
         });
       }
 }
+
+TEST(Norm, RopeNeoxRotatesHalvesAndScalesPositions) {
+  ExecutionContext ctx;
+  for (Layout l : {Layout::Offset, Layout::Transposed})
+    for (int64_t dims : {0, 12}) {
+      const Tensor x = random_view(Shape{3, 2, 18}, l, 11);
+      const Tensor y = ops::rope(ctx, x, 4, {.base = 500.0f, .dims = dims, .neox = true, .freq_scale = 0.25f});
+      const int64_t nd = dims ? dims : 18, half = nd / 2;
+      for_each_index(x.shape(), [&](const Index& i) {
+        const int64_t d = i[2];
+        if (d >= nd) {
+          ASSERT_EQ(get(y, i), get(x, i));
+          return;
+        }
+        const int64_t pair = d % half;
+        const double pos = static_cast<double>(4 + i[0]) * 0.25;
+        const double theta = pos * std::pow(500.0, -2.0 * static_cast<double>(pair) / static_cast<double>(nd));
+        const double x0 = get(x, {i[0], i[1], pair}), x1 = get(x, {i[0], i[1], pair + half});
+        const double ref = d < half ? x0 * std::cos(theta) - x1 * std::sin(theta) : x0 * std::sin(theta) + x1 * std::cos(theta);
+        ASSERT_NEAR(get(y, i), ref, 1e-5) << i[0] << "," << i[1] << "," << i[2];
+      });
+    }
+}

@@ -35,13 +35,15 @@ void rope(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& out)
   for (int64_t r = 0; r < rows; ++r) {
     const float* px = f32(x.raw() + row_offset(x.shape(), x.strides(), r));
     float* po = f32(out.raw_mut() + row_offset(out.shape(), out.strides(), r));
-    const double pos = static_cast<double>(pos0 + (x.rank() >= 2 ? r / per_token : 0));
-    for (int64_t i = 0; i < dims / 2; ++i) {
+    const double pos = static_cast<double>(pos0 + (x.rank() >= 2 ? r / per_token : 0)) * p.freq_scale;
+    const int64_t half = dims / 2;
+    for (int64_t i = 0; i < half; ++i) {
       const double theta = pos * std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(i) / static_cast<double>(dims));
       const float c = static_cast<float>(std::cos(theta)), s = static_cast<float>(std::sin(theta));
-      const float x0 = px[(2 * i) * sx], x1 = px[(2 * i + 1) * sx];
-      po[(2 * i) * so] = x0 * c - x1 * s;
-      po[(2 * i + 1) * so] = x0 * s + x1 * c;
+      const int64_t a = p.neox ? i : 2 * i, b = p.neox ? i + half : 2 * i + 1;
+      const float x0 = px[a * sx], x1 = px[b * sx];
+      po[a * so] = x0 * c - x1 * s;
+      po[b * so] = x0 * s + x1 * c;
     }
     for (int64_t j = dims; j < n; ++j) po[j * so] = px[j * sx];
   }
