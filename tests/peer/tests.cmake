@@ -15,5 +15,6 @@ if(SKAINET_PEER_BIN)
         $<TARGET_FILE:skainet> ${SKAINET_PEER_BIN} ${SKAINET_SHARED_MODELS}
         ${CMAKE_BINARY_DIR}/peer-check)
     set_tests_properties(peer_quantized_loads PROPERTIES LABELS peer TIMEOUT 300)
+    include(${CMAKE_CURRENT_LIST_DIR}/logits.cmake)
   endif()
 endif()

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Logits agreement with llama.cpp on a synthetic tinyllama-shaped model (docs/benchmarks.md, "Logits").
+#
+#   check_logits.sh SKAINET PEER_LOGITS SKAINET_LOGITS PYTHON VOCAB_GGUF WORK_DIR TYPE TOL RMS_TOL [SHAPE...]
+#
+# Makes WORK_DIR/synth-TYPE.gguf with `skainet synth` (never committed; remade only when SHAPE changes),
+# runs a 32-step greedy run from the ids of "Once upon a time" in llama.cpp (peer_logits), then ours
+# (skainet_logits, fed llama.cpp's tokens), and compares with compare_logits.py: top-1 equal at every
+# step (near ties reported, rule in compare_logits.py), max|dlogit|/max|logit| <= TOL and
+# rms(dlogit)/max|logit| <= RMS_TOL at every step. SHAPE is passed to `skainet synth` (default: the
+# tinyllama architecture at 2 layers; see docs/benchmarks.md).
+set -euo pipefail
+
+skainet=$1 peer_logits=$2 skainet_logits=$3 python=$4 vocab=$5 work=$6 type=$7 tol=$8 rms_tol=$9
+shift 9
+shape=("$@")
+[ ${#shape[@]} -gt 0 ] || shape=(--preset tinyllama-1.1b --layers 2)
+steps=${SKAINET_LOGITS_STEPS:-32}
+threads=${SKAINET_LOGITS_THREADS:-2}
+here=$(cd "$(dirname "$0")" && pwd)
+
+mkdir -p "$work"
+model=$work/synth-$type.gguf
+stamp="$model.args"
+args="synth --type $type --seed 1 --vocab-from $vocab ${shape[*]}"
+if [ ! -f "$model" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$args" ]; then
+  rm -f "$model" "$stamp"
+  "$skainet" synth "$model" --type "$type" --seed 1 --vocab-from "$vocab" "${shape[@]}" >/dev/null
+  echo "$args" >"$stamp"
+fi
+
+# "Once upon a time" in the LLaMA SPM vocabulary, BOS first (llama-tokenize on this file; the test
+# checks the ids again through the peer's tokenizer below).
+ids=${SKAINET_LOGITS_IDS:-1,9038,2501,263,931}
+if [ -x "${SKAINET_PEER_BIN:-}/llama-tokenize" ]; then
+  got=$("$SKAINET_PEER_BIN/llama-tokenize" -m "$model" -p "Once upon a time" --ids --log-disable 2>/dev/null | tail -1 | tr -d '[] ')
+  if [ "$got" != "$ids" ]; then echo "llama-tokenize gives [$got], expected [$ids]" >&2; exit 1; fi
+fi
+
+ref=$work/peer-$type.bin ours=$work/skainet-$type.bin
+t0=$(date +%s.%N)
+"$peer_logits" "$model" "$ref" "$ids" "$steps" "$threads"
+t1=$(date +%s.%N)
+"$skainet_logits" "$model" "$ours" "$ids" "$steps" "$threads" default "$ref"
+t2=$(date +%s.%N)
+echo "wall: llama.cpp $(echo "$t1 - $t0" | bc) s, skainet $(echo "$t2 - $t1" | bc) s"
+"$python" "$here/compare_logits.py" "$ref" "$ours" --tol "$tol" --rms-tol "$rms_tol" --label "$type ${shape[*]}" --json "$work/compare-$type.json"

@@ -1,0 +1,47 @@
+# Logits agreement with llama.cpp (tests/peer/check_logits.sh): peer_logits is built against the peer's
+# llama.h and static libraries, found from SKAINET_PEER_BIN (<peer build>/bin); skainet_logits against
+# our engine. Included by tests.cmake only when SKAINET_PEER_BIN is set.
+get_filename_component(peer_build "${SKAINET_PEER_BIN}" DIRECTORY)
+file(STRINGS "${peer_build}/CMakeCache.txt" peer_src REGEX "^CMAKE_HOME_DIRECTORY:INTERNAL=")
+string(REGEX REPLACE "^[^=]*=" "" peer_src "${peer_src}")
+set(peer_libs ${peer_build}/src/libllama.a ${peer_build}/ggml/src/libggml.a
+              ${peer_build}/ggml/src/libggml-cpu.a ${peer_build}/ggml/src/libggml-base.a)
+set(peer_ok TRUE)
+foreach(f ${peer_libs} ${peer_src}/include/llama.h)
+  if(NOT EXISTS "${f}")
+    message(WARNING "peer build incomplete (no ${f}); peer logits tests not registered")
+    set(peer_ok FALSE)
+  endif()
+endforeach()
+find_package(OpenMP COMPONENTS CXX)  # the peer's ggml-cpu is built with GGML_OPENMP
+if(peer_ok AND NOT OpenMP_CXX_FOUND)
+  message(WARNING "no OpenMP for linking the peer's ggml-cpu; peer logits tests not registered")
+  set(peer_ok FALSE)
+endif()
+
+if(peer_ok)
+  add_executable(peer_logits ${CMAKE_CURRENT_LIST_DIR}/peer_logits.cpp)
+  target_include_directories(peer_logits PRIVATE ${peer_src}/include ${peer_src}/ggml/include)
+  target_link_libraries(peer_logits PRIVATE ${peer_libs} OpenMP::OpenMP_CXX Threads::Threads ${CMAKE_DL_LIBS} m)
+
+  add_executable(skainet_logits ${CMAKE_CURRENT_LIST_DIR}/skainet_logits.cpp)
+  target_link_libraries(skainet_logits PRIVATE skainet_generate)
+
+  # A tinyllama-architecture model (32/4 heads, head dim 64, ffn 2.75 x dim, the LLaMA SPM vocabulary
+  # of 32000) at dim 2048 and 2 layers instead of 22: the full shape's F32 file is 4.4 GB. Tolerances:
+  # measured values and margins are in docs/benchmarks.md ("Logits against llama.cpp").
+  set(SKAINET_LOGITS_SHAPE --preset tinyllama-1.1b --layers 2 CACHE STRING
+      "skainet synth shape options of the peer logits tests")
+  # type; bound on max|dlogit|/max|logit|; bound on rms(dlogit)/max|logit| (per step)
+  foreach(case "F32;2e-3;5e-4" "Q8_0;5e-2;1.5e-2")
+    list(GET case 0 type)
+    list(GET case 1 tol)
+    list(GET case 2 rms_tol)
+    add_test(NAME peer_logits_${type}
+      COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_logits.sh $<TARGET_FILE:skainet> $<TARGET_FILE:peer_logits>
+        $<TARGET_FILE:skainet_logits> ${SKAINET_VENV_PYTHON} ${SKAINET_SHARED_MODELS}/vocab/ggml-vocab-llama-spm.gguf
+        ${CMAKE_BINARY_DIR}/peer-logits ${type} ${tol} ${rms_tol} ${SKAINET_LOGITS_SHAPE})
+    set_tests_properties(peer_logits_${type} PROPERTIES LABELS peer TIMEOUT 900
+      ENVIRONMENT "SKAINET_PEER_BIN=${SKAINET_PEER_BIN}")
+  endforeach()
+endif()
