@@ -4,6 +4,7 @@
 //   const kernels::KernelTable& k = kernels::reference_table();
 //   k.add(a, b, out);                          // views already checked by the op; out preallocated
 //   k.matmul(x, w, out, 0, w.dim(-2));         // weight rows [0, out) of every x row
+//   const kernels::KernelTable& fast = kernels::best_table();   // AVX2 / AVX-512 where the CPU has them
 //
 // Kernels are noexcept and never allocate. They receive views that the op has validated (types,
 // shapes, liveness, writability) and write straight into the output view. They read through byte
@@ -11,6 +12,7 @@
 // product needs contiguous floats the op checks that the innermost dimension is contiguous.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "skainet/tensor.hpp"
@@ -20,6 +22,8 @@ namespace skainet::kernels {
 struct RopeParams {
   float base = 10000.0f;
   int64_t dims = 0;  // rotated leading dims of each head (0: the whole innermost dim); even
+  bool neox = false;        // rotate pairs (i, i + dims/2) (GPT-NeoX, Qwen2) instead of (2i, 2i+1)
+  float freq_scale = 1.0f;  // linear RoPE scaling: the angle uses pos * freq_scale
 };
 
 struct SoftmaxParams {
@@ -48,9 +52,31 @@ struct KernelTable {
   void (*gather_rows)(const Tensor& table, const int32_t* ids, int64_t n, const Tensor& out) noexcept;
   // Same shape; dense<->dense any float type, packed->F32, F32->packed, packed->same packed.
   void (*copy)(const Tensor& src, const Tensor& dst) noexcept;
+
+  // Optional two-phase matmul (null in the reference table): when matmul_scratch(x, w) = n > 0, the op
+  // hands over n bytes of 64-byte aligned scratch, runs matmul_prepare over x's rows once per call (the
+  // activation converted once, e.g. quantized to 8 bits; rows split across threads), then
+  // matmul_prepared over chunks of weight rows reading it. Same contract as `matmul` otherwise.
+  size_t (*matmul_scratch)(const Tensor& x, const Tensor& w) noexcept = nullptr;
+  void (*matmul_prepare)(const Tensor& x, const Tensor& w, std::byte* scratch, int64_t row_begin,
+                         int64_t row_end) noexcept = nullptr;
+  void (*matmul_prepared)(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end,
+                          const std::byte* scratch) noexcept = nullptr;
+  const char* name = "reference";
 };
 
 const KernelTable& reference_table() noexcept;
+
+// SIMD levels with tables of their own (src/kernels/x86/). Entries a level does not accelerate are
+// the reference ones.
+enum class IsaLevel : uint8_t { Reference, Avx2, Avx512 };
+inline constexpr IsaLevel kIsaLevels[] = {IsaLevel::Reference, IsaLevel::Avx2, IsaLevel::Avx512};
+const char* isa_level_name(IsaLevel level) noexcept;
+// The table of `level`, or null when this build or this CPU lacks it (Reference always exists).
+const KernelTable* table_for(IsaLevel level) noexcept;
+// The fastest table this CPU runs (base::CpuFeatures::detected()); the ExecutionContext default.
+// The environment variable SKAINET_ISA=reference|avx2|avx512 picks a lower level (read once).
+const KernelTable& best_table() noexcept;
 
 namespace ref {
 void matmul(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end) noexcept;

@@ -152,7 +152,7 @@ Tensor retain(const Tensor& t, Scope& to);
 
 class ExecutionContext {
  public:
-  explicit ExecutionContext(int threads = 1, const kernels::KernelTable& table = kernels::reference_table());
+  explicit ExecutionContext(int threads = 1, const kernels::KernelTable& table = kernels::best_table());
   ExecutionContext(const ExecutionContext&) = delete;
   ExecutionContext& operator=(const ExecutionContext&) = delete;
 
@@ -160,6 +160,10 @@ class ExecutionContext {
   AmbientScope& ambient() noexcept { return ambient_; }
   base::ThreadPool& pool() noexcept { return pool_; }
   const kernels::KernelTable& kernels() const noexcept { return *table_; }
+  // Working memory for kernels within one op (e.g. the activation quantized once per matmul), 64-byte
+  // aligned and valid until the next call. It grows to the largest request and is then reused, so
+  // steady-state steps allocate nothing, and it stays out of the scopes' slab accounting.
+  std::span<std::byte> scratch(size_t bytes);
 
   // Makes a scope active until the guard dies (then the previous one is active again).
   class ActiveScope {
@@ -217,6 +221,11 @@ class ExecutionContext {
   Scope* active_ = &ambient_;
   base::ThreadPool pool_;
   const kernels::KernelTable* table_;
+  struct AlignedFree {
+    void operator()(std::byte* p) const noexcept;
+  };
+  std::unique_ptr<std::byte[], AlignedFree> scratch_;
+  size_t scratch_bytes_ = 0;
 };
 
 }  // namespace skainet::memory

@@ -1,4 +1,5 @@
 #include <cstring>
+#include <new>
 
 #include <fmt/format.h>
 
@@ -33,6 +34,20 @@ void fill(const Tensor& t, float value) {
 }  // namespace
 
 ExecutionContext::ExecutionContext(int threads, const kernels::KernelTable& table) : pool_(threads), table_(&table) {}
+
+void ExecutionContext::AlignedFree::operator()(std::byte* p) const noexcept {
+  ::operator delete(p, std::align_val_t{64});
+}
+
+std::span<std::byte> ExecutionContext::scratch(size_t bytes) {
+  if (bytes > scratch_bytes_) {
+    scratch_.reset();
+    scratch_bytes_ = 0;
+    scratch_.reset(static_cast<std::byte*>(::operator new(bytes, std::align_val_t{64})));
+    scratch_bytes_ = bytes;
+  }
+  return {scratch_.get(), bytes};
+}
 
 Tensor ExecutionContext::empty(const Shape& shape, GgmlType type, std::string_view origin) {
   return active_->allocate(shape, type, origin);

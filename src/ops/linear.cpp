@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "ops/checks.hpp"
@@ -42,10 +44,24 @@ void matmul_into(ExecutionContext& ctx, const Tensor& x, const Tensor& w, const 
   if (!(out.shape() == shape))
     throw InvalidArgument(fmt::format("{}: output {} should be {}", kOp, out.shape().to_string(), shape.to_string()));
   const int64_t items = w.rank() == 3 ? w.dim(0) * w.dim(1) : w.dim(0);
-  const int64_t chunks = static_cast<int64_t>(ctx.pool().size()) * 4;
-  const int64_t grain = items / chunks > 0 ? items / chunks : 1;
-  auto* kernel = ctx.kernels().matmul;
-  ctx.pool().parallel_for(items, grain, [&](int64_t begin, int64_t end) noexcept { kernel(x, w, out, begin, end); });
+  const int64_t threads = static_cast<int64_t>(ctx.pool().size());
+  const int64_t grain = std::max<int64_t>(items / (threads * 4), 1);
+  const kernels::KernelTable& k = ctx.kernels();
+  const size_t need = k.matmul_scratch ? k.matmul_scratch(x, w) : 0;
+  if (need == 0) {
+    auto* kernel = k.matmul;
+    ctx.pool().parallel_for(items, grain, [&](int64_t begin, int64_t end) noexcept { kernel(x, w, out, begin, end); });
+    return;
+  }
+  // Two phases: x's rows converted once (split across threads), then the weight rows in chunks.
+  std::byte* scratch = ctx.scratch(need).data();
+  const int64_t rows = x.numel() / x.dim(-1);
+  auto* prepare = k.matmul_prepare;
+  auto* prepared = k.matmul_prepared;
+  ctx.pool().parallel_for(rows, std::max<int64_t>(rows / threads, 1),
+                          [&](int64_t begin, int64_t end) noexcept { prepare(x, w, scratch, begin, end); });
+  ctx.pool().parallel_for(items, grain,
+                          [&](int64_t begin, int64_t end) noexcept { prepared(x, w, out, begin, end, scratch); });
 }
 
 Tensor matmul(ExecutionContext& ctx, const Tensor& x, const Tensor& w) {

@@ -1,0 +1,204 @@
+// The x86 KernelTables: which matmuls an ISA level accelerates, the Tensor-to-pointer plumbing for
+// them (this unit is compiled for the baseline CPU), and the choice of the best level at run time.
+// Whatever a level does not accelerate goes to the reference kernels.
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/ref/ops_common.hpp"
+#include "kernels/x86/isa.hpp"
+#include "skainet/base.hpp"
+
+namespace skainet::kernels {
+namespace {
+
+using namespace ref::detail;
+using x86::Act;
+using x86::ActLayout;
+using x86::Gemv;
+using x86::GemvFn;
+using x86::IsaKernels;
+
+// The plain matmul entry quantizes x rows into a stack buffer when no scratch comes with the call;
+// longer rows than this go to the reference kernel.
+constexpr int64_t kStackK = 16384;
+constexpr int64_t kStackBytes = x86::act_layout(Act::Q8x32, kStackK).row_bytes;
+static_assert(kStackBytes >= x86::act_layout(Act::Q8x256, kStackK).row_bytes);
+
+struct Route {
+  GemvFn fn = nullptr;  // null: the reference kernel
+  Act act = Act::None;
+};
+
+// Rank-2 row-major weights with a contiguous inner dim, x rows contiguous (packed weights: the op
+// already checked). Transposed or batched weights stay on the reference path.
+Route route(const IsaKernels& K, const Tensor& x, const Tensor& w) noexcept {
+  if (w.rank() != 2 || w.block_order() != BlockOrder::RowMajor || inner_stride(x) != 4) return {};
+  switch (w.type()) {
+    case GgmlType::F32: return inner_stride(w) == 4 ? Route{K.f32, Act::None} : Route{};
+    case GgmlType::F16: return inner_stride(w) == 2 ? Route{K.f16, Act::None} : Route{};
+    case GgmlType::BF16: return inner_stride(w) == 2 ? Route{K.bf16, Act::None} : Route{};
+    case GgmlType::Q4_0: return {K.q4_0, Act::Q8x32};
+    case GgmlType::Q4_1: return {K.q4_1, Act::Q8x32};
+    case GgmlType::Q5_0: return {K.q5_0, Act::Q8x32};
+    case GgmlType::Q5_1: return {K.q5_1, Act::Q8x32};
+    case GgmlType::Q8_0: return {K.q8_0, Act::Q8x32};
+    case GgmlType::Q4_K: return {K.q4_k, Act::Q8x256};
+    case GgmlType::Q5_K: return {K.q5_k, Act::Q8x256};
+    case GgmlType::Q6_K: return {K.q6_k, Act::Q8x256};
+    default: return {};
+  }
+}
+
+// Whether the rows of t (every dim but the innermost) sit at one fixed byte stride.
+bool uniform_rows(const Tensor& t, int64_t& stride) noexcept {
+  const int r = t.rank();
+  if (r < 2) {
+    stride = 0;
+    return true;
+  }
+  for (int i = 0; i + 2 < r; ++i)
+    if (t.dim(i) > 1 && t.stride(i) != t.stride(i + 1) * t.dim(i + 1)) return false;
+  stride = t.stride(r - 2);
+  return true;
+}
+
+void quantize(const IsaKernels& K, Act a, const std::byte* xrow, int64_t k, std::byte* dst) noexcept {
+  const auto* x = reinterpret_cast<const float*>(xrow);
+  if (a == Act::Q8x32) K.quantize_q8x32(x, k, dst);
+  else K.quantize_q8x256(x, k, dst);
+}
+
+// Weight rows [begin, end) against x rows given as (base, stride) or one by one when x or out is
+// not uniform. `xs` holds dense x (act None) or prepared rows of `act_stride` bytes.
+void run_rows(GemvFn fn, const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end,
+              const std::byte* prepared, int64_t act_stride) noexcept {
+  const int64_t rows = row_count(x.shape());
+  Gemv g;
+  g.w = w.raw() + begin * w.stride(0);
+  g.w_stride = w.stride(0);
+  g.rows = end - begin;
+  g.k = x.shape().back();
+  g.out_col = inner_stride(out);
+  int64_t xs = 0, os = 0;
+  std::byte* out0 = out.raw_mut() + begin * g.out_col;
+  if (uniform_rows(x, xs) && uniform_rows(out, os)) {
+    g.x = prepared ? prepared : x.raw();
+    g.x_stride = prepared ? act_stride : xs;
+    g.n = rows;
+    g.out = out0;
+    g.out_row = os;
+    fn(g);
+    return;
+  }
+  g.n = 1;
+  for (int64_t r = 0; r < rows; ++r) {
+    g.x = prepared ? prepared + r * act_stride : x.raw() + row_offset(x.shape(), x.strides(), r);
+    g.out = out0 + row_offset(out.shape(), out.strides(), r);
+    fn(g);
+  }
+}
+
+template <const IsaKernels* K>
+void matmul(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end) noexcept {
+  const Route rt = route(*K, x, w);
+  const int64_t k = x.shape().back();
+  if (!rt.fn || (rt.act != Act::None && k > kStackK)) return ref::matmul(x, w, out, begin, end);
+  if (rt.act == Act::None) return run_rows(rt.fn, x, w, out, begin, end, nullptr, 0);
+  // No scratch: each x row is quantized here, once per call of this chunk.
+  alignas(64) std::byte buf[kStackBytes];
+  const int64_t rows = row_count(x.shape());
+  Gemv g;
+  g.w = w.raw() + begin * w.stride(0);
+  g.w_stride = w.stride(0);
+  g.rows = end - begin;
+  g.k = k;
+  g.x = buf;
+  g.n = 1;
+  g.out_col = inner_stride(out);
+  for (int64_t r = 0; r < rows; ++r) {
+    quantize(*K, rt.act, x.raw() + row_offset(x.shape(), x.strides(), r), k, buf);
+    g.out = out.raw_mut() + row_offset(out.shape(), out.strides(), r) + begin * g.out_col;
+    rt.fn(g);
+  }
+}
+
+template <const IsaKernels* K>
+size_t matmul_scratch(const Tensor& x, const Tensor& w) noexcept {
+  const Route rt = route(*K, x, w);
+  if (!rt.fn || rt.act == Act::None) return 0;
+  return static_cast<size_t>(row_count(x.shape()) * x86::act_layout(rt.act, x.shape().back()).row_bytes);
+}
+
+template <const IsaKernels* K>
+void matmul_prepare(const Tensor& x, const Tensor& w, std::byte* scratch, int64_t r0, int64_t r1) noexcept {
+  const Route rt = route(*K, x, w);
+  const int64_t k = x.shape().back();
+  const int64_t stride = x86::act_layout(rt.act, k).row_bytes;
+  for (int64_t r = r0; r < r1; ++r)
+    quantize(*K, rt.act, x.raw() + row_offset(x.shape(), x.strides(), r), k, scratch + r * stride);
+}
+
+template <const IsaKernels* K>
+void matmul_prepared(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end,
+                     const std::byte* scratch) noexcept {
+  const Route rt = route(*K, x, w);
+  run_rows(rt.fn, x, w, out, begin, end, scratch, x86::act_layout(rt.act, x.shape().back()).row_bytes);
+}
+
+template <const IsaKernels* K>
+KernelTable make_table() noexcept {
+  KernelTable t = reference_table();
+  t.matmul = &matmul<K>;
+  t.matmul_scratch = &matmul_scratch<K>;
+  t.matmul_prepare = &matmul_prepare<K>;
+  t.matmul_prepared = &matmul_prepared<K>;
+  t.name = K->name;
+  return t;
+}
+
+bool has_avx2() noexcept {
+  const auto& f = base::CpuFeatures::detected();
+  return f.avx2 && f.fma && f.f16c;
+}
+
+bool has_avx512() noexcept {
+  const auto& f = base::CpuFeatures::detected();
+  return has_avx2() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
+}
+
+}  // namespace
+
+const char* isa_level_name(IsaLevel level) noexcept {
+  switch (level) {
+    case IsaLevel::Reference: return "reference";
+    case IsaLevel::Avx2: return "avx2";
+    case IsaLevel::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+const KernelTable* table_for(IsaLevel level) noexcept {
+#if defined(SKAINET_X86_KERNELS)
+  static const KernelTable avx2 = make_table<&x86::kAvx2Kernels>();
+  static const KernelTable avx512 = make_table<&x86::kAvx512Kernels>();
+  if (level == IsaLevel::Avx2) return has_avx2() ? &avx2 : nullptr;
+  if (level == IsaLevel::Avx512) return has_avx512() ? &avx512 : nullptr;
+#endif
+  return level == IsaLevel::Reference ? &reference_table() : nullptr;
+}
+
+const KernelTable& best_table() noexcept {
+  static const KernelTable* best = [] {
+    // SKAINET_ISA=reference|avx2|avx512 caps the choice (A/B measurements, bisecting a kernel).
+    if (const char* want = std::getenv("SKAINET_ISA"))
+      for (IsaLevel l : kIsaLevels)
+        if (std::strcmp(want, isa_level_name(l)) == 0)
+          if (const KernelTable* t = table_for(l)) return t;
+    for (IsaLevel l : {IsaLevel::Avx512, IsaLevel::Avx2})
+      if (const KernelTable* t = table_for(l)) return t;
+    return &reference_table();
+  }();
+  return *best;
+}
+
+}  // namespace skainet::kernels

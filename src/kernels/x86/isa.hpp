@@ -1,0 +1,83 @@
+// The contract between the x86 dispatch (x86/dispatch.cpp, compiled for the baseline CPU) and the
+// per-ISA translation units (matmul_avx2.cpp, matmul_avx512.cpp, compiled with -mavx2 / -mavx512*).
+// Private to src/kernels.
+//
+// The ISA units see raw pointers only, never a Tensor: an inline function of a shared header that
+// a -mavx512f unit emits out of line may be the copy the linker keeps for every caller, and would
+// then run AVX-512 code on a CPU without it. So the functions here have internal linkage (anonymous
+// namespace), the rest is plain data, and the ISA units include only this, <immintrin.h> and C headers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace skainet::kernels::x86 {
+
+// The 8-bit activation a weight format is dotted against, once per matmul call:
+//   Q8x32:  blocks of 32, float d per block, x ~ d * q, plus ds = d * sum(q) per block (the offset
+//           and min terms of Q4_0/Q4_1/Q5_0/Q5_1 reduce to it);
+//   Q8x256: blocks of 256, float d per block, plus the sum of each 16 quants (the K formats' mins).
+// q = round_even(x * 127 / amax) over the block, so |q| <= 127 and d = amax / 127.
+enum class Act : uint8_t { None, Q8x32, Q8x256 };
+
+// One prepared row: qs[k] int8 | d[k / block] float | sums (float ds[k/32] or int16 bsums[k/16]),
+// each part 64-byte aligned relative to the row start.
+struct ActLayout {
+  int64_t d_off = 0;
+  int64_t s_off = 0;
+  int64_t row_bytes = 0;
+};
+
+namespace {
+
+constexpr int64_t align64(int64_t n) noexcept { return (n + 63) & ~int64_t{63}; }
+
+constexpr ActLayout act_layout(Act a, int64_t k) noexcept {
+  ActLayout l;
+  if (a == Act::None) return l;
+  l.d_off = align64(k);
+  if (a == Act::Q8x32) {
+    l.s_off = l.d_off + align64(k / 32 * 4);
+    l.row_bytes = l.s_off + align64(k / 32 * 4);
+  } else {
+    l.s_off = l.d_off + align64(k / 256 * 4);
+    l.row_bytes = l.s_off + align64(k / 16 * 2);
+  }
+  return l;
+}
+
+}  // namespace
+
+// out[r * out_row + o * out_col] = dot(weight row o, x row r) for o < rows, r < n. Weight rows are
+// w + o * w_stride; x rows are x + r * x_stride: F32 values (dense weights) or prepared Act rows.
+// All pointers may be unaligned; strides are in bytes.
+struct Gemv {
+  const std::byte* w = nullptr;
+  int64_t w_stride = 0;
+  int64_t rows = 0;
+  int64_t k = 0;
+  const std::byte* x = nullptr;
+  int64_t x_stride = 0;
+  int64_t n = 0;
+  std::byte* out = nullptr;
+  int64_t out_row = 0;
+  int64_t out_col = 0;
+};
+
+using GemvFn = void (*)(const Gemv&) noexcept;
+
+struct IsaKernels {
+  const char* name;
+  // x: k floats (k a multiple of the block); dst: act_layout(..., k).row_bytes bytes, 64-byte aligned.
+  void (*quantize_q8x32)(const float* x, int64_t k, std::byte* dst) noexcept;
+  void (*quantize_q8x256)(const float* x, int64_t k, std::byte* dst) noexcept;
+  GemvFn f32, f16, bf16;                       // dense: x F32, any k
+  GemvFn q4_0, q4_1, q5_0, q5_1, q8_0;         // x Q8x32
+  GemvFn q4_k, q5_k, q6_k;                     // x Q8x256
+};
+
+// Defined in the ISA units (data, not code: safe to name from the baseline unit).
+extern const IsaKernels kAvx2Kernels;
+extern const IsaKernels kAvx512Kernels;
+
+}  // namespace skainet::kernels::x86

@@ -1,0 +1,85 @@
+// AVX2 + FMA + F16C kernels: 256-bit float dot products for dense weights, vpmaddubsw int8 dot
+// products for packed ones (simd_int8.hpp).
+#if defined(SKAINET_X86_KERNELS)
+
+#define SKAINET_X86_VNNI 0
+#include "kernels/x86/simd_int8.hpp"
+
+namespace skainet::kernels::x86 {
+namespace {
+
+// Eight lanes of weights as floats from element i of a dense row.
+struct F32Load {
+  static __m256 at(const std::byte* w, int64_t i) noexcept {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(w) + i);
+  }
+  static float one(const std::byte* w, int64_t i) noexcept {
+    float v;
+    std::memcpy(&v, w + 4 * i, 4);
+    return v;
+  }
+};
+struct F16Load {
+  static __m256 at(const std::byte* w, int64_t i) noexcept {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 2 * i)));
+  }
+  static float one(const std::byte* w, int64_t i) noexcept { return half_at(w + 2 * i); }
+};
+struct BF16Load {
+  static __m256 at(const std::byte* w, int64_t i) noexcept {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 2 * i));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  static float one(const std::byte* w, int64_t i) noexcept {
+    uint16_t h;
+    std::memcpy(&h, w + 2 * i, 2);
+    const uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float v;
+    std::memcpy(&v, &bits, 4);
+    return v;
+  }
+};
+
+template <class W>
+float dot_dense(const std::byte* w, const std::byte* xb, int64_t k, const ActLayout&) noexcept {
+  const auto* x = reinterpret_cast<const float*>(xb);
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= k; i += 32) {
+    a0 = _mm256_fmadd_ps(W::at(w, i), _mm256_loadu_ps(x + i), a0);
+    a1 = _mm256_fmadd_ps(W::at(w, i + 8), _mm256_loadu_ps(x + i + 8), a1);
+    a2 = _mm256_fmadd_ps(W::at(w, i + 16), _mm256_loadu_ps(x + i + 16), a2);
+    a3 = _mm256_fmadd_ps(W::at(w, i + 24), _mm256_loadu_ps(x + i + 24), a3);
+  }
+  for (; i + 8 <= k; i += 8) a0 = _mm256_fmadd_ps(W::at(w, i), _mm256_loadu_ps(x + i), a0);
+  float tail = 0.0f;
+  for (; i < k; ++i) {
+    float xv;
+    std::memcpy(&xv, xb + 4 * i, 4);
+    tail += W::one(w, i) * xv;
+  }
+  return hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))) + tail;
+}
+
+}  // namespace
+
+const IsaKernels kAvx2Kernels = {
+    "avx2",
+    &quantize_q8x32,
+    &quantize_q8x256,
+    &gemv<&dot_dense<F32Load>, Act::None>,
+    &gemv<&dot_dense<F16Load>, Act::None>,
+    &gemv<&dot_dense<BF16Load>, Act::None>,
+    &gemv<&dot_legacy<Q4_0Dec>, Act::Q8x32>,
+    &gemv<&dot_legacy<Q4_1Dec>, Act::Q8x32>,
+    &gemv<&dot_legacy<Q5_0Dec>, Act::Q8x32>,
+    &gemv<&dot_legacy<Q5_1Dec>, Act::Q8x32>,
+    &gemv<&dot_q8_0, Act::Q8x32>,
+    &gemv<&dot_q4_k, Act::Q8x256>,
+    &gemv<&dot_q5_k, Act::Q8x256>,
+    &gemv<&dot_q6_k, Act::Q8x256>,
+};
+
+}  // namespace skainet::kernels::x86
+
+#endif  // SKAINET_X86_KERNELS
