@@ -1,5 +1,4 @@
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -10,17 +9,12 @@
 #include <gtest/gtest.h>
 
 #include "skainet/base.hpp"
+#include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace skainet;
 
 namespace {
-
-fs::path temp_dir() {
-  fs::path d = fs::temp_directory_path() / ("skainet-base-" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return d;
-}
 
 std::vector<fs::path> files_in(const fs::path& dir) {
   std::vector<fs::path> out;
@@ -53,9 +47,8 @@ TEST(Error, ContextIsPrefixed) {
 }
 
 TEST(AtomicFile, CommitRenamesAndAbandonLeavesNothing) {
-  const fs::path dir = temp_dir() / "atomic";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const test::TempDir tmp("base");
+  const fs::path& dir = tmp.path();
   const fs::path target = dir / "out.bin";
   {
     base::AtomicFile f(target);
@@ -75,7 +68,6 @@ TEST(AtomicFile, CommitRenamesAndAbandonLeavesNothing) {
   }
   EXPECT_EQ(fs::file_size(target), 8u) << "the old file is untouched";
   EXPECT_EQ(files_in(dir).size(), 1u) << "the temporary file is removed";
-  fs::remove_all(dir);
 }
 
 TEST(AtomicFile, UnwritableDirectoryIsAnIoError) {
@@ -83,7 +75,8 @@ TEST(AtomicFile, UnwritableDirectoryIsAnIoError) {
 }
 
 TEST(FileReader, CountsBytesAndReportsShortReads) {
-  const fs::path p = temp_dir() / "reader.bin";
+  const test::TempDir tmp("base");
+  const fs::path p = tmp / "reader.bin";
   {
     std::ofstream o(p, std::ios::binary);
     for (int i = 0; i < 100; ++i) o.put(static_cast<char>(i));
@@ -96,13 +89,13 @@ TEST(FileReader, CountsBytesAndReportsShortReads) {
   EXPECT_EQ(buf[9], 99);
   EXPECT_EQ(r.bytes_read(), 10u);
   EXPECT_THROW(r.read_at(95, buf, 10), IoError);
-  EXPECT_THROW(base::FileReader(temp_dir() / "missing.bin"), IoError);
-  EXPECT_THROW(base::FileReader{temp_dir()}, IoError) << "a directory is not a model file";
-  fs::remove(p);
+  EXPECT_THROW(base::FileReader(tmp / "missing.bin"), IoError);
+  EXPECT_THROW(base::FileReader{tmp.path()}, IoError) << "a directory is not a model file";
 }
 
 TEST(FileMapping, MapsAnUnalignedWindow) {
-  const fs::path p = temp_dir() / "map.bin";
+  const test::TempDir tmp("base");
+  const fs::path p = tmp / "map.bin";
   {
     std::ofstream o(p, std::ios::binary);
     for (int i = 0; i < 10000; ++i) o.put(static_cast<char>(i & 0xff));
@@ -113,7 +106,6 @@ TEST(FileMapping, MapsAnUnalignedWindow) {
   EXPECT_EQ(static_cast<unsigned char>(m.data()[99]), 5099 & 0xff);
   m.release_pages(0, 100);  // advisory; the data stays readable from the file
   EXPECT_EQ(static_cast<unsigned char>(m.data()[1]), 5001 & 0xff);
-  fs::remove(p);
 }
 
 TEST(FormatBytes, HumanUnits) {

@@ -16,9 +16,8 @@ extern char** environ;
 namespace skainet::cli_test {
 
 RunResult run_skainet(const std::vector<std::string>& args) {
-  static int counter = 0;
-  const auto base = std::filesystem::temp_directory_path() / ("skainet-cli-run-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  const std::string out_path = base.string() + ".out", err_path = base.string() + ".err";
+  const test::TempDir scratch("cli-run");
+  const std::string out_path = (scratch / "out").string(), err_path = (scratch / "err").string();
   const std::string binary = std::string(SKAINET_BINARY_DIR) + "/skainet";
 
   std::vector<std::string> argv_storage{binary};
@@ -46,20 +45,8 @@ RunResult run_skainet(const std::vector<std::string>& args) {
   if (WIFSIGNALED(status)) r.exit_code = -1000 - WTERMSIG(status);
   r.out = read_bytes(out_path);
   r.err = read_bytes(err_path);
-  std::filesystem::remove(out_path);
-  std::filesystem::remove(err_path);
   return r;
 }
-
-void ScratchTest::SetUp() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  dir_ = std::filesystem::temp_directory_path() /
-         (std::string("skainet-cli-") + info->test_suite_name() + "-" + info->name() + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir_);
-  std::filesystem::create_directories(dir_);
-}
-
-void ScratchTest::TearDown() { std::filesystem::remove_all(dir_); }
 
 std::string read_bytes(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

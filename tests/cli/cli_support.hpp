@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "skainet/gguf.hpp"
+#include "temp_dir.hpp"
 
 namespace skainet::cli_test {
 
@@ -22,13 +23,11 @@ struct RunResult {
 // Runs SKAINET_BINARY_DIR/skainet with `args`, capturing stdout and stderr.
 RunResult run_skainet(const std::vector<std::string>& args);
 
-// A fresh directory for one test, removed afterwards.
+// A fresh directory for one test (gtest makes a fixture object per test), removed afterwards.
 class ScratchTest : public ::testing::Test {
  protected:
-  void SetUp() override;
-  void TearDown() override;
   std::filesystem::path path(const std::string& name) const { return dir_ / name; }
-  std::filesystem::path dir_;
+  test::TempDir dir_{"cli"};
 };
 
 std::string read_bytes(const std::filesystem::path& p);

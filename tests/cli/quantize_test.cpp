@@ -214,7 +214,7 @@ TEST_F(Quantize, ErrorsAreExitCodeOneAndLeaveNoFile) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err.rfind("skainet: error: ", 0), 0u) << r.err;
   std::vector<std::string> left;
-  for (const auto& e : std::filesystem::directory_iterator(dir_)) left.push_back(e.path().filename().string());
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path())) left.push_back(e.path().filename().string());
   std::sort(left.begin(), left.end());
   EXPECT_EQ(left, (std::vector<std::string>{"cut.gguf", "dir.gguf"}));
   EXPECT_TRUE(std::filesystem::is_empty(path("dir.gguf")));

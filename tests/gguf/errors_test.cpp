@@ -1,21 +1,21 @@
 // A handful of direct malformed-header checks (the full corpus lives in tests/malformed).
-#include <fstream>
-
 #include <gtest/gtest.h>
 
-#include "gguf_test_support.hpp"
+#include "gguf_builder.hpp"
 #include "skainet/gguf.hpp"
+#include "temp_dir.hpp"
 
 namespace skainet::gguf {
 namespace {
 
-using testing::Bytes;
+using test::GgufBuilder;
+using test::write_file;
 
 class GgufErrors : public ::testing::Test {
  protected:
   // Saves the bytes, reads them back and returns the error kind (fails the test if none).
-  FormatErrorKind kind_of(const Bytes& b, const ReadOptions& options = {}) {
-    b.save(path_);
+  FormatErrorKind kind_of(const GgufBuilder& b, const ReadOptions& options = {}) {
+    write_file(path_, b.bytes());
     try {
       read_header(path_, options);
     } catch (const FormatError& e) {
@@ -27,75 +27,72 @@ class GgufErrors : public ::testing::Test {
   }
 
   // A valid file with one F32 tensor of `elements` at offset 0, data included.
-  static Bytes one_tensor(std::vector<uint64_t> shape, uint32_t type, uint64_t offset, size_t data) {
-    Bytes b;
-    b.preamble(3, 1, 1).kv_str("general.architecture", "llama").tensor("w", std::move(shape), type, offset).pad_to(32).zeros(data);
+  static GgufBuilder one_tensor(std::vector<uint64_t> shape, uint32_t type, uint64_t offset, size_t data) {
+    GgufBuilder b;
+    b.header(3, 1, 1).kv_string("general.architecture", "llama").tensor_info("w", shape, type, offset).pad_to(32).zeros(data);
     return b;
   }
 
-  ::skainet::gguf::testing::TempDir dir_;
+  test::TempDir dir_{"gguf"};
   std::filesystem::path path_ = dir_ / "bad.gguf";
   std::string last_message_;
 };
 
 TEST_F(GgufErrors, ValidBaselineParses) {
-  one_tensor({8}, 0, 0, 32).save(path_);
+  write_file(path_, one_tensor({8}, 0, 0, 32).bytes());
   const Header h = read_header(path_);
   EXPECT_EQ(h.tensors.at(0).bytes, 32u);
-  Bytes v2 = one_tensor({8}, 0, 0, 32);
-  v2.data[4] = 2;
-  v2.save(path_);
+  write_file(path_, one_tensor({8}, 0, 0, 32).patch_u32(4, 2).bytes());
   EXPECT_EQ(read_header(path_).version, 2u);
 }
 
 TEST_F(GgufErrors, MagicAndVersion) {
-  EXPECT_EQ(kind_of(Bytes().u32(0x12345678).u32(3).u64(0).u64(0)), FormatErrorKind::BadMagic);
-  EXPECT_EQ(kind_of(Bytes().preamble(1, 0, 0)), FormatErrorKind::UnsupportedVersion);
+  EXPECT_EQ(kind_of(GgufBuilder().u32(0x12345678).u32(3).u64(0).u64(0)), FormatErrorKind::BadMagic);
+  EXPECT_EQ(kind_of(GgufBuilder().header(1, 0, 0)), FormatErrorKind::UnsupportedVersion);
   EXPECT_NE(last_message_.find("version 1"), std::string::npos) << last_message_;
-  EXPECT_EQ(kind_of(Bytes().preamble(4, 0, 0)), FormatErrorKind::UnsupportedVersion);
-  EXPECT_EQ(kind_of(Bytes().preamble(0x03000000, 0, 0)), FormatErrorKind::BigEndian);
+  EXPECT_EQ(kind_of(GgufBuilder().header(4, 0, 0)), FormatErrorKind::UnsupportedVersion);
+  EXPECT_EQ(kind_of(GgufBuilder().header(0x03000000, 0, 0)), FormatErrorKind::BigEndian);
   EXPECT_NE(last_message_.find("big-endian"), std::string::npos) << last_message_;
-  EXPECT_EQ(kind_of(Bytes().u32(0x47475546).u32(0x03000000)), FormatErrorKind::BigEndian);
-  EXPECT_EQ(kind_of(Bytes().u32(0x46554747).u32(3).u32(0)), FormatErrorKind::Truncated);
-  EXPECT_EQ(kind_of(Bytes()), FormatErrorKind::Truncated);
+  EXPECT_EQ(kind_of(GgufBuilder().u32(0x47475546).u32(0x03000000)), FormatErrorKind::BigEndian);
+  EXPECT_EQ(kind_of(GgufBuilder().u32(0x46554747).u32(3).u32(0)), FormatErrorKind::Truncated);
+  EXPECT_EQ(kind_of(GgufBuilder()), FormatErrorKind::Truncated);
   EXPECT_NE(last_message_.find(path_.string()), std::string::npos) << last_message_;
 }
 
 TEST_F(GgufErrors, Counts) {
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 2'000'000).kv_u32("a", 1)), FormatErrorKind::CountTooLarge);
-  EXPECT_EQ(kind_of(Bytes().preamble(3, ~0ull, 0)), FormatErrorKind::CountTooLarge);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 2'000'000).kv_u32("a", 1)), FormatErrorKind::CountTooLarge);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, ~0ull, 0)), FormatErrorKind::CountTooLarge);
   // A plausible count over too few bytes is a cut-off file: Truncated, where the bytes run out.
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 1000).kv_u32("a", 1)), FormatErrorKind::Truncated);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1000).kv_u32("a", 1)), FormatErrorKind::Truncated);
   EXPECT_NE(last_message_.find("ends at byte 41"), std::string::npos) << last_message_;
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 2, 0)), FormatErrorKind::Truncated);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 2, 0)), FormatErrorKind::Truncated);
 }
 
 TEST_F(GgufErrors, Metadata) {
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 2).kv_u32("a", 1).kv_u32("a", 2)), FormatErrorKind::DuplicateKey);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 2).kv_u32("a", 1).kv_u32("a", 2)), FormatErrorKind::DuplicateKey);
   EXPECT_NE(last_message_.find("'a'"), std::string::npos) << last_message_;
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 1).str("k").u32(13).u32(0)), FormatErrorKind::UnknownValueType);
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 1).str("k").u32(9).u32(9).u64(0)), FormatErrorKind::NestedArray);
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 1).str("k").u32(9).u32(4).u64(1ull << 40)), FormatErrorKind::LengthTooLarge);
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 1).str("k").u32(8).u64(~0ull)), FormatErrorKind::LengthTooLarge);
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 1).u64(1ull << 50).u32(4).u32(0)), FormatErrorKind::LengthTooLarge);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(13).u32(0)), FormatErrorKind::UnknownValueType);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(9).u32(9).u64(0)), FormatErrorKind::NestedArray);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(9).u32(4).u64(1ull << 40)), FormatErrorKind::LengthTooLarge);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(8).u64(~0ull)), FormatErrorKind::LengthTooLarge);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).u64(1ull << 50).u32(4).u32(0)), FormatErrorKind::LengthTooLarge);
   // Plausible lengths that run past the end: the file was cut short.
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 1).str("k").u32(9).u32(4).u64(3).u32(1)), FormatErrorKind::Truncated);
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 1).str("k").u32(8).u64(5).le<uint16_t>(0)), FormatErrorKind::Truncated);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(9).u32(4).u64(3).u32(1)), FormatErrorKind::Truncated);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(8).u64(5).u16(0)), FormatErrorKind::Truncated);
   ReadOptions tight;
   tight.max_string_bytes = 4;
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 1).str("k").u32(8).str("hello"), tight), FormatErrorKind::LengthTooLarge);
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 1).str("k\xc0\x80").u32(4).u32(0)), FormatErrorKind::InvalidString);
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 1).str(std::string_view("k\0", 2)).u32(4).u32(0)), FormatErrorKind::InvalidString);
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 1).str("k").u32(7).le<uint8_t>(2)), FormatErrorKind::WrongValueType);
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 1).str("k").u32(10).u32(0)), FormatErrorKind::Truncated);  // half a uint64
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(8).str("hello"), tight), FormatErrorKind::LengthTooLarge);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k\xc0\x80").u32(4).u32(0)), FormatErrorKind::InvalidString);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str(std::string_view("k\0", 2)).u32(4).u32(0)), FormatErrorKind::InvalidString);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(7).u8(2)), FormatErrorKind::WrongValueType);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(10).u32(0)), FormatErrorKind::Truncated);  // half a uint64
 }
 
 TEST_F(GgufErrors, Alignment) {
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 1).kv_u32("general.alignment", 48)), FormatErrorKind::BadAlignment);
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 1).kv_u32("general.alignment", 0)), FormatErrorKind::BadAlignment);
-  EXPECT_EQ(kind_of(Bytes().preamble(3, 0, 1).str("general.alignment").u32(10).u64(64)), FormatErrorKind::BadAlignment);
-  Bytes ok;
-  ok.preamble(3, 0, 1).kv_u32("general.alignment", 64).save(path_);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).kv_u32("general.alignment", 48)), FormatErrorKind::BadAlignment);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).kv_u32("general.alignment", 0)), FormatErrorKind::BadAlignment);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("general.alignment").u32(10).u64(64)), FormatErrorKind::BadAlignment);
+  write_file(path_, GgufBuilder().header(3, 0, 1).kv_u32("general.alignment", 64).bytes());
   const Header h = read_header(path_);
   EXPECT_EQ(h.alignment, 64u);
   EXPECT_EQ(h.data_offset, 64u);
@@ -117,27 +114,27 @@ TEST_F(GgufErrors, TensorInfos) {
   EXPECT_EQ(kind_of(one_tensor({8}, 0, ~0ull - 31, 32)), FormatErrorKind::DataOutOfBounds);
   ReadOptions lenient;
   lenient.check_data_bounds = false;
-  one_tensor({8}, 0, 1ull << 40, 32).save(path_);
+  write_file(path_, one_tensor({8}, 0, 1ull << 40, 32).bytes());
   const Header h = read_header(path_, lenient);
   EXPECT_EQ(h.data_offset, 128u);
   EXPECT_EQ(h.tensors[0].file_offset, 128u + (1ull << 40));
 
-  Bytes dup;
-  dup.preamble(3, 2, 0).tensor("w", {8}, 0, 0).tensor("w", {8}, 0, 32).pad_to(32).zeros(64);
+  GgufBuilder dup;
+  dup.header(3, 2, 0).tensor_info("w", {8}, 0, 0).tensor_info("w", {8}, 0, 32).pad_to(32).zeros(64);
   EXPECT_EQ(kind_of(dup), FormatErrorKind::DuplicateTensor);
-  Bytes overlap;
-  overlap.preamble(3, 2, 0).tensor("a", {16}, 0, 0).tensor("b", {8}, 0, 32).pad_to(32).zeros(64);
+  GgufBuilder overlap;
+  overlap.header(3, 2, 0).tensor_info("a", {16}, 0, 0).tensor_info("b", {8}, 0, 32).pad_to(32).zeros(64);
   EXPECT_EQ(kind_of(overlap), FormatErrorKind::OverlappingTensors);
-  Bytes name;
-  name.preamble(3, 1, 0).tensor("bad\xed\xa0\x80", {8}, 0, 0).pad_to(32).zeros(32);  // a surrogate
+  GgufBuilder name;
+  name.header(3, 1, 0).tensor_info("bad\xed\xa0\x80", {8}, 0, 0).pad_to(32).zeros(32);  // a surrogate
   EXPECT_EQ(kind_of(name), FormatErrorKind::InvalidString);
 }
 
 TEST_F(GgufErrors, TruncatedInsideDataSection) {
   // Three packed tensors; cut the file inside the second: the third starts past the end, yet the
   // file was merely cut short.
-  Bytes b;
-  b.preamble(3, 3, 0).tensor("a", {8}, 0, 0).tensor("b", {8}, 0, 32).tensor("c", {8}, 0, 64).pad_to(32);
+  GgufBuilder b;
+  b.header(3, 3, 0).tensor_info("a", {8}, 0, 0).tensor_info("b", {8}, 0, 32).tensor_info("c", {8}, 0, 64).pad_to(32);
   b.zeros(40);
   EXPECT_EQ(kind_of(b), FormatErrorKind::Truncated);
   EXPECT_NE(last_message_.find("'b'"), std::string::npos) << last_message_;
@@ -152,7 +149,7 @@ namespace {
 // Every prefix of a valid file and a few thousand single-byte corruptions: each either parses or
 // throws FormatError, never anything else (the sanitizer build checks there is no UB on the way).
 TEST(GgufCorruption, PrefixesAndByteFlipsOnlyThrowFormatError) {
-  ::skainet::gguf::testing::TempDir dir;
+  test::TempDir dir("gguf");
   const auto good = dir / "good.gguf";
   Writer w(good, 64);
   w.set("general.architecture", Value::string("llama"));
@@ -161,20 +158,15 @@ TEST(GgufCorruption, PrefixesAndByteFlipsOnlyThrowFormatError) {
   w.add_tensor("x", {32, 2}, GgmlType::Q8_0);
   w.add_tensor("y", {5}, GgmlType::F32);
   w.write([](size_t, std::span<std::byte> out) { std::fill(out.begin(), out.end(), std::byte{1}); });
-  std::vector<char> bytes(std::filesystem::file_size(good));
+  std::vector<uint8_t> bytes(std::filesystem::file_size(good));
   {
     base::FileReader f(good);
     f.read_at(0, bytes.data(), bytes.size());
   }
   const auto bad = dir / "bad.gguf";
-  auto save = [&](const std::vector<char>& b, size_t n) {
-    std::filesystem::remove(bad);  // not truncate-and-rewrite, which ext4 flushes on close
-    std::ofstream out(bad, std::ios::binary);
-    out.write(b.data(), static_cast<std::streamsize>(n));
-  };
 
   for (size_t n = 0; n < bytes.size(); ++n) {
-    save(bytes, n);
+    write_file(bad, bytes, n);
     try {
       read_header(bad);
       // Only a cut inside the final padding still holds every tensor.
@@ -190,11 +182,11 @@ TEST(GgufCorruption, PrefixesAndByteFlipsOnlyThrowFormatError) {
   const uint64_t header_end = read_header(good).data_offset;
   int refused = 0;
   for (int i = 0; i < 3000; ++i) {
-    std::vector<char> b = bytes;
+    std::vector<uint8_t> b = bytes;
     const size_t at = next() % header_end;
-    b[at] = static_cast<char>(next() >> 24);
-    if (i % 3 == 0) b[next() % header_end] = static_cast<char>(next() >> 24);
-    save(b, b.size());
+    b[at] = static_cast<uint8_t>(next() >> 24);
+    if (i % 3 == 0) b[next() % header_end] = static_cast<uint8_t>(next() >> 24);
+    write_file(bad, b);
     try {
       read_header(bad);
     } catch (const FormatError&) {

@@ -7,8 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include "gguf_test_support.hpp"
+#include "gguf_builder.hpp"
 #include "skainet/gguf.hpp"
+#include "temp_dir.hpp"
 
 namespace skainet::gguf {
 namespace {
@@ -87,12 +88,10 @@ TEST(GgufRealFiles, Stories260KReadsOnlyTheHeader) {
 }
 
 TEST(GgufRealFiles, Stories260KCutInItsDataIsTruncated) {
-  testing::TempDir dir;
-  std::vector<char> bytes(600000);
+  test::TempDir dir("gguf");
+  std::vector<uint8_t> bytes(600000);
   base::FileReader(kStories).read_at(0, bytes.data(), bytes.size());
-  testing::Bytes cut;
-  cut.data = bytes;
-  cut.save(dir / "cut.gguf");
+  test::write_file(dir / "cut.gguf", bytes);
   try {
     read_header(dir / "cut.gguf");
     FAIL() << "expected Truncated";
@@ -129,16 +128,16 @@ TEST(GgufRealFiles, VocabOnlyFiles) {
 
 // A 20 GiB file whose data section is a hole: parsing must not depend on the file's size.
 TEST(GgufRealFiles, SparseTwentyGibFileReadsOnlyHeaderBytes) {
-  testing::TempDir dir;
+  test::TempDir dir("gguf");
   const auto path = dir / "sparse.gguf";
   constexpr uint64_t kTensorBytes = 5ull << 32;  // 5 Gi F32 elements = 20 GiB
-  testing::Bytes b;
-  b.preamble(3, 2, 1).kv_str("general.architecture", "llama");
-  b.tensor("small", {32}, 0, 0);
-  b.tensor("huge", {1ull << 30, 5}, 0, 128);
+  test::GgufBuilder b;
+  b.header(3, 2, 1).kv_string("general.architecture", "llama");
+  b.tensor_info("small", {32}, 0, 0);
+  b.tensor_info("huge", {1ull << 30, 5}, 0, 128);
   b.pad_to(32);
   const uint64_t data_offset = b.size();
-  b.save(path);
+  test::write_file(path, b.bytes());
   {
     const int fd = ::open(path.c_str(), O_WRONLY);
     ASSERT_GE(fd, 0);

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "gguf_test_support.hpp"
 #include "skainet/gguf.hpp"
+#include "temp_dir.hpp"
 
 namespace skainet::gguf {
 namespace {
@@ -67,7 +67,7 @@ class RoundTrip : public ::testing::TestWithParam<uint32_t> {};
 
 TEST_P(RoundTrip, MetadataAndTensorBytesSurvive) {
   const uint32_t alignment = GetParam();
-  testing::TempDir dir;
+  test::TempDir dir("gguf");
   const auto path = dir / "rt.gguf";
   Writer w(path, alignment);
   for (const KeyValue& kv : every_value_type()) w.set(kv.key, kv.value);
@@ -127,7 +127,7 @@ TEST_P(RoundTrip, MetadataAndTensorBytesSurvive) {
 INSTANTIATE_TEST_SUITE_P(Alignments, RoundTrip, ::testing::Values(32u, 64u, 1u));
 
 TEST(GgufWriter, ProducerThatThrowsLeavesNoFile) {
-  testing::TempDir dir;
+  test::TempDir dir("gguf");
   const auto path = dir / "out.gguf";
   Writer w(path);
   w.set("general.architecture", Value::string("llama"));
@@ -142,7 +142,7 @@ TEST(GgufWriter, ProducerThatThrowsLeavesNoFile) {
 }
 
 TEST(GgufWriter, FailedRewriteKeepsTheOldFile) {
-  testing::TempDir dir;
+  test::TempDir dir("gguf");
   const auto path = dir / "out.gguf";
   Writer first(path);
   first.set("version", Value::u32(1));
@@ -155,7 +155,7 @@ TEST(GgufWriter, FailedRewriteKeepsTheOldFile) {
 }
 
 TEST(GgufWriter, NoTensorsStillAValidFile) {
-  testing::TempDir dir;
+  test::TempDir dir("gguf");
   Writer w(dir / "empty.gguf");
   EXPECT_EQ(w.write([](size_t, std::span<std::byte>) { FAIL(); }), 32u);  // header padded to the alignment
   const Header h = read_header(dir / "empty.gguf");
@@ -165,7 +165,7 @@ TEST(GgufWriter, NoTensorsStillAValidFile) {
 }
 
 TEST(GgufWriter, ProgressAdvancesByTensorBytes) {
-  testing::TempDir dir;
+  test::TempDir dir("gguf");
   Writer w(dir / "p.gguf");
   w.add_tensor("a", {32}, GgmlType::Q8_0);
   w.add_tensor("b", {10}, GgmlType::F16);

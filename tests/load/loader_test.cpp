@@ -1,5 +1,3 @@
-#include <unistd.h>
-
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -9,6 +7,7 @@
 
 #include "skainet/kernels.hpp"
 #include "skainet/load.hpp"
+#include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace skainet;
@@ -43,8 +42,8 @@ Loaded load_with(const fs::path& path, memory::ModelScope& scope, const char* pr
 }
 
 // stories260K with every matmul weight whose rows divide into blocks quantized to `type`.
-fs::path quantized_stories(GgmlType type) {
-  const fs::path out = fs::temp_directory_path() / fmt::format("skainet-load-{}-{}.gguf", ::getpid(), type_name(type));
+fs::path quantized_stories(const test::TempDir& dir, GgmlType type) {
+  const fs::path out = dir / fmt::format("stories-{}.gguf", type_name(type));
   const gguf::Header h = gguf::read_header(kStories);
   gguf::Writer w(out, h.alignment);
   for (const auto& kv : h.metadata)
@@ -124,7 +123,8 @@ TEST(Loader, MappedExactlyWhenThePlanSaysSo) {
 }
 
 TEST(Loader, ConvertedTensorsEqualTheReferenceDequantizeAndRequantize) {
-  const fs::path q8 = quantized_stories(GgmlType::Q8_0);
+  const test::TempDir dir("load");
+  const fs::path q8 = quantized_stories(dir, GgmlType::Q8_0);
   placement::FormOverrides o;
   o.uniform = placement::WeightForm::dense_in_memory();
   o.per_tensor.push_back(placement::TensorOverride::parse("ffn_up=q4_0,heap"));
@@ -156,7 +156,6 @@ TEST(Loader, ConvertedTensorsEqualTheReferenceDequantizeAndRequantize) {
   }
   EXPECT_GE(checked, 30);
   EXPECT_GT(l.model.stats.converted, 0u);
-  fs::remove(q8);
 }
 
 TEST(Loader, RefusesBeforeReadingWhenTheBudgetIsExceeded) {

@@ -44,7 +44,7 @@ TEST_F(Allocation, StringArrayAtTheCountBound) {
   const AllocStats stats = watch.stop();
   ASSERT_NE(h.find("k.arr"), nullptr);
   EXPECT_EQ(h.find("k.arr")->items.size(), kFileBytes / 8);
-  if (!alloc_guard_active()) GTEST_SKIP() << "allocation counting is off under AddressSanitizer";
+  if (!allocation_counter_available()) GTEST_SKIP() << "allocation counting is off under AddressSanitizer";
   // Each 8-byte empty string becomes one Scalar in memory: the reader cannot do better than that
   // ratio with Value's representation, but must not do worse.
   const double per_item = static_cast<double>(sizeof(gguf::Scalar)) / 8;
@@ -63,7 +63,7 @@ TEST_F(Allocation, ByteArrayCostIsBoundedBySizeofScalar) {
   const AllocStats stats = watch.stop();
   ASSERT_NE(h.find("k.bytes"), nullptr);
   EXPECT_EQ(h.find("k.bytes")->items.size(), 64u * 1024);
-  if (!alloc_guard_active()) GTEST_SKIP() << "allocation counting is off under AddressSanitizer";
+  if (!allocation_counter_available()) GTEST_SKIP() << "allocation counting is off under AddressSanitizer";
   RecordProperty("peak_over_file", std::to_string(static_cast<double>(stats.peak_live) / b.size()));
   EXPECT_LE(stats.peak_live, sizeof(gguf::Scalar) * b.size() + kAllocationSlack);
 }
@@ -75,7 +75,7 @@ TEST_F(Allocation, RealModelHeaderCostsLessThanTheFile) {
   const gguf::Header h = gguf::read_header(model);
   const AllocStats stats = watch.stop();
   EXPECT_EQ(h.tensors.size(), 48u);
-  if (!alloc_guard_active()) GTEST_SKIP() << "allocation counting is off under AddressSanitizer";
+  if (!allocation_counter_available()) GTEST_SKIP() << "allocation counting is off under AddressSanitizer";
   EXPECT_LE(stats.peak_live, h.file_size);
 }
 

@@ -53,7 +53,7 @@ TEST_F(HeaderCases, ValidReferenceFileReadsBackExactly) {
   EXPECT_EQ(h.tensors[1].type, GgmlType::Q8_0);
   EXPECT_EQ(h.tensors[1].bytes, 34u);
   EXPECT_EQ(h.tensors[1].file_offset, f.data_offset + 64);
-  if (alloc_guard_active()) {
+  if (allocation_counter_available()) {
     EXPECT_LE(stats.peak_live, f.bytes.size() + kAllocationSlack);
   }
 }

@@ -1,7 +1,5 @@
 #include "malformed/malformed_support.hpp"
 
-#include <unistd.h>
-
 #include <cctype>
 #include <typeinfo>
 
@@ -16,19 +14,6 @@ bool names_offset(const std::string& message) {
 }
 
 }  // namespace
-
-void MalformedTest::SetUp() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  dir_ = std::filesystem::temp_directory_path() /
-         ("skainet-malformed-" + std::to_string(::getpid()) + "-" + info->test_suite_name() + "-" + info->name());
-  std::filesystem::remove_all(dir_);
-  std::filesystem::create_directories(dir_);
-}
-
-void MalformedTest::TearDown() {
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
-}
 
 std::filesystem::path MalformedTest::write(const std::string& name, const std::vector<uint8_t>& bytes, size_t n) {
   const std::filesystem::path p = dir_ / name;
@@ -68,7 +53,7 @@ void MalformedTest::expect_kind(const std::string& name, const std::vector<uint8
   EXPECT_TRUE(names_offset(f->message)) << "message lacks an offset: " << f->message;
   for (const std::string& m : mentions)
     EXPECT_NE(f->message.find(m), std::string::npos) << "message lacks '" << m << "': " << f->message;
-  if (alloc_guard_active()) {
+  if (allocation_counter_available()) {
     EXPECT_LE(f->allocations.peak_live, bytes.size() + kAllocationSlack)
         << "peak live allocation while reading a " << bytes.size() << "-byte file";
     EXPECT_LE(f->allocations.largest, bytes.size() + kAllocationSlack)

@@ -11,9 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "malformed/alloc_guard.hpp"
+#include "alloc_counter.hpp"
 #include "gguf_builder.hpp"
 #include "skainet/gguf.hpp"
+#include "temp_dir.hpp"
 
 namespace skainet::gguf {
 // Lets GoogleTest print kinds by name in failed comparisons.
@@ -112,11 +113,9 @@ inline ValidFile make_valid_file() {
   return f;
 }
 
-// Creates a fresh directory per test and removes it afterwards.
+// A fresh directory per test (gtest makes a fixture object per test), removed afterwards.
 class MalformedTest : public ::testing::Test {
  protected:
-  void SetUp() override;
-  void TearDown() override;
   std::filesystem::path file(const std::string& name) const { return dir_ / name; }
   std::filesystem::path write(const std::string& name, const std::vector<uint8_t>& bytes, size_t n);
   std::filesystem::path write(const std::string& name, const std::vector<uint8_t>& bytes) {
@@ -138,7 +137,7 @@ class MalformedTest : public ::testing::Test {
   void expect_kind(const std::string& name, const std::vector<uint8_t>& bytes, gguf::FormatErrorKind kind,
                    std::vector<std::string> mentions = {});
 
-  std::filesystem::path dir_;
+  TempDir dir_{"malformed"};
 };
 
 inline constexpr uint64_t kAllocationSlack = 64 * 1024;

@@ -62,7 +62,7 @@ TEST_F(Truncation, EveryPrefixOfAValidFile) {
   for (const auto& [outcome, seen] : wrong) report << "  " << outcome << " x" << seen.first << ", first at " << seen.second << "\n";
   EXPECT_TRUE(wrong.empty()) << "prefixes of a " << f.bytes.size() << "-byte file that did not read as Truncated:\n"
                              << report.str();
-  if (alloc_guard_active()) {
+  if (allocation_counter_available()) {
     EXPECT_LE(worst_peak, f.bytes.size() + kAllocationSlack);
   }
 }

@@ -11,6 +11,7 @@
 
 #include "gguf_builder.hpp"
 #include "skainet/plan.hpp"
+#include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace skainet;
@@ -67,18 +68,18 @@ GgufBuilder big_model_header(uint64_t* data_bytes) {
 class SparseModel : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = fs::temp_directory_path() / ("skainet-sparse-plan-" + std::to_string(::getpid()) + ".gguf");
+    path_ = dir_ / "sparse.gguf";
     const GgufBuilder b = big_model_header(&data_bytes_);
     header_bytes_ = b.size();
     test::write_file(path_, b.bytes());
   }
-  void TearDown() override { fs::remove(path_); }
   void truncate_to(uint64_t size) {
     const int fd = ::open(path_.c_str(), O_WRONLY);
     ASSERT_GE(fd, 0);
     ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(size)), 0);
     ::close(fd);
   }
+  test::TempDir dir_{"plan"};
   fs::path path_;
   uint64_t data_bytes_ = 0, header_bytes_ = 0;
 };

@@ -62,7 +62,7 @@ class GgufBuilder {
     return *this;
   }
 
-  GgufBuilder& tensor_info(std::string_view name, std::initializer_list<uint64_t> dims, uint32_t type,
+  GgufBuilder& tensor_info(std::string_view name, const std::vector<uint64_t>& dims, uint32_t type,
                            uint64_t offset) {
     str(name).u32(static_cast<uint32_t>(dims.size()));
     for (uint64_t d : dims) u64(d);
@@ -101,7 +101,10 @@ class GgufBuilder {
   bool big_endian_ = false;
 };
 
+// Writes the first n bytes to a new file at `path`. Removes, then creates: truncating and rewriting a
+// file in place makes ext4 flush it on close, which tests writing one file thousands of times feel.
 inline void write_file(const std::filesystem::path& path, const std::vector<uint8_t>& bytes, size_t n) {
+  std::filesystem::remove(path);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(n));
   if (!out) throw std::runtime_error("cannot write " + path.string());

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "skainet/tensor.hpp"
+#include "temp_dir.hpp"
 
 using namespace skainet;
 
@@ -56,7 +57,8 @@ TEST(Storage, PagesArePageAlignedAndUnmappedOnClose) {
 }
 
 TEST(Storage, MappedWindowIsReadOnlyAtAnyOffset) {
-  const auto path = std::filesystem::temp_directory_path() / ("skainet_storage_" + std::to_string(::getpid()));
+  const test::TempDir dir("tensor");
+  const auto path = dir / "values.bin";
   std::vector<float> values(3000);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
   {
@@ -79,7 +81,6 @@ TEST(Storage, MappedWindowIsReadOnlyAtAnyOffset) {
   EXPECT_EQ(w1->ownership(), Ownership::Borrowed);
   EXPECT_EQ(Tensor(w2, Shape{10}, GgmlType::F32).data<float>()[9], 2999.0f);
   EXPECT_THROW(Storage::mapped(mapping, 11980, 40, "c"), InvalidArgument);
-  std::filesystem::remove(path);
 }
 
 TEST(Storage, SliceDiesWithItsGenerationAndNamesTheStep) {
