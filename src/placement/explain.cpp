@@ -5,15 +5,6 @@
 namespace skainet::placement {
 namespace {
 
-std::string_view domain_word(MemoryDomain d) {
-  switch (d) {
-    case MemoryDomain::MappedFile: return "mapped";
-    case MemoryDomain::HostPages: return "pages";
-    case MemoryDomain::HostHeap: return "heap";
-    case MemoryDomain::SlabSlice: return "slab";
-  }
-  return "?";
-}
 
 std::string_view order_words(BlockOrder o) { return o == BlockOrder::RowMajor ? "file order" : "8-row interleave"; }
 
@@ -56,7 +47,7 @@ std::string why(const Decision& d) {
 }  // namespace
 
 std::string explain(const Decision& d) {
-  return fmt::format("{}  {} -> {} {} ({})", d.tensor, type_name(d.file_type), domain_word(d.spec.domain),
+  return fmt::format("{}  {} -> {} {} ({})", d.tensor, type_name(d.file_type), domain_name(d.spec.domain),
                      base::format_bytes(d.spec.bytes), why(d));
 }
 

@@ -16,15 +16,6 @@ std::string shape_text(const std::vector<uint64_t>& shape) {
   return "[" + s + "]";
 }
 
-std::string_view domain_word(MemoryDomain d) {
-  switch (d) {
-    case MemoryDomain::MappedFile: return "mapped";
-    case MemoryDomain::HostPages: return "pages";
-    case MemoryDomain::HostHeap: return "heap";
-    case MemoryDomain::SlabSlice: return "slab";
-  }
-  return "?";
-}
 
 // The reason text of a group is the one-line explanation with the tensor name and size stripped.
 std::string group_reason(const placement::Decision& d) {
@@ -60,7 +51,7 @@ std::string render_text(const MemoryPlan& p) {
     const auto& members = groups[k];
     uint64_t bytes = 0;
     for (const auto* d : members) bytes += d->spec.bytes;
-    out += fmt::format("\n{} {}  {} tensor{}, {}  ({})\n", domain_word(members.front()->spec.domain),
+    out += fmt::format("\n{} {}  {} tensor{}, {}  ({})\n", domain_name(members.front()->spec.domain),
                        std::get<1>(k), members.size(), members.size() == 1 ? "" : "s", format_bytes(bytes),
                        std::get<2>(k));
     for (const auto* d : members) {
