@@ -45,13 +45,15 @@ class ThreadPool {
 
   std::vector<std::thread> workers_;
   std::mutex dispatch_mutex_;  // one dispatch at a time from outside
+  // Workers spin briefly on epoch_ before sleeping on wake_: a decode step dispatches hundreds of
+  // matmuls back to back, and a condition-variable round trip per dispatch costs more than the work.
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::condition_variable done_;
-  uint64_t epoch_ = 0;
-  bool stop_ = false;
-  int busy_workers_ = 0;
-  // The current job.
+  std::atomic<uint64_t> epoch_{0};
+  std::atomic<int> busy_workers_{0};
+  std::atomic<int> sleeping_{0};
+  std::atomic<bool> stop_{false};
+  // The current job (written before epoch_ is advanced, read after it is seen).
   TaskFn fn_ = nullptr;
   void* context_ = nullptr;
   int64_t n_ = 0;

@@ -1,9 +1,24 @@
 #include "skainet/thread_pool.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace skainet::base {
 namespace {
 
 thread_local bool t_in_task = false;
+
+// About a millisecond of polling before a worker sleeps; the dispatcher yields after a shorter spin
+// (on a busy machine the other core may be running someone else).
+constexpr int kWorkerSpins = 1 << 16;
+constexpr int kDispatcherSpins = 1 << 12;
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
 
 }  // namespace
 
@@ -16,7 +31,7 @@ ThreadPool::ThreadPool(int threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& w : workers_) w.join();
@@ -37,18 +52,23 @@ void ThreadPool::work_chunks() noexcept {
 void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
-    {
+    int spins = 0;
+    uint64_t epoch;
+    while ((epoch = epoch_.load(std::memory_order_acquire)) == seen && !stop_.load(std::memory_order_relaxed)) {
+      if (++spins < kWorkerSpins) {
+        cpu_relax();
+        continue;
+      }
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || epoch_ != seen; });
-      if (stop_) return;
-      seen = epoch_;
+      sleeping_.fetch_add(1);
+      wake_.wait(lock, [&] { return stop_.load() || epoch_.load() != seen; });
+      sleeping_.fetch_sub(1);
+      spins = 0;
     }
+    if (stop_.load()) return;
+    seen = epoch;
     work_chunks();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      --busy_workers_;
-    }
-    done_.notify_one();
+    busy_workers_.fetch_sub(1, std::memory_order_release);
   }
 }
 
@@ -64,20 +84,23 @@ void ThreadPool::run(int64_t n, int64_t grain, TaskFn fn, void* context) noexcep
     return;
   }
   std::lock_guard<std::mutex> dispatch(dispatch_mutex_);
+  fn_ = fn;
+  context_ = context;
+  n_ = n;
+  grain_ = grain;
+  next_.store(0, std::memory_order_relaxed);
+  busy_workers_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   {
+    // Advanced under the mutex so a worker about to sleep either sees it or is woken below.
     std::lock_guard<std::mutex> lock(mutex_);
-    fn_ = fn;
-    context_ = context;
-    n_ = n;
-    grain_ = grain;
-    next_.store(0, std::memory_order_relaxed);
-    busy_workers_ = static_cast<int>(workers_.size());
-    ++epoch_;
+    epoch_.fetch_add(1, std::memory_order_release);
   }
-  wake_.notify_all();
+  if (sleeping_.load() > 0) wake_.notify_all();
   work_chunks();
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return busy_workers_ == 0; });
+  for (int spins = 0; busy_workers_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < kDispatcherSpins) cpu_relax();
+    else std::this_thread::yield();
+  }
 }
 
 }  // namespace skainet::base
