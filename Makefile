@@ -35,7 +35,11 @@ test-asan:
 # Checks against llama.cpp, built from the llama-cpp-python source distribution (slow the first time).
 test-peer: build
 	@peer_bin=$$(bash scripts/peer.sh) && cmake --preset $(PRESET) -DSKAINET_PEER_BIN=$$peer_bin >/dev/null && \
-	  ctest --preset $(PRESET) -L peer
+	  cmake --build --preset $(PRESET) -j $(JOBS) && ctest --preset $(PRESET) -L peer
+
+# Side by side with llama.cpp (docs/benchmarks.md); BENCH_ARGS=--quick for a short run.
+bench: build
+	@SKAINET_PEER_BIN=$$(bash scripts/peer.sh) bash bench/compare_llama_bench.sh --skainet $(SKAINET) $(BENCH_ARGS)
 
 fuzz:
 	@bash scripts/fuzz.sh
