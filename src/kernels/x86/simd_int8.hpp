@@ -117,7 +117,11 @@ void quantize_q8x32(const float* x, int64_t k, std::byte* dst) noexcept {
     const float amax = hmax(m);
     const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
     const int sum = quantize32(p, _mm256_set1_ps(id), qs + 32 * b, nullptr, nullptr);
-    d[b] = amax / 127.0f;
+    // As llama.cpp's Q8_0 activation blocks: the scale stored as F16. Keeping it in F32 is more exact
+    // but shifts every dot product by up to 2^-11 relative against the peer, enough to flip a greedy
+    // token now and then. d * sum uses the same rounded d, so the offset terms of Q4_0/Q5_0 stay
+    // exactly (q - 8) * q8 sums.
+    d[b] = _cvtsh_ss(_cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT));
     ds[b] = d[b] * static_cast<float>(sum);
   }
 }
