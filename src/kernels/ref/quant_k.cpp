@@ -150,6 +150,16 @@ inline void scale_min_k4(int j, const uint8_t* q, uint8_t& sc, uint8_t& m) noexc
   }
 }
 
+// The scale and min of sub-block j of a Q4_K/Q5_K super-block, applied to its d and dmin.
+struct SubScale {
+  float d, m;
+};
+inline SubScale sub_scale_k4(int j, const uint8_t* scales, float d, float dmin) noexcept {
+  uint8_t sc, m;
+  scale_min_k4(j, scales, sc, m);
+  return {d * static_cast<float>(sc), dmin * static_cast<float>(m)};
+}
+
 inline void pack_scale_min_k4(int j, uint8_t ls, uint8_t lm, uint8_t* q) noexcept {
   if (j < 4) {
     q[j] = ls;
@@ -291,11 +301,8 @@ void dequantize_q4_k(const void* src, float* y, int64_t n) noexcept {
     const auto b = load_block<BlockQ4_K>(src, i);
     const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
     for (int j = 0; j < kQK_K / 64; ++j) {
-      uint8_t sc, m;
-      scale_min_k4(2 * j, b.scales, sc, m);
-      const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
-      scale_min_k4(2 * j + 1, b.scales, sc, m);
-      const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(m);
+      const auto [d1, m1] = sub_scale_k4(2 * j, b.scales, d, dmin);
+      const auto [d2, m2] = sub_scale_k4(2 * j + 1, b.scales, d, dmin);
       const uint8_t* q = b.qs + 32 * j;
       for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xf) - m1;
       for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
@@ -308,11 +315,8 @@ void dequantize_q5_k(const void* src, float* y, int64_t n) noexcept {
     const auto b = load_block<BlockQ5_K>(src, i);
     const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
     for (int j = 0; j < kQK_K / 64; ++j) {
-      uint8_t sc, m;
-      scale_min_k4(2 * j, b.scales, sc, m);
-      const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
-      scale_min_k4(2 * j + 1, b.scales, sc, m);
-      const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(m);
+      const auto [d1, m1] = sub_scale_k4(2 * j, b.scales, d, dmin);
+      const auto [d2, m2] = sub_scale_k4(2 * j + 1, b.scales, d, dmin);
       const uint8_t u1 = static_cast<uint8_t>(1u << (2 * j)), u2 = static_cast<uint8_t>(2u << (2 * j));
       const uint8_t* ql = b.qs + 32 * j;
       for (int l = 0; l < 32; ++l)

@@ -101,8 +101,11 @@ inline int quantize32(const float* x, __m256 mul, int8_t* q, int* sum16_lo, int*
   return lo + hi;
 }
 
-inline __m256 abs_max_acc(__m256 m, const float* x) noexcept {
-  return _mm256_max_ps(m, _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_loadu_ps(x)));
+// max |x[i]| over n floats (n a multiple of 8).
+inline float abs_max(const float* x, int n) noexcept {
+  __m256 m = _mm256_setzero_ps();
+  for (int i = 0; i < n; i += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_loadu_ps(x + i)));
+  return hmax(m);
 }
 
 void quantize_q8x32(const float* x, int64_t k, std::byte* dst) noexcept {
@@ -112,9 +115,7 @@ void quantize_q8x32(const float* x, int64_t k, std::byte* dst) noexcept {
   auto* ds = reinterpret_cast<float*>(dst + L.s_off);
   for (int64_t b = 0; b < k / 32; ++b) {
     const float* p = x + 32 * b;
-    __m256 m = _mm256_setzero_ps();
-    for (int i = 0; i < 32; i += 8) m = abs_max_acc(m, p + i);
-    const float amax = hmax(m);
+    const float amax = abs_max(p, 32);
     const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
     const int sum = quantize32(p, _mm256_set1_ps(id), qs + 32 * b, nullptr, nullptr);
     // As llama.cpp's Q8_0 activation blocks: the scale stored as F16. Keeping it in F32 is more exact
@@ -133,9 +134,7 @@ void quantize_q8x256(const float* x, int64_t k, std::byte* dst) noexcept {
   auto* bsums = reinterpret_cast<int16_t*>(dst + L.s_off);
   for (int64_t b = 0; b < k / 256; ++b) {
     const float* p = x + 256 * b;
-    __m256 m = _mm256_setzero_ps();
-    for (int i = 0; i < 256; i += 8) m = abs_max_acc(m, p + i);
-    const float amax = hmax(m);
+    const float amax = abs_max(p, 256);
     const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
     const __m256 mul = _mm256_set1_ps(id);
     for (int j = 0; j < 8; ++j) {
