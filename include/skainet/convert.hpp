@@ -114,11 +114,26 @@ struct SynthOptions {
   std::string name = "skainet-synth";               // general.name
   unsigned threads = 0;                             // 0: all hardware threads
   bool progress = false;                            // a progress bar on stderr (when a terminal)
+  // Plant a bigram table: each token gets a pseudo-random successor whose output row leans toward the
+  // token's embedding, so every step has a decisive top-1 as a trained model's does (docs/cli.md).
+  bool bigram = false;
 };
 
 // Writes a llama-architecture GGUF with seeded pseudo-random weights (matmuls ~N(0, 0.02), norms
-// ~1). The bytes depend only on the options, not on the thread count.
+// ~1; with `bigram`, see BigramPlant). The bytes depend only on the options, not on the thread count.
 Report synth(const std::filesystem::path& out, const SynthOptions& options);
+
+// The bigram table `SynthOptions::bigram` plants: successor(t) = (t - offset) * stride^-1 mod vocab, i.e.
+// output row u leans toward the embedding of token predecessor(u) = (stride * u + offset) mod vocab.
+// Embeddings are drawn with sd `embedding_sigma` (instead of 0.02) and output row u adds
+// `lean` * embedding(predecessor(u)). Exposed so tests can check a generated sequence follows it.
+struct BigramPlant {
+  uint64_t vocab = 0, stride = 1, offset = 0;
+  float embedding_sigma = 0.02f, lean = 0.0f;
+  uint64_t predecessor(uint64_t u) const noexcept;
+  uint64_t successor(uint64_t t) const noexcept;
+};
+BigramPlant bigram_plant(const LlamaShape& shape);
 
 // The built-in SentencePiece-style vocabulary (tokenizer.ggml.model "llama"): <unk>, <s>, </s>, the
 // 256 byte tokens <0x00>..<0xFF>, then pieces ("▁", characters, "▁"+word pieces) up to n_vocab.

@@ -12,7 +12,7 @@ Subcommand add_synth(CLI::App& app) {
     std::optional<uint32_t> dim, layers, heads, kv_heads, ffn, vocab, ctx;
     uint64_t seed = 0;
     unsigned threads = 0;
-    bool verbose = false;
+    bool verbose = false, bigram = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("synth", "Write a llama-architecture GGUF with seeded pseudo-random weights");
@@ -32,6 +32,9 @@ Subcommand add_synth(CLI::App& app) {
   sub->add_option("--vocab-from", o->vocab_from, "Copy the tokenizer.* keys of this GGUF (the vocab size follows it)");
   sub->add_option("--name", o->name, "general.name")->capture_default_str();
   sub->add_option("--threads", o->threads, "Worker threads (0: all cores)")->capture_default_str();
+  sub->add_flag("--bigram", o->bigram,
+                "Plant a bigram table (each token a pseudo-random successor) so each step has a decisive top-1, "
+                "as a trained model's does");
   sub->add_flag("--verbose,-v", o->verbose, "List every tensor's type decision");
   return {sub, [o] {
             convert::SynthOptions s;
@@ -55,6 +58,7 @@ Subcommand add_synth(CLI::App& app) {
             s.seed = o->seed;
             s.name = o->name;
             s.threads = o->threads;
+            s.bigram = o->bigram;
             s.progress = true;
             const convert::Report r = convert::synth(o->out, s);
             fmt::print("wrote {}: {} parameters, {} tensors, {} ({}), {} in {:.2f} s\n", r.output.string(), human_count(r.parameters),

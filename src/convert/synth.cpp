@@ -3,6 +3,8 @@
 // name, row), so the file is the same whatever the thread count or tensor order.
 #include <chrono>
 #include <cmath>
+#include <numeric>
+#include <utility>
 #include <memory>
 
 #include <fmt/format.h>
@@ -97,6 +99,18 @@ std::vector<Planned> plan_tensors(const LlamaShape& s, const Scheme& scheme) {
   return out;
 }
 
+// Inverse of a modulo n (gcd(a, n) = 1), by the extended Euclidean algorithm.
+uint64_t inverse_mod(uint64_t a, uint64_t n) {
+  int64_t t = 0, new_t = 1;
+  int64_t r = static_cast<int64_t>(n), new_r = static_cast<int64_t>(a % n);
+  while (new_r != 0) {
+    const int64_t q = r / new_r;
+    t = std::exchange(new_t, t - q * new_t);
+    r = std::exchange(new_r, r - q * new_r);
+  }
+  return static_cast<uint64_t>(t < 0 ? t + static_cast<int64_t>(n) : t);
+}
+
 uint64_t elements_of(const std::vector<uint64_t>& shape) {
   uint64_t n = 1;
   for (uint64_t d : shape) n = checked_mul(n, d, "tensor elements");
@@ -114,6 +128,31 @@ std::optional<LlamaShape> find_preset(std::string_view name) noexcept {
 }
 
 std::vector<std::string_view> preset_names() { return {"tiny", "stories15M", "tinyllama-1.1b"}; }
+
+uint64_t BigramPlant::predecessor(uint64_t u) const noexcept { return (stride * u + offset) % vocab; }
+uint64_t BigramPlant::successor(uint64_t t) const noexcept {
+  return inverse_mod(stride, vocab) * ((t + vocab - offset % vocab) % vocab) % vocab;
+}
+
+// How strong the plant is. The final hidden state is x = e + r: the token's embedding e (sd sigma_e)
+// plus what the layers added, r, random with rms about 0.8 * sqrt(layers) (measured: 1.16 after two
+// layers). The successor's logit carries lean * e.x / rms(x), whose signal-to-noise ratio is |e| / rms(r)
+// = sqrt(dim) * sigma_e / rms(r); sigma_e = 8 * sqrt(layers / dim) makes it about 10 for any shape. The
+// lean makes the planted part of an output row twice the size of its random part (sd 0.02), so the
+// successor stands some 10 sd above the other logits' spread, about 6 above their maximum over a 32000
+// vocabulary: far beyond the ~2% of the spread that 8-bit activation rounding moves a logit by, while
+// the layers still set every other logit (and a tenth of the winner's).
+BigramPlant bigram_plant(const LlamaShape& shape) {
+  BigramPlant p;
+  p.vocab = shape.vocab;
+  p.embedding_sigma = 8.0f * std::sqrt(static_cast<float>(shape.layers) / static_cast<float>(shape.dim));
+  p.lean = 2.0f * 0.02f / p.embedding_sigma;
+  // A stride near vocab / golden ratio scatters successors over the whole vocabulary.
+  p.stride = std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(shape.vocab) * 0.6180339887));
+  while (std::gcd(p.stride, p.vocab) != 1) ++p.stride;
+  p.offset = shape.vocab / 3;
+  return p;
+}
 
 Report synth(const std::filesystem::path& out, const SynthOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -144,7 +183,10 @@ Report synth(const std::filesystem::path& out, const SynthOptions& options) {
   writer.set("general.quantization_version", gguf::Value::u32(2));
   for (gguf::KeyValue& kv : vocab) writer.set(std::move(kv.key), std::move(kv.value));
 
-  const std::vector<Planned> plan = plan_tensors(shape, options.scheme);
+  std::vector<Planned> plan = plan_tensors(shape, options.scheme);
+  const std::optional<BigramPlant> plant = options.bigram ? std::optional(bigram_plant(shape)) : std::nullopt;
+  for (Planned& p : plan)
+    if (plant && p.choice.name == "token_embd.weight") p.sigma = plant->embedding_sigma;
   Report report;
   report.output = out;
   for (const Planned& p : plan) {
@@ -165,12 +207,18 @@ Report synth(const std::filesystem::path& out, const SynthOptions& options) {
     const GgmlType type = p.choice.type;
     const uint64_t row_size = row_bytes(type, row);
     const uint64_t tensor_seed = seed ^ fnv1a(p.choice.name);
+    const bool lean = plant && p.choice.name == "output.weight";
+    const uint64_t embd_seed = seed ^ fnv1a("token_embd.weight");
     detail::parallel_for(rows, threads, std::max<uint64_t>(1, 65536 / row), [&](uint64_t begin, uint64_t end) {
-      std::vector<float> buffer(type == GgmlType::F32 ? 0 : row);
+      std::vector<float> buffer(type == GgmlType::F32 ? 0 : row), embedding(lean ? row : 0);
       for (uint64_t r = begin; r < end; ++r) {
         std::byte* target = dst.data() + r * row_size;
         float* values = type == GgmlType::F32 ? reinterpret_cast<float*>(target) : buffer.data();
         fill_row(values, row, tensor_seed + r * kGolden * 3, p.mean, p.sigma);
+        if (lean) {  // the same draw as token_embd's row of the predecessor
+          fill_row(embedding.data(), row, embd_seed + plant->predecessor(r) * kGolden * 3, 0.0f, plant->embedding_sigma);
+          for (uint64_t j = 0; j < row; ++j) values[j] += plant->lean * embedding[j];
+        }
         if (type != GgmlType::F32) kernels::ref::quantize_row(type, values, target, static_cast<int64_t>(row));
       }
     });

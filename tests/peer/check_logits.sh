@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # Logits agreement with llama.cpp on a synthetic tinyllama-shaped model (docs/benchmarks.md, "Logits").
 #
-#   check_logits.sh SKAINET PEER_LOGITS SKAINET_LOGITS PYTHON VOCAB_GGUF WORK_DIR TYPE TOL RMS_TOL [SHAPE...]
+#   check_logits.sh SKAINET PEER_LOGITS SKAINET_LOGITS PYTHON VOCAB_GGUF WORK_DIR TYPE TOL RMS_TOL TOP1 [SHAPE...]
 #
 # Makes WORK_DIR/synth-TYPE.gguf with `skainet synth` (never committed; remade only when SHAPE changes),
 # runs a 32-step greedy run from the ids of "Once upon a time" in llama.cpp (peer_logits), then ours
 # (skainet_logits, fed llama.cpp's tokens), and compares with compare_logits.py: top-1 equal at every
-# step (near ties reported, rule in compare_logits.py), max|dlogit|/max|logit| <= TOL and
-# rms(dlogit)/max|logit| <= RMS_TOL at every step. SHAPE is passed to `skainet synth` (default: the
-# tinyllama architecture at 2 layers; see docs/benchmarks.md).
+# step, max|dlogit|/max|logit| <= TOL and rms(dlogit)/max|logit| <= RMS_TOL at every step. TOP1 is
+# `strict` (every differing top-1 fails) or `near-ties` (a flip inside the measured logit difference is
+# reported, rule in compare_logits.py). SHAPE is passed to `skainet synth` (default: the tinyllama
+# architecture at 2 layers; see docs/benchmarks.md).
 set -euo pipefail
 
-skainet=$1 peer_logits=$2 skainet_logits=$3 python=$4 vocab=$5 work=$6 type=$7 tol=$8 rms_tol=$9
-shift 9
+skainet=$1 peer_logits=$2 skainet_logits=$3 python=$4 vocab=$5 work=$6 type=$7 tol=$8 rms_tol=$9 top1=${10}
+shift 10
+case $top1 in
+  strict) top1_flag=(--strict-top1) ;;
+  near-ties) top1_flag=() ;;
+  *) echo "TOP1 must be strict or near-ties, not '$top1'" >&2; exit 2 ;;
+esac
 shape=("$@")
 [ ${#shape[@]} -gt 0 ] || shape=(--preset tinyllama-1.1b --layers 2)
 steps=${SKAINET_LOGITS_STEPS:-32}
@@ -44,4 +50,4 @@ t1=$(date +%s.%N)
 "$skainet_logits" "$model" "$ours" "$ids" "$steps" "$threads" default "$ref"
 t2=$(date +%s.%N)
 echo "wall: llama.cpp $(echo "$t1 - $t0" | bc) s, skainet $(echo "$t2 - $t1" | bc) s"
-"$python" "$here/compare_logits.py" "$ref" "$ours" --tol "$tol" --rms-tol "$rms_tol" --label "$type ${shape[*]}" --json "$work/compare-$type.json"
+"$python" "$here/compare_logits.py" "$ref" "$ours" --tol "$tol" --rms-tol "$rms_tol" "${top1_flag[@]}" --label "$type ${shape[*]}" --json "$work/compare-$type.json"
