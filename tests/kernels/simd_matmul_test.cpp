@@ -195,7 +195,8 @@ TEST_P(SimdMatmul, MatchesReferenceOnEveryLevel) {
       for (int64_t out_rows : {1, 3, 17})
         for (Path path : {Path::Plain, Path::Prepared})
           for (int threads : {1, 2}) {
-            const int64_t n = (out_rows == 3 ? 3 : 1) + (threads == 2 ? 1 : 0);  // one row (decode) and a few
+            // One row (decode), a few, and enough for full register tiles plus leftovers (prefill).
+            const int64_t n = (out_rows == 1 ? 1 : out_rows == 3 ? 3 : 9) + (threads == 2 ? 1 : 0);
             check(level, type, k, out_rows, n, path, threads, seed++);
             if (HasFatalFailure()) return;
           }

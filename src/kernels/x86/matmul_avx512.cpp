@@ -5,6 +5,7 @@
 
 #define SKAINET_X86_VNNI 1
 #include "kernels/x86/simd_int8.hpp"
+#include "kernels/x86/simd_tiles.hpp"
 
 namespace skainet::kernels::x86 {
 namespace {
@@ -59,11 +60,11 @@ const IsaKernels kAvx512Kernels = {
     &gemv<&dot_dense<F32Load>, Act::None>,
     &gemv<&dot_dense<F16Load>, Act::None>,
     &gemv<&dot_dense<BF16Load>, Act::None>,
-    &gemv<&dot_legacy<Q4_0Dec>, Act::Q8x32>,
-    &gemv<&dot_legacy<Q4_1Dec>, Act::Q8x32>,
-    &gemv<&dot_legacy<Q5_0Dec>, Act::Q8x32>,
-    &gemv<&dot_legacy<Q5_1Dec>, Act::Q8x32>,
-    &gemv<&dot_q8_0, Act::Q8x32>,
+    &gemm_legacy<Q4_0Dec, &dot_legacy<Q4_0Dec>>,
+    &gemm_legacy<Q4_1Dec, &dot_legacy<Q4_1Dec>>,
+    &gemm_legacy<Q5_0Dec, &dot_legacy<Q5_0Dec>>,
+    &gemm_legacy<Q5_1Dec, &dot_legacy<Q5_1Dec>>,
+    &gemm_legacy<Q8_0Dec, &dot_q8_0>,
     &gemv<&dot_q4_k, Act::Q8x256>,
     &gemv<&dot_q5_k, Act::Q8x256>,
     &gemv<&dot_q6_k, Act::Q8x256>,
