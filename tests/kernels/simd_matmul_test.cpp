@@ -188,7 +188,7 @@ TEST_P(SimdMatmul, MatchesReferenceOnEveryLevel) {
   std::vector<int64_t> ks;
   if (block == 1) ks = {1, 7, 32, 37, 96, 256, 4096 + 256 + 5};
   else if (block == 32) ks = {32, 64, 96, 256, 512, 4096 + 256};
-  else ks = {256, 512, 4096 + 256};
+  else ks = {256, 512, 4096 + 256, 8192 + 256};  // the last: more blocks than a K tile's mins chunk (32)
   uint32_t seed = 100;
   for (IsaLevel level : levels)
     for (int64_t k : ks)
@@ -271,13 +271,45 @@ TEST(SimdTables, BestIsTheWidestLevelThisCpuRuns) {
   EXPECT_EQ(reference_table().matmul_scratch, nullptr);
 }
 
-// Transposed (strided) and batched weights are not accelerated: the SIMD table must still answer
-// them exactly as the reference does.
+// Dense F32/F16 weights viewed transposed (output dimension contiguous: attention's Vᵀ over the V
+// cache) take the GemmT kernels: a [cols, k] view of a [k, cols + 3] buffer starting at column 2,
+// every level, odd sizes, register-tile leftovers in rows and columns, chunks of columns on 1 and 2
+// threads; against the reference (double accumulation) within float summation error.
+TEST(SimdMatmul, TransposedDenseWeightsMatchReference) {
+  uint32_t seed = 900;
+  for (IsaLevel level : simd_levels())
+    for (GgmlType type : {GgmlType::F32, GgmlType::F16})
+      for (int64_t cols : {1, 7, 20, 64, 67, 130})
+        for (int64_t k : {1, 5, 33, 130})
+          for (int64_t n : {1, 2, 3, 5, 9})
+            for (int threads : {1, 2}) {
+              const Owned base = make_weight(type, k + 1, cols + 3, seed++);
+              const Tensor w = base.t.rows(1, k).narrow(1, 2, cols).transpose(0, 1);  // [cols, k]
+              const Owned xo = make_x(n, k, seed++);
+              const Owned got = make_out(n, cols), want = make_out(n, cols);
+              ref::matmul(xo.t, w, want.t, 0, cols);
+              run(*table_for(level), Path::Plain, xo.t, w, got.t, threads);
+              for (int64_t r = 0; r < n; ++r)
+                for (int64_t o = 0; o < cols; ++o) {
+                  double mag = 0;
+                  for (int64_t c = 0; c < k; ++c) {
+                    float wv;
+                    ref::dequantize_row(type, w.raw() + o * w.stride(0) + c * w.stride(1), &wv, 1);
+                    mag += std::fabs(static_cast<double>(wv) * at(xo.t, r, c));
+                  }
+                  ASSERT_NEAR(at(got.t, r, o), at(want.t, r, o), 1e-6 * mag + 1e-30)
+                      << isa_level_name(level) << " " << type_name(type) << " cols=" << cols << " k=" << k << " n=" << n
+                      << " threads=" << threads << " r=" << r << " o=" << o;
+                }
+            }
+}
+
+// What no SIMD kernel takes (here a transposed BF16 weight) falls back to the reference exactly.
 TEST(SimdMatmul, UnacceleratedShapesFallBackExactly) {
   for (IsaLevel level : simd_levels()) {
     const KernelTable& t = *table_for(level);
-    const Owned wo = make_weight(GgmlType::F32, 24, 24, 5);
-    const Tensor wt = wo.t.rows(0, 20).transpose(0, 1);  // [24, 20], inner stride 24 floats
+    const Owned wo = make_weight(GgmlType::BF16, 24, 24, 5);
+    const Tensor wt = wo.t.rows(0, 20).transpose(0, 1);  // [24, 20], inner stride 24 elements
     const Owned xo = make_x(2, 20, 6);
     const Owned a = make_out(2, 24), b = make_out(2, 24);
     ref::matmul(xo.t, wt, a.t, 0, 24);

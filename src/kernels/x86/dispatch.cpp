@@ -49,6 +49,18 @@ Route route(const IsaKernels& K, const Tensor& x, const Tensor& w) noexcept {
   }
 }
 
+// A dense F32/F16 weight viewed transposed (output dimension contiguous, e.g. attention's Vᵀ), x and
+// out with contiguous rows: the GemmT kernel, which reads each weight row once for several x rows.
+x86::GemmTFn route_transposed(const IsaKernels& K, const Tensor& x, const Tensor& w, const Tensor& out) noexcept {
+  if (w.rank() != 2 || w.packed() || w.stride(0) != static_cast<int64_t>(w.element_size())) return nullptr;
+  if (inner_stride(x) != 4 || inner_stride(out) != 4) return nullptr;
+  switch (w.type()) {
+    case GgmlType::F32: return K.f32_t;
+    case GgmlType::F16: return K.f16_t;
+    default: return nullptr;
+  }
+}
+
 // Whether the rows of t (every dim but the innermost) sit at one fixed byte stride.
 bool uniform_rows(const Tensor& t, int64_t& stride) noexcept {
   const int r = t.rank();
@@ -98,8 +110,34 @@ void run_rows(GemvFn fn, const Tensor& x, const Tensor& w, const Tensor& out, in
   }
 }
 
+// Output columns [begin, end) of x times the transposed weight, x rows one by one when not uniform.
+void run_transposed(x86::GemmTFn fn, const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin,
+                    int64_t end) noexcept {
+  x86::GemmT g;
+  g.w = w.raw() + begin * w.stride(0);
+  g.w_stride = w.stride(1);
+  g.cols = end - begin;
+  g.k = x.shape().back();
+  int64_t xs = 0, os = 0;
+  if (uniform_rows(x, xs) && uniform_rows(out, os)) {
+    g.x = x.raw();
+    g.x_stride = xs;
+    g.n = row_count(x.shape());
+    g.out = out.raw_mut() + begin * 4;
+    g.out_row = os;
+    return fn(g);
+  }
+  g.n = 1;
+  for (int64_t r = 0; r < row_count(x.shape()); ++r) {
+    g.x = x.raw() + row_offset(x.shape(), x.strides(), r);
+    g.out = out.raw_mut() + row_offset(out.shape(), out.strides(), r) + begin * 4;
+    fn(g);
+  }
+}
+
 template <const IsaKernels* K>
 void matmul(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end) noexcept {
+  if (const x86::GemmTFn t = route_transposed(*K, x, w, out)) return run_transposed(t, x, w, out, begin, end);
   const Route rt = route(*K, x, w);
   const int64_t k = x.shape().back();
   if (!rt.fn || (rt.act != Act::None && k > kStackK)) return ref::matmul(x, w, out, begin, end);

@@ -66,6 +66,23 @@ struct Gemv {
 
 using GemvFn = void (*)(const Gemv&) noexcept;
 
+// A dense weight whose output dimension is the contiguous one (a transposed view, e.g. attention's
+// Vᵀ over the V cache): out[r * out_row + o] = sum_c x[r][c] * w[c * w_stride + o] for o < cols,
+// r < n, c < k. Weight element size from the format; out floats contiguous within a row.
+struct GemmT {
+  const std::byte* w = nullptr;
+  int64_t w_stride = 0;  // bytes from one c to the next
+  int64_t cols = 0;
+  int64_t k = 0;
+  const std::byte* x = nullptr;  // F32 rows
+  int64_t x_stride = 0;
+  int64_t n = 0;
+  std::byte* out = nullptr;
+  int64_t out_row = 0;
+};
+
+using GemmTFn = void (*)(const GemmT&) noexcept;
+
 struct IsaKernels {
   const char* name;
   // x: k floats (k a multiple of the block); dst: act_layout(..., k).row_bytes bytes, 64-byte aligned.
@@ -74,6 +91,7 @@ struct IsaKernels {
   GemvFn f32, f16, bf16;                       // dense: x F32, any k
   GemvFn q4_0, q4_1, q5_0, q5_1, q8_0;         // x Q8x32
   GemvFn q4_k, q5_k, q6_k;                     // x Q8x256
+  GemmTFn f32_t, f16_t;                        // dense, output dimension contiguous
 };
 
 // Defined in the ISA units (data, not code: safe to name from the baseline unit).

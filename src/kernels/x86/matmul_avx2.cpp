@@ -62,6 +62,51 @@ float dot_dense(const std::byte* w, const std::byte* xb, int64_t k, const ActLay
   return hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))) + tail;
 }
 
+// GemmT on up to 2 x rows and 32 output columns at a time (4 vectors; 16 registers hold 8
+// accumulators, the weight row and the broadcast). Columns past the last multiple of 8 in scalar.
+template <class W, int R>
+void gemm_t_rows(const GemmT& g, int64_t r0, int64_t o0, int vecs) noexcept {
+  __m256 acc[R][4];
+  SKAINET_UNROLL
+  for (int r = 0; r < R; ++r)
+    SKAINET_UNROLL
+    for (int v = 0; v < 4; ++v) acc[r][v] = _mm256_setzero_ps();
+  const std::byte* x0 = g.x + r0 * g.x_stride;
+  for (int64_t c = 0; c < g.k; ++c) {
+    const std::byte* wc = g.w + c * g.w_stride;
+    __m256 wv[4];
+    SKAINET_UNROLL
+    for (int v = 0; v < 4; ++v) wv[v] = v < vecs ? W::at(wc, o0 + 8 * v) : _mm256_setzero_ps();
+    SKAINET_UNROLL
+    for (int r = 0; r < R; ++r) {
+      const __m256 p = _mm256_set1_ps(reinterpret_cast<const float*>(x0 + r * g.x_stride)[c]);
+      SKAINET_UNROLL
+      for (int v = 0; v < 4; ++v) acc[r][v] = _mm256_fmadd_ps(p, wv[v], acc[r][v]);
+    }
+  }
+  SKAINET_UNROLL
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < vecs; ++v) _mm256_storeu_ps(reinterpret_cast<float*>(g.out + (r0 + r) * g.out_row) + o0 + 8 * v, acc[r][v]);
+}
+
+template <class W>
+void gemm_t(const GemmT& g) noexcept {
+  const int64_t vec_cols = g.cols - g.cols % 8;
+  for (int64_t o0 = 0; o0 < vec_cols; o0 += 32) {
+    const int vecs = static_cast<int>(std::min<int64_t>(4, (vec_cols - o0) / 8));
+    int64_t r0 = 0;
+    for (; r0 + 2 <= g.n; r0 += 2) gemm_t_rows<W, 2>(g, r0, o0, vecs);
+    if (r0 < g.n) gemm_t_rows<W, 1>(g, r0, o0, vecs);
+  }
+  for (int64_t r = 0; r < g.n; ++r)
+    for (int64_t o = vec_cols; o < g.cols; ++o) {
+      float acc = 0.0f;
+      for (int64_t c = 0; c < g.k; ++c)
+        acc += reinterpret_cast<const float*>(g.x + r * g.x_stride)[c] * W::one(g.w + c * g.w_stride, o);
+      reinterpret_cast<float*>(g.out + r * g.out_row)[o] = acc;
+    }
+}
+
 }  // namespace
 
 const IsaKernels kAvx2Kernels = {
@@ -71,14 +116,16 @@ const IsaKernels kAvx2Kernels = {
     &gemv<&dot_dense<F32Load>, Act::None>,
     &gemv<&dot_dense<F16Load>, Act::None>,
     &gemv<&dot_dense<BF16Load>, Act::None>,
-    &gemm_legacy<Q4_0Dec, &dot_legacy<Q4_0Dec>>,
-    &gemm_legacy<Q4_1Dec, &dot_legacy<Q4_1Dec>>,
-    &gemm_legacy<Q5_0Dec, &dot_legacy<Q5_0Dec>>,
-    &gemm_legacy<Q5_1Dec, &dot_legacy<Q5_1Dec>>,
-    &gemm_legacy<Q8_0Dec, &dot_q8_0>,
-    &gemv<&dot_q4_k, Act::Q8x256>,
-    &gemv<&dot_q5_k, Act::Q8x256>,
-    &gemv<&dot_q6_k, Act::Q8x256>,
+    gemm_legacy<Q4_0Dec, &dot_legacy<Q4_0Dec>>,
+    gemm_legacy<Q4_1Dec, &dot_legacy<Q4_1Dec>>,
+    gemm_legacy<Q5_0Dec, &dot_legacy<Q5_0Dec>>,
+    gemm_legacy<Q5_1Dec, &dot_legacy<Q5_1Dec>>,
+    gemm_legacy<Q8_0Dec, &dot_q8_0>,
+    gemm_q45_k<false, &dot_q4_k>,
+    gemm_q45_k<true, &dot_q5_k>,
+    gemm_q6_k<&dot_q6_k>,
+    &gemm_t<F32Load>,
+    &gemm_t<F16Load>,
 };
 
 }  // namespace skainet::kernels::x86

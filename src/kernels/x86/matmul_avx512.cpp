@@ -51,6 +51,51 @@ float dot_dense(const std::byte* w, const std::byte* xb, int64_t k, const ActLay
   return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
+// GemmT on up to 4 x rows and 64 output columns at a time: each weight row c (64 columns, 4
+// vectors) is loaded once and multiplied by every x row's x[r][c], R * 4 accumulators in registers.
+template <class W, int R>
+void gemm_t_rows(const GemmT& g, int64_t r0, int64_t o0, const __mmask16 (&m)[4]) noexcept {
+  __m512 acc[R][4];
+  SKAINET_UNROLL
+  for (int r = 0; r < R; ++r)
+    SKAINET_UNROLL
+    for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_setzero_ps();
+  const std::byte* x0 = g.x + r0 * g.x_stride;
+  for (int64_t c = 0; c < g.k; ++c) {
+    const std::byte* wc = g.w + c * g.w_stride;
+    __m512 wv[4];
+    SKAINET_UNROLL
+    for (int v = 0; v < 4; ++v) wv[v] = W::at(wc, o0 + 16 * v, m[v]);
+    SKAINET_UNROLL
+    for (int r = 0; r < R; ++r) {
+      const __m512 p = _mm512_set1_ps(reinterpret_cast<const float*>(x0 + r * g.x_stride)[c]);
+      SKAINET_UNROLL
+      for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_fmadd_ps(p, wv[v], acc[r][v]);
+    }
+  }
+  SKAINET_UNROLL
+  for (int r = 0; r < R; ++r)
+    SKAINET_UNROLL
+    for (int v = 0; v < 4; ++v)
+      _mm512_mask_storeu_ps(reinterpret_cast<float*>(g.out + (r0 + r) * g.out_row) + o0 + 16 * v, m[v], acc[r][v]);
+}
+
+template <class W>
+void gemm_t(const GemmT& g) noexcept {
+  for (int64_t o0 = 0; o0 < g.cols; o0 += 64) {
+    const __mmask16 m[4] = {tail_mask(g.cols - o0), tail_mask(std::max<int64_t>(g.cols - o0 - 16, 0)),
+                            tail_mask(std::max<int64_t>(g.cols - o0 - 32, 0)), tail_mask(std::max<int64_t>(g.cols - o0 - 48, 0))};
+    int64_t r0 = 0;
+    for (; r0 + 4 <= g.n; r0 += 4) gemm_t_rows<W, 4>(g, r0, o0, m);
+    switch (g.n - r0) {
+      case 3: gemm_t_rows<W, 3>(g, r0, o0, m); break;
+      case 2: gemm_t_rows<W, 2>(g, r0, o0, m); break;
+      case 1: gemm_t_rows<W, 1>(g, r0, o0, m); break;
+      default: break;
+    }
+  }
+}
+
 }  // namespace
 
 const IsaKernels kAvx512Kernels = {
@@ -60,14 +105,16 @@ const IsaKernels kAvx512Kernels = {
     &gemv<&dot_dense<F32Load>, Act::None>,
     &gemv<&dot_dense<F16Load>, Act::None>,
     &gemv<&dot_dense<BF16Load>, Act::None>,
-    &gemm_legacy<Q4_0Dec, &dot_legacy<Q4_0Dec>>,
-    &gemm_legacy<Q4_1Dec, &dot_legacy<Q4_1Dec>>,
-    &gemm_legacy<Q5_0Dec, &dot_legacy<Q5_0Dec>>,
-    &gemm_legacy<Q5_1Dec, &dot_legacy<Q5_1Dec>>,
-    &gemm_legacy<Q8_0Dec, &dot_q8_0>,
-    &gemv<&dot_q4_k, Act::Q8x256>,
-    &gemv<&dot_q5_k, Act::Q8x256>,
-    &gemv<&dot_q6_k, Act::Q8x256>,
+    gemm_legacy<Q4_0Dec, &dot_legacy<Q4_0Dec>>,
+    gemm_legacy<Q4_1Dec, &dot_legacy<Q4_1Dec>>,
+    gemm_legacy<Q5_0Dec, &dot_legacy<Q5_0Dec>>,
+    gemm_legacy<Q5_1Dec, &dot_legacy<Q5_1Dec>>,
+    gemm_legacy<Q8_0Dec, &dot_q8_0>,
+    gemm_q45_k<false, &dot_q4_k>,
+    gemm_q45_k<true, &dot_q5_k>,
+    gemm_q6_k<&dot_q6_k>,
+    &gemm_t<F32Load>,
+    &gemm_t<F16Load>,
 };
 
 }  // namespace skainet::kernels::x86
