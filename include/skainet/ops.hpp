@@ -41,6 +41,18 @@ Tensor rms_norm(ExecutionContext& ctx, const Tensor& x, const Tensor& weight, fl
 Tensor rope(ExecutionContext& ctx, const Tensor& x, int64_t pos0, const RopeParams& params);
 Tensor softmax(ExecutionContext& ctx, const Tensor& x, const SoftmaxParams& params = {});
 
+// softmax(q kᵀ · scale) v per head, causal (query t sees cells up to offset + t), grouped-query: query
+// head h reads KV head h / (heads / kv_heads). q F32 [n, heads * head_dim]; keys and values dense
+// [cells, kv_heads * head_dim] (e.g. F16 cache rows). Draws scores [heads, n, cells] (turned into
+// probabilities in place) and the output [n, heads * head_dim]; heads run in parallel.
+struct AttentionParams {
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  float scale = 1.0f;
+  int64_t offset = 0;
+};
+Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, const Tensor& values,
+                 const AttentionParams& params);
+
 // Embedding lookup: table [vocab, d] (any format with reference kernels) → F32 [ids.size(), d].
 Tensor gather_rows(ExecutionContext& ctx, const Tensor& table, std::span<const int32_t> ids);
 

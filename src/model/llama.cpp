@@ -63,25 +63,15 @@ Tensor Llama::layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, 
   return ops::add(ctx, x1, ops::matmul(ctx, ops::swiglu(ctx, gate, up), w.w_down));
 }
 
-// softmax(q kᵀ / sqrt(d)) v per head, over cache cells [0, pos + n), causal within the new tokens.
-// Query head h reads KV head h / (heads / kv_heads) (grouped-query attention).
+// Attention over cache cells [0, pos + n), causal within the new tokens (ops::attention).
 Tensor Llama::attention(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, int64_t pos, int64_t n) {
-  const int64_t hd = shape_.head_dim, heads = shape_.heads, group = heads / shape_.kv_heads;
   const int64_t cells = pos + n;
-  const Tensor keys = kv_.k(l).rows(0, cells);
-  const Tensor values = kv_.v(l).rows(0, cells);
-
-  const Tensor scores = ctx.empty({heads, n, cells}, GgmlType::F32, "attention scores");
-  for (int64_t h = 0; h < heads; ++h)
-    ops::matmul_into(ctx, q.narrow(1, h * hd, hd), keys.narrow(1, (h / group) * hd, hd), scores.select(0, h));
-  const Tensor probs = ops::softmax(
-      ctx, scores, {.scale = 1.0f / std::sqrt(static_cast<float>(hd)), .causal = true, .offset = pos});
-
-  const Tensor out = ctx.empty({n, heads * hd}, GgmlType::F32, "attention out");
-  for (int64_t h = 0; h < heads; ++h)
-    ops::matmul_into(ctx, probs.select(0, h), values.narrow(1, (h / group) * hd, hd).transpose(0, 1),
-                     out.narrow(1, h * hd, hd));
-  return out;
+  return ops::attention(ctx, q, kv_.k(l).rows(0, cells), kv_.v(l).rows(0, cells),
+                        {.heads = shape_.heads,
+                         .kv_heads = shape_.kv_heads,
+                         .head_dim = shape_.head_dim,
+                         .scale = 1.0f / std::sqrt(static_cast<float>(shape_.head_dim)),
+                         .offset = pos});
 }
 
 }  // namespace skainet::model

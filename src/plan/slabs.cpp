@@ -40,8 +40,7 @@ SlabPlan estimate_slabs(const ModelShape& m, uint32_t tokens, uint32_t ctx) {
   }
   add(s.layer, s.layer_bytes, "q roped", n * q_width);
   add(s.layer, s.layer_bytes, "k roped", n * kv_width);
-  add(s.layer, s.layer_bytes, "attention scores [heads, n, ctx]", uint64_t{m.heads} * n * ctx);
-  add(s.layer, s.layer_bytes, "attention probs [heads, n, ctx]", uint64_t{m.heads} * n * ctx);
+  add(s.layer, s.layer_bytes, "attention scores/probs [heads, n, ctx]", uint64_t{m.heads} * n * ctx);
   add(s.layer, s.layer_bytes, "attention out [n, heads*head_dim]", n * q_width);
   add(s.layer, s.layer_bytes, "attn output proj [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "residual [n, dim]", n * m.dim);

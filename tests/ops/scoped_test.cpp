@@ -63,7 +63,9 @@ TEST(Scoped, OverflowStillComputesAndAutoGrowRemovesIt) {
   for (int step = 0; step < 3; ++step) {
     const std::vector<float> got = ctx.step(grow, [&] {
       const std::vector<float> v = bits(run_block(ctx, b, x, 0));
-      if (step > 0) EXPECT_EQ(grow.stats().overflow_count, 0u) << "step " << step;
+      if (step > 0) {
+        EXPECT_EQ(grow.stats().overflow_count, 0u) << "step " << step;
+      }
       return v;
     });
     EXPECT_TRUE(same_bits(got, ref)) << "step " << step;

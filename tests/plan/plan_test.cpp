@@ -49,7 +49,9 @@ TEST(Plan, StoriesDefaultMapsEveryTensor) {
 }
 
 TEST(Plan, SlabBuffersAreSixtyFourByteMultiples) {
-  const MemoryPlan p = plan_stories(placement::MemoryProfile::preset("default"), {.ctx = 256});
+  PlanOptions opts;
+  opts.ctx = 256;
+  const MemoryPlan p = plan_stories(placement::MemoryProfile::preset("default"), opts);
   uint64_t sum = 0;
   for (const auto& b : p.decode->layer) {
     EXPECT_EQ(b.bytes % 64, 0u) << b.name;
@@ -57,7 +59,7 @@ TEST(Plan, SlabBuffersAreSixtyFourByteMultiples) {
   }
   EXPECT_EQ(sum, p.decode->layer_bytes);
   // Attention scores for one token: 8 heads x 256 cells x 4 bytes.
-  EXPECT_EQ(p.decode->layer[6].name, "attention scores [heads, n, ctx]");
+  EXPECT_EQ(p.decode->layer[6].name, "attention scores/probs [heads, n, ctx]");  // softmax in place
   EXPECT_EQ(p.decode->layer[6].bytes, 8u * 256 * 4);
 }
 

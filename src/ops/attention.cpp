@@ -1,0 +1,46 @@
+#include <fmt/format.h>
+
+#include "ops/checks.hpp"
+
+namespace skainet::ops {
+
+using namespace detail;
+
+// Heads are independent, so they are what runs in parallel: one task per head computes its scores,
+// turns them into probabilities in place (so no second [heads, n, cells] buffer) and multiplies them
+// by its KV head's values, calling the kernels directly (no slab allocation and nothing that throws
+// inside the pool).
+Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, const Tensor& values,
+                 const AttentionParams& p) {
+  constexpr std::string_view kOp = "ops::attention";
+  require_f32(q, kOp, "q");
+  require_live(keys, kOp, "keys");
+  require_live(values, kOp, "values");
+  const int64_t hd = p.head_dim;
+  if (p.heads <= 0 || p.kv_heads <= 0 || hd <= 0 || p.heads % p.kv_heads != 0)
+    throw InvalidArgument(fmt::format("{}: {} heads over {} kv heads of size {}", kOp, p.heads, p.kv_heads, hd));
+  if (q.rank() != 2 || q.dim(1) != p.heads * hd)
+    throw InvalidArgument(fmt::format("{}: q {} should be [n, {}]", kOp, q.shape().to_string(), p.heads * hd));
+  for (const Tensor* t : {&keys, &values})
+    if (t->rank() != 2 || t->dim(1) != p.kv_heads * hd || t->dim(0) != keys.dim(0) || t->packed())
+      throw InvalidArgument(fmt::format("{}: keys {} and values {} should be dense [cells, {}]", kOp,
+                                        keys.shape().to_string(), values.shape().to_string(), p.kv_heads * hd));
+  const int64_t n = q.dim(0), cells = keys.dim(0), group = p.heads / p.kv_heads;
+
+  const Tensor scores = ctx.scope().allocate({p.heads, n, cells}, GgmlType::F32, "attention scores");
+  Tensor out = output(ctx, {n, p.heads * hd}, kOp);
+  const kernels::KernelTable& k = ctx.kernels();
+  const SoftmaxParams softmax{.scale = p.scale, .causal = true, .offset = p.offset};
+  ctx.pool().parallel_for(p.heads, 1, [&](int64_t h0, int64_t h1) noexcept {
+    for (int64_t h = h0; h < h1; ++h) {
+      const int64_t g = h / group;
+      const Tensor s = scores.select(0, h);
+      k.matmul(q.narrow(1, h * hd, hd), keys.narrow(1, g * hd, hd), s, 0, cells);
+      k.softmax(s, softmax, s);
+      k.matmul(s, values.narrow(1, g * hd, hd).transpose(0, 1), out.narrow(1, h * hd, hd), 0, hd);
+    }
+  });
+  return out;
+}
+
+}  // namespace skainet::ops
