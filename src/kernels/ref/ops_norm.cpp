@@ -32,14 +32,35 @@ void rope(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& out)
   // Rows per token: the product of the dims between the token dim (0) and the innermost.
   int64_t per_token = 1;
   for (int i = 1; i + 1 < x.rank(); ++i) per_token *= x.dim(i);
+  // The angles depend on the token, not the head: computed once per token (every head of a token
+  // reuses them; the same double arithmetic, so the same bits) when they fit the stack cache.
+  constexpr int64_t kCachedPairs = 512;
+  const int64_t half = dims / 2;
+  float cs[kCachedPairs], sn[kCachedPairs];
+  int64_t cached = -1;
+  const auto angle = [&](int64_t token, int64_t i, float& c, float& s) noexcept {
+    const double pos = static_cast<double>(pos0 + token) * p.freq_scale;
+    const double theta = pos * std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(i) / static_cast<double>(dims));
+    c = static_cast<float>(std::cos(theta));
+    s = static_cast<float>(std::sin(theta));
+  };
   for (int64_t r = 0; r < rows; ++r) {
     const float* px = f32(x.raw() + row_offset(x.shape(), x.strides(), r));
     float* po = f32(out.raw_mut() + row_offset(out.shape(), out.strides(), r));
-    const double pos = static_cast<double>(pos0 + (x.rank() >= 2 ? r / per_token : 0)) * p.freq_scale;
-    const int64_t half = dims / 2;
+    const int64_t token = x.rank() >= 2 ? r / per_token : 0;
+    const bool use_cache = half <= kCachedPairs;
+    if (use_cache && token != cached) {
+      for (int64_t i = 0; i < half; ++i) angle(token, i, cs[i], sn[i]);
+      cached = token;
+    }
     for (int64_t i = 0; i < half; ++i) {
-      const double theta = pos * std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(i) / static_cast<double>(dims));
-      const float c = static_cast<float>(std::cos(theta)), s = static_cast<float>(std::sin(theta));
+      float c, s;
+      if (use_cache) {
+        c = cs[i];
+        s = sn[i];
+      } else {
+        angle(token, i, c, s);
+      }
       const int64_t a = p.neox ? i : 2 * i, b = p.neox ? i + half : 2 * i + 1;
       const float x0 = px[a * sx], x1 = px[b * sx];
       po[a * so] = x0 * c - x1 * s;

@@ -35,8 +35,9 @@ struct Vec {
   // Two (or, at the tail, one) blocks' quants of a weight row; the missing half reads as zeros.
   template <class D>
   static I weights(const std::byte* p, int blocks) noexcept {
-    const I lo = _mm512_castsi256_si512(D::quants(p));
-    return blocks == 2 ? _mm512_inserti64x4(lo, D::quants(p + D::kBytes), 1) : _mm512_zextsi256_si512(D::quants(p));
+    const __m256i first = D::quants(p);
+    return blocks == 2 ? _mm512_inserti64x4(_mm512_castsi256_si512(first), D::quants(p + D::kBytes), 1)
+                       : _mm512_zextsi256_si512(first);
   }
   static I activations(const int8_t* q, int blocks) noexcept {
     return _mm512_maskz_loadu_epi8(blocks == 2 ? ~__mmask64{0} : __mmask64{0xffffffff}, q);
