@@ -132,63 +132,101 @@ inline float dot_floats(const float* a, const float* b, int64_t n) noexcept {
   return hsum(acc) + tail;
 }
 
-// out[i * RX + j] = dot(weight row i, activation row j) for i < RW, j < RX.
-template <class D, int RW, int RX>
-void tile_legacy(const std::byte* w, int64_t w_stride, const std::byte* x, int64_t x_stride, int64_t k,
-                 const ActLayout& L, float* out) noexcept {
+// RW weight rows' blocks [b0, b0 + steps * kBlocks), decoded once: quants ready for the integer dot,
+// per-block scales spread over their lanes, offset coefficients. Every group of x rows then reuses
+// them, so a weight block is decoded once per matmul call instead of once per group (a chunk of
+// kSteps steps stays in L1: 16-24 KiB with 4 rows on AVX-512).
+template <int RW>
+struct DecodedRows {
+  static constexpr int64_t kSteps = 32;
+  typename Vec::W q[kSteps][RW];
+  typename Vec::F scale[kSteps][RW];
+  alignas(32) float coef[RW][kSteps * Vec::kBlocks];
+  int64_t b0 = 0, b1 = 0;  // the blocks held
+};
+
+template <class D, int RW>
+void decode_rows(const std::byte* w, int64_t w_stride, int64_t b0, int64_t b1, DecodedRows<RW>& t) noexcept {
   constexpr bool kSigned = is_signed<D>();
-  constexpr bool kOffset = !kSigned;  // unsigned quants: x_w = scale * q + coef
-  // The offset terms (coef * ds per block) are float dot products over blocks, done per chunk of
-  // blocks after the integer loop rather than as scalars inside it.
-  constexpr int64_t kChunk = 128;
-  const int64_t nb = k / 32;
+  t.b0 = b0;
+  t.b1 = b1;
+  for (int64_t b = b0, step = 0; b < b1; b += Vec::kBlocks, ++step) {
+    const int blocks = static_cast<int>(std::min<int64_t>(Vec::kBlocks, b1 - b));
+    SKAINET_UNROLL
+    for (int i = 0; i < RW; ++i) {
+      const std::byte* p = w + i * w_stride + b * D::kBytes;
+      const float s0 = half_at(p), s1 = blocks == 2 ? half_at(p + D::kBytes) : 0.0f;
+      t.scale[step][i] = Vec::halves(s0, s1);
+      t.q[step][i] = Vec::template prepare<kSigned>(Vec::template weights<D>(p, blocks));
+      if constexpr (!kSigned) {
+        t.coef[i][b - b0] = D::coef(p, s0);
+        if (blocks == 2) t.coef[i][b - b0 + 1] = D::coef(p + D::kBytes, s1);
+      }
+    }
+  }
+}
+
+// out[j * out_row + i] += dot over the decoded blocks of weight row i and x row j, i < RW, j < RX.
+template <class D, int RW, int RX>
+void multiply_rows(const DecodedRows<RW>& t, const std::byte* x, int64_t x_stride, const ActLayout& L, float* out,
+                   int64_t out_row, bool first) noexcept {
+  constexpr bool kSigned = is_signed<D>();
   typename Vec::F acc[RW][RX];
-  float offset[RW][RX] = {};
-  alignas(32) float coef[RW][kOffset ? kChunk : 1];
   SKAINET_UNROLL
   for (int i = 0; i < RW; ++i)
     SKAINET_UNROLL
     for (int j = 0; j < RX; ++j) acc[i][j] = Vec::zero();
-  for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
-    const int64_t b1 = std::min(nb, b0 + kChunk);
-    for (int64_t b = b0; b < b1; b += Vec::kBlocks) {
-      const int blocks = static_cast<int>(std::min<int64_t>(Vec::kBlocks, b1 - b));
-      typename Vec::W wq[RW];
-      typename Vec::F ws[RW];
+  for (int64_t b = t.b0, step = 0; b < t.b1; b += Vec::kBlocks, ++step) {
+    const int blocks = static_cast<int>(std::min<int64_t>(Vec::kBlocks, t.b1 - b));
+    SKAINET_UNROLL
+    for (int j = 0; j < RX; ++j) {
+      const std::byte* xr = x + j * x_stride;
+      const auto xq = Vec::template prepare_x<kSigned>(Vec::activations(reinterpret_cast<const int8_t*>(xr) + 32 * b, blocks));
+      const float* d = reinterpret_cast<const float*>(xr + L.d_off) + b;
+      const typename Vec::F dx = Vec::halves(d[0], blocks == 2 ? d[1] : 0.0f);
       SKAINET_UNROLL
-      for (int i = 0; i < RW; ++i) {
-        const std::byte* p = w + i * w_stride + b * D::kBytes;
-        const float s0 = half_at(p), s1 = blocks == 2 ? half_at(p + D::kBytes) : 0.0f;
-        ws[i] = Vec::halves(s0, s1);
-        wq[i] = Vec::template prepare<kSigned>(Vec::template weights<D>(p, blocks));
-        if constexpr (kOffset) {
-          coef[i][b - b0] = D::coef(p, s0);
-          if (blocks == 2) coef[i][b - b0 + 1] = D::coef(p + D::kBytes, s1);
-        }
-      }
-      SKAINET_UNROLL
-      for (int j = 0; j < RX; ++j) {
-        const std::byte* xr = x + j * x_stride;
-        const auto xq = Vec::template prepare_x<kSigned>(Vec::activations(reinterpret_cast<const int8_t*>(xr) + 32 * b, blocks));
-        const float* d = reinterpret_cast<const float*>(xr + L.d_off) + b;
-        const typename Vec::F dx = Vec::halves(d[0], blocks == 2 ? d[1] : 0.0f);
-        SKAINET_UNROLL
-        for (int i = 0; i < RW; ++i)
-          acc[i][j] = Vec::fma(Vec::mul(ws[i], dx), Vec::cvt(Vec::template dot<kSigned>(wq[i], xq)), acc[i][j]);
-      }
+      for (int i = 0; i < RW; ++i)
+        acc[i][j] = Vec::fma(Vec::mul(t.scale[step][i], dx), Vec::cvt(Vec::template dot<kSigned>(t.q[step][i], xq)), acc[i][j]);
     }
-    if constexpr (kOffset)
-      SKAINET_UNROLL
-      for (int j = 0; j < RX; ++j) {
-        const float* ds = reinterpret_cast<const float*>(x + j * x_stride + L.s_off) + b0;
-        SKAINET_UNROLL
-        for (int i = 0; i < RW; ++i) offset[i][j] += dot_floats(coef[i], ds, b1 - b0);
-      }
   }
   SKAINET_UNROLL
-  for (int i = 0; i < RW; ++i)
+  for (int j = 0; j < RX; ++j) {
+    const float* ds = reinterpret_cast<const float*>(x + j * x_stride + L.s_off) + t.b0;
     SKAINET_UNROLL
-    for (int j = 0; j < RX; ++j) out[i * RX + j] = Vec::sum(acc[i][j]) + offset[i][j];
+    for (int i = 0; i < RW; ++i) {
+      // The offset terms (coef * ds per block) as one float dot product over the chunk's blocks.
+      float v = Vec::sum(acc[i][j]);
+      if constexpr (!kSigned) v += dot_floats(t.coef[i], ds, t.b1 - t.b0);
+      float& o = out[j * out_row + i];
+      o = first ? v : o + v;
+    }
+  }
+}
+
+// The legacy formats' gemv contract for several x rows: per tile of RW weight rows and chunk of
+// blocks, decode once, then multiply by the x rows RX at a time (the leftovers one at a time); partial
+// sums of later chunks add into out. Leftover weight rows (rows % RW) take the one-row dot.
+template <class D, DotFn Dot>
+void gemm_legacy_rows(const Gemv& g) noexcept {
+  if (g.n < 2 || g.out_col != 4) return gemv<Dot, Act::Q8x32>(g);
+  constexpr int RW = kTileW, RX = kTileX;
+  const ActLayout L = act_layout(Act::Q8x32, g.k);
+  const int64_t nb = g.k / 32, rows_tiled = g.rows - g.rows % RW, out_row = g.out_row / 4;
+  DecodedRows<RW> t;
+  for (int64_t o = 0; o < rows_tiled; o += RW) {
+    float* out = reinterpret_cast<float*>(g.out) + o;
+    for (int64_t b0 = 0; b0 < nb; b0 += DecodedRows<RW>::kSteps * Vec::kBlocks) {
+      decode_rows<D, RW>(g.w + o * g.w_stride, g.w_stride, b0, std::min(nb, b0 + DecodedRows<RW>::kSteps * Vec::kBlocks), t);
+      int64_t r = 0;
+      for (; r + RX <= g.n; r += RX) multiply_rows<D, RW, RX>(t, g.x + r * g.x_stride, g.x_stride, L, out + r * out_row, out_row, b0 == 0);
+      for (; r < g.n; ++r) multiply_rows<D, RW, 1>(t, g.x + r * g.x_stride, g.x_stride, L, out + r * out_row, out_row, b0 == 0);
+    }
+  }
+  for (int64_t o = rows_tiled; o < g.rows; ++o)
+    for (int64_t r = 0; r < g.n; ++r) {
+      const float v = Dot(g.w + o * g.w_stride, g.x + r * g.x_stride, g.k, L);
+      std::memcpy(g.out + r * g.out_row + o * g.out_col, &v, 4);
+    }
 }
 
 // Q4_K / Q5_K tiles on 256-bit vectors: per block and 64-element chunk, each weight row's two
@@ -347,12 +385,6 @@ void tile_q6_k(const std::byte* w, int64_t w_stride, const std::byte* x, int64_t
     for (int j = 0; j < RX; ++j) out[i * RX + j] = hsum(acc[i][j]);
 }
 
-template <class D, int RW, int RX>
-void tile_legacy_fn(const std::byte* w, int64_t ws, const std::byte* x, int64_t xs, int64_t k, const ActLayout& L,
-                    float* out) noexcept {
-  tile_legacy<D, RW, RX>(w, ws, x, xs, k, L, out);
-}
-
 using TileFn = void (*)(const std::byte*, int64_t, const std::byte*, int64_t, int64_t, const ActLayout&, float*) noexcept;
 
 // gemv's contract (isa.hpp) with full TW x TX tiles where they fit; the leftover weight rows and
@@ -381,7 +413,7 @@ void gemm(const Gemv& g) noexcept {
 // The table entries: legacy formats on Vec's tile; K formats on 1 x 4 tiles (the weight decoding is
 // what their tile shares; 2 x 4 measured no faster for Q4_K and 30% slower for Q6_K on AVX-512).
 template <class D, DotFn Dot>
-constexpr GemvFn gemm_legacy = &gemm<&tile_legacy_fn<D, kTileW, kTileX>, kTileW, kTileX, Dot, Act::Q8x32>;
+constexpr GemvFn gemm_legacy = &gemm_legacy_rows<D, Dot>;
 template <bool kFifthBit, DotFn Dot>
 constexpr GemvFn gemm_q45_k = &gemm<&tile_q45_k<kFifthBit, 1, 4>, 1, 4, Dot, Act::Q8x256>;
 template <DotFn Dot>
