@@ -116,6 +116,6 @@ TEST(FormatBytes, HumanUnits) {
 
 TEST(CpuFeatures, DetectionIsConsistent) {
   const auto& f = base::CpuFeatures::detected();
-  if (f.avx512bw) EXPECT_TRUE(f.avx512f);
-  if (f.avx2) EXPECT_TRUE(f.avx);
+  EXPECT_TRUE(!f.avx512bw || f.avx512f);
+  EXPECT_TRUE(!f.avx2 || f.avx);
 }
