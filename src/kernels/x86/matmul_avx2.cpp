@@ -62,6 +62,42 @@ float dot_dense(const std::byte* w, const std::byte* xb, int64_t k, const ActLay
   return hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))) + tail;
 }
 
+// Dense weights against several x rows (prefill): 2 weight rows x 4 x rows of 8-lane accumulators,
+// each weight vector converted once for 4 x rows; the k % 8 tail in scalar. Leftover rows take the
+// one-row dot.
+template <class W>
+void tile_dense(const std::byte* w, int64_t w_stride, const std::byte* x, int64_t x_stride, int64_t k, float* out) noexcept {
+  __m256 acc[2][4];
+  SKAINET_UNROLL
+  for (int i = 0; i < 2; ++i)
+    SKAINET_UNROLL
+    for (int j = 0; j < 4; ++j) acc[i][j] = _mm256_setzero_ps();
+  const int64_t kv = k - k % 8;
+  for (int64_t e = 0; e < kv; e += 8) {
+    const __m256 w0 = W::at(w, e), w1 = W::at(w + w_stride, e);
+    SKAINET_UNROLL
+    for (int j = 0; j < 4; ++j) {
+      const __m256 xv = _mm256_loadu_ps(reinterpret_cast<const float*>(x + j * x_stride) + e);
+      acc[0][j] = _mm256_fmadd_ps(w0, xv, acc[0][j]);
+      acc[1][j] = _mm256_fmadd_ps(w1, xv, acc[1][j]);
+    }
+  }
+  SKAINET_UNROLL
+  for (int i = 0; i < 2; ++i)
+    SKAINET_UNROLL
+    for (int j = 0; j < 4; ++j) {
+      float tail = 0.0f;
+      for (int64_t e = kv; e < k; ++e) tail += W::one(w + i * w_stride, e) * reinterpret_cast<const float*>(x + j * x_stride)[e];
+      out[i * 4 + j] = hsum(acc[i][j]) + tail;
+    }
+}
+
+template <class W>
+void tile_dense_fn(const std::byte* w, int64_t ws, const std::byte* x, int64_t xs, int64_t k, const ActLayout&,
+                   float* out) noexcept {
+  tile_dense<W>(w, ws, x, xs, k, out);
+}
+
 // GemmT on up to 2 x rows and 32 output columns at a time (4 vectors; 16 registers hold 8
 // accumulators, the weight row and the broadcast). Columns past the last multiple of 8 in scalar.
 template <class W, int R>
@@ -113,9 +149,9 @@ const IsaKernels kAvx2Kernels = {
     "avx2",
     &quantize_q8x32,
     &quantize_q8x256,
-    &gemv<&dot_dense<F32Load>, Act::None>,
-    &gemv<&dot_dense<F16Load>, Act::None>,
-    &gemv<&dot_dense<BF16Load>, Act::None>,
+    &gemm<&tile_dense_fn<F32Load>, 2, 4, &dot_dense<F32Load>, Act::None>,
+    &gemm<&tile_dense_fn<F16Load>, 2, 4, &dot_dense<F16Load>, Act::None>,
+    &gemm<&tile_dense_fn<BF16Load>, 2, 4, &dot_dense<BF16Load>, Act::None>,
     gemm_legacy<Q4_0Dec, &dot_legacy<Q4_0Dec>>,
     gemm_legacy<Q4_1Dec, &dot_legacy<Q4_1Dec>>,
     gemm_legacy<Q5_0Dec, &dot_legacy<Q5_0Dec>>,

@@ -48,7 +48,41 @@ float dot_dense(const std::byte* w, const std::byte* xb, int64_t k, const ActLay
     const __mmask16 m = tail_mask(k - i);
     a0 = _mm512_fmadd_ps(W::at(w, i, m), _mm512_maskz_loadu_ps(m, x + i), a0);
   }
-  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+  return Vec::sum(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+// Dense weights against several x rows (prefill): 4 weight rows x 4 x rows of 16-lane accumulators,
+// each weight vector converted once for 4 x rows and each x vector loaded once for 4 weight rows.
+// Leftover rows take the one-row dot.
+template <class W>
+void tile_dense(const std::byte* w, int64_t w_stride, const std::byte* x, int64_t x_stride, int64_t k, float* out) noexcept {
+  __m512 acc[4][4];
+  SKAINET_UNROLL
+  for (int i = 0; i < 4; ++i)
+    SKAINET_UNROLL
+    for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_setzero_ps();
+  for (int64_t e = 0; e < k; e += 16) {
+    const __mmask16 m = tail_mask(k - e);
+    __m512 wv[4];
+    SKAINET_UNROLL
+    for (int i = 0; i < 4; ++i) wv[i] = W::at(w + i * w_stride, e, m);
+    SKAINET_UNROLL
+    for (int j = 0; j < 4; ++j) {
+      const __m512 xv = _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(x + j * x_stride) + e);
+      SKAINET_UNROLL
+      for (int i = 0; i < 4; ++i) acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
+    }
+  }
+  SKAINET_UNROLL
+  for (int i = 0; i < 4; ++i)
+    SKAINET_UNROLL
+    for (int j = 0; j < 4; ++j) out[i * 4 + j] = Vec::sum(acc[i][j]);
+}
+
+template <class W>
+void tile_dense_fn(const std::byte* w, int64_t ws, const std::byte* x, int64_t xs, int64_t k, const ActLayout&,
+                   float* out) noexcept {
+  tile_dense<W>(w, ws, x, xs, k, out);
 }
 
 // GemmT on up to 4 x rows and 64 output columns at a time: each weight row c (64 columns, 4
@@ -102,9 +136,9 @@ const IsaKernels kAvx512Kernels = {
     "avx512",
     &quantize_q8x32,
     &quantize_q8x256,
-    &gemv<&dot_dense<F32Load>, Act::None>,
-    &gemv<&dot_dense<F16Load>, Act::None>,
-    &gemv<&dot_dense<BF16Load>, Act::None>,
+    &gemm<&tile_dense_fn<F32Load>, 4, 4, &dot_dense<F32Load>, Act::None>,
+    &gemm<&tile_dense_fn<F16Load>, 4, 4, &dot_dense<F16Load>, Act::None>,
+    &gemm<&tile_dense_fn<BF16Load>, 4, 4, &dot_dense<BF16Load>, Act::None>,
     gemm_legacy<Q4_0Dec, &dot_legacy<Q4_0Dec>>,
     gemm_legacy<Q4_1Dec, &dot_legacy<Q4_1Dec>>,
     gemm_legacy<Q5_0Dec, &dot_legacy<Q5_0Dec>>,
