@@ -1,9 +1,10 @@
 // Register-tiled matmul for several activation rows (prefill): RW weight rows times RX activation
-// rows per tile, so each weight block is decoded once for RX rows and each activation block loaded
-// once for RW rows, with RW * RX accumulators held in registers. Legacy formats (Q4_0, Q4_1, Q5_0,
-// Q5_1, Q8_0) against Q8x32 activations; the one-row path (decode) stays in simd_int8.hpp's gemv.
-// K formats (Q4_K, Q5_K, Q6_K) against Q8x256 share each weight row's decoding across 4 activation
-// rows. Included after simd_int8.hpp by the ISA units; internal linkage like it.
+// rows per tile, RW * RX accumulators held in registers, so each weight block is decoded once for RX
+// rows and each activation block loaded once for RW rows. Legacy formats (Q4_0, Q4_1, Q5_0, Q5_1,
+// Q8_0) against Q8x32 activations go further: a tile's weight blocks are decoded once per call
+// (DecodedRows) and reused by every group of activation rows. K formats (Q4_K, Q5_K, Q6_K) against
+// Q8x256 share each weight row's decoding across 4 activation rows. The one-row path (decode) stays
+// in simd_int8.hpp's gemv. Included after simd_int8.hpp by the ISA units; internal linkage like it.
 //
 // The sums are the same exact integer block dot products as the one-row kernels, scaled per block in
 // float; only the order of the float additions differs, so a row's result may differ from the
