@@ -230,6 +230,22 @@ void gemm_legacy_rows(const Gemv& g) noexcept {
     }
 }
 
+// A K block's integer sums into the float accumulators: acc[i][j] += d_i * dx_j * sumi[i][j], with d_i
+// the F16 super-block scale at `d` in weight row i and dx_j x row j's scale of block b.
+template <int RW, int RX>
+inline void accumulate_block(__m256 (&acc)[RW][RX], const __m256i (&sumi)[RW][RX], const std::byte* d, int64_t w_stride,
+                             const std::byte* x, int64_t x_stride, const ActLayout& L, int64_t b) noexcept {
+  SKAINET_UNROLL
+  for (int i = 0; i < RW; ++i) {
+    const float dw = half_at(d + i * w_stride);
+    SKAINET_UNROLL
+    for (int j = 0; j < RX; ++j) {
+      const float dx = reinterpret_cast<const float*>(x + j * x_stride + L.d_off)[b];
+      acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx), _mm256_cvtepi32_ps(sumi[i][j]), acc[i][j]);
+    }
+  }
+}
+
 // Q4_K / Q5_K tiles on 256-bit vectors: per block and 64-element chunk, each weight row's two
 // sub-blocks are decoded once (with their 6-bit scales riding vpmaddwd, as in dot_q45_k) and each x
 // row's 64 quants loaded once; integer sums per pair and block, then one conversion and FMA with
@@ -303,15 +319,7 @@ void tile_q45_k(const std::byte* w, int64_t w_stride, const std::byte* x, int64_
                                                                        mul_sum_scaled(hi[i], xh, shi[i])));
         }
       }
-      SKAINET_UNROLL
-      for (int i = 0; i < RW; ++i) {
-        const float d = half_at(w + i * w_stride + b * kB);
-        SKAINET_UNROLL
-        for (int j = 0; j < RX; ++j) {
-          const float dx = reinterpret_cast<const float*>(x + j * x_stride + L.d_off)[b];
-          acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(sumi[i][j]), acc[i][j]);
-        }
-      }
+      accumulate_block<RW, RX>(acc, sumi, w + b * kB + offsetof(Block, d), w_stride, x, x_stride, L, b);
     }
     SKAINET_UNROLL
     for (int i = 0; i < RW; ++i)
@@ -370,15 +378,7 @@ void tile_q6_k(const std::byte* w, int64_t w_stride, const std::byte* x, int64_t
           for (int i = 0; i < RW; ++i) sumi[i][j] = _mm256_add_epi32(sumi[i][j], mul_sum_scaled(q[i], xq, sc[i]));
         }
       }
-    SKAINET_UNROLL
-    for (int i = 0; i < RW; ++i) {
-      const float d = half_at(w + i * w_stride + b * kB + offsetof(BlockQ6_K, d));
-      SKAINET_UNROLL
-      for (int j = 0; j < RX; ++j) {
-        const float dx = reinterpret_cast<const float*>(x + j * x_stride + L.d_off)[b];
-        acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(sumi[i][j]), acc[i][j]);
-      }
-    }
+    accumulate_block<RW, RX>(acc, sumi, w + b * kB + offsetof(BlockQ6_K, d), w_stride, x, x_stride, L, b);
   }
   SKAINET_UNROLL
   for (int i = 0; i < RW; ++i)
