@@ -114,6 +114,8 @@ struct SynthOptions {
   std::string name = "skainet-synth";               // general.name
   unsigned threads = 0;                             // 0: all hardware threads
   bool progress = false;                            // a progress bar on stderr (when a terminal)
+  // "llama", or "qwen2": the same blocks plus q/k/v biases, NeoX RoPE (metadata keys under "qwen2.").
+  std::string arch = "llama";
   // Plant a bigram table: each token gets a pseudo-random successor whose output row leans toward the
   // token's embedding, so every step has a decisive top-1 as a trained model's does (docs/cli.md).
   bool bigram = false;

@@ -8,7 +8,7 @@ namespace skainet::cli {
 
 Subcommand add_synth(CLI::App& app) {
   struct Options {
-    std::string out, preset = "tiny", type = "F32", vocab_from, name = "skainet-synth";
+    std::string out, preset = "tiny", type = "F32", vocab_from, name = "skainet-synth", arch = "llama";
     std::optional<uint32_t> dim, layers, heads, kv_heads, ffn, vocab, ctx;
     uint64_t seed = 0;
     unsigned threads = 0;
@@ -21,6 +21,7 @@ Subcommand add_synth(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--type", o->type, "Weight type: F32, F16, BF16, Q8_0, Q5_1, Q5_0, Q4_1, Q4_0, Q6_K, Q5_K_M, Q5_K_S, Q4_K_M, Q4_K_S")
       ->capture_default_str();
+  sub->add_option("--arch", o->arch, "Architecture: llama, or qwen2 (q/k/v biases, NeoX RoPE)")->capture_default_str();
   sub->add_option("--dim", o->dim, "Embedding size (overrides the preset)");
   sub->add_option("--layers", o->layers, "Block count");
   sub->add_option("--heads", o->heads, "Attention heads");
@@ -59,6 +60,7 @@ Subcommand add_synth(CLI::App& app) {
             s.name = o->name;
             s.threads = o->threads;
             s.bigram = o->bigram;
+            s.arch = o->arch;
             s.progress = true;
             const convert::Report r = convert::synth(o->out, s);
             fmt::print("wrote {}: {} parameters, {} tensors, {} ({}), {} in {:.2f} s\n", r.output.string(), human_count(r.parameters),

@@ -68,7 +68,7 @@ void check_shape(const LlamaShape& s) {
     throw InvalidArgument(fmt::format("synth: head size {} (dim {} / heads {}) must be even for RoPE", s.dim / s.heads, s.dim, s.heads));
 }
 
-std::vector<Planned> plan_tensors(const LlamaShape& s, const Scheme& scheme) {
+std::vector<Planned> plan_tensors(const LlamaShape& s, const Scheme& scheme, bool qkv_bias) {
   const uint64_t dim = s.dim, kv_dim = uint64_t{s.dim} / s.heads * s.kv_heads, ffn = s.ffn, vocab = s.vocab;
   std::vector<Planned> out;
   auto add = [&](std::string name, std::vector<uint64_t> shape) {
@@ -77,6 +77,8 @@ std::vector<Planned> plan_tensors(const LlamaShape& s, const Scheme& scheme) {
     if (name.find("norm") != std::string::npos) {
       p.mean = 1.0f;
       p.sigma = 0.05f;
+    } else if (name.ends_with(".bias")) {
+      p.sigma = 0.2f;  // large enough that a missing bias would show in the logits
     }
     out.push_back(std::move(p));
   };
@@ -87,8 +89,11 @@ std::vector<Planned> plan_tensors(const LlamaShape& s, const Scheme& scheme) {
   for (uint32_t l = 0; l < s.layers; ++l) {
     const std::string b = fmt::format("blk.{}.", l);
     add(b + "attn_q.weight", {dim, dim});
+    if (qkv_bias) add(b + "attn_q.bias", {dim});
     add(b + "attn_k.weight", {dim, kv_dim});
+    if (qkv_bias) add(b + "attn_k.bias", {kv_dim});
     add(b + "attn_v.weight", {dim, kv_dim});
+    if (qkv_bias) add(b + "attn_v.bias", {kv_dim});
     add(b + "attn_output.weight", {dim, dim});
     add(b + "attn_norm.weight", {dim});
     add(b + "ffn_gate.weight", {dim, ffn});
@@ -164,26 +169,29 @@ Report synth(const std::filesystem::path& out, const SynthOptions& options) {
     shape.vocab = static_cast<uint32_t>(source.find("tokenizer.ggml.tokens")->items.size());
   }
   check_shape(shape);
+  if (options.arch != "llama" && options.arch != "qwen2")
+    throw InvalidArgument(fmt::format("synth: architecture '{}' is not one it writes (llama, qwen2)", options.arch));
   if (!options.vocab_from) vocab = builtin_vocabulary(shape.vocab);
 
   gguf::Writer writer(out);
-  writer.set("general.architecture", gguf::Value::string("llama"));
+  const std::string& a = options.arch;
+  writer.set("general.architecture", gguf::Value::string(a));
   writer.set("general.name", gguf::Value::string(options.name));
-  writer.set("llama.context_length", gguf::Value::u32(shape.ctx));
-  writer.set("llama.embedding_length", gguf::Value::u32(shape.dim));
-  writer.set("llama.block_count", gguf::Value::u32(shape.layers));
-  writer.set("llama.feed_forward_length", gguf::Value::u32(shape.ffn));
-  writer.set("llama.rope.dimension_count", gguf::Value::u32(shape.dim / shape.heads));
-  writer.set("llama.attention.head_count", gguf::Value::u32(shape.heads));
-  writer.set("llama.attention.head_count_kv", gguf::Value::u32(shape.kv_heads));
-  writer.set("llama.attention.layer_norm_rms_epsilon", gguf::Value::f32(shape.rms_eps));
-  writer.set("llama.rope.freq_base", gguf::Value::f32(shape.rope_base));
-  writer.set("llama.vocab_size", gguf::Value::u32(shape.vocab));
+  writer.set(a + ".context_length", gguf::Value::u32(shape.ctx));
+  writer.set(a + ".embedding_length", gguf::Value::u32(shape.dim));
+  writer.set(a + ".block_count", gguf::Value::u32(shape.layers));
+  writer.set(a + ".feed_forward_length", gguf::Value::u32(shape.ffn));
+  writer.set(a + ".rope.dimension_count", gguf::Value::u32(shape.dim / shape.heads));
+  writer.set(a + ".attention.head_count", gguf::Value::u32(shape.heads));
+  writer.set(a + ".attention.head_count_kv", gguf::Value::u32(shape.kv_heads));
+  writer.set(a + ".attention.layer_norm_rms_epsilon", gguf::Value::f32(shape.rms_eps));
+  writer.set(a + ".rope.freq_base", gguf::Value::f32(shape.rope_base));
+  writer.set(a + ".vocab_size", gguf::Value::u32(shape.vocab));
   writer.set("general.file_type", gguf::Value::u32(static_cast<uint32_t>(options.scheme.file_type)));
   writer.set("general.quantization_version", gguf::Value::u32(2));
   for (gguf::KeyValue& kv : vocab) writer.set(std::move(kv.key), std::move(kv.value));
 
-  std::vector<Planned> plan = plan_tensors(shape, options.scheme);
+  std::vector<Planned> plan = plan_tensors(shape, options.scheme, options.arch == "qwen2");
   const std::optional<BigramPlant> plant = options.bigram ? std::optional(bigram_plant(shape)) : std::nullopt;
   for (Planned& p : plan)
     if (plant && p.choice.name == "token_embd.weight") p.sigma = plant->embedding_sigma;

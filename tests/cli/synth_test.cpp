@@ -96,6 +96,31 @@ TEST_F(Synth, WritesLlamaTensorsAndMetadataInEveryFormat) {
   }
 }
 
+// --arch qwen2: the llama blocks plus F32 q/k/v biases after their weights, keys under "qwen2."; an
+// architecture synth does not write is refused by name.
+TEST_F(Synth, Qwen2AddsQkvBiasesAndItsOwnKeys) {
+  convert::SynthOptions o = tiny("Q8_0");
+  o.arch = "qwen2";
+  convert::synth(path("qwen2.gguf"), o);
+  const gguf::Header h = gguf::read_header(path("qwen2.gguf"));
+  EXPECT_EQ(h.get_string("general.architecture"), "qwen2");
+  EXPECT_EQ(h.get_u32("qwen2.block_count"), 2u);
+  EXPECT_EQ(h.get_u32("qwen2.attention.head_count_kv"), 2u);
+  EXPECT_EQ(h.find("llama.block_count"), nullptr);
+  ASSERT_EQ(h.tensors.size(), 27u);
+  EXPECT_EQ(h.tensors[4].name, "blk.0.attn_q.bias");
+  using Shape = std::vector<uint64_t>;
+  for (const auto& [name, width] : {std::pair{"attn_q", 256u}, std::pair{"attn_k", 128u}, std::pair{"attn_v", 128u}}) {
+    const auto* t = h.find_tensor(fmt::format("blk.1.{}.bias", name));
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_EQ(t->type, GgmlType::F32);
+    EXPECT_EQ(t->shape, (Shape{width}));
+  }
+  EXPECT_EQ(h.find_tensor("blk.0.attn_output.bias"), nullptr);
+  o.arch = "gemma";
+  EXPECT_THROW(convert::synth(path("gemma.gguf"), o), InvalidArgument);
+}
+
 TEST_F(Synth, Q4KMRaisesAttnVAndFfnDownLikeLlamaCpp) {
   // TinyLlama's shape with 22 layers: llama.cpp's Q4_K_M gives 45 F32, 135 Q4_K and 21 Q6_K tensors
   // (10 attn_v + 10 ffn_down by use_more_bits, + output). Only the decisions are checked here.

@@ -107,19 +107,21 @@ TEST(Generate, DecodeStepsMakeNoHeapAllocationsInSteadyState) {
 }
 
 // `synth --bigram` plants a successor per token (convert::BigramPlant) strong enough that greedy
-// decoding follows it whatever the weight type: the property the peer logits tests rely on to compare
+// decoding follows it whatever the weight type and architecture (qwen2: biases, NeoX RoPE): the property the peer logits tests rely on to compare
 // top-1s against llama.cpp on a synthetic model (docs/benchmarks.md).
 TEST(Generate, SynthBigramModelFollowsItsPlantedSuccessors) {
   test::TempDir dir("bigram");
+  for (const char* arch : {"llama", "qwen2"})
   for (const char* type : {"F32", "Q8_0", "Q4_0"}) {
-    SCOPED_TRACE(type);
+    SCOPED_TRACE(std::string(arch) + " " + type);
     convert::SynthOptions s;
+    s.arch = arch;
     s.shape = *convert::find_preset("tiny");
     s.scheme = convert::parse_scheme(type);
     s.seed = 3;
     s.threads = 2;
     s.bigram = true;
-    const fs::path file = dir.path() / (std::string(type) + ".gguf");
+    const fs::path file = dir.path() / (std::string(arch) + "-" + type + ".gguf");
     convert::synth(file, s);
     const convert::BigramPlant plant = convert::bigram_plant(s.shape);
 

@@ -36,7 +36,8 @@ if [ ! -f "$model" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$args" ]; then
 fi
 
 # "Once upon a time" in the LLaMA SPM vocabulary, BOS first (llama-tokenize on this file; the test
-# checks the ids again through the peer's tokenizer below).
+# checks the ids again through the peer's tokenizer below). SKAINET_LOGITS_IDS gives them for another
+# vocabulary (the Qwen2 tests: GPT-2's).
 ids=${SKAINET_LOGITS_IDS:-1,9038,2501,263,931}
 if [ -x "${SKAINET_PEER_BIN:-}/llama-tokenize" ]; then
   got=$("$SKAINET_PEER_BIN/llama-tokenize" -m "$model" -p "Once upon a time" --ids --log-disable 2>/dev/null | tail -1 | tr -d '[] ')

@@ -35,9 +35,12 @@ if(peer_ok)
   # Tolerances: measured values and margins are in docs/benchmarks.md ("Logits against llama.cpp").
   set(SKAINET_LOGITS_SHAPE --preset tinyllama-1.1b --layers 2 CACHE STRING
       "skainet synth shape options of the peer logits tests")
+  # Qwen2 (q/k/v biases, NeoX RoPE) at the same shape with the GPT-2 byte-level BPE vocabulary, so the
+  # prompt ids differ: "Once upon a time" is [7454, 2402, 257, 640] there, no BOS.
   # name; weights; top-1 rule; type; bound on max|dlogit|/max|logit|; on rms(dlogit)/max|logit| (per step)
   foreach(case "F32;bigram;strict;F32;1e-3;2.5e-4" "Q8_0;bigram;strict;Q8_0;3e-2;1e-2"
-               "random_F32;random;near-ties;F32;2e-3;5e-4" "random_Q8_0;random;near-ties;Q8_0;5e-2;1.5e-2")
+               "random_F32;random;near-ties;F32;2e-3;5e-4" "random_Q8_0;random;near-ties;Q8_0;5e-2;1.5e-2"
+               "qwen2_F32;qwen2;strict;F32;1e-3;2.5e-4" "qwen2_Q8_0;qwen2;strict;Q8_0;3e-2;1e-2")
     list(GET case 0 name)
     list(GET case 1 weights)
     list(GET case 2 top1)
@@ -45,14 +48,19 @@ if(peer_ok)
     list(GET case 4 tol)
     list(GET case 5 rms_tol)
     set(shape ${SKAINET_LOGITS_SHAPE})
+    set(vocab llama-spm)
+    set(env "SKAINET_PEER_BIN=${SKAINET_PEER_BIN}")
     if(weights STREQUAL "bigram")
       list(APPEND shape --bigram)
+    elseif(weights STREQUAL "qwen2")
+      list(APPEND shape --bigram --arch qwen2)
+      set(vocab gpt-2)
+      list(APPEND env "SKAINET_LOGITS_IDS=7454,2402,257,640")
     endif()
     add_test(NAME peer_logits_${name}
       COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_logits.sh $<TARGET_FILE:skainet> $<TARGET_FILE:peer_logits>
-        $<TARGET_FILE:skainet_logits> ${SKAINET_VENV_PYTHON} ${SKAINET_SHARED_MODELS}/vocab/ggml-vocab-llama-spm.gguf
+        $<TARGET_FILE:skainet_logits> ${SKAINET_VENV_PYTHON} ${SKAINET_SHARED_MODELS}/vocab/ggml-vocab-${vocab}.gguf
         ${CMAKE_BINARY_DIR}/peer-logits/${weights} ${type} ${tol} ${rms_tol} ${top1} ${shape})
-    set_tests_properties(peer_logits_${name} PROPERTIES LABELS peer TIMEOUT 900
-      ENVIRONMENT "SKAINET_PEER_BIN=${SKAINET_PEER_BIN}")
+    set_tests_properties(peer_logits_${name} PROPERTIES LABELS peer TIMEOUT 900 ENVIRONMENT "${env}")
   endforeach()
 endif()
