@@ -126,6 +126,10 @@ class AtomicFile {
   void flush_buffer();
 };
 
+// The number of threads to use when none is asked for: the physical cores among the CPUs this process
+// may run on (its affinity mask, so a container's CPU limit is respected), at least 1.
+unsigned default_threads() noexcept;
+
 // ISA features of this CPU, detected once. Tests may override to exercise lower levels.
 struct CpuFeatures {
   bool sse42 = false, avx = false, avx2 = false, fma = false, f16c = false;

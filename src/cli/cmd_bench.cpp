@@ -24,7 +24,7 @@ struct BenchArgs {
   int32_t n_prompt = 512;
   int32_t n_gen = 128;
   int repetitions = 5;
-  int threads = 2;
+  int threads = static_cast<int>(base::default_threads());
   std::string output = "md";
   PlacementArgs placement;
 };
@@ -164,7 +164,9 @@ Subcommand add_bench(CLI::App& app) {
   cmd->add_option("-p,--n-prompt", a->n_prompt, "prompt tokens (pp test; 0: skip)");
   cmd->add_option("-n,--n-gen", a->n_gen, "generated tokens (tg test; 0: skip)");
   cmd->add_option("-r,--repetitions", a->repetitions, "repetitions of each test")->check(CLI::Range(1, 1000));
-  cmd->add_option("-t,--threads", a->threads, "threads")->check(CLI::Range(1, 256));
+  cmd->add_option("-t,--threads", a->threads, "Threads (default: the physical cores this process may use)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   cmd->add_option("-o,--output", a->output, "md | json | csv")->check(CLI::IsMember({"md", "json", "csv"}));
   a->placement.add_to(cmd);
   return {cmd, [a] { return run(*a); }};

@@ -18,7 +18,7 @@ struct RunArgs {
   std::string model;
   std::string prompt;
   int32_t n_predict = 128;
-  int threads = 2;
+  int threads = static_cast<int>(base::default_threads());
   int64_t seed = -1;
   text::SamplerConfig sampling{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f};
   PlacementArgs placement;
@@ -81,7 +81,9 @@ Subcommand add_run(CLI::App& app) {
   cmd->add_option("-m,--model", a->model, "GGUF model")->required()->check(CLI::ExistingFile);
   cmd->add_option("-p,--prompt", a->prompt, "prompt text")->required();
   cmd->add_option("-n,--n-predict", a->n_predict, "tokens to generate (-1: until end of text or a full context)");
-  cmd->add_option("-t,--threads", a->threads, "threads")->check(CLI::Range(1, 256));
+  cmd->add_option("-t,--threads", a->threads, "Threads (default: the physical cores this process may use)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   cmd->add_option("-s,--seed", a->seed, "sampling seed (-1: random)");
   cmd->add_option("--temp", a->sampling.temperature, "temperature (0: greedy)");
   cmd->add_option("--top-k", a->sampling.top_k, "top-k (0: off)");

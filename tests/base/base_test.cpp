@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sched.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -118,4 +119,14 @@ TEST(CpuFeatures, DetectionIsConsistent) {
   const auto& f = base::CpuFeatures::detected();
   EXPECT_TRUE(!f.avx512bw || f.avx512f);
   EXPECT_TRUE(!f.avx2 || f.avx);
+}
+
+// At least one thread, and never more than the CPUs this process may run on.
+TEST(CpuTopology, DefaultThreadsAreTheUsablePhysicalCores) {
+  const unsigned n = base::default_threads();
+  EXPECT_GE(n, 1u);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  EXPECT_LE(n, static_cast<unsigned>(CPU_COUNT(&set)));
 }
