@@ -3,9 +3,9 @@
 // name, row), so the file is the same whatever the thread count or tensor order.
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <utility>
-#include <memory>
 
 #include <fmt/format.h>
 
@@ -143,10 +143,11 @@ uint64_t BigramPlant::successor(uint64_t t) const noexcept {
 // plus what the layers added, r, random with rms about 0.8 * sqrt(layers) (measured: 1.16 after two
 // layers). The successor's logit carries lean * e.x / rms(x), whose signal-to-noise ratio is |e| / rms(r)
 // = sqrt(dim) * sigma_e / rms(r); sigma_e = 8 * sqrt(layers / dim) makes it about 10 for any shape. The
-// lean makes the planted part of an output row twice the size of its random part (sd 0.02), so the
-// successor stands some 10 sd above the other logits' spread, about 6 above their maximum over a 32000
-// vocabulary: far beyond the ~2% of the spread that 8-bit activation rounding moves a logit by, while
-// the layers still set every other logit (and a tenth of the winner's).
+// lean makes the planted part of an output row twice the size of its random part (sd 0.02). Measured
+// on the TinyLlama shape: the successor stands ~8 sd above the mean logit and a median 4 sd (at least
+// 1.4) above the runner-up, far beyond the <= 0.1 sd by which 8-bit activation rounding moves a logit
+// (2-layer Q8_0 against llama.cpp), while the layers still set every other logit (and a tenth of the
+// winner's).
 BigramPlant bigram_plant(const LlamaShape& shape) {
   BigramPlant p;
   p.vocab = shape.vocab;
