@@ -37,6 +37,7 @@ void rope(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& out)
   constexpr int64_t kCachedPairs = 512;
   const int64_t half = dims / 2;
   float cs[kCachedPairs], sn[kCachedPairs];
+  const bool use_cache = half <= kCachedPairs;
   int64_t cached = -1;
   const auto angle = [&](int64_t token, int64_t i, float& c, float& s) noexcept {
     const double pos = static_cast<double>(pos0 + token) * p.freq_scale;
@@ -48,7 +49,6 @@ void rope(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& out)
     const float* px = f32(x.raw() + row_offset(x.shape(), x.strides(), r));
     float* po = f32(out.raw_mut() + row_offset(out.shape(), out.strides(), r));
     const int64_t token = x.rank() >= 2 ? r / per_token : 0;
-    const bool use_cache = half <= kCachedPairs;
     if (use_cache && token != cached) {
       for (int64_t i = 0; i < half; ++i) angle(token, i, cs[i], sn[i]);
       cached = token;

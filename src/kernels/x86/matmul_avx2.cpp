@@ -66,7 +66,8 @@ float dot_dense(const std::byte* w, const std::byte* xb, int64_t k, const ActLay
 // each weight vector converted once for 4 x rows; the k % 8 tail in scalar. Leftover rows take the
 // one-row dot.
 template <class W>
-void tile_dense(const std::byte* w, int64_t w_stride, const std::byte* x, int64_t x_stride, int64_t k, float* out) noexcept {
+void tile_dense(const std::byte* w, int64_t w_stride, const std::byte* x, int64_t x_stride, int64_t k, const ActLayout&,
+                float* out) noexcept {
   __m256 acc[2][4];
   SKAINET_UNROLL
   for (int i = 0; i < 2; ++i)
@@ -90,12 +91,6 @@ void tile_dense(const std::byte* w, int64_t w_stride, const std::byte* x, int64_
       for (int64_t e = kv; e < k; ++e) tail += W::one(w + i * w_stride, e) * reinterpret_cast<const float*>(x + j * x_stride)[e];
       out[i * 4 + j] = hsum(acc[i][j]) + tail;
     }
-}
-
-template <class W>
-void tile_dense_fn(const std::byte* w, int64_t ws, const std::byte* x, int64_t xs, int64_t k, const ActLayout&,
-                   float* out) noexcept {
-  tile_dense<W>(w, ws, x, xs, k, out);
 }
 
 // GemmT on up to 2 x rows and 32 output columns at a time (4 vectors; 16 registers hold 8
@@ -149,9 +144,9 @@ const IsaKernels kAvx2Kernels = {
     "avx2",
     &quantize_q8x32,
     &quantize_q8x256,
-    &gemm<&tile_dense_fn<F32Load>, 2, 4, &dot_dense<F32Load>, Act::None>,
-    &gemm<&tile_dense_fn<F16Load>, 2, 4, &dot_dense<F16Load>, Act::None>,
-    &gemm<&tile_dense_fn<BF16Load>, 2, 4, &dot_dense<BF16Load>, Act::None>,
+    &gemm<&tile_dense<F32Load>, 2, 4, &dot_dense<F32Load>, Act::None>,
+    &gemm<&tile_dense<F16Load>, 2, 4, &dot_dense<F16Load>, Act::None>,
+    &gemm<&tile_dense<BF16Load>, 2, 4, &dot_dense<BF16Load>, Act::None>,
     gemm_legacy<Q4_0Dec, &dot_legacy<Q4_0Dec>>,
     gemm_legacy<Q4_1Dec, &dot_legacy<Q4_1Dec>>,
     gemm_legacy<Q5_0Dec, &dot_legacy<Q5_0Dec>>,

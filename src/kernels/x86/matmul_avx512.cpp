@@ -94,7 +94,8 @@ float dot_q4_0_x2(const std::byte* w, const std::byte* xr, int64_t k, const ActL
 // each weight vector converted once for 4 x rows and each x vector loaded once for 4 weight rows.
 // Leftover rows take the one-row dot.
 template <class W>
-void tile_dense(const std::byte* w, int64_t w_stride, const std::byte* x, int64_t x_stride, int64_t k, float* out) noexcept {
+void tile_dense(const std::byte* w, int64_t w_stride, const std::byte* x, int64_t x_stride, int64_t k, const ActLayout&,
+                float* out) noexcept {
   __m512 acc[4][4];
   SKAINET_UNROLL
   for (int i = 0; i < 4; ++i)
@@ -116,12 +117,6 @@ void tile_dense(const std::byte* w, int64_t w_stride, const std::byte* x, int64_
   for (int i = 0; i < 4; ++i)
     SKAINET_UNROLL
     for (int j = 0; j < 4; ++j) out[i * 4 + j] = Vec::sum(acc[i][j]);
-}
-
-template <class W>
-void tile_dense_fn(const std::byte* w, int64_t ws, const std::byte* x, int64_t xs, int64_t k, const ActLayout&,
-                   float* out) noexcept {
-  tile_dense<W>(w, ws, x, xs, k, out);
 }
 
 // GemmT on up to 4 x rows and 64 output columns at a time: each weight row c (64 columns, 4
@@ -175,9 +170,9 @@ const IsaKernels kAvx512Kernels = {
     "avx512",
     &quantize_q8x32,
     &quantize_q8x256,
-    &gemm<&tile_dense_fn<F32Load>, 4, 4, &dot_dense<F32Load>, Act::None>,
-    &gemm<&tile_dense_fn<F16Load>, 4, 4, &dot_dense<F16Load>, Act::None>,
-    &gemm<&tile_dense_fn<BF16Load>, 4, 4, &dot_dense<BF16Load>, Act::None>,
+    &gemm<&tile_dense<F32Load>, 4, 4, &dot_dense<F32Load>, Act::None>,
+    &gemm<&tile_dense<F16Load>, 4, 4, &dot_dense<F16Load>, Act::None>,
+    &gemm<&tile_dense<BF16Load>, 4, 4, &dot_dense<BF16Load>, Act::None>,
     gemm_legacy<Q4_0Dec, &dot_q4_0_x2>,
     gemm_legacy<Q4_1Dec, &dot_legacy<Q4_1Dec>>,
     gemm_legacy<Q5_0Dec, &dot_legacy<Q5_0Dec>>,

@@ -108,8 +108,6 @@ struct Vec {
   }
 };
 #endif
-constexpr int kTileW = Vec::kTileW, kTileX = Vec::kTileX;
-
 // Q8_0 as a "decoder" for the tile: signed quants, no offset term.
 struct Q8_0Dec {
   static constexpr int64_t kBytes = sizeof(BlockQ8_0);
@@ -210,7 +208,7 @@ void multiply_rows(const DecodedRows<RW>& t, const std::byte* x, int64_t x_strid
 template <class D, DotFn Dot>
 void gemm_legacy_rows(const Gemv& g) noexcept {
   if (g.n < 2 || g.out_col != 4) return gemv<Dot, Act::Q8x32>(g);
-  constexpr int RW = kTileW, RX = kTileX;
+  constexpr int RW = Vec::kTileW, RX = Vec::kTileX;
   const ActLayout L = act_layout(Act::Q8x32, g.k);
   const int64_t nb = g.k / 32, rows_tiled = g.rows - g.rows % RW, out_row = g.out_row / 4;
   DecodedRows<RW> t;
