@@ -1,3 +1,8 @@
+# RE2 (linear-time, bounded-stack regex) for placement's --override-tensor patterns. Debian ships no
+# CMake package for it, so pkg-config finds it; only skainet_placement links it.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
+
 # One static library per module in src/<name>/, sources found by glob so that adding a file needs no
 # edit here. Dependencies are declared once, in the top-level list, and only point downward.
 function(skainet_module name)

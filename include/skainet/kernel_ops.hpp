@@ -32,6 +32,14 @@ struct SoftmaxParams {
   int64_t offset = 0;
 };
 
+// Attention over a KV cache (ops::attention): query head h reads KV head h / (heads / kv_heads); query
+// t (of n) sees cells up to offset + t.
+struct AttentionParams {
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  float scale = 1.0f;
+  int64_t offset = 0;
+};
+
 struct KernelTable {
   // out[..., r, o] = sum_k x[..., r, k] * w[(b,) o, k] for weight rows o in [begin, end) (batch-major
   // when w is 3-D: item = b * out + o). x F32; w F32/F16/BF16 or any packed type with reference kernels.

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -71,6 +73,12 @@ class ResolvedGguf {
   plan::MemoryPlan plan_;
 };
 
+// Streams tensor `d`'s bytes in the form the plan holds it (converted row by row when held_type
+// differs from the file's) to `sink`, in chunks of a few MiB: for writers that must not hold a model
+// in memory (skainet export).
+void stream_held_bytes(const base::FileReader& file, const placement::Decision& d,
+                       const std::function<void(std::span<const std::byte>)>& sink);
+
 // Where a piece of model state lives, as the plan reported it.
 struct Placement {
   MemoryDomain domain = MemoryDomain::HostPages;
@@ -84,6 +92,9 @@ struct Placement {
 class KvCacheStore {
  public:
   KvCacheStore(memory::ModelScope& scope, const plan::KvCachePlan& kv);
+  // The same tensors drawn from `scope` as they come (a recording's symbolic scope: no bytes, so
+  // nothing to zero).
+  static KvCacheStore recorded(memory::Scope& scope, const plan::KvCachePlan& kv);
   const Tensor& k(uint32_t layer) const { return k_.at(layer); }
   const Tensor& v(uint32_t layer) const { return v_.at(layer); }
   uint32_t ctx() const noexcept { return plan_.ctx; }
@@ -91,6 +102,8 @@ class KvCacheStore {
   const Placement& placement() const noexcept { return placement_; }
 
  private:
+  template <class Allocate>
+  KvCacheStore(const plan::KvCachePlan& kv, Allocate&& allocate);
   plan::KvCachePlan plan_;
   Placement placement_;
   std::vector<Tensor> k_, v_;

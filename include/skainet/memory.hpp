@@ -147,8 +147,43 @@ class ForwardScope final : public Scope {
 };
 
 // Copies `t` (any format, any view) into fresh contiguous storage of `to`: the sanctioned way to
-// keep a value past its step. Throws StorageClosedException for a dead tensor.
+// keep a value past its step. Throws StorageClosedException for a dead tensor. A recorded (symbolic)
+// value has no step to outlive and is returned as it is.
 Tensor retain(const Tensor& t, Scope& to);
+
+// ---- The recording seam (DESIGN.md §4) ----
+// Every op checks its inputs and draws its output as usual, then either runs its kernel or, when the
+// context has a Recorder, hands the call to it instead. Under a recorder the model code runs
+// unchanged on symbolic tensors (shapes, formats, identities; no bytes), so the recorded program is
+// the eager one, op for op.
+enum class OpKind : uint8_t {
+  Matmul, Add, Mul, Scale, Silu, Swiglu, RmsNorm, Rope, Softmax, Attention, GatherRows, Copy, WriteRows,
+};
+std::string_view op_kind_name(OpKind k) noexcept;
+
+struct OpCall {
+  OpKind kind;
+  std::span<const Tensor* const> inputs;
+  const Tensor& output;  // the op's output, or the destination it writes into (Copy, WriteRows)
+  // Attributes; which apply depends on the kind.
+  float eps = 0;          // RmsNorm
+  float factor = 1;       // Scale
+  // Rope's first position, Attention's offset, WriteRows' first row: always a position of the
+  // forward pass, so a recorder may make it the runtime position argument.
+  int64_t position = 0;
+  kernels::RopeParams rope{};
+  kernels::SoftmaxParams softmax{};
+  kernels::AttentionParams attention{};
+  std::span<const int32_t> ids;  // GatherRows
+};
+
+class Recorder {
+ public:
+  virtual ~Recorder() = default;
+  // The scope recorded values come from (symbolic storage); it stays active while recording.
+  virtual Scope& scope() = 0;
+  virtual void record(const OpCall& call) = 0;
+};
 
 class ExecutionContext {
  public:
@@ -160,6 +195,8 @@ class ExecutionContext {
   AmbientScope& ambient() noexcept { return ambient_; }
   base::ThreadPool& pool() noexcept { return pool_; }
   const kernels::KernelTable& kernels() const noexcept { return *table_; }
+  // Non-null while recording (see Recorder): ops record instead of running kernels.
+  Recorder* recorder() const noexcept { return recorder_; }
   // Working memory for kernels within one op (e.g. the activation quantized once per matmul), 64-byte
   // aligned and valid until the next call. It grows to the largest request and is then reused, so
   // steady-state steps allocate nothing, and it stays out of the scopes' slab accounting.
@@ -179,12 +216,27 @@ class ExecutionContext {
   };
   [[nodiscard]] ActiveScope use(Scope& s) noexcept { return ActiveScope(*this, s); }
 
+  // Installs `r` until the guard dies: its scope becomes active and ops record instead of running.
+  class Recording {
+   public:
+    Recording(ExecutionContext& ctx, Recorder& r) noexcept : ctx_(ctx), scope_(ctx, r.scope()) { ctx.recorder_ = &r; }
+    ~Recording() { ctx_.recorder_ = nullptr; }
+    Recording(const Recording&) = delete;
+    Recording& operator=(const Recording&) = delete;
+
+   private:
+    ExecutionContext& ctx_;
+    ActiveScope scope_;
+  };
+  [[nodiscard]] Recording record_with(Recorder& r) noexcept { return Recording(*this, r); }
+
   // Runs fn() (or fn(scope)) with a fresh ForwardScope of slab_bytes active; the scope closes after.
   // A tensor returned from fn is dead: retain() what must outlive it.
   template <class F>
   decltype(auto) forward_scope(uint64_t slab_bytes, F&& fn) {
+    if (recorder_) slab_bytes = 0;  // a recorded program has no step slabs: its compiler plans buffers
     ForwardScope fs(ForwardScopeOptions{slab_bytes, false});
-    ActiveScope guard(*this, fs);
+    ActiveScope guard(*this, recorder_ ? recorder_->scope() : static_cast<Scope&>(fs));
     if constexpr (std::is_invocable_v<F, ForwardScope&>) return fn(fs);
     else return fn();
   }
@@ -192,7 +244,9 @@ class ExecutionContext {
   // One step on a persistent ForwardScope: fn() runs with it active, then it is reset (also on throw).
   template <class F>
   auto step(ForwardScope& fs, F&& fn) {
-    ActiveScope guard(*this, fs);
+    // While recording, values stay in the recorder's scope: the recorded program has no step
+    // boundaries (its compiler does liveness and buffer planning itself).
+    ActiveScope guard(*this, recorder_ ? recorder_->scope() : static_cast<Scope&>(fs));
     try {
       if constexpr (std::is_void_v<decltype(fn())>) {
         fn();
@@ -219,6 +273,7 @@ class ExecutionContext {
  private:
   AmbientScope ambient_;
   Scope* active_ = &ambient_;
+  Recorder* recorder_ = nullptr;
   base::ThreadPool pool_;
   const kernels::KernelTable* table_;
   struct AlignedFree {

@@ -41,14 +41,21 @@ struct LlamaWeights {
 // Architectures whose GGUF tensors this model reads.
 bool supports_architecture(std::string_view arch) noexcept;
 
+// Which positions forward() returns logits for: the last (generation) or every one (a recorded
+// prefill, conformity checks). All is outside the plan's step slab estimate: its extra demand is
+// counted as overflow, as any demand the plan did not foresee.
+enum class Logits : uint8_t { Last, All };
+
 class Llama {
  public:
   Llama(plan::ModelShape shape, LlamaWeights weights, load::KvCacheStore& kv, uint64_t layer_slab_bytes);
 
   // Runs `tokens` at positions [pos, pos + n): writes their K/V into the cache and returns the logits
-  // of the last token, F32 [1, vocab], drawn from the active scope. Throws InvalidArgument when the
-  // context would overflow (naming pos, n and ctx) — the cache is never written past its end.
-  Tensor forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens, int64_t pos);
+  // of the last token, F32 [1, vocab] (or of every token, [n, vocab]), drawn from the active scope.
+  // Throws InvalidArgument when the context would overflow (naming pos, n and ctx) — the cache is
+  // never written past its end.
+  Tensor forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens, int64_t pos,
+                 Logits which = Logits::Last);
 
   const plan::ModelShape& shape() const noexcept { return shape_; }
   uint32_t ctx_size() const noexcept { return kv_.ctx(); }
@@ -56,7 +63,7 @@ class Llama {
 
  private:
   Tensor layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, int64_t pos);
-  Tensor attention(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, int64_t pos, int64_t n);
+  Tensor attention(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, int64_t pos);
 
   plan::ModelShape shape_;
   LlamaWeights w_;

@@ -19,6 +19,7 @@
 
 namespace skainet::ops {
 
+using kernels::AttentionParams;
 using kernels::RopeParams;
 using kernels::SoftmaxParams;
 using memory::ExecutionContext;
@@ -43,13 +44,9 @@ Tensor softmax(ExecutionContext& ctx, const Tensor& x, const SoftmaxParams& para
 
 // softmax(q kᵀ · scale) v per head, causal (query t sees cells up to offset + t), grouped-query: query
 // head h reads KV head h / (heads / kv_heads). q F32 [n, heads * head_dim]; keys and values dense
-// [cells, kv_heads * head_dim] (e.g. F16 cache rows). Draws scores [heads, n, cells] (turned into
+// [cells, kv_heads * head_dim] (e.g. F16 cache rows; the whole cache may be passed: only cells up to
+// offset + n - 1 are read). Draws scores [heads, n, offset + n] (turned into
 // probabilities in place) and the output [n, heads * head_dim]; heads run in parallel.
-struct AttentionParams {
-  int64_t heads = 0, kv_heads = 0, head_dim = 0;
-  float scale = 1.0f;
-  int64_t offset = 0;
-};
 Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, const Tensor& values,
                  const AttentionParams& params);
 
@@ -58,6 +55,9 @@ Tensor gather_rows(ExecutionContext& ctx, const Tensor& table, std::span<const i
 
 // dst = src (same shape): dense float ↔ dense float, packed → F32, F32 → packed, same type → same.
 void copy(ExecutionContext& ctx, const Tensor& src, const Tensor& dst);
+// dst[row, row + n) = src [n, …] (converted as copy does): a KV cache write. `row` is a position of the
+// forward pass, which a recording makes the runtime position argument.
+void write_rows(ExecutionContext& ctx, const Tensor& src, const Tensor& dst, int64_t row);
 Tensor convert(ExecutionContext& ctx, const Tensor& src, GgmlType to);
 
 }  // namespace skainet::ops

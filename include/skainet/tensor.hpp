@@ -57,8 +57,9 @@ using Strides = std::array<int64_t, kMaxRank>;
 // Where bytes live. SlabSlice: a piece of a ForwardScope slab.
 enum class MemoryDomain : uint8_t { HostHeap, HostPages, MappedFile, SlabSlice };
 // Owned: freed by this Storage. Borrowed: someone else keeps the bytes alive (a shared file
-// mapping, a caller buffer). Alias: a window of another storage (slab slices).
-enum class Ownership : uint8_t { Owned, Borrowed, Alias };
+// mapping, a caller buffer). Alias: a window of another storage (slab slices). Symbolic: no bytes at
+// all — a value of a recorded program (skainet::record), which has a size and an identity only.
+enum class Ownership : uint8_t { Owned, Borrowed, Alias, Symbolic };
 std::string_view domain_name(MemoryDomain d) noexcept;
 std::string_view ownership_name(Ownership o) noexcept;
 
@@ -99,6 +100,8 @@ class Storage {
                     std::string_view origin);
   // Caller-owned bytes; the caller keeps them alive for as long as the storage is used.
   static Ref borrow(void* data, uint64_t bytes, bool writable, std::string_view origin);
+  // No bytes: a recorded value of `bytes` size (views and shape checks work; reading throws).
+  static Ref symbolic(uint64_t bytes, std::string_view origin);
 
   // For scopes. A slice record is reused across steps: bind_slice gives it a new id, window and
   // generation; the scope's Lifetime decides whether the current binding is alive.
@@ -119,6 +122,7 @@ class Storage {
   uint64_t generation() const noexcept { return generation_; }
   bool writable() const noexcept { return writable_; }
   bool closed() const noexcept { return closed_; }
+  bool symbolic() const noexcept { return ownership_ == Ownership::Symbolic; }
 
   bool alive() const noexcept;
   // Throws StorageClosedException naming this storage unless alive() and `generation` is current.

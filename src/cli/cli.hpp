@@ -23,6 +23,7 @@ Subcommand add_plan(CLI::App& app);
 Subcommand add_run(CLI::App& app);
 Subcommand add_tokenize(CLI::App& app);
 Subcommand add_bench(CLI::App& app);
+Subcommand add_export(CLI::App& app);
 
 // Exit code of plan/run/bench when the plan does not fit its budget (1: an error, 2: a usage mistake).
 inline constexpr int kExitDoesNotFit = 3;

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
       skainet::cli::add_run(app),
       skainet::cli::add_tokenize(app),
       skainet::cli::add_bench(app),
+      skainet::cli::add_export(app),
   };
   try {
     app.parse(argc, argv);

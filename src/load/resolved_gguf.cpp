@@ -31,23 +31,29 @@ void check_matches(const gguf::Header& h, const plan::MemoryPlan& p) {
   }
 }
 
-// Reads a tensor's file bytes with pread (they never enter this process's mapping), converting rows
-// on the way when the held type differs, then tells the kernel the file pages are not needed.
-void read_converted(const base::FileReader& file, const Decision& d, const Tensor& out, std::vector<std::byte>& stage,
-                    std::vector<float>& row) {
+// Reads a tensor's file bytes with pread (they never enter this process's mapping) in bounded chunks,
+// converting rows on the way when the held type differs; `emit(first_row, rows, held bytes)`.
+template <class Emit>
+void read_held_chunks(const base::FileReader& file, const Decision& d, std::vector<std::byte>& stage,
+                      std::vector<std::byte>& converted, std::vector<float>& row, Emit&& emit) {
   const uint64_t in_row = row_bytes(d.file_type, d.shape[0]);
   const uint64_t out_row = row_bytes(d.held_type, d.shape[0]);
   const uint64_t rows = d.file_bytes / in_row;
   const uint64_t rows_per_chunk = std::max<uint64_t>(1, kChunkBytes / in_row);
+  const bool same = d.held_type == d.file_type;
   stage.resize(std::min(rows, rows_per_chunk) * in_row);
+  if (!same) converted.resize(std::min(rows, rows_per_chunk) * out_row);
   row.resize(d.shape[0]);
-  std::byte* dst = out.mutable_bytes();
   for (uint64_t r0 = 0; r0 < rows; r0 += rows_per_chunk) {
     const uint64_t n = std::min(rows_per_chunk, rows - r0);
     file.read_at(d.file_offset + r0 * in_row, stage.data(), n * in_row);
+    if (same) {
+      emit(r0, std::span<const std::byte>(stage.data(), n * in_row));
+      continue;
+    }
     for (uint64_t r = 0; r < n; ++r) {
       const std::byte* src = stage.data() + r * in_row;
-      std::byte* o = dst + (r0 + r) * out_row;
+      std::byte* o = converted.data() + r * out_row;
       const auto count = static_cast<int64_t>(d.shape[0]);
       if (d.held_type == GgmlType::F32) {
         kernels::ref::dequantize_row(d.file_type, src, reinterpret_cast<float*>(o), count);
@@ -56,7 +62,18 @@ void read_converted(const base::FileReader& file, const Decision& d, const Tenso
         kernels::ref::quantize_row(d.held_type, row.data(), o, count);
       }
     }
+    emit(r0, std::span<const std::byte>(converted.data(), n * out_row));
   }
+}
+
+void read_converted(const base::FileReader& file, const Decision& d, const Tensor& out, std::vector<std::byte>& stage,
+                    std::vector<float>& row) {
+  std::byte* dst = out.mutable_bytes();
+  const uint64_t out_row = row_bytes(d.held_type, d.shape[0]);
+  std::vector<std::byte> converted;
+  read_held_chunks(file, d, stage, converted, row, [&](uint64_t r0, std::span<const std::byte> bytes) {
+    std::memcpy(dst + r0 * out_row, bytes.data(), bytes.size());
+  });
 }
 
 void release_file_pages(const base::FileReader& file, uint64_t offset, uint64_t length) {
@@ -64,6 +81,14 @@ void release_file_pages(const base::FileReader& file, uint64_t offset, uint64_t 
 }
 
 }  // namespace
+
+void stream_held_bytes(const base::FileReader& file, const Decision& d,
+                       const std::function<void(std::span<const std::byte>)>& sink) {
+  std::vector<std::byte> stage, converted;
+  std::vector<float> row;
+  read_held_chunks(file, d, stage, converted, row, [&](uint64_t, std::span<const std::byte> bytes) { sink(bytes); });
+  release_file_pages(file, d.file_offset, d.file_bytes);
+}
 
 ResolvedGguf::ResolvedGguf(gguf::Header header, plan::MemoryPlan plan) : header_(std::move(header)), plan_(std::move(plan)) {
   check_matches(header_, plan_);
@@ -142,18 +167,26 @@ const Tensor& LoadedModel::weight(std::string_view name) const {
   throw Error(fmt::format("the model has no tensor '{}'", name));
 }
 
-KvCacheStore::KvCacheStore(memory::ModelScope& scope, const plan::KvCachePlan& kv) : plan_(kv) {
+template <class Allocate>
+KvCacheStore::KvCacheStore(const plan::KvCachePlan& kv, Allocate&& allocate) : plan_(kv) {
   placement_ = {kv.domain, memory::ScopeKind::Model, kv.bytes};
   const Shape shape{static_cast<int64_t>(kv.ctx), static_cast<int64_t>(uint64_t{kv.kv_heads} * kv.head_dim)};
   k_.reserve(kv.layers);
   v_.reserve(kv.layers);
-  for (uint32_t l = 0; l < kv.layers; ++l) {
-    for (auto* list : {&k_, &v_}) {
-      Tensor t = scope.allocate_in(kv.domain, shape, kv.type, fmt::format("kv cache {} layer {}", list == &k_ ? "K" : "V", l));
-      std::memset(t.mutable_bytes(), 0, t.nbytes());
-      list->push_back(std::move(t));
-    }
-  }
+  for (uint32_t l = 0; l < kv.layers; ++l)
+    for (auto* list : {&k_, &v_})
+      list->push_back(allocate(shape, fmt::format("kv cache {} layer {}", list == &k_ ? "K" : "V", l)));
+}
+
+KvCacheStore::KvCacheStore(memory::ModelScope& scope, const plan::KvCachePlan& kv)
+    : KvCacheStore(kv, [&](const Shape& shape, const std::string& origin) {
+        Tensor t = scope.allocate_in(kv.domain, shape, kv.type, origin);
+        std::memset(t.mutable_bytes(), 0, t.nbytes());
+        return t;
+      }) {}
+
+KvCacheStore KvCacheStore::recorded(memory::Scope& scope, const plan::KvCachePlan& kv) {
+  return KvCacheStore(kv, [&](const Shape& shape, const std::string& origin) { return scope.allocate(shape, kv.type, origin); });
 }
 
 }  // namespace skainet::load

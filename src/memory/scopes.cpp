@@ -90,6 +90,7 @@ ModelScopeStats ModelScope::stats() const noexcept { return stats_; }
 
 Tensor retain(const Tensor& t, Scope& to) {
   t.check_alive("retain");
+  if (t.storage().symbolic()) return t;
   Tensor out = to.allocate(t.shape(), t.type(), t.storage().origin());
   kernels::reference_table().copy(t, out);
   return out;

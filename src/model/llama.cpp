@@ -10,7 +10,7 @@ namespace skainet::model {
 Llama::Llama(plan::ModelShape shape, LlamaWeights weights, load::KvCacheStore& kv, uint64_t layer_slab_bytes)
     : shape_(std::move(shape)), w_(std::move(weights)), kv_(kv), layer_scope_({.slab_bytes = layer_slab_bytes}) {}
 
-Tensor Llama::forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens, int64_t pos) {
+Tensor Llama::forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens, int64_t pos, Logits which) {
   const auto n = static_cast<int64_t>(tokens.size());
   if (n == 0) throw InvalidArgument("forward: no tokens");
   if (pos < 0 || pos + n > static_cast<int64_t>(kv_.ctx()))
@@ -27,8 +27,8 @@ Tensor Llama::forward(memory::ExecutionContext& ctx, std::span<const int32_t> to
     // step scope (the sanctioned escape).
     x = ctx.step(layer_scope_, [&] { return memory::retain(layer(ctx, l, x, pos), step); });
   }
-  const Tensor last = x.rows(n - 1, 1);
-  const Tensor h = ops::rms_norm(ctx, last, w_.output_norm, shape_.rms_eps);
+  const Tensor rows = which == Logits::All ? x : x.rows(n - 1, 1);
+  const Tensor h = ops::rms_norm(ctx, rows, w_.output_norm, shape_.rms_eps);
   return ops::matmul(ctx, h, w_.output);
 }
 
@@ -52,10 +52,10 @@ Tensor Llama::layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, 
                                  .freq_scale = 1.0f / shape_.rope_scale};
   q = ops::rope(ctx, q.reshape({n, heads, hd}), pos, rope).reshape({n, heads * hd});
   k = ops::rope(ctx, k.reshape({n, kv_heads, hd}), pos, rope).reshape({n, kv_heads * hd});
-  ops::copy(ctx, k, kv_.k(l).rows(pos, n));
-  ops::copy(ctx, v, kv_.v(l).rows(pos, n));
+  ops::write_rows(ctx, k, kv_.k(l), pos);
+  ops::write_rows(ctx, v, kv_.v(l), pos);
 
-  const Tensor attn = attention(ctx, l, q, pos, n);
+  const Tensor attn = attention(ctx, l, q, pos);
   const Tensor x1 = ops::add(ctx, x, ops::matmul(ctx, attn, w.wo));
   const Tensor h2 = ops::rms_norm(ctx, x1, w.ffn_norm, shape_.rms_eps);
   const Tensor gate = ops::matmul(ctx, h2, w.w_gate);
@@ -63,10 +63,11 @@ Tensor Llama::layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, 
   return ops::add(ctx, x1, ops::matmul(ctx, ops::swiglu(ctx, gate, up), w.w_down));
 }
 
-// Attention over cache cells [0, pos + n), causal within the new tokens (ops::attention).
-Tensor Llama::attention(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, int64_t pos, int64_t n) {
-  const int64_t cells = pos + n;
-  return ops::attention(ctx, q, kv_.k(l).rows(0, cells), kv_.v(l).rows(0, cells),
+// Attention over cache cells [0, pos + n), causal within the new tokens: the whole cache is passed and
+// ops::attention reads only the cells its queries can see (so a recording, where pos is a runtime
+// value, gets the same call).
+Tensor Llama::attention(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, int64_t pos) {
+  return ops::attention(ctx, q, kv_.k(l), kv_.v(l),
                         {.heads = shape_.heads,
                          .kv_heads = shape_.kv_heads,
                          .head_dim = shape_.head_dim,

@@ -25,19 +25,29 @@ Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, con
     if (t->rank() != 2 || t->dim(1) != p.kv_heads * hd || t->dim(0) != keys.dim(0) || t->packed())
       throw InvalidArgument(fmt::format("{}: keys {} and values {} should be dense [cells, {}]", kOp,
                                         keys.shape().to_string(), values.shape().to_string(), p.kv_heads * hd));
-  const int64_t n = q.dim(0), cells = keys.dim(0), group = p.heads / p.kv_heads;
+  const int64_t n = q.dim(0), group = p.heads / p.kv_heads;
+  if (p.offset < 0 || p.offset + n > keys.dim(0))
+    throw InvalidArgument(fmt::format("{}: {} queries at offset {} need {} cells, keys have {}", kOp, n, p.offset,
+                                      p.offset + n, keys.dim(0)));
+  Tensor out = output(ctx, {n, p.heads * hd}, kOp);
+  const Tensor* in[] = {&q, &keys, &values};
+  if (recorded(ctx, {.kind = memory::OpKind::Attention, .inputs = in, .output = out, .position = p.offset, .attention = p}))
+    return out;
+  // Causality: no query sees a cell past offset + n - 1, so only those cells are read (the caller may
+  // pass the whole cache).
+  const int64_t cells = p.offset + n;
+  const Tensor visible_keys = keys.rows(0, cells), visible_values = values.rows(0, cells);
 
   const Tensor scores = ctx.scope().allocate({p.heads, n, cells}, GgmlType::F32, "attention scores");
-  Tensor out = output(ctx, {n, p.heads * hd}, kOp);
   const kernels::KernelTable& k = ctx.kernels();
   const SoftmaxParams softmax{.scale = p.scale, .causal = true, .offset = p.offset};
   ctx.pool().parallel_for(p.heads, 1, [&](int64_t h0, int64_t h1) noexcept {
     for (int64_t h = h0; h < h1; ++h) {
       const int64_t g = h / group;
       const Tensor s = scores.select(0, h);
-      k.matmul(q.narrow(1, h * hd, hd), keys.narrow(1, g * hd, hd), s, 0, cells);
+      k.matmul(q.narrow(1, h * hd, hd), visible_keys.narrow(1, g * hd, hd), s, 0, cells);
       k.softmax(s, softmax, s);
-      k.matmul(s, values.narrow(1, g * hd, hd).transpose(0, 1), out.narrow(1, h * hd, hd), 0, hd);
+      k.matmul(s, visible_values.narrow(1, g * hd, hd).transpose(0, 1), out.narrow(1, h * hd, hd), 0, hd);
     }
   });
   return out;

@@ -16,6 +16,15 @@ void require_same_shape(const Tensor& a, const Tensor& b, std::string_view op);
 void require_broadcast(const Tensor& a, const Tensor& b, std::string_view op);  // b → a's shape
 void require_inner_contiguous(const Tensor& t, std::string_view op, std::string_view arg);
 
+// The recording seam: when the context records, the call goes to its recorder and the op skips its
+// kernel (returns true); otherwise nothing happens (false).
+inline bool recorded(ExecutionContext& ctx, const memory::OpCall& call) {
+  memory::Recorder* r = ctx.recorder();
+  if (!r) return false;
+  r->record(call);
+  return true;
+}
+
 // Output of an op from the active scope.
 inline Tensor output(ExecutionContext& ctx, const Shape& shape, std::string_view op, GgmlType type = GgmlType::F32) {
   return ctx.scope().allocate(shape, type, op);

@@ -39,7 +39,21 @@ void check_copy(const Tensor& src, const Tensor& dst) {
 
 void copy(ExecutionContext& ctx, const Tensor& src, const Tensor& dst) {
   check_copy(src, dst);
-  ctx.kernels().copy(src, dst);
+  const Tensor* in[] = {&src};
+  if (!recorded(ctx, {.kind = memory::OpKind::Copy, .inputs = in, .output = dst})) ctx.kernels().copy(src, dst);
+}
+
+void write_rows(ExecutionContext& ctx, const Tensor& src, const Tensor& dst, int64_t row) {
+  constexpr std::string_view kOp = "ops::write_rows";
+  require_live(dst, kOp, "dst");
+  if (src.rank() < 1 || dst.rank() != src.rank() || row < 0 || row > dst.dim(0) - src.dim(0))
+    throw InvalidArgument(fmt::format("{}: {} at row {} does not fit in {}", kOp, src.shape().to_string(), row,
+                                      dst.shape().to_string()));
+  const Tensor target = dst.rows(row, src.dim(0));
+  check_copy(src, target);
+  const Tensor* in[] = {&src};
+  if (!recorded(ctx, {.kind = memory::OpKind::WriteRows, .inputs = in, .output = dst, .position = row}))
+    ctx.kernels().copy(src, target);
 }
 
 Tensor convert(ExecutionContext& ctx, const Tensor& src, GgmlType to) {
@@ -60,7 +74,9 @@ Tensor gather_rows(ExecutionContext& ctx, const Tensor& table, std::span<const i
     if (ids[i] < 0 || ids[i] >= table.dim(0))
       throw InvalidArgument(fmt::format("{}: id {} at index {} is outside the table's {} rows", kOp, ids[i], i, table.dim(0)));
   Tensor out = output(ctx, Shape{static_cast<int64_t>(ids.size()), table.dim(1)}, kOp);
-  ctx.kernels().gather_rows(table, ids.data(), static_cast<int64_t>(ids.size()), out);
+  const Tensor* in[] = {&table};
+  if (!recorded(ctx, {.kind = memory::OpKind::GatherRows, .inputs = in, .output = out, .ids = ids}))
+    ctx.kernels().gather_rows(table, ids.data(), static_cast<int64_t>(ids.size()), out);
   return out;
 }
 

@@ -6,24 +6,25 @@ using namespace detail;
 
 namespace {
 
-Tensor binary(ExecutionContext& ctx, const Tensor& a, const Tensor& b, std::string_view op,
+Tensor binary(ExecutionContext& ctx, const Tensor& a, const Tensor& b, std::string_view op, memory::OpKind kind,
               void (*kernel)(const Tensor&, const Tensor&, const Tensor&) noexcept) {
   require_f32(a, op, "a");
   require_f32(b, op, "b");
   require_broadcast(a, b, op);
   Tensor out = output(ctx, a.shape(), op);
-  kernel(a, b, out);
+  const Tensor* in[] = {&a, &b};
+  if (!recorded(ctx, {.kind = kind, .inputs = in, .output = out})) kernel(a, b, out);
   return out;
 }
 
 }  // namespace
 
 Tensor add(ExecutionContext& ctx, const Tensor& a, const Tensor& b) {
-  return binary(ctx, a, b, "ops::add", ctx.kernels().add);
+  return binary(ctx, a, b, "ops::add", memory::OpKind::Add, ctx.kernels().add);
 }
 
 Tensor mul(ExecutionContext& ctx, const Tensor& a, const Tensor& b) {
-  return binary(ctx, a, b, "ops::mul", ctx.kernels().mul);
+  return binary(ctx, a, b, "ops::mul", memory::OpKind::Mul, ctx.kernels().mul);
 }
 
 Tensor swiglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up) {
@@ -31,21 +32,25 @@ Tensor swiglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up) {
   require_f32(up, "ops::swiglu", "up");
   require_same_shape(gate, up, "ops::swiglu");
   Tensor out = output(ctx, gate.shape(), "ops::swiglu");
-  ctx.kernels().swiglu(gate, up, out);
+  const Tensor* in[] = {&gate, &up};
+  if (!recorded(ctx, {.kind = memory::OpKind::Swiglu, .inputs = in, .output = out})) ctx.kernels().swiglu(gate, up, out);
   return out;
 }
 
 Tensor scale(ExecutionContext& ctx, const Tensor& x, float s) {
   require_f32(x, "ops::scale", "x");
   Tensor out = output(ctx, x.shape(), "ops::scale");
-  ctx.kernels().scale(x, s, out);
+  const Tensor* in[] = {&x};
+  if (!recorded(ctx, {.kind = memory::OpKind::Scale, .inputs = in, .output = out, .factor = s}))
+    ctx.kernels().scale(x, s, out);
   return out;
 }
 
 Tensor silu(ExecutionContext& ctx, const Tensor& x) {
   require_f32(x, "ops::silu", "x");
   Tensor out = output(ctx, x.shape(), "ops::silu");
-  ctx.kernels().silu(x, out);
+  const Tensor* in[] = {&x};
+  if (!recorded(ctx, {.kind = memory::OpKind::Silu, .inputs = in, .output = out})) ctx.kernels().silu(x, out);
   return out;
 }
 

@@ -15,7 +15,9 @@ Tensor rms_norm(ExecutionContext& ctx, const Tensor& x, const Tensor& weight, fl
       throw InvalidArgument(fmt::format("{}: weight {} should be [{}]", kOp, weight.shape().to_string(), x.shape().back()));
   }
   Tensor out = output(ctx, x.shape(), kOp);
-  ctx.kernels().rms_norm(x, weight, eps, out);
+  const Tensor* in[] = {&x, &weight};
+  if (!recorded(ctx, {.kind = memory::OpKind::RmsNorm, .inputs = {in, weight.defined() ? 2u : 1u}, .output = out, .eps = eps}))
+    ctx.kernels().rms_norm(x, weight, eps, out);
   return out;
 }
 
@@ -29,7 +31,9 @@ Tensor rope(ExecutionContext& ctx, const Tensor& x, int64_t pos0, const RopePara
                                       dims, x.shape().to_string()));
   if (pos0 < 0) throw InvalidArgument(fmt::format("{}: negative position {}", kOp, pos0));
   Tensor out = output(ctx, x.shape(), kOp);
-  ctx.kernels().rope(x, pos0, params, out);
+  const Tensor* in[] = {&x};
+  if (!recorded(ctx, {.kind = memory::OpKind::Rope, .inputs = in, .output = out, .position = pos0, .rope = params}))
+    ctx.kernels().rope(x, pos0, params, out);
   return out;
 }
 
@@ -37,7 +41,9 @@ Tensor softmax(ExecutionContext& ctx, const Tensor& x, const SoftmaxParams& para
   constexpr std::string_view kOp = "ops::softmax";
   require_f32(x, kOp, "x");
   Tensor out = output(ctx, x.shape(), kOp);
-  ctx.kernels().softmax(x, params, out);
+  const Tensor* in[] = {&x};
+  if (!recorded(ctx, {.kind = memory::OpKind::Softmax, .inputs = in, .output = out, .softmax = params}))
+    ctx.kernels().softmax(x, params, out);
   return out;
 }
 

@@ -44,6 +44,7 @@ std::string_view ownership_name(Ownership o) noexcept {
     case Ownership::Owned: return "owned";
     case Ownership::Borrowed: return "borrowed";
     case Ownership::Alias: return "alias";
+    case Ownership::Symbolic: return "symbolic";
   }
   return "?";
 }
@@ -151,6 +152,15 @@ Storage::Ref Storage::borrow(void* data, uint64_t bytes, bool writable, std::str
   s->domain_ = MemoryDomain::HostHeap;
   s->ownership_ = Ownership::Borrowed;
   s->writable_ = writable;
+  s->set_origin(origin);
+  return s;
+}
+
+Storage::Ref Storage::symbolic(uint64_t bytes, std::string_view origin) {
+  Ref s(new Storage());
+  s->size_ = bytes;
+  s->id_ = g_next_id++;
+  s->ownership_ = Ownership::Symbolic;
   s->set_origin(origin);
   return s;
 }

@@ -94,6 +94,9 @@ void Tensor::check_alive(std::string_view action) const {
 
 std::byte* Tensor::checked_bytes(size_t esize, bool write) const {
   check_alive(write ? "writing a tensor" : "reading a tensor");
+  if (storage_->symbolic())
+    throw InvalidArgument(fmt::format("{} is a recorded value (shapes only): it has no bytes to {}", describe(),
+                                      write ? "write" : "read"));
   if (esize != 0 && element_size() != esize)
     throw InvalidArgument(fmt::format("typed access of {}-byte elements to {}", esize, describe()));
   if (write && !storage_->writable())

