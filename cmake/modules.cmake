@@ -39,7 +39,10 @@ function(skainet_test_dir name)
   target_include_directories(test_${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR}
                                                   ${CMAKE_CURRENT_SOURCE_DIR}/support)
   target_link_libraries(test_${name} PRIVATE ${T_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  # The IREE tools (the recorded path's peer) sit beside the test environment's Python.
+  get_filename_component(iree_bin "${SKAINET_VENV_PYTHON}" DIRECTORY)
   target_compile_definitions(test_${name} PRIVATE
+    SKAINET_IREE_BIN="${iree_bin}"
     SKAINET_SHARED_MODELS="${SKAINET_SHARED_MODELS}"
     SKAINET_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/${name}/data"
     SKAINET_BINARY_DIR="${PROJECT_BINARY_DIR}"

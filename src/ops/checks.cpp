@@ -4,6 +4,11 @@
 
 namespace skainet::ops::detail {
 
+void symbolic_in_eager_op(const memory::OpCall& call, const Tensor& t) {
+  throw InvalidArgument(fmt::format("ops::{}: {} is a recorded value (shapes only) and the context is not recording",
+                                    memory::op_kind_name(call.kind), t.describe()));
+}
+
 void require_live(const Tensor& t, std::string_view op, std::string_view arg) {
   if (!t.defined()) throw InvalidArgument(fmt::format("{}: argument '{}' is an undefined tensor", op, arg));
   t.check_alive(op);

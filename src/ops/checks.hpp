@@ -16,13 +16,20 @@ void require_same_shape(const Tensor& a, const Tensor& b, std::string_view op);
 void require_broadcast(const Tensor& a, const Tensor& b, std::string_view op);  // b → a's shape
 void require_inner_contiguous(const Tensor& t, std::string_view op, std::string_view arg);
 
+// A recorded (symbolic) tensor reaching a kernel: it has no bytes.
+[[noreturn]] void symbolic_in_eager_op(const memory::OpCall& call, const Tensor& t);
+
 // The recording seam: when the context records, the call goes to its recorder and the op skips its
-// kernel (returns true); otherwise nothing happens (false).
+// kernel (returns true); otherwise the kernel runs (false), which symbolic tensors cannot feed.
 inline bool recorded(ExecutionContext& ctx, const memory::OpCall& call) {
-  memory::Recorder* r = ctx.recorder();
-  if (!r) return false;
-  r->record(call);
-  return true;
+  if (memory::Recorder* r = ctx.recorder()) {
+    r->record(call);
+    return true;
+  }
+  for (const Tensor* t : call.inputs)
+    if (t->defined() && t->storage().symbolic()) symbolic_in_eager_op(call, *t);
+  if (call.output.storage().symbolic()) symbolic_in_eager_op(call, call.output);
+  return false;
 }
 
 // Output of an op from the active scope.

@@ -47,7 +47,7 @@ inline uint64_t write_archive(const std::filesystem::path& path, const std::vect
 }
 
 // The IREE command-line tools installed beside the test venv's Python (iree-base-compiler/runtime).
-inline std::filesystem::path iree_tool(const char* name) { return std::filesystem::path(SKAINET_IREE_TOOLS_DIR) / name; }
+inline std::filesystem::path iree_tool(const char* name) { return std::filesystem::path(SKAINET_IREE_BIN) / name; }
 
 // Runs a shell command; returns its exit status and stdout+stderr.
 inline int run_command(const std::string& command, std::string& output) {

@@ -28,6 +28,7 @@
 #include "skainet/gguf.hpp"
 #include "skainet/kernels.hpp"
 #include "skainet/stablehlo.hpp"
+#include "iree_tools.hpp"
 #include "temp_dir.hpp"
 
 namespace skainet::stablehlo {
@@ -129,44 +130,8 @@ std::vector<float> reference(GgmlType type, int64_t cols, const std::vector<std:
   return y;
 }
 
-// A little-endian f32 .npy as iree-run-module writes it: magic, version, header length, a Python
-// dict header, then the data in C order.
-std::vector<float> read_npy_f32(const fs::path& path, std::vector<int64_t>& shape) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path.string());
-  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (all.size() < 10 || all.compare(0, 6, "\x93NUMPY") != 0) throw std::runtime_error("not an .npy file");
-  const int major = static_cast<unsigned char>(all[6]);
-  size_t header_len, data_at;
-  if (major == 1) {
-    header_len = static_cast<unsigned char>(all[8]) | static_cast<unsigned char>(all[9]) << 8;
-    data_at = 10 + header_len;
-  } else {
-    uint32_t n;
-    std::memcpy(&n, all.data() + 8, 4);
-    header_len = n;
-    data_at = 12 + header_len;
-  }
-  const std::string header = all.substr(data_at - header_len, header_len);
-  if (header.find("'descr': '<f4'") == std::string::npos || header.find("'fortran_order': False") == std::string::npos)
-    throw std::runtime_error("not a C-order f32 .npy: " + header);
-  const size_t open = header.find('(', header.find("'shape'")), close = header.find(')', open);
-  std::stringstream dims(header.substr(open + 1, close - open - 1));
-  shape.clear();
-  for (std::string d; std::getline(dims, d, ',');)
-    if (d.find_first_not_of(' ') != std::string::npos) shape.push_back(std::stoll(d));
-  std::vector<float> y((all.size() - data_at) / sizeof(float));
-  std::memcpy(y.data(), all.data() + data_at, y.size() * sizeof(float));
-  return y;
-}
-
-// Runs a command line, its output into `log`; the exit status and the log's text.
-std::pair<int, std::string> run(const std::string& command, const fs::path& log) {
-  const int status = std::system((command + " > '" + log.string() + "' 2>&1").c_str());
-  std::ifstream in(log);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return {status, command + "\n" + text};
-}
+using test::read_npy_f32;
+using test::run_command;
 
 class DequantizeIree : public ::testing::Test {
  protected:
@@ -224,7 +189,7 @@ class DequantizeIree : public ::testing::Test {
                                       std::to_string(fs::last_write_time(bin / "iree-compile").time_since_epoch().count())));
     if (fs::exists(vmfb_)) return;
     const auto [status, log] =
-        run(fmt::format("{} '{}' -o '{}'", compile, (*dir_ / "m.mlir").string(), (*dir_ / "m.vmfb").string()),
+        run_command(fmt::format("{} '{}' -o '{}'", compile, (*dir_ / "m.mlir").string(), (*dir_ / "m.vmfb").string()),
             *dir_ / "compile.log");
     if (status != 0) {
       setup_error_ = "iree-compile failed:\n" + log;
@@ -260,7 +225,7 @@ class DequantizeIree : public ::testing::Test {
       if (c.type == type) cols = c.cols;
     const fs::path out = *dir_ / (function + ".npy");
     const auto [status, log] =
-        run(fmt::format("'{}' --module='{}' --parameters=model='{}' --function={} --output=@'{}'",
+        run_command(fmt::format("'{}' --module='{}' --parameters=model='{}' --function={} --output=@'{}'",
                         (fs::path(SKAINET_IREE_BIN) / "iree-run-module").string(), vmfb_.string(),
                         (*dir_ / "weights.gguf").string(), function, out.string()),
             *dir_ / (function + ".log"));
