@@ -50,8 +50,9 @@ int run_export(const ExportArgs& a) {
 Subcommand add_export(CLI::App& app) {
   auto args = std::make_shared<ExportArgs>();
   CLI::App* cmd = app.add_subcommand("export", "Record the model to StableHLO MLIR + an IREE parameter archive");
-  cmd->add_option("file", args->file, "GGUF model")->check(CLI::ExistingFile);
-  cmd->add_option("-m,--model", args->model, "GGUF model (same as the positional)")->check(CLI::ExistingFile);
+  // No ExistingFile check: a missing model is an error (exit 1) like in every command, not a usage mistake.
+  cmd->add_option("file", args->file, "GGUF model");
+  cmd->add_option("-m,--model", args->model, "GGUF model (same as the positional)");
   cmd->add_option("-o,--out", args->out, "output folder: model.mlir, model.irpa, report.txt")->required();
   cmd->add_option("--seq-len", args->seq_len, "tokens of the prefill function (0: min(ctx, 64))")->capture_default_str();
   cmd->add_option("--entry", args->entries, "functions to export: prefill,decode")->capture_default_str();
