@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -78,6 +79,10 @@ class FileReader {
 };
 
 // A read-only shared mapping of a byte range of a file. 64-bit offsets; any size the OS can map.
+// A file truncated or rewritten on disk while mapped is undefined behaviour (its pages may vanish):
+// reading a vanished page raises SIGBUS. While a mapping lives, a SIGBUS handler (installed when the
+// action is the default) turns that into "skainet: error: <file>: ..." on stderr and exit code 1,
+// instead of a bare "Bus error".
 class FileMapping {
  public:
   FileMapping(const std::filesystem::path& path, uint64_t offset, uint64_t length);
@@ -94,36 +99,54 @@ class FileMapping {
  private:
   void* base_ = nullptr;        // page-aligned start actually mapped
   size_t base_length_ = 0;
+  uint64_t base_offset_ = 0;    // file offset of base_
+  std::string path_;            // read by the SIGBUS handler
+  int slot_ = -1;               // in the SIGBUS handler's table; -1: not registered
   const std::byte* data_ = nullptr;
   uint64_t offset_ = 0;
   uint64_t length_ = 0;
 };
 
-// Writes a file atomically: bytes go to "<target>.tmp-<pid>-<n>" in the same directory; commit()
-// flushes, fsyncs and renames over the target. Destroyed without commit(), the temp file is removed,
-// so an interrupted writer never leaves a half file under the final name.
+// Writes a file atomically. The bytes go to an unnamed O_TMPFILE inode in the target's directory, so
+// a writer killed even by SIGKILL leaves nothing behind; commit() flushes, fsyncs, links it under a
+// temporary name, renames that over the target and fsyncs the directory. Where the filesystem has no
+// O_TMPFILE, the temporary file is named "<target>.skainet-tmp-<pid>-<n>" from the start, and the
+// next AtomicFile for the same target removes such files of processes that no longer exist.
+// Destroyed without commit(), the temporary is removed. SIGTERM, SIGINT and SIGHUP (when their
+// action is the default) remove live temporaries, then terminate the process as the signal would.
 class AtomicFile {
  public:
-  explicit AtomicFile(std::filesystem::path target);
+  enum class Temp : uint8_t { Unnamed, Named };  // Named: skip O_TMPFILE (tests, odd filesystems)
+  explicit AtomicFile(std::filesystem::path target, Temp temp = Temp::Unnamed);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
+  // IoError naming the target, the bytes needed and the bytes available when the filesystem has
+  // less than `bytes` free for this user (statvfs f_bavail). Call before writing a known size.
+  void require_space(uint64_t bytes) const;
   void write(const void* data, size_t n);
   void write_zeros(uint64_t n);
   uint64_t position() const noexcept { return position_; }
   void commit();
+  // The temporary's name: empty while it is an unnamed O_TMPFILE inode.
   const std::filesystem::path& temp_path() const noexcept { return temp_; }
+  bool unnamed() const noexcept { return unnamed_; }
+  // The name prefix of this target's temporaries: "<target>.skainet-tmp-".
+  static std::string temp_prefix(const std::filesystem::path& target);
 
  private:
   std::filesystem::path target_;
   std::filesystem::path temp_;
   int fd_ = -1;
+  int slot_ = -1;  // index in the signal handler's table of named temporaries, -1: none
+  bool unnamed_ = false;
   uint64_t position_ = 0;
   bool committed_ = false;
   std::unique_ptr<char[]> buffer_;
   size_t buffered_ = 0;
   void flush_buffer();
+  void forget_temp() noexcept;
 };
 
 // The number of threads to use when none is asked for: the physical cores among the CPUs this process
@@ -153,6 +176,10 @@ class Progress {
 };
 
 std::string format_bytes(uint64_t bytes);  // "6.2 MiB"
+
+// The memory the kernel says can be given to a new workload without swapping: MemAvailable of
+// /proc/meminfo (or the text of `meminfo`, for tests). nullopt where it cannot be read.
+std::optional<uint64_t> available_memory(std::string_view meminfo = {});
 
 }  // namespace base
 }  // namespace skainet

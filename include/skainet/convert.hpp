@@ -89,6 +89,7 @@ struct Report {
   std::filesystem::path output;
   std::vector<TensorChoice> tensors;  // in file order
   uint64_t bytes_written = 0;
+  uint64_t bytes_read_from = 0;  // quantize: the input file's size
   uint64_t parameters = 0;
   double seconds = 0;
   size_t fallback_count() const noexcept;
@@ -144,6 +145,32 @@ std::vector<gguf::KeyValue> builtin_vocabulary(uint32_t n_vocab);
 // All tokenizer.* keys of `h`; FormatError if it has no tokenizer.ggml.tokens array.
 std::vector<gguf::KeyValue> vocabulary_of(const gguf::Header& h);
 
+// ---- value checks (--check-tensors) --------------------------------------------------------
+
+// The first non-finite value of a tensor: its element index (row-major), its block, the value.
+struct NonFiniteValue {
+  std::string tensor;
+  uint64_t element = 0, block = 0;
+  float value = 0;
+};
+std::string describe(const NonFiniteValue& v);  // "tensor 'x': element 96 (block 3) is nan"
+class NonFiniteError : public Error { using Error::Error; };
+
+struct ValueCheck {
+  std::vector<NonFiniteValue> findings;  // one per bad tensor, the first max_findings of them
+  uint64_t tensors_checked = 0, tensors_skipped = 0, tensors_bad = 0, bytes = 0;
+  double seconds = 0;
+  bool ok() const noexcept { return tensors_bad == 0; }
+  std::string summary() const;                               // counts, bytes, time
+  void throw_if_bad(const std::filesystem::path& file) const;  // NonFiniteError naming each finding
+};
+// Decodes every tensor with a reference dequantizer (a NaN or infinite scale shows as non-finite
+// values of its block) and reports the first non-finite value of each. Reads every payload byte.
+ValueCheck check_values(const gguf::Header& h, unsigned threads = 0, size_t max_findings = 10);
+// Rows [begin_row, end_row) of `row`-element rows of `type` at data; scratch is resized to a row.
+std::optional<NonFiniteValue> find_non_finite(GgmlType type, const std::byte* data, uint64_t row, uint64_t begin_row,
+                                              uint64_t end_row, std::vector<float>& scratch);
+
 // ---- quantize ------------------------------------------------------------------------------
 
 struct QuantizeOptions {
@@ -154,7 +181,10 @@ struct QuantizeOptions {
 
 // Re-encodes every quantizable weight of `in` to the scheme, keeps norms F32, copies all metadata
 // (general.file_type updated). Streamed: memory stays near one tensor. Atomic: `out` appears only
-// complete.
+// complete. NonFiniteError naming the tensor, element and value when an output value is NaN or
+// infinite (a NaN input, or a finite value out of the target type's range, e.g. 3e38 into an F16
+// scale). InvalidArgument, before anything is written, when `out` is `in` (same device and inode,
+// whatever hard or symbolic link leads there).
 Report quantize(const std::filesystem::path& in, const std::filesystem::path& out,
                 const QuantizeOptions& options);
 

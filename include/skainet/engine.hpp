@@ -21,6 +21,9 @@ struct EngineOptions {
   placement::FormOverrides overrides;
   int threads = 2;
   bool progress = true;
+  // open() refuses, before loading anything, a plan whose resident total exceeds
+  // plan.available_memory (load::BudgetError) unless this is set.
+  bool force = false;
 };
 
 class Engine {

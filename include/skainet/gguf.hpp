@@ -141,7 +141,12 @@ struct ReadOptions {
   // Sanity limits that no real model comes near; they stop a huge (e.g. sparse) file from making
   // the reader allocate gigabytes for one string or array. Exceeding one is LengthTooLarge /
   // CountTooLarge.
-  uint64_t max_name_bytes = 65536;          // a metadata key or a tensor name
+  uint64_t max_name_bytes = 65536;          // a metadata key
+  // A tensor name. ggml holds names in char[GGML_MAX_NAME] = 64 (63 bytes and a NUL) and llama.cpp's
+  // reader refuses longer ones; forks that raise GGML_MAX_NAME go to 128. 256 leaves room for those
+  // while keeping every name short enough to quote in a message and cheap to match a pattern against
+  // (a 25 KB name once overflowed the stack in std::regex, issue 10).
+  uint64_t max_tensor_name_bytes = 256;
   uint64_t max_string_bytes = 256u << 20;   // any other string
   uint64_t max_array_items = 1u << 24;
   uint64_t max_entries = 1u << 20;          // metadata entries, and separately tensors

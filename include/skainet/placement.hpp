@@ -14,8 +14,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +25,10 @@
 #include "skainet/gguf.hpp"
 #include "skainet/memory.hpp"
 #include "skainet/tensor.hpp"
+
+namespace re2 {
+class RE2;
+}
 
 namespace skainet::placement {
 
@@ -154,11 +158,15 @@ struct Decision {
 class PlacementError : public Error { using Error::Error; };
 
 struct TensorOverride {
-  std::string pattern;   // ECMAScript regex, searched in the tensor name
+  std::string pattern;   // RE2 regex (the ECMAScript subset without backreferences), searched in the name
   WeightForm form;
-  std::regex regex;
+  // RE2, not std::regex: std::regex recurses once per character matched and per nesting level, so a
+  // long tensor name or a deeply nested pattern overflowed the stack (issue 10, defect 1). RE2 runs
+  // in linear time with bounded stack and refuses patterns past its program-size limit.
+  std::shared_ptr<const re2::RE2> regex;
   // "REGEX=FORM" as --override-tensor takes it. InvalidArgument on a bad regex or form.
   static TensorOverride parse(std::string_view text);
+  bool matches(std::string_view name) const;
 };
 
 struct FormOverrides {

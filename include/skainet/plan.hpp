@@ -35,6 +35,36 @@ struct ModelShape {
   friend bool operator==(const ModelShape&, const ModelShape&) = default;
 };
 
+// The tensors a llama-family model binds: one table, read by the plan (to check a header before any
+// allocation) and by model::LlamaWeights::bind. Shapes in ggml order, as the GGUF header stores them.
+bool supports_architecture(std::string_view arch) noexcept;  // llama, mistral, qwen2
+struct RequiredTensor {
+  std::string name;             // full name, or the suffix after "blk.N." in layer_tensors
+  std::vector<uint64_t> shape;  // ggml order (innermost first)
+  bool optional = false;        // bound when present (output.weight falls back to token_embd)
+};
+std::vector<RequiredTensor> model_tensors(const ModelShape& s);
+std::vector<RequiredTensor> layer_tensors(const ModelShape& s);
+std::string layer_tensor_name(uint32_t layer, std::string_view suffix);
+
+enum class TensorProblemKind : uint8_t { Missing, WrongShape };
+struct TensorProblem {
+  TensorProblemKind kind;
+  std::string name;
+  std::vector<uint64_t> expected, found;  // found: empty when missing
+  friend bool operator==(const TensorProblem&, const TensorProblem&) = default;
+};
+struct TensorCheck {
+  uint64_t required = 0, present = 0, missing = 0, wrong_shape = 0;
+  std::vector<TensorProblem> examples;  // the first few problems, at most max_examples
+  bool ok() const noexcept { return missing == 0 && wrong_shape == 0; }
+  std::string describe(const ModelShape& s) const;  // bounded: counts and the examples
+};
+// Checks the header's tensors against the architecture, in time bounded by the header's tensor
+// count (not by block_count).
+TensorCheck check_tensors(const gguf::Header& h, const ModelShape& s, size_t max_examples = 10);
+class TensorMismatchError : public Error { using Error::Error; };
+
 struct KvCachePlan {
   GgmlType type = GgmlType::F16;
   uint32_t layers = 0, ctx = 0, kv_heads = 0, head_dim = 0;
@@ -78,11 +108,27 @@ struct Suggestion {
   friend bool operator==(const Suggestion&, const Suggestion&) = default;
 };
 
+// A decision the plan does not refuse but the user should see, as data (rendered by render_text).
+enum class PlanWarningKind : uint8_t {
+  ContextBeyondTraining,   // value: the planned ctx; limit: <arch>.context_length
+  ExceedsAvailableMemory,  // value: resident bytes; limit: PlanOptions::available_memory
+};
+struct PlanWarning {
+  PlanWarningKind kind;
+  uint64_t value = 0, limit = 0;
+  friend bool operator==(const PlanWarning&, const PlanWarning&) = default;
+};
+std::string_view plan_warning_kind_name(PlanWarningKind k) noexcept;
+std::string describe(const PlanWarning& w);
+
 struct PlanOptions {
   uint32_t ctx = 0;                  // 0: the model's training context, at most 4096
   std::optional<GgmlType> kv_type;   // overrides the profile's
   std::optional<uint32_t> prefill_chunk;
   std::optional<uint64_t> budget;    // overrides the profile's
+  // The memory this machine can give now (base::available_memory(), MemAvailable); when set, a plan
+  // whose resident total exceeds it carries an ExceedsAvailableMemory warning. Unset: no check.
+  std::optional<uint64_t> available_memory;
 };
 
 struct MemoryPlan {
@@ -98,6 +144,8 @@ struct MemoryPlan {
   std::optional<uint64_t> budget;
   bool fits = true;
   std::vector<Suggestion> suggestions;
+  std::vector<PlanWarning> warnings;
+  bool has_warning(PlanWarningKind k) const noexcept;
   friend bool operator==(const MemoryPlan&, const MemoryPlan&) = default;
 };
 
@@ -107,6 +155,7 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
 
 std::string render_text(const MemoryPlan& plan);
 std::string to_json(const MemoryPlan& plan);           // everything, decisions as enum names + numbers
+std::string to_json(const placement::Decision& d);     // one tensor's decision, as in the plan's "tensors"
 MemoryPlan from_json(std::string_view json);           // InvalidArgument on malformed JSON
 
 std::string_view suggestion_kind_name(SuggestionKind k) noexcept;

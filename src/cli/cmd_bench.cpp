@@ -27,6 +27,7 @@ struct BenchArgs {
   int threads = static_cast<int>(base::default_threads());
   std::string output = "md";
   PlacementArgs placement;
+  bool force = false;
 };
 
 struct Result {
@@ -95,6 +96,7 @@ int run(const BenchArgs& a) {
   options.overrides = a.placement.form_overrides();
   options.threads = a.threads;
   options.progress = false;
+  options.force = a.force;
   auto e = generate::Engine::open(a.model, options);
   text::Sampler greedy(e->tokenizer->vocab_size(), {.temperature = 0.0f});
   generate::Generator gen = e->generator(greedy);
@@ -160,13 +162,14 @@ int run(const BenchArgs& a) {
 Subcommand add_bench(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "Prompt processing and generation speed, in llama-bench's style");
-  cmd->add_option("-m,--model", a->model, "GGUF model")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-m,--model", a->model, "GGUF model")->required();  // a missing file is exit code 1, as in every command
   cmd->add_option("-p,--n-prompt", a->n_prompt, "prompt tokens (pp test; 0: skip)");
   cmd->add_option("-n,--n-gen", a->n_gen, "generated tokens (tg test; 0: skip)");
   cmd->add_option("-r,--repetitions", a->repetitions, "repetitions of each test")->check(CLI::Range(1, 1000));
   cmd->add_option("-t,--threads", a->threads, "Threads (default: the physical cores this process may use)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
+  cmd->add_flag("--force", a->force, "load even when the plan exceeds the memory available now (MemAvailable)");
   cmd->add_option("-o,--output", a->output, "md | json | csv")->check(CLI::IsMember({"md", "json", "csv"}));
   a->placement.add_to(cmd);
   return {cmd, [a] { return run(*a); }};

@@ -1,5 +1,6 @@
 // `skainet plan`: the memory plan from the header alone. Exit code 3 when it does not fit the budget.
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli.hpp"
 #include "placement_args.hpp"
@@ -12,6 +13,7 @@ struct PlanArgs {
   PlacementArgs placement;
   std::string explain;
   bool json = false;
+  bool check_tensors = false;
 };
 
 int run_plan(const PlanArgs& a) {
@@ -24,12 +26,26 @@ int run_plan(const PlanArgs& a) {
   if (!a.explain.empty()) {
     for (const auto& d : p.tensors)
       if (d.tensor == a.explain) {
-        fmt::print("{}", placement::explain_long(d, profile, platform));
+        const std::string text = placement::explain_long(d, profile, platform);
+        if (a.json) {
+          nlohmann::json j = nlohmann::json::parse(plan::to_json(d));
+          j["explanation"] = text;
+          fmt::print("{}\n", j.dump(2));
+        } else {
+          fmt::print("{}", text);
+        }
         return 0;
       }
     throw InvalidArgument(fmt::format("{}: no tensor named '{}'", a.file, a.explain));
   }
   fmt::print("{}", a.json ? plan::to_json(p) + "\n" : plan::render_text(p));
+  if (a.check_tensors) {
+    // Reads every payload byte, unlike the rest of plan: the summary says what that cost.
+    std::fflush(stdout);
+    const convert::ValueCheck check = convert::check_values(header);
+    fmt::print(a.json ? stderr : stdout, "{}{}\n", a.json ? "skainet: " : "", check.summary());
+    check.throw_if_bad(a.file);
+  }
   return p.fits ? 0 : kExitDoesNotFit;
 }
 
@@ -38,10 +54,12 @@ int run_plan(const PlanArgs& a) {
 Subcommand add_plan(CLI::App& app) {
   auto args = std::make_shared<PlanArgs>();
   CLI::App* cmd = app.add_subcommand("plan", "Where every tensor will live and why, KV cache and slabs, from the header alone");
-  cmd->add_option("file", args->file, "GGUF model")->required()->check(CLI::ExistingFile);
+  cmd->add_option("file", args->file, "GGUF model")->required();  // a missing file is exit code 1, as in every command
   args->placement.add_to(cmd);
   cmd->add_option("--explain", args->explain, "print one tensor's full decision");
   cmd->add_flag("--json", args->json, "machine-readable plan");
+  cmd->add_flag("--check-tensors", args->check_tensors,
+                "also decode every tensor and fail on NaN or infinity (reads the whole file; prints what it cost)");
   return {cmd, [args] { return run_plan(*args); }};
 }
 

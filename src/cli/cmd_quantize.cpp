@@ -24,9 +24,8 @@ Subcommand add_quantize(CLI::App& app) {
             q.threads = o->threads;
             q.progress = true;
             const convert::Report r = convert::quantize(o->in, o->out, q);
-            const uint64_t in_size = std::filesystem::file_size(o->in);
             fmt::print("quantized {} -> {} as {} ({}): {} tensors, {} -> {} in {:.2f} s\n", o->in, r.output.string(), q.scheme.name,
-                       static_cast<uint32_t>(q.scheme.file_type), r.tensors.size(), base::format_bytes(in_size),
+                       static_cast<uint32_t>(q.scheme.file_type), r.tensors.size(), base::format_bytes(r.bytes_read_from),
                        base::format_bytes(r.bytes_written), r.seconds);
             print_report(r, o->verbose);
             return 0;

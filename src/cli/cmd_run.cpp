@@ -24,6 +24,8 @@ struct RunArgs {
   PlacementArgs placement;
   bool no_display_prompt = false;
   bool ignore_eos = false;
+  bool force = false;
+  bool check_tensors = false;
 };
 
 void print_stats(const generate::Engine& e, const generate::Stats& s, uint64_t seed) {
@@ -50,11 +52,18 @@ int run(RunArgs& a) {
   options.plan = a.placement.plan_options();
   options.overrides = a.placement.form_overrides();
   options.threads = a.threads;
+  options.force = a.force;
+  if (a.check_tensors) {  // before loading: a model with NaN weights would only print garbage
+    const convert::ValueCheck check = convert::check_values(gguf::read_header(a.model), static_cast<unsigned>(a.threads));
+    fmt::print(stderr, "skainet: {}\n", check.summary());
+    check.throw_if_bad(a.model);
+  }
   auto engine = generate::Engine::open(a.model, options);
+  for (const auto& w : engine->plan.warnings) fmt::print(stderr, "skainet: warning: {}\n", plan::describe(w));
 
   const uint64_t seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : std::random_device{}();
   a.sampling.seed = seed;
-  text::Sampler sampler(engine->tokenizer->vocab_size(), a.sampling);
+  text::Sampler sampler(engine->tokenizer->vocab_size(), a.sampling, engine->plan.kv->ctx);
   generate::Generator gen = engine->generator(sampler);
 
   if (!a.no_display_prompt) {
@@ -78,7 +87,7 @@ int run(RunArgs& a) {
 Subcommand add_run(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Generate text: load the model exactly as planned and stream tokens");
-  cmd->add_option("-m,--model", a->model, "GGUF model")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-m,--model", a->model, "GGUF model")->required();  // a missing file is exit code 1, as in every command
   cmd->add_option("-p,--prompt", a->prompt, "prompt text")->required();
   cmd->add_option("-n,--n-predict", a->n_predict, "tokens to generate (-1: until end of text or a full context)");
   cmd->add_option("-t,--threads", a->threads, "Threads (default: the physical cores this process may use)")
@@ -93,6 +102,8 @@ Subcommand add_run(CLI::App& app) {
   cmd->add_option("--repeat-last-n", a->sampling.repeat_last_n, "tokens the penalty looks back over");
   cmd->add_flag("--no-display-prompt", a->no_display_prompt, "do not echo the prompt");
   cmd->add_flag("--ignore-eos", a->ignore_eos, "keep generating past end of text");
+  cmd->add_flag("--check-tensors", a->check_tensors, "decode every tensor first and refuse NaN or infinity");
+  cmd->add_flag("--force", a->force, "load even when the plan exceeds the memory available now (MemAvailable)");
   a->placement.add_to(cmd);
   return {cmd, [a] { return run(*a); }};
 }

@@ -64,7 +64,7 @@ int run(const TokenizeArgs& a) {
 Subcommand add_tokenize(CLI::App& app) {
   auto a = std::make_shared<TokenizeArgs>();
   CLI::App* cmd = app.add_subcommand("tokenize", "Tokenize text with a model's vocabulary (as llama-tokenize)");
-  cmd->add_option("-m,--model", a->model, "GGUF model or vocabulary file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-m,--model", a->model, "GGUF model or vocabulary file")->required();  // a missing file is exit code 1, as in every command
   a->prompt_option = cmd->add_option("-p,--prompt", a->prompt, "text");
   cmd->add_option("--decode", a->decode, "comma-separated ids: print their text instead");
   cmd->add_flag("--ids", a->ids, "print only the ids, as a list");

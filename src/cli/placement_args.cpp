@@ -24,6 +24,7 @@ placement::FormOverrides PlacementArgs::form_overrides() const {
 plan::PlanOptions PlacementArgs::plan_options() const {
   plan::PlanOptions options;
   options.ctx = ctx;
+  options.available_memory = base::available_memory();
   if (!budget.empty()) options.budget = placement::parse_bytes(budget);
   if (prefill_chunk) options.prefill_chunk = prefill_chunk;
   if (!kv_type.empty()) {

@@ -3,9 +3,11 @@
 // into per-thread scratch, encoded into the writer's buffer, and its pages released.
 #include <chrono>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -31,15 +33,60 @@ uint32_t layer_count(const gguf::Header& h) {
 
 bool decodable(GgmlType t) { return kernels::ref::has_reference(t); }
 
+// Every value written must be finite: a NaN in the input, or a finite input beyond the target's
+// range (3e38 overflows an F16 block scale to infinity), would otherwise be written silently.
+void check_output(const std::filesystem::path& in, const gguf::TensorInfo& t, const TensorChoice& c, const std::byte* source,
+                  std::span<const std::byte> dst, unsigned threads) {
+  if (!decodable(c.type) || t.shape.empty()) return;
+  const uint64_t row = t.shape[0], rows = t.elements() / row;
+  std::optional<NonFiniteValue> first;
+  std::mutex m;
+  detail::parallel_for(rows, threads, std::max<uint64_t>(1, 65536 / row), [&](uint64_t begin, uint64_t end) {
+    std::vector<float> scratch;
+    auto bad = find_non_finite(c.type, dst.data(), row, begin, end, scratch);
+    std::lock_guard lock(m);
+    if (bad && (!first || bad->element < first->element)) first = bad;
+  });
+  if (!first) return;
+  first->tensor = t.name;
+  std::string input = "not decodable";
+  if (decodable(t.type)) {
+    // The block's largest input magnitude: the value that overflowed the block's scale, or the NaN.
+    std::vector<float> values(static_cast<size_t>(row));
+    const uint64_t r = first->element / row, be = type_traits(c.type).block_elements;
+    kernels::ref::dequantize_row(t.type, source + r * row_bytes(t.type, row), values.data(), static_cast<int64_t>(row));
+    const uint64_t lo = (first->element % row) / be * be, hi = std::min(row, lo + be);
+    float largest = values[static_cast<size_t>(lo)];
+    for (uint64_t i = lo; i < hi; ++i)
+      if (!std::isfinite(values[static_cast<size_t>(i)]) || std::fabs(values[static_cast<size_t>(i)]) > std::fabs(largest)) {
+        largest = values[static_cast<size_t>(i)];
+        if (!std::isfinite(largest)) break;
+      }
+    input = fmt::format("{}", largest);
+  }
+  throw NonFiniteError(fmt::format("{}: {} when written as {}; the largest input magnitude in that block is {} ({}): the "
+                                   "input holds a non-finite value or one out of {}'s range",
+                                   in.string(), describe(*first), type_name(c.type), input, type_name(t.type),
+                                   type_name(c.type)));
+}
+
 }  // namespace
 
 Report quantize(const std::filesystem::path& in, const std::filesystem::path& out, const QuantizeOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  // The output would be renamed over the input it is still being read from (issue 10, defect 6).
+  // equivalent() compares st_dev and st_ino after following links; an output that does not exist
+  // yet is a different file.
+  std::error_code ec;
+  if (std::filesystem::equivalent(in, out, ec) && !ec)
+    throw InvalidArgument(fmt::format("quantize: output {} is the input file {} (same device and inode); write to another path",
+                                      out.string(), in.string()));
   const gguf::Header header = gguf::read_header(in);
   const uint32_t n_layers = layer_count(header);
 
   Report report;
   report.output = out;
+  report.bytes_read_from = header.file_size;
   for (const gguf::TensorInfo& t : header.tensors) {
     TensorChoice c = choose_type(options.scheme, t.name, t.shape, t.type, n_layers);
     if (c.type != t.type && !decodable(t.type))
@@ -80,6 +127,7 @@ Report quantize(const std::filesystem::path& in, const std::filesystem::path& ou
         }
       });
     }
+    check_output(in, t, c, source.data(), dst, threads);
     source.release_pages(0, t.bytes);
     if (progress) progress->advance(t.elements());
   });

@@ -19,6 +19,14 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& path, const En
   if (!model::supports_architecture(e->plan.model->architecture))
     throw Error(fmt::format("{}: architecture '{}' is not supported (supported: llama, mistral, qwen2)", path.string(),
                             e->plan.model->architecture));
+  if (!options.force && e->plan.has_warning(plan::PlanWarningKind::ExceedsAvailableMemory)) {
+    const uint64_t available = *options.plan.available_memory;
+    throw load::BudgetError(fmt::format("{}: the plan needs {} resident but the machine has {} available now (MemAvailable); "
+                                        "refusing before loading anything (lower --ctx, or give --force to load anyway)",
+                                        path.string(), base::format_bytes(e->plan.totals.resident()),
+                                        base::format_bytes(available)),
+                            e->plan.totals.resident(), available);
+  }
   // ResolvedGguf refuses a plan over budget here, before any payload is read.
   load::ResolvedGguf loader(e->header, e->plan);
   e->loaded = loader.load(e->scope, {.progress = options.progress});

@@ -31,7 +31,7 @@ class Parser {
   void read_preamble(Header& h);
   void read_metadata(Header& h, uint64_t count);
   void read_tensor_infos(Header& h, uint64_t count);
-  std::string read_name(std::string_view what);
+  std::string read_name(std::string_view what, uint64_t limit);
   void check_length(uint64_t at, std::string_view what, uint64_t count, uint64_t limit, uint64_t min_item);
   std::string read_string(std::string_view what, uint64_t limit);
   Value read_value(ValueType type);
@@ -66,9 +66,9 @@ std::string Parser::read_string(std::string_view what, uint64_t limit) {
   return s;
 }
 
-std::string Parser::read_name(std::string_view what) {
+std::string Parser::read_name(std::string_view what, uint64_t limit) {
   const uint64_t at = cursor_.position();
-  std::string s = read_string(what, options_.max_name_bytes);
+  std::string s = read_string(what, limit);
   if (s.empty()) fail(FormatErrorKind::InvalidString, at, fmt::format("{} is empty", what));
   if (const auto bad = detail::find_invalid_utf8(s))
     fail(FormatErrorKind::InvalidString, at, fmt::format("{} is not valid UTF-8 (bad byte 0x{:02x} at index {})", what,
@@ -163,7 +163,7 @@ void Parser::read_metadata(Header& h, uint64_t count) {
   for (uint64_t i = 0; i < count; ++i) {
     context_ = fmt::format("metadata entry {}", i);
     const uint64_t key_at = cursor_.position();
-    std::string key = read_name("key");
+    std::string key = read_name("key", options_.max_name_bytes);
     if (const auto it = h.key_index.find(key); it != h.key_index.end())
       fail(FormatErrorKind::DuplicateKey, key_at, fmt::format("key '{}' already appeared as entry {}", key, it->second));
     context_ = fmt::format("metadata key '{}'", key);
@@ -182,7 +182,7 @@ void Parser::read_tensor_infos(Header& h, uint64_t count) {
     context_ = fmt::format("tensor info {}", i);
     const uint64_t name_at = cursor_.position();
     TensorInfo t;
-    t.name = read_name("tensor name");
+    t.name = read_name("tensor name", options_.max_tensor_name_bytes);
     if (const auto it = h.tensor_index.find(t.name); it != h.tensor_index.end())
       fail(FormatErrorKind::DuplicateTensor, name_at, fmt::format("tensor '{}' already appeared as tensor {}", t.name, it->second));
     context_ = fmt::format("tensor '{}'", t.name);

@@ -145,6 +145,15 @@ uint64_t Writer::write(const Producer& produce, base::Progress* progress) {
     enc.le<uint64_t>(t.offset);
   }
   const uint64_t data_offset = checked_align_up(out.position(), alignment_, "gguf::Writer data offset");
+  // The header is still in the write buffer: the whole size is known before a byte reaches the disk,
+  // so a full disk is reported up front, naming what is needed and what is free.
+  uint64_t total = data_offset;
+  if (!tensors_.empty()) {
+    const TensorInfo& last = tensors_.back();
+    total = checked_add(data_offset, checked_align_up(checked_add(last.offset, last.bytes, "gguf::Writer size"), alignment_,
+                                                      "gguf::Writer size"), "gguf::Writer size");
+  }
+  out.require_space(total);
   out.write_zeros(data_offset - out.position());
 
   // One staging buffer for all tensors, zeroed so that a producer that writes less leaks nothing.
@@ -161,9 +170,9 @@ uint64_t Writer::write(const Producer& produce, base::Progress* progress) {
     out.write_zeros(checked_align_up(t.bytes, alignment_, "gguf::Writer padding") - t.bytes);
     if (progress) progress->advance(t.bytes);
   }
-  const uint64_t total = out.position();
+  const uint64_t written = out.position();
   out.commit();
-  return total;
+  return written;
 }
 
 }  // namespace skainet::gguf

@@ -33,37 +33,47 @@ class Binder {
 
 }  // namespace
 
-bool supports_architecture(std::string_view arch) noexcept {
-  return arch == "llama" || arch == "mistral" || arch == "qwen2";
-}
+bool supports_architecture(std::string_view arch) noexcept { return plan::supports_architecture(arch); }
 
+// Names and shapes come from the plan's table (plan::model_tensors / layer_tensors), the one the plan
+// checks the header against before anything is allocated; this only routes each entry to its field.
 LlamaWeights LlamaWeights::bind(const load::LoadedModel& loaded, const plan::ModelShape& s) {
   if (!supports_architecture(s.architecture))
     throw Error(fmt::format("architecture '{}' is not supported (supported: llama, mistral, qwen2)", s.architecture));
-  const auto d = static_cast<int64_t>(s.dim), f = static_cast<int64_t>(s.ffn), v = static_cast<int64_t>(s.vocab);
-  const auto q = static_cast<int64_t>(s.heads) * s.head_dim, kv = static_cast<int64_t>(s.kv_heads) * s.head_dim;
   Binder b(loaded);
+  auto bind = [&](const std::string& name, const plan::RequiredTensor& r) {
+    const Shape shape = Shape::from_ggml(r.shape);
+    return r.optional ? b.optional(name, shape) : b.need(name, shape);
+  };
   LlamaWeights w;
-  w.tok_embd = b.need("token_embd.weight", {v, d});
-  w.output_norm = b.need("output_norm.weight", {d});
-  w.output = loaded.find("output.weight") ? b.need("output.weight", {v, d}) : w.tok_embd;
+  for (const auto& r : plan::model_tensors(s)) {
+    const Tensor t = bind(r.name, r);
+    if (r.name == "token_embd.weight") w.tok_embd = t;
+    else if (r.name == "output_norm.weight") w.output_norm = t;
+    else if (r.name == "output.weight") w.output = t;
+  }
+  if (!w.output.defined()) w.output = w.tok_embd;
+  const std::vector<plan::RequiredTensor> per_layer = plan::layer_tensors(s);
+  w.layers.reserve(s.layers);
   for (uint32_t l = 0; l < s.layers; ++l) {
-    const std::string p = fmt::format("blk.{}.", l);
     LayerWeights lw;
-    lw.attn_norm = b.need(p + "attn_norm.weight", {d});
-    lw.wq = b.need(p + "attn_q.weight", {q, d});
-    lw.wk = b.need(p + "attn_k.weight", {kv, d});
-    lw.wv = b.need(p + "attn_v.weight", {kv, d});
-    lw.wo = b.need(p + "attn_output.weight", {d, q});
-    if (s.qkv_bias) {
-      lw.bq = b.need(p + "attn_q.bias", {q});
-      lw.bk = b.need(p + "attn_k.bias", {kv});
-      lw.bv = b.need(p + "attn_v.bias", {kv});
+    for (const auto& r : per_layer) {
+      Tensor* field = r.name == "attn_norm.weight"     ? &lw.attn_norm
+                      : r.name == "attn_q.weight"      ? &lw.wq
+                      : r.name == "attn_k.weight"      ? &lw.wk
+                      : r.name == "attn_v.weight"      ? &lw.wv
+                      : r.name == "attn_output.weight" ? &lw.wo
+                      : r.name == "attn_q.bias"        ? &lw.bq
+                      : r.name == "attn_k.bias"        ? &lw.bk
+                      : r.name == "attn_v.bias"        ? &lw.bv
+                      : r.name == "ffn_norm.weight"    ? &lw.ffn_norm
+                      : r.name == "ffn_gate.weight"    ? &lw.w_gate
+                      : r.name == "ffn_up.weight"      ? &lw.w_up
+                      : r.name == "ffn_down.weight"    ? &lw.w_down
+                                                       : nullptr;
+      if (!field) throw Error(fmt::format("internal: the tensor table names '{}', which the model has no field for", r.name));
+      *field = bind(plan::layer_tensor_name(l, r.name), r);
     }
-    lw.ffn_norm = b.need(p + "ffn_norm.weight", {d});
-    lw.w_gate = b.need(p + "ffn_gate.weight", {f, d});
-    lw.w_up = b.need(p + "ffn_up.weight", {f, d});
-    lw.w_down = b.need(p + "ffn_down.weight", {d, f});
     w.layers.push_back(std::move(lw));
   }
   b.finish(s);

@@ -146,7 +146,7 @@ Decision decide(const gguf::TensorInfo& info, const FileFacts& file, const Memor
     }
     for (size_t i = 0; i < overrides.per_tensor.size(); ++i) {
       const TensorOverride& o = overrides.per_tensor[i];
-      if (!std::regex_search(info.name, o.regex)) continue;
+      if (!o.matches(info.name)) continue;
       Decision d = resolve_allocation(info, o.form, FormReason::UserForm, file, profile, platform);
       d.decided_by = DecidedBy::PerTensorOverride;
       d.override_index = static_cast<int>(i);

@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <re2/re2.h>
 
 #include "skainet/placement.hpp"
 
@@ -76,12 +77,18 @@ TensorOverride TensorOverride::parse(std::string_view text) {
   TensorOverride o;
   o.pattern = std::string(text.substr(0, eq));
   o.form = WeightForm::parse(text.substr(eq + 1));
-  try {
-    o.regex = std::regex(o.pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw InvalidArgument(fmt::format("--override-tensor '{}': bad regular expression '{}': {}", text, o.pattern, e.what()));
-  }
+  RE2::Options options;
+  options.set_log_errors(false);
+  auto regex = std::make_shared<const RE2>(o.pattern, options);
+  if (!regex->ok())
+    throw InvalidArgument(fmt::format("--override-tensor '{}': bad regular expression '{}': {}", text.substr(0, 200),
+                                      o.pattern.substr(0, 200), regex->error().substr(0, 200)));
+  o.regex = std::move(regex);
   return o;
+}
+
+bool TensorOverride::matches(std::string_view name) const {
+  return regex && RE2::PartialMatch(re2::StringPiece(name.data(), name.size()), *regex);
 }
 
 std::string_view role_name(TensorRole r) noexcept {

@@ -113,6 +113,8 @@ Decision decision_from(const json& j) {
 
 }  // namespace
 
+std::string to_json(const placement::Decision& d) { return decision_json(d).dump(2); }
+
 std::string to_json(const MemoryPlan& p) {
   json j;
   j["file"] = p.file;
@@ -143,6 +145,9 @@ std::string to_json(const MemoryPlan& p) {
   j["suggestions"] = json::array();
   for (const auto& s : p.suggestions)
     j["suggestions"].push_back({{"kind", suggestion_kind_name(s.kind)}, {"action", s.action}, {"saves", s.saves}});
+  j["warnings"] = json::array();
+  for (const auto& w : p.warnings)
+    j["warnings"].push_back({{"kind", plan_warning_kind_name(w.kind)}, {"value", w.value}, {"limit", w.limit}, {"message", describe(w)}});
   return j.dump(2);
 }
 
@@ -183,6 +188,10 @@ MemoryPlan from_json(std::string_view text) {
     for (const auto& s : j.at("suggestions"))
       p.suggestions.push_back({enum_from<SuggestionKind>(s.at("kind"), suggestion_kind_name, 4, "suggestion"),
                                s.at("action"), s.at("saves")});
+    if (j.contains("warnings"))
+      for (const auto& w : j.at("warnings"))
+        p.warnings.push_back({enum_from<PlanWarningKind>(w.at("kind"), plan_warning_kind_name, 2, "warning"), w.at("value"),
+                              w.at("limit")});
     return p;
   } catch (const json::exception& e) {
     throw InvalidArgument(fmt::format("plan JSON: {}", e.what()));

@@ -99,6 +99,12 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
 
   if (looks_like_model(header)) {
     p.model = ModelShape::from_header(header);
+    // Before anything sized by the hyper-parameters (KV cache, per-layer slab lists) is built: a
+    // header claiming 20000 layers over 5 layers of tensors is refused here (issue 10, defect 4).
+    if (supports_architecture(p.model->architecture)) {
+      const TensorCheck check = check_tensors(header, *p.model);
+      if (!check.ok()) throw TensorMismatchError(fmt::format("{}: {}", p.file, check.describe(*p.model)));
+    }
     const uint32_t ctx = options.ctx ? options.ctx : std::min(p.model->ctx_train, kDefaultMaxContext);
     if (ctx == 0) throw InvalidArgument(fmt::format("{}: the model's context_length is 0; give --ctx", p.file));
     p.kv = plan_kv(*p.model, ctx, options.kv_type.value_or(profile.kv_type), profile);
@@ -109,7 +115,39 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
   add_totals(p);
   p.fits = !p.budget || p.totals.resident() <= *p.budget;
   suggest(p, profile);
+  if (p.kv && p.model && p.model->ctx_train > 0 && p.kv->ctx > p.model->ctx_train)
+    p.warnings.push_back({PlanWarningKind::ContextBeyondTraining, p.kv->ctx, p.model->ctx_train});
+  if (options.available_memory && p.totals.resident() > *options.available_memory)
+    p.warnings.push_back({PlanWarningKind::ExceedsAvailableMemory, p.totals.resident(), *options.available_memory});
   return p;
+}
+
+bool MemoryPlan::has_warning(PlanWarningKind k) const noexcept {
+  for (const auto& w : warnings)
+    if (w.kind == k) return true;
+  return false;
+}
+
+std::string_view plan_warning_kind_name(PlanWarningKind k) noexcept {
+  switch (k) {
+    case PlanWarningKind::ContextBeyondTraining: return "context-beyond-training";
+    case PlanWarningKind::ExceedsAvailableMemory: return "exceeds-available-memory";
+  }
+  return "?";
+}
+
+std::string describe(const PlanWarning& w) {
+  switch (w.kind) {
+    case PlanWarningKind::ContextBeyondTraining:
+      return fmt::format("context {} is beyond the {} tokens the model was trained on (context_length): positions past "
+                         "it are untrained, output degrades",
+                         w.value, w.limit);
+    case PlanWarningKind::ExceedsAvailableMemory:
+      return fmt::format("resident {} ({} bytes) exceeds the memory available now, {} ({} bytes, MemAvailable): "
+                         "`run` refuses it without --force",
+                         base::format_bytes(w.value), w.value, base::format_bytes(w.limit), w.limit);
+  }
+  return "?";
 }
 
 std::string_view suggestion_kind_name(SuggestionKind k) noexcept {

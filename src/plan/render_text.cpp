@@ -80,6 +80,7 @@ std::string render_text(const MemoryPlan& p) {
   out += "\n";
   for (const auto& s : p.suggestions)
     out += fmt::format("  suggestion: {:<40} saves {}\n", s.action, format_bytes(s.saves));
+  for (const auto& w : p.warnings) out += fmt::format("warning: {}\n", describe(w));
   return out;
 }
 

@@ -116,13 +116,15 @@ void temperature(std::span<Candidate> c, float t) noexcept {
 
 }  // namespace sampling
 
-Sampler::Sampler(int32_t vocab_size, SamplerConfig config)
+Sampler::Sampler(int32_t vocab_size, SamplerConfig config, uint32_t max_history)
     : config_(config), vocab_size_(vocab_size), rng_(config.seed) {
   if (vocab_size <= 0) throw InvalidArgument("sampler: vocab_size " + std::to_string(vocab_size) + " must be positive");
   if (config.repeat_last_n < 0) throw InvalidArgument("sampler: repeat_last_n " + std::to_string(config.repeat_last_n) + " is negative");
   if (!(config.repeat_penalty > 0.0f)) throw InvalidArgument("sampler: repeat_penalty must be positive");
   cand_.resize(static_cast<size_t>(vocab_size));
-  history_.resize(static_cast<size_t>(config.repeat_last_n));
+  uint64_t ring = static_cast<uint64_t>(config.repeat_last_n);
+  if (max_history > 0) ring = std::min<uint64_t>(ring, max_history);
+  history_.resize(static_cast<size_t>(ring));
   seen_.assign(static_cast<size_t>(vocab_size), 0);
 }
 

@@ -1,7 +1,13 @@
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <sched.h>
 
+#include <chrono>
 #include <cstdint>
+#include <future>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -24,6 +30,34 @@ std::vector<fs::path> files_in(const fs::path& dir) {
 }
 
 }  // namespace
+
+// Issue 10, defect 2: open() of a FIFO waits for a writer forever; it must be refused at once.
+TEST(FileReader, RefusesAFifoWithoutBlocking) {
+  test::TempDir dir("fifo");
+  const fs::path fifo = dir / "model.gguf";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (int mapping = 0; mapping < 2; ++mapping) {
+    auto opened = std::async(std::launch::async, [&] {
+      try {
+        if (mapping) base::FileMapping m(fifo, 0, 16);
+        else base::FileReader r(fifo);
+      } catch (const IoError& e) {
+        return e.message();
+      }
+      return std::string("opened");
+    });
+    if (opened.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      const int unblock = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // lets the blocked open() return
+      opened.wait();
+      if (unblock >= 0) ::close(unblock);
+      FAIL() << "opening a FIFO blocked";
+    }
+    const std::string message = opened.get();
+    EXPECT_NE(message.find("a FIFO, not a regular file"), std::string::npos) << message;
+    EXPECT_NE(message.find(fifo.string()), std::string::npos) << message;
+  }
+  EXPECT_THROW(base::FileReader r(dir.path()), IoError);  // a directory, too
+}
 
 TEST(CheckedArithmetic, DetectsOverflowAndNamesWhat) {
   EXPECT_EQ(checked_add<uint64_t>(1, 2, "x"), 3u);
@@ -69,6 +103,124 @@ TEST(AtomicFile, CommitRenamesAndAbandonLeavesNothing) {
   }
   EXPECT_EQ(fs::file_size(target), 8u) << "the old file is untouched";
   EXPECT_EQ(files_in(dir).size(), 1u) << "the temporary file is removed";
+}
+
+// Issue 10, defect 3: a writer killed by a signal left "<target>.tmp-<pid>-<n>" (hundreds of MiB).
+namespace {
+
+// Forks a child that writes 8 MiB through an AtomicFile and then receives `sig`; returns its status.
+int killed_writer(const fs::path& target, base::AtomicFile::Temp temp, int sig) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    base::AtomicFile f(target, temp);
+    std::vector<char> block(1 << 20, 'x');
+    for (int i = 0; i < 8; ++i) f.write(block.data(), block.size());
+    ::raise(sig);
+    ::_exit(0);  // not reached: the signal terminates the child
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+}  // namespace
+
+TEST(AtomicFile, CatchableSignalsRemoveTheTemporaryAndStillTerminate) {
+  const test::TempDir tmp("signals");
+  for (int sig : {SIGTERM, SIGINT, SIGHUP})
+    for (auto temp : {base::AtomicFile::Temp::Named, base::AtomicFile::Temp::Unnamed}) {
+      SCOPED_TRACE(testing::Message() << "signal " << sig << " named " << (temp == base::AtomicFile::Temp::Named));
+      const int status = killed_writer(tmp / "out.gguf", temp, sig);
+      ASSERT_TRUE(WIFSIGNALED(status)) << status;
+      EXPECT_EQ(WTERMSIG(status), sig);
+      EXPECT_TRUE(files_in(tmp.path()).empty()) << files_in(tmp.path()).front();
+    }
+}
+
+TEST(AtomicFile, SigkillLeavesNothingWhereTheFilesystemHasTmpfile) {
+  const test::TempDir tmp("sigkill");
+  {
+    base::AtomicFile probe(tmp / "probe");
+    if (!probe.unnamed()) GTEST_SKIP() << "no O_TMPFILE on " << tmp.path();
+    EXPECT_TRUE(probe.temp_path().empty());
+    EXPECT_TRUE(files_in(tmp.path()).empty()) << "an unnamed temporary has no directory entry";
+  }
+  const int status = killed_writer(tmp / "out.gguf", base::AtomicFile::Temp::Unnamed, SIGKILL);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_TRUE(files_in(tmp.path()).empty());
+}
+
+TEST(AtomicFile, NamedTemporariesOfDeadProcessesAreRemovedByTheNextWriter) {
+  const test::TempDir tmp("stale");
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  const fs::path target = tmp / "out.gguf";
+  const std::string prefix = base::AtomicFile::temp_prefix(target);
+  const fs::path stale = prefix + std::to_string(dead) + "-0";
+  const fs::path live = prefix + std::to_string(::getpid()) + "-99";
+  const fs::path other = base::AtomicFile::temp_prefix(tmp / "other.gguf") + std::to_string(dead) + "-0";
+  for (const auto& p : {stale, live, other}) std::ofstream(p) << "leftover";
+  {
+    base::AtomicFile f(target, base::AtomicFile::Temp::Named);
+    EXPECT_EQ(f.temp_path().string().rfind(prefix, 0), 0u) << f.temp_path();
+  }
+  EXPECT_FALSE(fs::exists(stale)) << "its process is gone";
+  EXPECT_TRUE(fs::exists(live)) << "a live process's temporary is never touched";
+  EXPECT_TRUE(fs::exists(other)) << "another target's temporaries are left to its own writer";
+}
+
+TEST(AtomicFile, RequireSpaceNamesPathNeededAndAvailable) {
+  const test::TempDir tmp("space");
+  base::AtomicFile f(tmp / "big.gguf");
+  f.require_space(1);
+  try {
+    f.require_space(uint64_t{1} << 62);
+    FAIL() << "4 EiB fit";
+  } catch (const IoError& e) {
+    EXPECT_NE(e.message().find((tmp / "big.gguf").string()), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("needs 4611686018427387904 bytes"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("available"), std::string::npos) << e.message();
+  }
+}
+
+// Issue 10, defect 9: a mapped file truncated on disk while in use raised a bare SIGBUS.
+TEST(FileMapping, TruncatedWhileMappedIsAnErrorNamingTheFile) {
+  const test::TempDir tmp("sigbus");
+  const fs::path file = tmp / "model.gguf";
+  std::ofstream(file, std::ios::binary) << std::string(3 * 4096, 'x');
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(pipe_fds[1], STDERR_FILENO);
+    base::FileMapping m(file, 0, 3 * 4096);
+    ::truncate(file.c_str(), 0);
+    volatile char c = static_cast<const char*>(static_cast<const void*>(m.data()))[2 * 4096 + 5];
+    (void)c;
+    ::_exit(0);  // not reached: the read faults
+  }
+  ::close(pipe_fds[1]);
+  std::string err;
+  char buf[512];
+  for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<size_t>(n));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(err.find("skainet: error: " + file.string() + ": the mapped file was truncated or rewritten"), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("file offset 8197"), std::string::npos) << err;
+}
+
+TEST(AvailableMemory, ReadsMemAvailableInBytes) {
+  EXPECT_EQ(base::available_memory("MemTotal:       32000000 kB\nMemFree: 1 kB\nMemAvailable:   24323360 kB\n"),
+            uint64_t{24323360} * 1024);
+  EXPECT_EQ(base::available_memory("MemTotal: 1 kB\n"), std::nullopt);
+  const auto here = base::available_memory();
+  ASSERT_TRUE(here.has_value());
+  EXPECT_GT(*here, 0u);
 }
 
 TEST(AtomicFile, UnwritableDirectoryIsAnIoError) {

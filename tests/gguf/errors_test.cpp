@@ -68,6 +68,26 @@ TEST_F(GgufErrors, Counts) {
   EXPECT_EQ(kind_of(GgufBuilder().header(3, 2, 0)), FormatErrorKind::Truncated);
 }
 
+// Issue 10, defect 1: names up to 64 KiB were accepted; tensor names are now capped near ggml's
+// GGML_MAX_NAME and the error names the tensor index, the offset, the length and the limit.
+TEST_F(GgufErrors, TensorNameLongerThanTheFormatNeedsIsRefused) {
+  const std::string ok(ReadOptions{}.max_tensor_name_bytes, 'n');
+  GgufBuilder fits;
+  fits.header(3, 1, 0).tensor_info(ok, {32}, 0, 0).pad_to(32).zeros(128);
+  write_file(path_, fits.bytes());
+  EXPECT_EQ(read_header(path_).tensors.at(0).name, ok);
+
+  GgufBuilder b;
+  b.header(3, 2, 0).tensor_info("w", {32}, 0, 0).tensor_info(std::string(25000, 'n'), {32}, 0, 128).pad_to(32).zeros(256);
+  EXPECT_EQ(kind_of(b), FormatErrorKind::LengthTooLarge);
+  EXPECT_NE(last_message_.find("tensor info 1"), std::string::npos) << last_message_;
+  EXPECT_NE(last_message_.find("length 25000"), std::string::npos) << last_message_;
+  EXPECT_NE(last_message_.find("limit of 256"), std::string::npos) << last_message_;
+  EXPECT_NE(last_message_.find("offset "), std::string::npos) << last_message_;
+  // Metadata keys keep their own, larger limit.
+  EXPECT_EQ(read_header(path_, ReadOptions{.max_tensor_name_bytes = 1u << 16}).tensors.size(), 2u);
+}
+
 TEST_F(GgufErrors, Metadata) {
   EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 2).kv_u32("a", 1).kv_u32("a", 2)), FormatErrorKind::DuplicateKey);
   EXPECT_NE(last_message_.find("'a'"), std::string::npos) << last_message_;

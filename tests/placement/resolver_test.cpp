@@ -257,6 +257,26 @@ TEST(WeightFormText, ParsesAndPrints) {
   EXPECT_THROW(TensorOverride::parse("([=f32"), InvalidArgument);
 }
 
+// Issue 10, defect 1: std::regex recursed per character and per nesting level and overflowed the
+// stack (SIGSEGV) on a long name or a deeply nested pattern. The matcher must stay bounded.
+TEST(OverrideTensor, LongNamesAndDeepPatternsDoNotOverflowTheStack) {
+  const auto long_name = tensor(std::string(1u << 20, 'a') + ".weight", {256, 64}, GgmlType::Q4_0);
+  FormOverrides all;
+  all.per_tensor.push_back(TensorOverride::parse(".*=f32,heap"));
+  const Decision d = resolve(long_name, MemoryProfile::preset("default"), kAll, all);
+  EXPECT_EQ(d.decided_by, DecidedBy::PerTensorOverride);
+  EXPECT_EQ(d.held_type, GgmlType::F32);
+
+  FormOverrides alt;
+  alt.per_tensor.push_back(TensorOverride::parse("(a|b)*x=f32,heap"));  // backtracks in std::regex
+  EXPECT_EQ(resolve(long_name, MemoryProfile::preset("default"), kAll, alt).decided_by, DecidedBy::Resolver);
+
+  const std::string deep = std::string(100000, '(') + "a" + std::string(100000, ')') + "=f32";
+  EXPECT_TRUE(TensorOverride::parse(deep).matches("blk.0.a"));  // RE2 parses and runs it without recursing
+  EXPECT_THROW(TensorOverride::parse(std::string(100000, '(') + "=f32"), InvalidArgument);
+  EXPECT_TRUE(TensorOverride::parse("((((attn_k))))=f32").matches("blk.0.attn_k.weight"));
+}
+
 TEST(Profiles, PresetsAndSizes) {
   for (auto name : MemoryProfile::preset_names()) EXPECT_EQ(MemoryProfile::preset(name).name, name);
   EXPECT_THROW(MemoryProfile::preset("turbo"), InvalidArgument);

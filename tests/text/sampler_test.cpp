@@ -145,6 +145,29 @@ std::vector<int32_t> run(const SamplerConfig& cfg, int steps) {
   return out;
 }
 
+// Issue 10, defect 5: --repeat-last-n 500000000 made the sampler allocate a 1.9 GiB ring, outside the
+// plan. The ring is bounded by the context the plan knows; the penalty behaves the same.
+TEST(Sampler, HistoryRingIsBoundedByTheContext) {
+  if (!test::allocation_counter_available()) GTEST_SKIP() << "no allocation counter under a sanitizer";
+  const SamplerConfig huge{.temperature = 0.0f, .repeat_penalty = 2.0f, .repeat_last_n = 500000000};
+  test::AllocWatch watch;
+  Sampler s(512, huge, 256);
+  const test::AllocStats stats = watch.stop();
+  EXPECT_LT(stats.peak_live, 64u * 1024) << "bytes";
+  // Same choices as a sampler whose look-back is exactly the context.
+  SamplerConfig exact = huge;
+  exact.repeat_last_n = 256;
+  Sampler t(512, exact);
+  std::vector<float> logits(512);
+  for (int i = 0; i < 512; ++i) logits[static_cast<size_t>(i)] = static_cast<float>(i % 7);
+  for (int step = 0; step < 300; ++step) {
+    const int32_t a = s.sample(logits), b = t.sample(logits);
+    ASSERT_EQ(a, b) << step;
+    s.accept(a);
+    t.accept(b);
+  }
+}
+
 TEST(Sampler, SameSeedSameSequence) {
   const SamplerConfig cfg{.temperature = 0.9f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f,
                           .repeat_penalty = 1.1f, .repeat_last_n = 16, .seed = 1234};
