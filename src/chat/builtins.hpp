@@ -1,0 +1,45 @@
+// Jinja2's attribute and item lookup, filters, tests, the Python methods templates call on strings,
+// dicts and lists, and the globals (range, namespace, dict, raise_exception, strftime_now).
+// Everything here reports failure through fail(); the evaluator adds the line and column.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "chat/value.hpp"
+#include "skainet/chat.hpp"
+
+namespace skainet::chat {
+
+// Jinja2's sandboxed getattr / getitem: a missing attribute or key is Undefined, an attribute of
+// Undefined fails, and methods that change a list or dict are refused as the immutable sandbox does.
+Value get_attr(const Value& obj, const std::string& name);
+Value get_item(const Value& obj, const Value& key);
+Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step);
+
+// Items a for loop visits: list items, dict keys, string characters, nothing for Undefined.
+std::vector<Value> iterate(const Value& v);
+size_t length(const Value& v);
+bool contains(const Value& container, const Value& item);
+
+// Names this interpreter implements; jinja2_builtin: a Jinja2 built-in it does not implement.
+bool known_filter(std::string_view name);
+bool known_test(std::string_view name);
+bool jinja2_builtin_filter(std::string_view name);
+
+Value apply_filter(const std::string& name, const Value& v, Args& args, const Limits& limits);
+bool apply_test(const std::string& name, const Value& v, Args& args);
+
+Value string_method(const std::string& s, const std::string& name, Args& args, const Limits& limits);
+
+// Fills `globals` with range, namespace, dict, raise_exception, strftime_now.
+void add_globals(std::vector<std::pair<std::string, Value>>& globals, const Options& options);
+
+// Python's str methods used by several filters.
+std::string py_strip(std::string_view s, const Value* chars, bool left, bool right);
+std::string py_title_word(std::string_view s);  // first character upper, rest lower (ASCII)
+std::string ascii_upper(std::string s);
+std::string ascii_lower(std::string s);
+std::vector<std::string> py_splitlines(std::string_view s);
+
+}  // namespace skainet::chat

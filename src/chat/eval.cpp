@@ -1,0 +1,520 @@
+#include "chat/eval.hpp"
+
+#include <cmath>
+
+#include "chat/builtins.hpp"
+
+namespace skainet::chat {
+namespace {
+
+// Restores the evaluator's scope pointer on every exit path.
+struct ScopeSwap {
+  ScopeSwap(Frame*& slot, Frame* next) : slot(slot), saved(slot) { slot = next; }
+  ~ScopeSwap() { slot = saved; }
+  Frame*& slot;
+  Frame* saved;
+};
+
+int64_t checked(bool overflow, int64_t r, const char* op) {
+  if (overflow) fail(std::string("integer overflow in '") + op + "'");
+  return r;
+}
+
+int64_t floor_div(int64_t a, int64_t b) {
+  if (b == 0) fail("integer division or modulo by zero");
+  if (a == INT64_MIN && b == -1) fail("integer overflow in '//'");
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+int64_t py_mod(int64_t a, int64_t b) {
+  if (b == 0) fail("integer division or modulo by zero");
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+// Python's printf-style `str % args` for %s, %r, %d, %i and %%.
+std::string percent_format(const std::string& fmt, const Value& r) {
+  std::vector<Value> args;
+  if (r.is_list() && r.list().tuple) args = r.list().items;
+  else args.push_back(r);
+  std::string out;
+  size_t next = 0;
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    if (fmt[i] != '%') { out += fmt[i]; continue; }
+    if (++i >= fmt.size()) fail("incomplete format");
+    char c = fmt[i];
+    if (c == '%') { out += '%'; continue; }
+    if (c != 's' && c != 'r' && c != 'd' && c != 'i') fail(std::string("'%") + c + "' in a % format is not supported");
+    if (next >= args.size()) fail("not enough arguments for format string");
+    const Value& a = args[next++];
+    if (c == 's') out += to_str(a);
+    else if (c == 'r') out += repr(a);
+    else if (a.is_float()) out += std::to_string(static_cast<int64_t>(a.as_double()));
+    else if (a.is_int() || a.is_bool()) out += std::to_string(a.as_int());
+    else fail("%d format: a real number is required, not " + type_name(a));
+  }
+  // Python lets a mapping or list argument go unused (it could feed %(name)s); anything else must be used.
+  bool mapping = r.is_dict() || (r.is_list() && !r.list().tuple);
+  if (next < args.size() && !(mapping && next == 0)) fail("not all arguments converted during string formatting");
+  return out;
+}
+
+}  // namespace
+
+Evaluator::DepthGuard::DepthGuard(Evaluator& e, int line, int column) : e(e) {
+  if (++e.depth_ > e.options_.limits.max_depth) {
+    --e.depth_;
+    throw TemplateError("recursion deeper than " + std::to_string(e.options_.limits.max_depth) + " levels", line, column);
+  }
+}
+
+void Evaluator::step(int line, int column) {
+  if (++steps_ > options_.limits.max_steps)
+    throw TemplateError("more than " + std::to_string(options_.limits.max_steps) + " evaluation steps", line, column);
+}
+
+void Evaluator::append(std::string& out, std::string_view text, int line, int column) const {
+  if (out.size() + text.size() > options_.limits.max_output_bytes)
+    throw TemplateError("output larger than " + std::to_string(options_.limits.max_output_bytes) + " bytes", line, column);
+  out += text;
+}
+
+std::string Evaluator::render(const nlohmann::ordered_json& context) {
+  if (!context.is_object() && !context.is_null()) throw TemplateError("the context must be a JSON object", 0, 0);
+  std::vector<std::pair<std::string, Value>> globals;
+  add_globals(globals, options_);
+  for (auto& [k, v] : globals) globals_.vars[k] = std::move(v);
+  if (context.is_object()) {
+    try {
+      for (const auto& [k, v] : context.items()) globals_.vars[k] = from_json(v);
+    } catch (const ValueError& e) {
+      throw TemplateError("context: " + e.message, 0, 0);
+    }
+  }
+  Frame root{{}, &globals_};
+  for (const auto& n : program_.local_names) root.vars[n] = Value::undefined("'" + n + "' is undefined");
+  root_ = &root;
+  ScopeSwap s(frame_, &root);
+  std::string out;
+  if (exec(program_.body, out) != Flow::Normal) throw TemplateError("'break' or 'continue' outside a loop", 0, 0);
+  return out;
+}
+
+Value Evaluator::lookup(const std::string& name) const {
+  for (const Frame* f = frame_; f; f = f->parent) {
+    auto it = f->vars.find(name);
+    if (it != f->vars.end()) return it->second;
+  }
+  return Value::undefined("'" + name + "' is undefined");
+}
+
+Evaluator::Flow Evaluator::exec(const Body& body, std::string& out) {
+  for (const auto& s : body) {
+    Flow f = exec(*s, out);
+    if (f != Flow::Normal) return f;
+  }
+  return Flow::Normal;
+}
+
+Evaluator::Flow Evaluator::exec(const Stmt& s, std::string& out) {
+  step(s.line, s.column);
+  DepthGuard g(*this, s.line, s.column);
+  switch (s.kind) {
+    case SK::Text: append(out, s.text, s.line, s.column); return Flow::Normal;
+    case SK::Output: {
+      Value v = eval(*s.expr);
+      append(out, to_str(v), s.line, s.column);
+      return Flow::Normal;
+    }
+    case SK::If: return exec(truthy(eval(*s.expr)) ? s.body : s.else_body, out);
+    case SK::For: return exec_for(s, out);
+    case SK::Set: exec_set(s, eval(*s.expr)); return Flow::Normal;
+    case SK::SetBlock:
+    case SK::FilterBlock: {
+      std::string inner;
+      Flow f;
+      {
+        Frame block{{}, frame_};  // a block set or filter body is its own scope
+        for (const auto& n : s.local_names) block.vars[n] = Value::undefined("'" + n + "' is undefined");
+        ScopeSwap sw(frame_, &block);
+        f = exec(s.body, inner);
+      }
+      if (f != Flow::Normal) return f;  // a break inside leaves the enclosing loop, nothing is assigned
+      Value v(std::move(inner));
+      if (s.expr) {
+        // The filter chain's innermost operand is null: it stands for the block's text.
+        std::vector<const Expr*> chain;
+        for (const Expr* e = s.expr.get(); e; e = e->args[0].get()) chain.push_back(e);
+        for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+          Args args = eval_args(**it, 1);
+          try {
+            v = apply_filter((*it)->name, v, args, options_.limits);
+          } catch (const ValueError& e) {
+            throw TemplateError(e.message, (*it)->line, (*it)->column);
+          }
+        }
+      }
+      if (s.kind == SK::SetBlock) exec_set(s, std::move(v));
+      else append(out, to_str(v), s.line, s.column);
+      return Flow::Normal;
+    }
+    case SK::Macro: {
+      const Stmt* macro = &s;
+      frame_->vars[s.text] = make_function(s.text, [this, macro](Args& a) { return call_macro(*macro, a); });
+      return Flow::Normal;
+    }
+    case SK::Break: return Flow::Break;
+    case SK::Continue: return Flow::Continue;
+    case SK::Body: return exec(s.body, out);
+  }
+  return Flow::Normal;
+}
+
+void Evaluator::exec_set(const Stmt& s, Value value) {
+  if (!s.attr.empty()) {
+    Value target = lookup(s.targets[0]);
+    if (!target.is_dict() || !target.dict().ns)
+      throw TemplateError("cannot assign attribute '" + s.attr + "' on a non-namespace object '" + s.targets[0] + "'", s.line, s.column);
+    target.dict().set(Value(s.attr), std::move(value));
+    return;
+  }
+  if (s.targets.size() == 1) {
+    frame_->vars[s.targets[0]] = std::move(value);
+    return;
+  }
+  std::vector<Value> items;
+  try {
+    items = iterate(value);
+  } catch (const ValueError& e) {
+    throw TemplateError(e.message, s.line, s.column);
+  }
+  if (items.size() != s.targets.size())
+    throw TemplateError("cannot unpack " + std::to_string(items.size()) + " values into " + std::to_string(s.targets.size()) + " names", s.line, s.column);
+  for (size_t i = 0; i < items.size(); ++i) frame_->vars[s.targets[i]] = std::move(items[i]);
+}
+
+Evaluator::Flow Evaluator::exec_for(const Stmt& s, std::string& out) {
+  Value seq = eval(*s.expr);
+  std::vector<Value> all;
+  try {
+    all = iterate(seq);
+  } catch (const ValueError& e) {
+    throw TemplateError(e.message, s.expr->line, s.expr->column);
+  }
+  auto bind = [&](Frame& f, const Value& item) {
+    if (s.targets.size() == 1) {
+      f.vars[s.targets[0]] = item;
+      return;
+    }
+    std::vector<Value> parts;
+    try {
+      parts = iterate(item);
+    } catch (const ValueError& e) {
+      throw TemplateError(e.message, s.line, s.column);
+    }
+    if (parts.size() != s.targets.size())
+      throw TemplateError("cannot unpack " + std::to_string(parts.size()) + " values into " + std::to_string(s.targets.size()) + " loop variables", s.line, s.column);
+    for (size_t i = 0; i < parts.size(); ++i) f.vars[s.targets[i]] = std::move(parts[i]);
+  };
+  std::vector<Value> items;
+  if (s.cond) {
+    for (const Value& item : all) {
+      step(s.line, s.column);
+      Frame f{{}, frame_};
+      bind(f, item);
+      ScopeSwap sw(frame_, &f);
+      if (truthy(eval(*s.cond))) items.push_back(item);
+    }
+  } else {
+    items = std::move(all);
+  }
+  // Jinja2 runs `else` unless some iteration reached the end of the body: a loop that breaks or
+  // continues in every iteration it ran also gets its else.
+  bool completed = false;
+  const int64_t n = static_cast<int64_t>(items.size());
+  for (int64_t i = 0; i < n; ++i) {
+    step(s.line, s.column);
+    Frame f{{}, frame_};
+    for (const auto& name : s.local_names) f.vars[name] = Value::undefined("'" + name + "' is undefined");
+    bind(f, items[static_cast<size_t>(i)]);
+    Value loop = make_dict();
+    DictObj& d = loop.dict();
+    d.loop = true;
+    d.set("index0", Value(i));
+    d.set("index", Value(i + 1));
+    d.set("revindex", Value(n - i));
+    d.set("revindex0", Value(n - i - 1));
+    d.set("first", Value(i == 0));
+    d.set("last", Value(i == n - 1));
+    d.set("length", Value(n));
+    d.set("depth", Value(1));
+    d.set("depth0", Value(0));
+    d.set("previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : Value::undefined("there is no previous item"));
+    d.set("nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value::undefined("there is no next item"));
+    d.set("cycle", make_function("loop.cycle", [i](Args& a) -> Value {
+      if (a.pos.empty()) fail("no items for cycling given");
+      return a.pos[static_cast<size_t>(i) % a.pos.size()];
+    }));
+    f.vars["loop"] = std::move(loop);
+    ScopeSwap sw(frame_, &f);
+    Flow fl = exec(s.body, out);
+    if (fl == Flow::Break) break;
+    completed = completed || fl == Flow::Normal;
+  }
+  return completed ? Flow::Normal : exec(s.else_body, out);  // a break in else belongs to an outer loop
+}
+
+Value Evaluator::call_macro(const Stmt& m, Args& args) {
+  DepthGuard g(*this, m.line, m.column);
+  Frame f{{}, root_};
+  for (const auto& name : m.local_names) f.vars[name] = Value::undefined("'" + name + "' is undefined");
+  size_t np = m.params.size();
+  std::vector<Value> extra;
+  for (size_t i = 0; i < args.pos.size(); ++i) {
+    if (i < np) f.vars[m.params[i].first] = args.pos[i];
+    else extra.push_back(args.pos[i]);
+  }
+  Value kwargs = make_dict();
+  for (auto& [k, v] : args.kw) {
+    bool known = false;
+    for (size_t i = 0; i < np; ++i)
+      if (m.params[i].first == k) {
+        if (i < args.pos.size()) fail("macro '" + m.text + "' got multiple values for argument '" + k + "'");
+        f.vars[k] = v;
+        known = true;
+      }
+    if (!known) kwargs.dict().set(Value(k), v);
+  }
+  ScopeSwap sw(frame_, &f);
+  for (size_t i = args.pos.size(); i < np; ++i) {
+    const auto& [name, def] = m.params[i];
+    if (f.vars.count(name)) continue;
+    f.vars[name] = def ? eval(*def) : Value::undefined("parameter '" + name + "' was not provided");
+  }
+  // Jinja2 refuses surplus arguments unless the body mentions varargs / kwargs; we accept them.
+  f.vars["varargs"] = make_list(std::move(extra), true);
+  f.vars["kwargs"] = std::move(kwargs);
+  std::string out;
+  if (exec(m.body, out) != Flow::Normal) fail("'break' or 'continue' outside a loop in macro '" + m.text + "'");
+  return Value(std::move(out));
+}
+
+Args Evaluator::eval_args(const Expr& e, size_t first) {
+  Args a;
+  for (size_t i = first; i < e.args.size(); ++i) a.pos.push_back(eval(*e.args[i]));
+  for (const auto& [k, v] : e.kwargs) a.kw.emplace_back(k, eval(*v));
+  return a;
+}
+
+Value Evaluator::eval(const Expr& e) {
+  step(e.line, e.column);
+  DepthGuard g(*this, e.line, e.column);
+  try {
+    return eval_inner(e);
+  } catch (const ValueError& err) {
+    throw TemplateError(err.message, e.line, e.column);
+  }
+}
+
+Value Evaluator::eval_call(const Expr& e) {
+  Value callee = eval(*e.args[0]);
+  Args a = eval_args(e, 1);
+  if (callee.is_undefined()) {
+    const std::string& hint = callee.undefined_name();
+    fail(hint.empty() ? "call of an undefined value" : hint);
+  }
+  if (!callee.is_function()) fail("'" + type_name(callee) + "' object is not callable");
+  Value r = callee.function().call(a);
+  if (r.is_string() && r.str().size() > options_.limits.max_output_bytes)
+    fail("string larger than " + std::to_string(options_.limits.max_output_bytes) + " bytes");
+  return r;
+}
+
+Value Evaluator::eval_inner(const Expr& e) {
+  switch (e.kind) {
+    case EK::Literal: return e.literal;
+    case EK::Name: return lookup(e.name);
+    case EK::List:
+    case EK::Tuple: {
+      std::vector<Value> items;
+      for (const auto& a : e.args) items.push_back(eval(*a));
+      return make_list(std::move(items), e.kind == EK::Tuple);
+    }
+    case EK::Dict: {
+      Value d = make_dict();
+      for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
+        Value k = eval(*e.args[i]);
+        if (k.is_list() && !k.list().tuple) fail("unhashable type: 'list'");
+        if (k.is_dict()) fail("unhashable type: 'dict'");
+        d.dict().set(std::move(k), eval(*e.args[i + 1]));
+      }
+      return d;
+    }
+    case EK::Attr: return get_attr(eval(*e.args[0]), e.name);
+    case EK::Item: {
+      Value obj = eval(*e.args[0]);
+      return get_item(obj, eval(*e.args[1]));
+    }
+    case EK::Slice: {
+      Value obj = eval(*e.args[0]);
+      Value parts[3];
+      for (int i = 0; i < 3; ++i) parts[i] = e.args[1 + i] ? eval(*e.args[1 + i]) : Value(None{});
+      return slice(obj, parts[0], parts[1], parts[2]);
+    }
+    case EK::Call: return eval_call(e);
+    case EK::Filter: {
+      Value v = e.args[0] ? eval(*e.args[0]) : Value(std::string());
+      Args a = eval_args(e, 1);
+      return apply_filter(e.name, v, a, options_.limits);
+    }
+    case EK::Test: {
+      // `x is defined` must not fail on an undefined name; an undefined attribute of a defined
+      // object is fine too; only attribute-of-undefined fails, inside eval.
+      Value v = eval(*e.args[0]);
+      Args a = eval_args(e, 1);
+      bool r = apply_test(e.name, v, a);
+      return Value(e.negate ? !r : r);
+    }
+    case EK::Not: return Value(!truthy(eval(*e.args[0])));
+    case EK::Neg:
+    case EK::Pos: {
+      Value v = eval(*e.args[0]);
+      if (v.is_undefined()) fail(v.undefined_name());
+      if (!v.is_number()) fail("bad operand type for unary " + std::string(e.kind == EK::Neg ? "-" : "+") + ": '" + type_name(v) + "'");
+      if (e.kind == EK::Pos) return v.is_bool() ? Value(v.as_int()) : v;
+      if (v.is_float()) return Value(-v.as_double());
+      return Value(checked(v.as_int() == INT64_MIN, -v.as_int(), "-"));
+    }
+    case EK::Binary: return eval_binary(e);
+    case EK::And: {
+      Value l = eval(*e.args[0]);
+      return truthy(l) ? eval(*e.args[1]) : l;
+    }
+    case EK::Or: {
+      Value l = eval(*e.args[0]);
+      return truthy(l) ? l : eval(*e.args[1]);
+    }
+    case EK::Compare: {
+      Value l = eval(*e.args[0]);
+      for (size_t i = 0; i < e.ops.size(); ++i) {
+        Value r = eval(*e.args[i + 1]);
+        const std::string& op = e.ops[i];
+        bool ok;
+        if (op == "==") ok = equal(l, r);
+        else if (op == "!=") ok = !equal(l, r);
+        else if (op == "in") ok = contains(r, l);
+        else if (op == "notin") ok = !contains(r, l);
+        else {
+          if (l.is_undefined()) fail(l.undefined_name());
+          if (r.is_undefined()) fail(r.undefined_name());
+          int c = compare(l, r);
+          ok = op == "<" ? c < 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : c >= 0;
+        }
+        if (!ok) return Value(false);
+        l = std::move(r);
+      }
+      return Value(true);
+    }
+    case EK::Concat: {
+      std::string s;
+      for (const auto& a : e.args) {
+        s += to_str(eval(*a));
+        if (s.size() > options_.limits.max_output_bytes) fail("string larger than " + std::to_string(options_.limits.max_output_bytes) + " bytes");
+      }
+      return Value(std::move(s));
+    }
+    case EK::Cond: {
+      if (truthy(eval(*e.args[1]))) return eval(*e.args[0]);
+      return e.args[2] ? eval(*e.args[2]) : Value::undefined("the inline if expression evaluated to false and no else section was defined");
+    }
+  }
+  fail("unknown expression");
+}
+
+Value Evaluator::eval_binary(const Expr& e) {
+  Value l = eval(*e.args[0]);
+  Value r = eval(*e.args[1]);
+  const std::string& op = e.name;
+  if (l.is_undefined()) fail(l.undefined_name());
+  if (r.is_undefined()) fail(r.undefined_name());
+  const size_t max = options_.limits.max_output_bytes;
+  auto type_error = [&]() -> Value {
+    fail("unsupported operand type(s) for " + op + ": '" + type_name(l) + "' and '" + type_name(r) + "'");
+  };
+  if (op == "+") {
+    if (l.is_string() && r.is_string()) {
+      if (l.str().size() + r.str().size() > max) fail("string larger than " + std::to_string(max) + " bytes");
+      if (l.markup != r.markup) {  // Markup + str escapes the str, and the sum stays Markup
+        Value m(l.markup ? l.str() + html_escape(r.str()) : html_escape(l.str()) + r.str());
+        m.markup = true;
+        return m;
+      }
+      Value sum(l.str() + r.str());
+      sum.markup = l.markup;
+      return sum;
+    }
+    if (l.is_list() && r.is_list() && l.list().tuple == r.list().tuple) {
+      std::vector<Value> items = l.list().items;
+      items.insert(items.end(), r.list().items.begin(), r.list().items.end());
+      return make_list(std::move(items), l.list().tuple);
+    }
+  }
+  if (op == "*" && (((l.is_string() || l.is_list()) && (r.is_int() || r.is_bool())) ||
+                    ((r.is_string() || r.is_list()) && (l.is_int() || l.is_bool())))) {
+    const Value& seq = l.is_int() || l.is_bool() ? r : l;
+    int64_t n = std::max<int64_t>(0, (l.is_int() || l.is_bool() ? l : r).as_int());
+    size_t unit = seq.is_string() ? seq.str().size() : seq.list().items.size();
+    if (unit != 0 && static_cast<uint64_t>(n) > max / unit) fail("repetition larger than " + std::to_string(max) + " items or bytes");
+    if (seq.is_string()) {
+      std::string s;
+      for (int64_t i = 0; i < n; ++i) s += seq.str();
+      return Value(std::move(s));
+    }
+    std::vector<Value> items;
+    for (int64_t i = 0; i < n; ++i) items.insert(items.end(), seq.list().items.begin(), seq.list().items.end());
+    return make_list(std::move(items), seq.list().tuple);
+  }
+  if (op == "%" && l.is_string()) return Value(percent_format(l.str(), r));
+  if (!l.is_number() || !r.is_number()) return type_error();
+  bool fl = l.is_float() || r.is_float();
+  if (op == "/") {
+    if (r.as_double() == 0) fail("division by zero");
+    return Value(l.as_double() / r.as_double());
+  }
+  if (fl) {
+    double a = l.as_double(), b = r.as_double();
+    if (op == "+") return Value(a + b);
+    if (op == "-") return Value(a - b);
+    if (op == "*") return Value(a * b);
+    if (op == "**") return Value(std::pow(a, b));
+    if (b == 0) fail("float modulo or division by zero");
+    if (op == "//") return Value(std::floor(a / b));
+    double m = std::fmod(a, b);
+    if (m != 0 && ((m < 0) != (b < 0))) m += b;
+    return Value(m);
+  }
+  int64_t a = l.as_int(), b = r.as_int(), out = 0;
+  bool overflow = false;
+  if (op == "+") overflow = __builtin_add_overflow(a, b, &out);
+  if (op == "-") overflow = __builtin_sub_overflow(a, b, &out);
+  if (op == "*") overflow = __builtin_mul_overflow(a, b, &out);
+  if (op == "+" || op == "-" || op == "*") return Value(checked(overflow, out, op.c_str()));
+  if (op == "//") return Value(floor_div(a, b));
+  if (op == "%") return Value(py_mod(a, b));
+  if (op == "**") {
+    if (b < 0) return Value(std::pow(static_cast<double>(a), static_cast<double>(b)));
+    if (a == 0 || a == 1) return Value(b == 0 ? int64_t{1} : a);
+    if (a == -1) return Value(b % 2 ? int64_t{-1} : int64_t{1});
+    int64_t res = 1;  // |a| >= 2 overflows within 63 steps
+    for (int64_t i = 0; i < b; ++i)
+      if (__builtin_mul_overflow(res, a, &res)) fail("integer overflow in '**'");
+    return Value(res);
+  }
+  return type_error();
+}
+
+}  // namespace skainet::chat

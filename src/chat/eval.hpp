@@ -1,0 +1,54 @@
+// Walks the parsed template: scopes as Jinja2 makes them (a for body and a macro call are new
+// scopes, an if is not), loop controls, macros, and the output and step limits.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+
+#include "chat/ast.hpp"
+#include "skainet/chat.hpp"
+
+namespace skainet::chat {
+
+struct Frame {
+  std::unordered_map<std::string, Value> vars;
+  Frame* parent = nullptr;
+};
+
+class Evaluator {
+ public:
+  Evaluator(const Program& program, const Options& options) : program_(program), options_(options) {}
+  std::string render(const nlohmann::ordered_json& context);
+
+ private:
+  enum class Flow { Normal, Break, Continue };
+  struct DepthGuard {
+    DepthGuard(Evaluator& e, int line, int column);
+    ~DepthGuard() { --e.depth_; }
+    Evaluator& e;
+  };
+
+  Flow exec(const Body& body, std::string& out);
+  Flow exec(const Stmt& s, std::string& out);
+  Flow exec_for(const Stmt& s, std::string& out);
+  void exec_set(const Stmt& s, Value value);
+  Value eval(const Expr& e);
+  Value eval_inner(const Expr& e);
+  Value eval_binary(const Expr& e);
+  Value eval_call(const Expr& e);
+  Value call_macro(const Stmt& macro, Args& args);
+  Args eval_args(const Expr& e, size_t first);
+  Value lookup(const std::string& name) const;
+  void step(int line, int column);
+  void append(std::string& out, std::string_view text, int line, int column) const;
+
+  const Program& program_;
+  const Options& options_;
+  Frame globals_;
+  Frame* root_ = nullptr;   // the template's top-level scope; macros resolve free names from it
+  Frame* frame_ = nullptr;  // innermost scope
+  int depth_ = 0;
+  uint64_t steps_ = 0;
+};
+
+}  // namespace skainet::chat

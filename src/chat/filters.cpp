@@ -1,0 +1,455 @@
+// Jinja2's built-in filters and tests, with HuggingFace's tojson (Python's json.dumps, no HTML
+// escaping, ensure_ascii off by default).
+#include <algorithm>
+#include <cmath>
+
+#include "chat/builtins.hpp"
+
+namespace skainet::chat {
+namespace {
+
+// Positional-or-keyword parameter lookup: f(value, a, b=...) as Python would bind it.
+const Value* param(const Args& a, size_t i, std::string_view name) {
+  if (i < a.pos.size()) return &a.pos[i];
+  return a.kwarg(name);
+}
+
+bool param_bool(const Args& a, size_t i, std::string_view name, bool def) {
+  const Value* v = param(a, i, name);
+  return v ? truthy(*v) : def;
+}
+
+// Jinja2's make_attrgetter: "a.b.0" walks attributes/items; Undefined where missing.
+Value attr_path(const Value& item, const Value& attr) {
+  if (!attr.is_string()) return get_item(item, attr);
+  Value v = item;
+  std::string path = attr.str();
+  size_t i = 0;
+  for (;;) {
+    size_t j = path.find('.', i);
+    std::string part = path.substr(i, j == std::string::npos ? std::string::npos : j - i);
+    bool digits = !part.empty() && part.size() < 18 && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    v = digits ? get_item(v, Value(static_cast<int64_t>(std::stoll(part)))) : get_item(v, Value(part));
+    if (j == std::string::npos) return v;
+    i = j + 1;
+  }
+}
+
+// Sort key with Jinja2's case folding of strings when case_sensitive is false.
+Value fold(const Value& v, bool case_sensitive) {
+  if (!case_sensitive && v.is_string()) return Value(ascii_lower(v.str()));
+  return v;
+}
+
+std::vector<Value> select_items(const Value& seq, Args& a, bool attr_mode, bool keep) {
+  size_t first = 0;
+  Value attr;
+  if (attr_mode) {
+    if (a.pos.empty()) fail("selectattr/rejectattr need an attribute name");
+    attr = a.pos[0];
+    first = 1;
+  }
+  std::string test;
+  Args targs;
+  if (a.pos.size() > first) {
+    if (!a.pos[first].is_string()) fail("the test name must be a string");
+    test = a.pos[first].str();
+    targs.pos.assign(a.pos.begin() + static_cast<std::ptrdiff_t>(first + 1), a.pos.end());
+    targs.kw = a.kw;
+  }
+  std::vector<Value> out;
+  if (!truthy(seq)) return out;  // Jinja2's select_or_reject starts with `if value:`
+  for (const Value& item : iterate(seq)) {
+    Value v = attr_mode ? attr_path(item, attr) : item;
+    bool r = test.empty() ? truthy(v) : apply_test(test, v, targs);
+    if (r == keep) out.push_back(item);
+  }
+  return out;
+}
+
+Value tojson(const Value& v, const Args& a) {
+  bool ensure_ascii = param_bool(a, 0, "ensure_ascii", false);
+  const Value* ind = param(a, 1, "indent");
+  const Value* seps = param(a, 2, "separators");
+  bool sort_keys = param_bool(a, 3, "sort_keys", false);
+  int indent = -1;
+  if (ind && !ind->is_none()) {
+    if (!ind->is_int()) fail("tojson: indent must be an integer");
+    indent = static_cast<int>(std::clamp<int64_t>(ind->as_int(), 0, 64));
+  }
+  std::string item_sep = indent >= 0 ? "," : ", ", key_sep = ": ";
+  if (seps && !seps->is_none()) {
+    if (!seps->is_list() || seps->list().items.size() != 2 || !seps->list().items[0].is_string() || !seps->list().items[1].is_string())
+      fail("tojson: separators must be a pair of strings");
+    item_sep = seps->list().items[0].str();
+    key_sep = seps->list().items[1].str();
+  }
+  return Value(to_json(v, indent, ensure_ascii, item_sep, key_sep, sort_keys));
+}
+
+Value indent_filter(const Value& v, const Args& a) {
+  const Value* w = param(a, 0, "width");
+  std::string ind = w ? (w->is_string() ? w->str() : std::string(static_cast<size_t>(std::clamp<int64_t>(w->as_int(), 0, 1024)), ' ')) : "    ";
+  bool first = param_bool(a, 1, "first", false);
+  bool blank = param_bool(a, 2, "blank", false);
+  if (!v.is_string()) fail("indent: expected a string, got '" + type_name(v) + "'");
+  std::string s = v.str() + "\n";
+  std::vector<std::string> lines = py_splitlines(s);
+  std::string rv;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i > 0) {
+      rv += '\n';
+      if (blank || !lines[i].empty()) rv += ind;
+    }
+    rv += lines[i];
+  }
+  if (first) rv = ind + rv;
+  return Value(rv);
+}
+
+// Jinja2's do_title: words split at whitespace, '-', and opening brackets.
+std::string jinja_title(const std::string& s) {
+  std::string out;
+  size_t i = 0;
+  auto sep = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '-' || c == '(' || c == '{' || c == '[' || c == '<'; };
+  while (i < s.size()) {
+    size_t j = i;
+    if (sep(s[i])) {
+      while (j < s.size() && sep(s[j])) ++j;
+      out += s.substr(i, j - i);
+    } else {
+      while (j < s.size() && !sep(s[j])) ++j;
+      out += py_title_word(s.substr(i, j - i));
+    }
+    i = j;
+  }
+  return out;
+}
+
+bool in_list(std::string_view name, std::initializer_list<std::string_view> names) {
+  for (std::string_view n : names)
+    if (n == name) return true;
+  return false;
+}
+
+Value generator(std::vector<Value> items) {
+  Value v = make_list(std::move(items));
+  v.list().generator = true;
+  return v;
+}
+
+}  // namespace
+
+bool known_filter(std::string_view n) {
+  return in_list(n, {"tojson", "safe", "e", "escape", "forceescape", "string", "trim", "length", "count", "upper",
+                     "lower", "capitalize", "title", "replace", "default", "d", "join", "first", "last", "list",
+                     "reverse", "items", "int", "float", "abs", "round", "map", "select", "reject", "selectattr",
+                     "rejectattr", "unique", "sort", "dictsort", "min", "max", "sum", "batch", "indent",
+                     "wordcount", "center"});
+}
+
+bool known_test(std::string_view n) {
+  return in_list(n, {"defined", "undefined", "none", "string", "mapping", "iterable", "sequence", "number",
+                     "integer", "float", "boolean", "true", "false", "callable", "odd", "even", "divisibleby",
+                     "eq", "equalto", "==", "ne", "!=", "lt", "lessthan", "<", "le", "<=", "gt", "greaterthan",
+                     ">", "ge", ">=", "in", "sameas", "lower", "upper", "escaped"});
+}
+
+bool jinja2_builtin_filter(std::string_view n) {
+  return in_list(n, {"attr", "filesizeformat", "format", "groupby", "pprint", "random", "slice", "striptags",
+                     "truncate", "urlencode", "urlize", "wordwrap", "xmlattr"});
+}
+
+Value apply_filter(const std::string& name, const Value& v, Args& a, const Limits& limits) {
+  if (name == "tojson") return tojson(v, a);
+  if (name == "safe" || name == "e" || name == "escape" || name == "forceescape") {
+    Value out(name == "safe" || (v.markup && name != "forceescape") ? to_str(v) : html_escape(to_str(v)));
+    out.markup = true;
+    return out;
+  }
+  if (name == "string") return v.is_string() ? v : Value(to_str(v));
+  if (name == "trim") return Value(py_strip(to_str(v), param(a, 0, "chars"), true, true));
+  if (name == "length" || name == "count") return Value(static_cast<int64_t>(length(v)));
+  if (name == "upper") return Value(ascii_upper(to_str(v)));
+  if (name == "lower") return Value(ascii_lower(to_str(v)));
+  if (name == "capitalize") return Value(py_title_word(to_str(v)));
+  if (name == "title") return Value(jinja_title(to_str(v)));
+  if (name == "replace") {
+    Args b = a;
+    return string_method(to_str(v), "replace", b, limits);
+  }
+  if (name == "default" || name == "d") {
+    const Value* def = param(a, 0, "default_value");
+    bool boolean = param_bool(a, 1, "boolean", false);
+    if (v.is_undefined() || (boolean && !truthy(v))) return def ? *def : Value(std::string());
+    return v;
+  }
+  if (name == "join") {
+    const Value* d = param(a, 0, "d");
+    const Value* attr = param(a, 1, "attribute");
+    std::string sep = d ? to_str(*d) : "";
+    std::string out;
+    bool first = true;
+    for (const Value& item : iterate(v)) {
+      if (!first) out += sep;
+      first = false;
+      out += to_str(attr ? attr_path(item, *attr) : item);
+      if (out.size() > limits.max_output_bytes) fail("string larger than " + std::to_string(limits.max_output_bytes) + " bytes");
+    }
+    return Value(out);
+  }
+  if (name == "first") {
+    if (v.is_list() && v.list().generator) {  // next(iter(gen)) takes one item
+      auto& items = v.list().items;
+      if (items.empty()) return Value::undefined("No first item, sequence was empty.");
+      Value f = items.front();
+      items.erase(items.begin());
+      return f;
+    }
+    std::vector<Value> items = iterate(v);
+    return items.empty() ? Value::undefined("No first item, sequence was empty.") : items.front();
+  }
+  if (name == "last") {
+    if (v.is_list() && v.list().generator) fail("'generator' object is not reversible");
+    std::vector<Value> items = iterate(v);
+    return items.empty() ? Value::undefined("No last item, sequence was empty.") : items.back();
+  }
+  if (name == "list") return make_list(iterate(v));
+  if (name == "reverse") {
+    if (v.is_string()) {
+      auto cps = code_points(v.str());
+      std::string out;
+      for (auto it = cps.rbegin(); it != cps.rend(); ++it) out += *it;
+      return Value(out);
+    }
+    bool gen = v.is_list() && v.list().generator;  // a list gives an iterator, anything else a list
+    std::vector<Value> items = iterate(v);
+    std::reverse(items.begin(), items.end());
+    return (v.is_list() && !gen) ? generator(std::move(items)) : make_list(std::move(items));
+  }
+  if (name == "items") {
+    if (v.is_undefined()) return generator({});
+    if (!v.is_dict()) fail("Can only get item pairs from a mapping.");
+    std::vector<Value> out;
+    for (const auto& [k, x] : v.dict().items) out.push_back(make_list({k, x}, true));
+    return generator(std::move(out));
+  }
+  if (name == "int" || name == "float") {
+    const Value* def = param(a, 0, "default");
+    Value fallback = def ? *def : (name == "int" ? Value(int64_t{0}) : Value(0.0));
+    if (v.is_undefined()) fail(v.undefined_name());  // int(Undefined) raises, it is no TypeError
+    if (v.is_number()) return name == "int" ? Value(v.is_float() ? static_cast<int64_t>(v.as_double()) : v.as_int()) : Value(v.as_double());
+    if (v.is_string()) {
+      std::string s = py_strip(v.str(), nullptr, true, true);
+      try {
+        size_t used = 0;
+        if (name == "int") {
+          int64_t x = std::stoll(s, &used, 10);
+          if (used == s.size()) return Value(x);
+        }
+        double d = std::stod(s, &used);
+        if (used == s.size()) return name == "int" ? Value(static_cast<int64_t>(d)) : Value(d);
+      } catch (const std::exception&) {
+      }
+    }
+    return fallback;
+  }
+  if (name == "abs") {
+    if (v.is_float()) return Value(std::fabs(v.as_double()));
+    if (v.is_number()) return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
+    fail("bad operand type for abs(): '" + type_name(v) + "'");
+  }
+  if (name == "round") {
+    const Value* p = param(a, 0, "precision");
+    const Value* m = param(a, 1, "method");
+    std::string method = m ? to_str(*m) : "common";
+    int64_t prec = p ? p->as_int() : 0;
+    if (!v.is_number()) fail("round: not a number");
+    if (method == "common" && !v.is_float() && prec >= 0) return Value(v.as_int());  // Python's round(int) is an int
+    double scale = std::pow(10.0, static_cast<double>(prec));
+    double x = v.as_double() * scale;
+    double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);
+    return Value(r / scale);
+  }
+  if (name == "map") {
+    const Value* attr = a.kwarg("attribute");
+    std::vector<Value> out;
+    if (!truthy(v)) return generator(std::move(out));  // do_map starts with `if value:`
+    if (attr) {
+      const Value* def = a.kwarg("default");
+      for (const Value& item : iterate(v)) {
+        Value x = attr_path(item, *attr);
+        out.push_back(x.is_undefined() && def ? *def : x);
+      }
+      return generator(std::move(out));
+    }
+    if (a.pos.empty() || !a.pos[0].is_string()) fail("map needs a filter name or attribute=");
+    Args rest;
+    rest.pos.assign(a.pos.begin() + 1, a.pos.end());
+    rest.kw = a.kw;
+    for (const Value& item : iterate(v)) {
+      Args r = rest;
+      out.push_back(apply_filter(a.pos[0].str(), item, r, limits));
+    }
+    return generator(std::move(out));
+  }
+  if (name == "select" || name == "reject") return generator(select_items(v, a, false, name == "select"));
+  if (name == "selectattr" || name == "rejectattr") return generator(select_items(v, a, true, name == "selectattr"));
+  if (name == "unique") {
+    bool cs = param_bool(a, 0, "case_sensitive", false);
+    const Value* attr = param(a, 1, "attribute");
+    std::vector<Value> out, seen;
+    for (const Value& item : iterate(v)) {
+      Value key = fold(attr ? attr_path(item, *attr) : item, cs);
+      if (key.is_dict() || (key.is_list() && !key.list().tuple)) fail("unhashable type: '" + type_name(key) + "'");
+      if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equal(s, key); })) {
+        seen.push_back(key);
+        out.push_back(item);
+      }
+    }
+    return generator(std::move(out));
+  }
+  if (name == "sort" || name == "dictsort" || name == "min" || name == "max") {
+    std::vector<Value> items;
+    bool cs, reverse = false;
+    std::function<Value(const Value&)> key;
+    if (name == "dictsort") {
+      if (!v.is_dict()) fail("dictsort: not a mapping");
+      for (const auto& [k, x] : v.dict().items) items.push_back(make_list({k, x}, true));
+      cs = param_bool(a, 0, "case_sensitive", false);
+      const Value* by = param(a, 1, "by");
+      size_t pos = (by && to_str(*by) == "value") ? 1 : 0;
+      reverse = param_bool(a, 2, "reverse", false);
+      key = [pos, cs](const Value& it) { return fold(it.list().items[pos], cs); };
+    } else {
+      items = iterate(v);
+      size_t off = name == "sort" ? 1 : 0;
+      if (name == "sort") reverse = param_bool(a, 0, "reverse", false);
+      cs = param_bool(a, off, "case_sensitive", false);
+      const Value* attr = param(a, off + 1, "attribute");
+      Value at = attr ? *attr : Value();
+      key = [at, cs](const Value& it) { return fold(at.is_undefined() ? it : attr_path(it, at), cs); };
+    }
+    if (name == "min" || name == "max") {
+      if (items.empty()) return Value::undefined("No aggregated item, sequence was empty.");
+      size_t best = 0;
+      for (size_t i = 1; i < items.size(); ++i) {
+        int c = compare(key(items[i]), key(items[best]));
+        if (name == "min" ? c < 0 : c > 0) best = i;
+      }
+      return items[best];
+    }
+    std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
+      Value kx = key(x), ky = key(y);
+      if (kx.is_undefined() && ky.is_undefined()) return false;  // what Python's sort makes of two Undefined
+      return reverse ? compare(ky, kx) < 0 : compare(kx, ky) < 0;
+    });
+    return make_list(std::move(items));
+  }
+  if (name == "sum") {
+    const Value* attr = param(a, 0, "attribute");
+    const Value* start = param(a, 1, "start");
+    Value acc = start ? *start : Value(int64_t{0});
+    for (const Value& item : iterate(v)) {
+      Value x = attr ? attr_path(item, *attr) : item;
+      if (!acc.is_number() || !x.is_number()) fail("sum: unsupported operand types");
+      acc = (acc.is_float() || x.is_float()) ? Value(acc.as_double() + x.as_double()) : Value(acc.as_int() + x.as_int());
+    }
+    return acc;
+  }
+  if (name == "batch") {
+    const Value* n = param(a, 0, "linecount");
+    const Value* fill = param(a, 1, "fill_with");
+    if (!n || !n->is_int() || n->as_int() <= 0) fail("batch: linecount must be a positive integer");
+    std::vector<Value> out, cur;
+    for (const Value& item : iterate(v)) {
+      cur.push_back(item);
+      if (static_cast<int64_t>(cur.size()) == n->as_int()) { out.push_back(make_list(std::move(cur))); cur.clear(); }
+    }
+    if (!cur.empty()) {
+      if (fill) while (static_cast<int64_t>(cur.size()) < n->as_int()) cur.push_back(*fill);
+      out.push_back(make_list(std::move(cur)));
+    }
+    return generator(std::move(out));
+  }
+  if (name == "indent") return indent_filter(v, a);
+  if (name == "wordcount") {
+    std::string s = to_str(v);
+    int64_t n = 0;
+    bool in = false;
+    for (unsigned char c : s) {
+      bool w = std::isalnum(c) || c == '_' || c >= 0x80;
+      if (w && !in) ++n;
+      in = w;
+    }
+    return Value(n);
+  }
+  if (name == "center") {
+    int64_t width = param(a, 0, "width") ? param(a, 0, "width")->as_int() : 80;
+    std::string s = to_str(v);
+    int64_t len = static_cast<int64_t>(code_point_count(s));
+    if (width <= len) return Value(s);
+    int64_t pad = std::min<int64_t>(width - len, 4096);
+    int64_t left = pad / 2 + (pad & width & 1);
+    return Value(std::string(static_cast<size_t>(left), ' ') + s + std::string(static_cast<size_t>(pad - left), ' '));
+  }
+  if (jinja2_builtin_filter(name)) fail("the Jinja2 filter '" + name + "' is not supported");
+  fail("no filter named '" + name + "'");
+}
+
+bool apply_test(const std::string& name, const Value& v, Args& a) {
+  auto arg = [&]() -> const Value& {
+    if (a.pos.empty()) fail("test '" + name + "' needs an argument");
+    return a.pos[0];
+  };
+  if (name == "defined") return !v.is_undefined();
+  if (name == "undefined") return v.is_undefined();
+  if (name == "none") return v.is_none();
+  if (name == "string") return v.is_string();
+  if (name == "mapping") return v.is_dict() && !v.dict().ns && !v.dict().loop;
+  if (name == "iterable") return v.is_undefined() || v.is_string() || v.is_list() || (v.is_dict() && !v.dict().ns && !v.dict().loop);
+  if (name == "sequence") return v.is_undefined() || v.is_string() || v.is_list() || (v.is_dict() && !v.dict().ns && !v.dict().loop);
+  if (name == "number") return v.is_number();
+  if (name == "integer") return v.is_int();
+  if (name == "float") return v.is_float();
+  if (name == "boolean") return v.is_bool();
+  if (name == "true") return v.is_bool() && std::get<bool>(v.v);
+  if (name == "false") return v.is_bool() && !std::get<bool>(v.v);
+  if (name == "callable") return v.is_function() || v.is_undefined();  // Undefined has __call__
+  if (name == "odd" || name == "even") {
+    if (v.is_float()) {  // value % 2 == 1 / == 0, with Python's modulo
+      double m = std::fmod(v.as_double(), 2.0);
+      if (m < 0) m += 2.0;
+      return name == "odd" ? m == 1.0 : m == 0.0;
+    }
+    if (!v.is_int() && !v.is_bool()) fail("unsupported operand type(s) for %: '" + type_name(v) + "' and 'int'");
+    return (v.as_int() % 2 != 0) == (name == "odd");
+  }
+  if (name == "divisibleby") {
+    int64_t d = arg().as_int();
+    if (d == 0) fail("integer division or modulo by zero");
+    return v.as_int() % d == 0;
+  }
+  if (name == "eq" || name == "equalto" || name == "==") return equal(v, arg());
+  if (name == "ne" || name == "!=") return !equal(v, arg());
+  if (name == "lt" || name == "lessthan" || name == "<") return compare(v, arg()) < 0;
+  if (name == "le" || name == "<=") return compare(v, arg()) <= 0;
+  if (name == "gt" || name == "greaterthan" || name == ">") return compare(v, arg()) > 0;
+  if (name == "ge" || name == ">=") return compare(v, arg()) >= 0;
+  if (name == "in") return contains(arg(), v);
+  if (name == "sameas") {
+    const Value& o = arg();
+    if (v.is_none() || v.is_bool() || v.is_undefined()) return v.v.index() == o.v.index() && equal(v, o);
+    if (v.is_list() && o.is_list()) return &v.list() == &o.list();
+    if (v.is_dict() && o.is_dict()) return &v.dict() == &o.dict();
+    return false;
+  }
+  if (name == "lower" || name == "upper") {
+    Args none;
+    return truthy(string_method(to_str(v), name == "lower" ? "islower" : "isupper", none, Limits{}));
+  }
+  if (name == "escaped") return false;
+  fail("no test named '" + name + "'");
+}
+
+}  // namespace skainet::chat

@@ -1,0 +1,565 @@
+// Attribute and item lookup, iteration, and the Python methods of str, dict and list.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "chat/builtins.hpp"
+
+namespace skainet::chat {
+namespace {
+
+constexpr std::string_view kPySpace = " \t\n\r\v\f\x1c\x1d\x1e\x1f";
+constexpr int64_t kMaxRange = 100000;  // Jinja2's sandbox refuses larger ranges
+
+bool is_py_space(char c) { return kPySpace.find(c) != std::string_view::npos; }
+
+const char* const kUnsafeList[] = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"};
+const char* const kUnsafeDict[] = {"pop", "popitem", "setdefault", "update", "clear"};
+
+[[noreturn]] void unsafe(const std::string& attr, const Value& obj) {
+  fail("access to attribute '" + attr + "' of '" + type_name(obj) + "' object is unsafe.");
+}
+
+int64_t arg_int(const Value& v, const char* what) {
+  if (v.is_int() || v.is_bool()) return v.as_int();
+  fail(std::string(what) + ": expected an integer, got '" + type_name(v) + "'");
+}
+
+const std::string& arg_str(const Value& v, const char* what) {
+  if (!v.is_string()) fail(std::string(what) + ": expected a string, got '" + type_name(v) + "'");
+  return v.str();
+}
+
+std::vector<std::string> split_ws(std::string_view s, int64_t maxsplit) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && is_py_space(s[i])) ++i;
+    if (i >= s.size()) break;
+    if (maxsplit >= 0 && static_cast<int64_t>(out.size()) >= maxsplit) {
+      size_t e = s.size();
+      while (e > i && is_py_space(s[e - 1])) --e;
+      out.emplace_back(s.substr(i, e - i));
+      return out;
+    }
+    size_t j = i;
+    while (j < s.size() && !is_py_space(s[j])) ++j;
+    out.emplace_back(s.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+std::vector<std::string> split_sep(std::string_view s, std::string_view sep, int64_t maxsplit) {
+  if (sep.empty()) fail("empty separator");
+  std::vector<std::string> out;
+  size_t i = 0;
+  for (;;) {
+    size_t j = s.find(sep, i);
+    if (j == std::string_view::npos || (maxsplit >= 0 && static_cast<int64_t>(out.size()) >= maxsplit)) {
+      out.emplace_back(s.substr(i));
+      return out;
+    }
+    out.emplace_back(s.substr(i, j - i));
+    i = j + sep.size();
+  }
+}
+
+std::string replace_all(std::string_view s, std::string_view from, std::string_view to, int64_t count, size_t max) {
+  std::string out;
+  if (from.empty()) {
+    // Python inserts `to` between every character and at both ends.
+    auto cps = code_points(s);
+    int64_t n = 0;
+    for (size_t i = 0; i <= cps.size(); ++i) {
+      if (count < 0 || n < count) { out += to; ++n; }
+      if (i < cps.size()) out += cps[i];
+      if (out.size() > max) fail("string larger than " + std::to_string(max) + " bytes");
+    }
+    return out;
+  }
+  size_t i = 0;
+  int64_t n = 0;
+  for (;;) {
+    size_t j = s.find(from, i);
+    if (j == std::string_view::npos || (count >= 0 && n >= count)) break;
+    out.append(s.substr(i, j - i));
+    out.append(to);
+    if (out.size() > max) fail("string larger than " + std::to_string(max) + " bytes");
+    i = j + from.size();
+    ++n;
+  }
+  out.append(s.substr(i));
+  return out;
+}
+
+bool prefix_match(const std::string& s, const Value& p, bool suffix) {
+  auto one = [&](const Value& x) {
+    const std::string& t = arg_str(x, suffix ? "endswith" : "startswith");
+    if (t.size() > s.size()) return false;
+    return suffix ? s.compare(s.size() - t.size(), t.size(), t) == 0 : s.compare(0, t.size(), t) == 0;
+  };
+  if (p.is_list() && p.list().tuple) {
+    for (const auto& x : p.list().items)
+      if (one(x)) return true;
+    return false;
+  }
+  return one(p);
+}
+
+std::string py_str_title(std::string_view s) {
+  std::string out(s);
+  bool prev_cased = false;
+  for (char& c : out) {
+    bool upper = c >= 'A' && c <= 'Z', lower = c >= 'a' && c <= 'z';
+    if (upper || lower) {
+      c = prev_cased ? static_cast<char>(std::tolower(static_cast<unsigned char>(c))) : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      prev_cased = true;
+    } else {
+      prev_cased = false;
+    }
+  }
+  return out;
+}
+
+// str.format with automatic or explicit field numbering and keyword names; no format specs.
+std::string py_format(const std::string& fmt, Args& args) {
+  std::string out;
+  size_t auto_index = 0;
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    char c = fmt[i];
+    if (c == '{' && i + 1 < fmt.size() && fmt[i + 1] == '{') { out += '{'; ++i; continue; }
+    if (c == '}' && i + 1 < fmt.size() && fmt[i + 1] == '}') { out += '}'; ++i; continue; }
+    if (c == '}') fail("Single '}' encountered in format string");
+    if (c != '{') { out += c; continue; }
+    size_t e = fmt.find('}', i);
+    if (e == std::string::npos) fail("Single '{' encountered in format string");
+    std::string field = fmt.substr(i + 1, e - i - 1);
+    if (field.find_first_of(":!.[") != std::string::npos) fail("str.format: format specs and conversions are not supported ('{" + field + "}')");
+    const Value* v = nullptr;
+    if (field.empty()) {
+      if (auto_index >= args.pos.size()) fail("Replacement index " + std::to_string(auto_index) + " out of range for positional args tuple");
+      v = &args.pos[auto_index++];
+    } else if (field.size() < 9 && std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+      size_t k = std::stoul(field);
+      if (k >= args.pos.size()) fail("Replacement index " + field + " out of range for positional args tuple");
+      v = &args.pos[k];
+    } else {
+      v = args.kwarg(field);
+      if (!v) fail("KeyError: '" + field + "'");
+    }
+    out += to_str(*v);
+    i = e;
+  }
+  return out;
+}
+
+Value bound(const Value& obj, const std::string& name) {
+  return make_function(name, [obj, name](Args& a) -> Value {
+    if (obj.is_dict()) {
+      const DictObj& d = obj.dict();
+      if (name == "items") {
+        std::vector<Value> out;
+        for (const auto& [k, v] : d.items) out.push_back(make_list({k, v}, true));
+        return make_list(std::move(out));
+      }
+      if (name == "keys" || name == "values") {
+        std::vector<Value> out;
+        for (const auto& [k, v] : d.items) out.push_back(name == "keys" ? k : v);
+        return make_list(std::move(out));
+      }
+      if (name == "get") {
+        if (a.pos.empty()) fail("get expected at least 1 argument, got 0");
+        const Value* v = d.find(a.pos[0]);
+        if (v) return *v;
+        return a.pos.size() > 1 ? a.pos[1] : Value(None{});
+      }
+      if (name == "copy") {
+        Value c = make_dict();
+        c.dict().items = d.items;
+        return c;
+      }
+    }
+    if (obj.is_list()) {
+      const auto& items = obj.list().items;
+      if (name == "index" || name == "count") {
+        if (a.pos.empty()) fail(name + " expected 1 argument, got 0");
+        int64_t n = 0;
+        for (size_t i = 0; i < items.size(); ++i)
+          if (equal(items[i], a.pos[0])) {
+            if (name == "index") return Value(static_cast<int64_t>(i));
+            ++n;
+          }
+        if (name == "index") fail(repr(a.pos[0]) + " is not in list");
+        return Value(n);
+      }
+      if (name == "copy") return make_list(items, obj.list().tuple);
+    }
+    if (obj.is_string()) return string_method(obj.str(), name, a, Limits{});
+    fail("'" + type_name(obj) + "' object has no attribute '" + name + "'");
+  });
+}
+
+bool is_str_method(const std::string& n) {
+  static const char* const names[] = {"strip", "lstrip", "rstrip", "split", "rsplit", "startswith", "endswith",
+                                      "replace", "upper", "lower", "title", "capitalize", "format", "find",
+                                      "rfind", "count", "join", "splitlines", "isdigit", "isalpha", "isalnum",
+                                      "isspace", "islower", "isupper", "index", "zfill", "swapcase"};
+  for (const char* m : names)
+    if (n == m) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string py_strip(std::string_view s, const Value* chars, bool left, bool right) {
+  auto strip_set = [&](char c) {
+    if (!chars || chars->is_none()) return is_py_space(c);
+    return arg_str(*chars, "strip").find(c) != std::string::npos;
+  };
+  size_t b = 0, e = s.size();
+  if (left) while (b < e && strip_set(s[b])) ++b;
+  if (right) while (e > b && strip_set(s[e - 1])) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::string ascii_upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+std::string ascii_lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+std::string py_title_word(std::string_view s) {
+  if (s.empty()) return {};
+  auto cps = code_points(s);
+  std::string out = ascii_upper(std::string(cps[0]));
+  out += ascii_lower(std::string(s.substr(cps[0].size())));
+  return out;
+}
+
+std::vector<std::string> py_splitlines(std::string_view s) {
+  std::vector<std::string> out;
+  size_t start = 0, i = 0;
+  while (i < s.size()) {
+    size_t brk = 0;
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '\r' && i + 1 < s.size() && s[i + 1] == '\n') brk = 2;
+    else if (c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == 0x1c || c == 0x1d || c == 0x1e) brk = 1;
+    else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x85) brk = 2;
+    else if (c == 0xE2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+             (static_cast<unsigned char>(s[i + 2]) == 0xA8 || static_cast<unsigned char>(s[i + 2]) == 0xA9)) brk = 3;
+    if (brk) {
+      out.emplace_back(s.substr(start, i - start));
+      i += brk;
+      start = i;
+    } else {
+      ++i;
+    }
+  }
+  if (start < s.size()) out.emplace_back(s.substr(start));
+  return out;
+}
+
+Value string_method(const std::string& s, const std::string& name, Args& a, const Limits& limits) {
+  auto pos = [&](size_t i) -> const Value* { return i < a.pos.size() ? &a.pos[i] : nullptr; };
+  if (name == "strip" || name == "lstrip" || name == "rstrip")
+    return Value(py_strip(s, pos(0), name != "rstrip", name != "lstrip"));
+  if (name == "split" || name == "rsplit") {
+    const Value* sep = pos(0) ? pos(0) : a.kwarg("sep");
+    const Value* ms = pos(1) ? pos(1) : a.kwarg("maxsplit");
+    int64_t maxsplit = ms ? arg_int(*ms, "split") : -1;
+    if (name == "rsplit" && maxsplit >= 0) fail("rsplit with maxsplit is not supported");
+    std::vector<std::string> parts = (!sep || sep->is_none()) ? split_ws(s, maxsplit) : split_sep(s, arg_str(*sep, "split"), maxsplit);
+    std::vector<Value> out;
+    for (auto& p : parts) out.emplace_back(std::move(p));
+    return make_list(std::move(out));
+  }
+  if (name == "startswith" || name == "endswith") {
+    if (!pos(0)) fail(name + " takes at least 1 argument");
+    return Value(prefix_match(s, *pos(0), name == "endswith"));
+  }
+  if (name == "replace") {
+    if (a.pos.size() < 2) fail("replace expected at least 2 arguments");
+    int64_t count = pos(2) ? arg_int(*pos(2), "replace") : -1;
+    return Value(replace_all(s, arg_str(a.pos[0], "replace"), arg_str(a.pos[1], "replace"), count, limits.max_output_bytes));
+  }
+  if (name == "upper") return Value(ascii_upper(s));
+  if (name == "lower") return Value(ascii_lower(s));
+  if (name == "title") return Value(py_str_title(s));
+  if (name == "capitalize") return Value(py_title_word(s));
+  if (name == "swapcase") {
+    std::string o = s;
+    for (char& c : o) c = std::isupper(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return Value(o);
+  }
+  if (name == "format") return Value(py_format(s, a));
+  if (name == "find" || name == "rfind" || name == "index" || name == "count") {
+    if (!pos(0)) fail(name + " takes at least 1 argument");
+    const std::string& sub = arg_str(*pos(0), name.c_str());
+    if (name == "count") {
+      if (sub.empty()) return Value(static_cast<int64_t>(code_point_count(s) + 1));
+      int64_t n = 0;
+      for (size_t i = s.find(sub); i != std::string::npos; i = s.find(sub, i + sub.size())) ++n;
+      return Value(n);
+    }
+    size_t at = name == "rfind" ? s.rfind(sub) : s.find(sub);
+    if (at == std::string::npos) {
+      if (name == "index") fail("substring not found");
+      return Value(int64_t{-1});
+    }
+    return Value(static_cast<int64_t>(code_point_count(std::string_view(s).substr(0, at))));
+  }
+  if (name == "join") {
+    if (!pos(0)) fail("join takes exactly one argument");
+    std::string out;
+    bool first = true;
+    for (const Value& v : iterate(*pos(0))) {
+      if (!first) out += s;
+      first = false;
+      out += arg_str(v, "join");
+    }
+    return Value(out);
+  }
+  if (name == "splitlines") {
+    std::vector<Value> out;
+    for (auto& l : py_splitlines(s)) out.emplace_back(std::move(l));
+    return make_list(std::move(out));
+  }
+  if (name == "zfill") {
+    int64_t w = pos(0) ? arg_int(*pos(0), "zfill") : 0;
+    std::string o = s;
+    size_t n = code_point_count(s);
+    if (w > static_cast<int64_t>(n)) {
+      size_t at = (!o.empty() && (o[0] == '-' || o[0] == '+')) ? 1 : 0;
+      o.insert(at, static_cast<size_t>(w) - n, '0');
+    }
+    return Value(o);
+  }
+  auto all = [&](auto pred) {
+    if (s.empty()) return false;
+    for (unsigned char c : s)
+      if (!pred(c)) return false;
+    return true;
+  };
+  if (name == "isdigit") return Value(all([](unsigned char c) { return std::isdigit(c) != 0; }));
+  if (name == "isalpha") return Value(all([](unsigned char c) { return std::isalpha(c) != 0; }));
+  if (name == "isalnum") return Value(all([](unsigned char c) { return std::isalnum(c) != 0; }));
+  if (name == "isspace") return Value(all([](unsigned char c) { return is_py_space(static_cast<char>(c)); }));
+  if (name == "islower" || name == "isupper") {
+    bool cased = false, ok = true;
+    for (unsigned char c : s) {
+      if (std::islower(c)) { cased = true; ok = ok && name == "islower"; }
+      if (std::isupper(c)) { cased = true; ok = ok && name == "isupper"; }
+    }
+    return Value(cased && ok);
+  }
+  fail("'str' object has no attribute '" + name + "'");
+}
+
+Value get_attr(const Value& obj, const std::string& name) {
+  if (obj.is_undefined()) fail(obj.undefined_name().empty() ? "'" + name + "' of an undefined value" : obj.undefined_name());
+  auto missing = [&] {
+    std::string hint(1, '\'');  // built piecewise: GCC 12 warns falsely on "lit" + std::string&&
+    hint += type_name(obj);
+    hint += " object' has no attribute '";
+    hint += name;
+    hint += '\'';
+    return Value::undefined(std::move(hint));
+  };
+  if (obj.is_dict()) {
+    const DictObj& d = obj.dict();
+    if (!d.ns && !d.loop) {
+      if (name == "items" || name == "keys" || name == "values" || name == "get" || name == "copy") return bound(obj, name);
+      for (const char* u : kUnsafeDict)
+        if (name == u) unsafe(name, obj);
+    }
+    const Value* v = d.find(Value(name));
+    return v ? *v : missing();
+  }
+  if (obj.is_string()) return is_str_method(name) ? bound(obj, name) : missing();
+  if (obj.is_list() && !obj.list().generator) {
+    if (name == "index" || name == "count" || name == "copy") return bound(obj, name);
+    for (const char* u : kUnsafeList)
+      if (name == u) unsafe(name, obj);
+    return missing();
+  }
+  return missing();
+}
+
+Value get_item(const Value& obj, const Value& key) {
+  if (obj.is_undefined()) fail(obj.undefined_name().empty() ? "item of an undefined value" : obj.undefined_name());
+  if (obj.is_dict()) {
+    const Value* v = obj.dict().find(key);
+    if (v) return *v;
+    if (key.is_string()) return get_attr(obj, key.str());
+    return Value::undefined("'dict object' has no attribute " + repr(key));
+  }
+  if (obj.is_list() && obj.list().generator) return Value::undefined("'generator' object is not subscriptable");
+  if ((obj.is_list() || obj.is_string()) && (key.is_int() || key.is_bool())) {
+    int64_t i = key.as_int();
+    if (obj.is_list()) {
+      const auto& items = obj.list().items;
+      int64_t n = static_cast<int64_t>(items.size());
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) return Value::undefined("list object has no element " + std::to_string(key.as_int()));
+      return items[static_cast<size_t>(i)];
+    }
+    auto cps = code_points(obj.str());
+    int64_t n = static_cast<int64_t>(cps.size());
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) return Value::undefined("str object has no element " + std::to_string(key.as_int()));
+    return Value(std::string(cps[static_cast<size_t>(i)]));
+  }
+  if (key.is_string()) return get_attr(obj, key.str());
+  return Value::undefined(type_name(obj) + " object has no element " + repr(key));
+}
+
+Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
+  if (obj.is_undefined()) fail(obj.undefined_name());
+  auto opt = [](const Value& v, const char* what) -> std::optional<int64_t> {
+    if (v.is_none()) return std::nullopt;
+    return arg_int(v, what);
+  };
+  std::optional<int64_t> a = opt(start, "slice start"), b = opt(stop, "slice stop"), c = opt(step, "slice step");
+  int64_t st = c.value_or(1);
+  if (st == 0) fail("slice step cannot be zero");
+  if (obj.is_list() && obj.list().generator) return Value::undefined("'generator' object is not subscriptable");
+  std::vector<std::string_view> cps;
+  const std::vector<Value>* items = nullptr;
+  int64_t n;
+  if (obj.is_string()) {
+    cps = code_points(obj.str());
+    n = static_cast<int64_t>(cps.size());
+  } else if (obj.is_list() && !obj.list().generator) {
+    items = &obj.list().items;
+    n = static_cast<int64_t>(items->size());
+  } else {  // Jinja2 slices with Python's own [], not its forgiving getitem
+    fail(obj.is_dict() ? std::string("unhashable type: 'slice'") : "'" + type_name(obj) + "' object is not subscriptable");
+  }
+  auto clamp = [&](std::optional<int64_t> v, int64_t def) {
+    if (!v) return def;
+    int64_t x = *v;
+    if (x < 0) x += n;
+    if (st > 0) return std::clamp<int64_t>(x, 0, n);
+    return std::clamp<int64_t>(x, -1, n - 1);
+  };
+  int64_t lo = clamp(a, st > 0 ? 0 : n - 1), hi = clamp(b, st > 0 ? n : -1);
+  std::vector<size_t> idx;
+  if (st > 0) for (int64_t i = lo; i < hi; i += st) idx.push_back(static_cast<size_t>(i));
+  else for (int64_t i = lo; i > hi; i += st) idx.push_back(static_cast<size_t>(i));
+  if (obj.is_string()) {
+    std::string out;
+    for (size_t i : idx) out += cps[i];
+    return Value(std::move(out));
+  }
+  std::vector<Value> out;
+  for (size_t i : idx) out.push_back((*items)[i]);
+  return make_list(std::move(out), obj.list().tuple);
+}
+
+std::vector<Value> iterate(const Value& v) {
+  if (v.is_undefined()) return {};
+  if (v.is_list() && v.list().generator) return std::exchange(v.list().items, {});
+  if (v.is_list()) return v.list().items;
+  if (v.is_dict() && !v.dict().ns && !v.dict().loop) {
+    std::vector<Value> out;
+    for (const auto& [k, x] : v.dict().items) out.push_back(k);
+    return out;
+  }
+  if (v.is_string()) {
+    std::vector<Value> out;
+    for (auto cp : code_points(v.str())) out.emplace_back(std::string(cp));
+    return out;
+  }
+  fail("'" + type_name(v) + "' object is not iterable");
+}
+
+size_t length(const Value& v) {
+  if (v.is_undefined()) return 0;
+  if (v.is_string()) return code_point_count(v.str());
+  if (v.is_list() && !v.list().generator) return v.list().items.size();
+  if (v.is_dict() && !v.dict().ns && !v.dict().loop) return v.dict().items.size();
+  fail("object of type '" + type_name(v) + "' has no len()");
+}
+
+bool contains(const Value& c, const Value& item) {
+  if (c.is_undefined()) return false;
+  if (c.is_string()) {
+    if (!item.is_string()) fail("'in <string>' requires string as left operand, not " + type_name(item));
+    return c.str().find(item.str()) != std::string::npos;
+  }
+  if (c.is_list() && c.list().generator) {  // consumes up to the match, as Python's `in` does
+    auto& items = c.list().items;
+    for (size_t i = 0; i < items.size(); ++i)
+      if (equal(items[i], item)) {
+        items.erase(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+        return true;
+      }
+    items.clear();
+    return false;
+  }
+  if (c.is_list()) {
+    for (const auto& x : c.list().items)
+      if (equal(x, item)) return true;
+    return false;
+  }
+  if (c.is_dict()) {
+    if (item.is_dict() || (item.is_list() && !item.list().tuple)) fail("unhashable type: '" + type_name(item) + "'");
+    return c.dict().find(item) != nullptr;
+  }
+  fail("argument of type '" + type_name(c) + "' is not iterable");
+}
+
+void add_globals(std::vector<std::pair<std::string, Value>>& g, const Options& options) {
+  g.emplace_back("range", make_function("range", [](Args& a) -> Value {
+    if (a.pos.empty() || a.pos.size() > 3) fail("range expected 1 to 3 arguments, got " + std::to_string(a.pos.size()));
+    int64_t start = 0, stop, step = 1;
+    if (a.pos.size() == 1) stop = arg_int(a.pos[0], "range");
+    else { start = arg_int(a.pos[0], "range"); stop = arg_int(a.pos[1], "range"); }
+    if (a.pos.size() == 3) step = arg_int(a.pos[2], "range");
+    if (step == 0) fail("range() arg 3 must not be zero");
+    std::vector<Value> out;
+    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+      if (static_cast<int64_t>(out.size()) >= kMaxRange) fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+      out.emplace_back(i);
+    }
+    return make_list(std::move(out));
+  }));
+  auto make_ns = [](bool ns) {
+    return [ns](Args& a) -> Value {
+      Value d = make_dict();
+      d.dict().ns = ns;
+      for (const auto& p : a.pos) {
+        if (!p.is_dict()) fail(std::string(ns ? "namespace" : "dict") + "() positional argument must be a mapping");
+        for (const auto& [k, v] : p.dict().items) d.dict().set(k, v);
+      }
+      for (const auto& [k, v] : a.kw) d.dict().set(Value(k), v);
+      return d;
+    };
+  };
+  g.emplace_back("namespace", make_function("namespace", make_ns(true)));
+  g.emplace_back("dict", make_function("dict", make_ns(false)));
+  g.emplace_back("raise_exception", make_function("raise_exception", [](Args& a) -> Value {
+    fail(a.pos.empty() ? std::string("raise_exception() called") : to_str(a.pos[0]));
+  }));
+  auto now = options.now;
+  g.emplace_back("strftime_now", make_function("strftime_now", [now](Args& a) -> Value {
+    if (a.pos.empty()) fail("strftime_now() takes a format");
+    const std::string& fmt = arg_str(a.pos[0], "strftime_now");
+    std::tm tm{};
+    if (now) {
+      tm = now();
+    } else {
+      std::time_t t = std::time(nullptr);
+      localtime_r(&t, &tm);
+    }
+    char buf[512];
+    size_t n = std::strftime(buf, sizeof buf, fmt.c_str(), &tm);
+    if (n == 0 && !fmt.empty()) fail("strftime_now: format '" + fmt + "' produced nothing or too much");
+    return Value(std::string(buf, n));
+  }));
+}
+
+}  // namespace skainet::chat

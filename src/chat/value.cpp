@@ -1,0 +1,378 @@
+#include "chat/value.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace skainet::chat {
+
+void fail(std::string message) { throw ValueError{std::move(message)}; }
+
+std::string Value::kind_name() const {
+  std::string s = type_name(*this);
+  s.insert(s.begin(), '\'');
+  s += '\'';
+  return s;
+}
+
+const Value* DictObj::find(const Value& key) const {
+  for (const auto& [k, v] : items)
+    if (equal(k, key)) return &v;
+  return nullptr;
+}
+
+void DictObj::set(Value key, Value value) {
+  for (auto& [k, v] : items)
+    if (equal(k, key)) { v = std::move(value); return; }
+  items.emplace_back(std::move(key), std::move(value));
+}
+
+const Value* Args::kwarg(std::string_view name) const {
+  for (const auto& [k, v] : kw)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+Value make_list(std::vector<Value> items, bool tuple) {
+  auto l = std::make_shared<ListObj>();
+  l->items = std::move(items);
+  l->tuple = tuple;
+  return Value(std::move(l));
+}
+
+Value make_dict() { return Value(std::make_shared<DictObj>()); }
+
+Value make_function(std::string name, std::function<Value(Args&)> fn) {
+  return Value(std::make_shared<Function>(Function{std::move(name), std::move(fn)}));
+}
+
+bool truthy(const Value& v) {
+  return std::visit([](const auto& x) -> bool {
+    using T = std::decay_t<decltype(x)>;
+    if constexpr (std::is_same_v<T, Undefined> || std::is_same_v<T, None>) return false;
+    else if constexpr (std::is_same_v<T, bool>) return x;
+    else if constexpr (std::is_same_v<T, int64_t>) return x != 0;
+    else if constexpr (std::is_same_v<T, double>) return x != 0.0;
+    else if constexpr (std::is_same_v<T, std::string>) return !x.empty();
+    else if constexpr (std::is_same_v<T, std::shared_ptr<ListObj>>) return x->generator || !x->items.empty();
+    else if constexpr (std::is_same_v<T, std::shared_ptr<DictObj>>) return x->ns || x->loop || !x->items.empty();
+    else return true;
+  }, v.v);
+}
+
+bool equal(const Value& a, const Value& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
+    return a.as_int() == b.as_int();
+  }
+  if (a.v.index() != b.v.index()) return false;
+  if (a.is_undefined() || a.is_none()) return true;
+  if (a.is_string()) return a.str() == b.str();
+  if (a.is_list()) {
+    const auto& x = a.list();
+    const auto& y = b.list();
+    if (x.generator || y.generator) return &x == &y;
+    if (x.tuple != y.tuple || x.items.size() != y.items.size()) return false;
+    for (size_t i = 0; i < x.items.size(); ++i)
+      if (!equal(x.items[i], y.items[i])) return false;
+    return true;
+  }
+  if (a.is_dict()) {
+    const auto& x = a.dict();
+    const auto& y = b.dict();
+    if (&x == &y) return true;
+    if (x.ns || y.ns || x.loop || y.loop || x.items.size() != y.items.size()) return false;
+    for (const auto& [k, v] : x.items) {
+      const Value* o = y.find(k);
+      if (!o || !equal(v, *o)) return false;
+    }
+    return true;
+  }
+  return &a.function() == &b.function();
+}
+
+int compare(const Value& a, const Value& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) {
+      double x = a.as_double(), y = b.as_double();
+      return x < y ? -1 : (x > y ? 1 : 0);
+    }
+    int64_t x = a.as_int(), y = b.as_int();
+    return x < y ? -1 : (x > y ? 1 : 0);
+  }
+  if (a.is_string() && b.is_string()) return a.str().compare(b.str()) < 0 ? -1 : (a.str() == b.str() ? 0 : 1);
+  if (a.is_list() && b.is_list() && a.list().tuple == b.list().tuple) {
+    const auto& x = a.list().items;
+    const auto& y = b.list().items;
+    for (size_t i = 0; i < x.size() && i < y.size(); ++i)
+      if (!equal(x[i], y[i])) return compare(x[i], y[i]);
+    return x.size() < y.size() ? -1 : (x.size() > y.size() ? 1 : 0);
+  }
+  fail("'<' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) + "'");
+}
+
+std::string type_name(const Value& v) {
+  switch (v.v.index()) {
+    case 0: return "Undefined";
+    case 1: return "NoneType";
+    case 2: return "bool";
+    case 3: return "int";
+    case 4: return "float";
+    case 5: return "str";
+    case 6: return v.list().generator ? "generator" : v.list().tuple ? "tuple" : "list";
+    case 7: return v.dict().ns ? "Namespace" : (v.dict().loop ? "LoopContext" : "dict");
+    default: return "function";
+  }
+}
+
+std::string float_repr(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  if (d == 0) return std::signbit(d) ? "-0.0" : "0.0";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
+  std::string sci(buf, res.ptr);
+  // "-d.ddde+XX" -> sign, digits, decimal exponent
+  bool neg = sci[0] == '-';
+  size_t epos = sci.find('e');
+  std::string mant = sci.substr(neg ? 1 : 0, epos - (neg ? 1 : 0));
+  int exp = std::stoi(sci.substr(epos + 1));
+  std::string digits;
+  for (char c : mant)
+    if (c != '.') digits += c;
+  std::string out = neg ? "-" : "";
+  if (exp >= -5 + 1 && exp < 16) {  // Python's repr: fixed notation for 1e-4 <= |d| < 1e16
+    if (exp < 0) {
+      out += "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
+    } else if (static_cast<size_t>(exp) + 1 >= digits.size()) {
+      out += digits + std::string(static_cast<size_t>(exp) + 1 - digits.size(), '0') + ".0";
+    } else {
+      out += digits.substr(0, static_cast<size_t>(exp) + 1) + "." + digits.substr(static_cast<size_t>(exp) + 1);
+    }
+    return out;
+  }
+  out += digits.substr(0, 1);
+  if (digits.size() > 1) out += "." + digits.substr(1);
+  char e[16];
+  std::snprintf(e, sizeof e, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+  return out + e;
+}
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+static std::string repr_string(const std::string& s) {
+  char q = (s.find('\'') != std::string::npos && s.find('"') == std::string::npos) ? '"' : '\'';
+  std::string out(1, q);
+  for (unsigned char c : s) {
+    if (c == q || c == '\\') { out += '\\'; out += static_cast<char>(c); }
+    else if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20 || c == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02x", c);
+      out += b;
+    } else out += static_cast<char>(c);
+  }
+  return out + q;
+}
+
+std::string repr(const Value& v) {
+  if (v.is_undefined()) return "Undefined";
+  if (v.is_string()) return repr_string(v.str());
+  if (v.is_list()) {
+    const auto& l = v.list();
+    if (l.generator) return "<generator object>";
+    std::string out = l.tuple ? "(" : "[";
+    for (size_t i = 0; i < l.items.size(); ++i) {
+      if (i) out += ", ";
+      out += repr(l.items[i]);
+    }
+    if (l.tuple && l.items.size() == 1) out += ",";
+    return out + (l.tuple ? ")" : "]");
+  }
+  if (v.is_dict()) {
+    const auto& d = v.dict();
+    if (d.ns) {
+      std::string out = "<Namespace {";
+      for (size_t i = 0; i < d.items.size(); ++i)
+        out += (i ? ", " : "") + repr(d.items[i].first) + ": " + repr(d.items[i].second);
+      return out + "}>";
+    }
+    std::string out = "{";
+    for (size_t i = 0; i < d.items.size(); ++i)
+      out += (i ? ", " : "") + repr(d.items[i].first) + ": " + repr(d.items[i].second);
+    return out + "}";
+  }
+  return to_str(v);
+}
+
+std::string to_str(const Value& v) {
+  return std::visit([&](const auto& x) -> std::string {
+    using T = std::decay_t<decltype(x)>;
+    if constexpr (std::is_same_v<T, Undefined>) return "";
+    else if constexpr (std::is_same_v<T, None>) return "None";
+    else if constexpr (std::is_same_v<T, bool>) return x ? "True" : "False";
+    else if constexpr (std::is_same_v<T, int64_t>) return std::to_string(x);
+    else if constexpr (std::is_same_v<T, double>) return float_repr(x);
+    else if constexpr (std::is_same_v<T, std::string>) return x;
+    else if constexpr (std::is_same_v<T, std::shared_ptr<Function>>) return "<function " + x->name + ">";
+    else return repr(v);
+  }, v.v);
+}
+
+std::vector<std::string_view> code_points(std::string_view s) {
+  std::vector<std::string_view> out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+    n = std::min(n, s.size() - i);
+    out.push_back(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+size_t code_point_count(std::string_view s) {
+  size_t n = 0;
+  for (unsigned char c : s)
+    if ((c & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+Value from_json(const nlohmann::ordered_json& j) {
+  switch (j.type()) {
+    case nlohmann::ordered_json::value_t::null: return Value(None{});
+    case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
+    case nlohmann::ordered_json::value_t::number_integer: return Value(j.get<int64_t>());
+    case nlohmann::ordered_json::value_t::number_unsigned: return Value(static_cast<int64_t>(j.get<uint64_t>()));
+    case nlohmann::ordered_json::value_t::number_float: return Value(j.get<double>());
+    case nlohmann::ordered_json::value_t::string: return Value(j.get<std::string>());
+    case nlohmann::ordered_json::value_t::array: {
+      std::vector<Value> items;
+      for (const auto& e : j) items.push_back(from_json(e));
+      return make_list(std::move(items));
+    }
+    case nlohmann::ordered_json::value_t::object: {
+      Value d = make_dict();
+      for (const auto& [k, e] : j.items()) d.dict().items.emplace_back(Value(k), from_json(e));
+      return d;
+    }
+    default: fail("unsupported JSON value of type " + std::string(j.type_name()));
+  }
+}
+
+static void json_string(std::string& out, std::string_view s, bool ensure_ascii) {
+  out += '"';
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    switch (c) {
+      case '"': out += "\\\""; continue;
+      case '\\': out += "\\\\"; continue;
+      case '\n': out += "\\n"; continue;
+      case '\r': out += "\\r"; continue;
+      case '\t': out += "\\t"; continue;
+      case '\b': out += "\\b"; continue;
+      case '\f': out += "\\f"; continue;
+      default: break;
+    }
+    char b[16];
+    if (c < 0x20 || (ensure_ascii && c == 0x7f)) {
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      out += b;
+    } else if (c >= 0x80 && ensure_ascii) {
+      size_t n = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+      uint32_t cp = n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : n == 4 ? c & 0x07 : c;
+      for (size_t k = 1; k < n && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+      i += n - 1;
+      if (cp >= 0x10000) {
+        cp -= 0x10000;
+        std::snprintf(b, sizeof b, "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+      } else {
+        std::snprintf(b, sizeof b, "\\u%04x", cp);
+      }
+      out += b;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += '"';
+}
+
+static void json_dump(std::string& out, const Value& v, int indent, int level, bool ensure_ascii,
+                      std::string_view item_sep, std::string_view key_sep, bool sort_keys) {
+  auto newline = [&](int lvl) {
+    if (indent < 0) return;
+    out += '\n';
+    out.append(static_cast<size_t>(indent) * static_cast<size_t>(lvl), ' ');
+  };
+  if (level > 200) fail("tojson: nesting deeper than 200");
+  if (v.is_none()) out += "null";
+  else if (v.is_bool()) out += std::get<bool>(v.v) ? "true" : "false";
+  else if (v.is_int()) out += std::to_string(v.as_int());
+  else if (v.is_float()) {
+    double d = v.as_double();
+    out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity") : float_repr(d);
+  } else if (v.is_string()) json_string(out, v.str(), ensure_ascii);
+  else if (v.is_list() && !v.list().generator) {
+    const auto& items = v.list().items;
+    if (items.empty()) { out += "[]"; return; }
+    out += '[';
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i) out += item_sep;
+      newline(level + 1);
+      json_dump(out, items[i], indent, level + 1, ensure_ascii, item_sep, key_sep, sort_keys);
+    }
+    newline(level);
+    out += ']';
+  } else if (v.is_dict() && !v.dict().loop) {
+    std::vector<const std::pair<Value, Value>*> items;
+    for (const auto& kv : v.dict().items) items.push_back(&kv);
+    if (items.empty()) { out += "{}"; return; }
+    auto key_text = [](const Value& k) -> std::string {
+      if (k.is_string()) return k.str();
+      if (k.is_none()) return "null";
+      if (k.is_bool()) return std::get<bool>(k.v) ? "true" : "false";
+      if (k.is_int() || k.is_float()) return to_str(k);
+      fail("keys must be str, int, float, bool or None, not " + type_name(k));
+    };
+    if (sort_keys)
+      std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return compare(a->first, b->first) < 0; });
+    out += '{';
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i) out += item_sep;
+      newline(level + 1);
+      json_string(out, key_text(items[i]->first), ensure_ascii);
+      out += key_sep;
+      json_dump(out, items[i]->second, indent, level + 1, ensure_ascii, item_sep, key_sep, sort_keys);
+    }
+    newline(level);
+    out += '}';
+  } else {
+    fail("Object of type " + type_name(v) + " is not JSON serializable");
+  }
+}
+
+std::string to_json(const Value& v, int indent, bool ensure_ascii, std::string_view item_sep,
+                    std::string_view key_sep, bool sort_keys) {
+  std::string out;
+  json_dump(out, v, indent, 0, ensure_ascii, item_sep, key_sep, sort_keys);
+  return out;
+}
+
+}  // namespace skainet::chat

@@ -1,0 +1,84 @@
+// Filters, HuggingFace's tojson and the helper globals; expectations checked against Jinja2 3.1.6.
+#include <gtest/gtest.h>
+
+#include "chat/helpers.hpp"
+
+using namespace skainet::chat;
+using namespace skainet::chat::testing;
+
+TEST(ChatFilters, TojsonIsPythonJsonDumps) {
+  EXPECT_EQ(R("{{ {'b': [1, 2.5, none, true], 'a': 'é\"\\n<'} | tojson }}"),
+            "{\"b\": [1, 2.5, null, true], \"a\": \"é\\\"\\n<\"}");  // no HTML escaping, key order kept
+  EXPECT_EQ(R("{{ {'b': 1, 'a': [1,2]} | tojson(indent=2, sort_keys=true) }}"),
+            "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": 1\n}");
+  EXPECT_EQ(R("{{ 'é😀' | tojson(ensure_ascii=true) }}"), "\"\\u00e9\\ud83d\\ude00\"");
+  EXPECT_EQ(R("{{ [1,{'a':2}] | tojson(separators=(',', ':')) }}|{{ [] | tojson(indent=2) }}"), "[1,{\"a\":2}]|[]");
+  // Context values keep their JSON key order through to tojson.
+  json ctx = json::parse(R"({"t": {"z": 1, "a": {"y": 2.0, "b": "x"}}})");
+  EXPECT_EQ(R("{{ t | tojson }}", ctx), "{\"z\": 1, \"a\": {\"y\": 2.0, \"b\": \"x\"}}");
+  // map/select return generators in Jinja2, which json.dumps refuses.
+  EXPECT_TRUE(failure("{{ [1] | map('string') | tojson }}"));
+}
+
+TEST(ChatFilters, GeneratorsBehaveLikePythonGenerators) {
+  // Always truthy, consumed by the first pass, `first` takes one item, no len(), not reversible.
+  json ctx = {{"x", {1, 2, 3}}};
+  EXPECT_EQ(R("{{ 'T' if x | select('eq', 9) else 'F' }}|{% set h = x | select('odd') %}{{ h | list }}{{ h | list }}|"
+              "{% set k = x | map('string') %}{{ k | first }}{{ k | list }}|{{ 2 in (x | select) }}|"
+              "{{ (x | select)[0] }}|{% set r = x | reverse %}{{ r | list }}{{ r | list }}", ctx),
+            "T|[1, 3][]|1['2', '3']|True||[3, 2, 1][]");
+  EXPECT_TRUE(failure("{{ x | select | length }}", ctx));
+  EXPECT_TRUE(failure("{{ x | select | last }}", ctx));
+}
+
+TEST(ChatFilters, StringFilters) {
+  EXPECT_EQ(R("{{ '  a b  ' | trim }}|{{ 'xxaxx' | trim('x') }}|{{ 'hello world-foo(bar' | title }}|"
+              "{{ 'hELLO' | capitalize }}|{{ 'aaa' | replace('a', 'b', 2) }}|{{ 'a b' | upper }}|{{ 'A' | lower }}|"
+              "{{ 'x1 y2 z' | wordcount }}|{{ 'héllo' | length }}|{{ 1 | string }}{{ none | string }}"),
+            "a b|a|Hello World-Foo(Bar|Hello|bba|A B|a|3|5|1None");
+  EXPECT_EQ(R("{{ 'a\\nb\\n\\nc' | indent(2) }}|{{ 'a\\nb' | indent(2, true) }}|{{ 'a\\n\\nb' | indent(1, blank=true) }}"),
+            "a\n  b\n\n  c|  a\n  b|a\n \n b");
+  EXPECT_EQ(R("{{ '<a>' | e }}|{{ '<a>' | safe }}|{{ '<' | safe + '>' }}"), "&lt;a&gt;|<a>|<&gt;");
+}
+
+TEST(ChatFilters, SequenceFilters) {
+  json ctx = {{"x", {1, 2, 3}},
+              {"messages", {{{"role", "user"}, {"content", "a"}}, {{"role", "assistant"}, {"content", "b"}}}}};
+  EXPECT_EQ(R("{{ x | join(', ') }}|{{ messages | map(attribute='role') | join(',') }}|"
+              "{{ messages | selectattr('role', 'equalto', 'user') | list | length }}|"
+              "{{ messages | rejectattr('role', 'eq', 'user') | map(attribute='content') | first }}|"
+              "{{ x | select('odd') | list }}|{{ x | reject('odd') | list }}|{{ x | first }}{{ x | last }}|"
+              "{{ x[1:] }}|{{ x | reverse | list }}|{{ x | batch(2) | list }}|{{ [3,1,2] | sort }}|"
+              "{{ x | sum }}|{{ x | max }}{{ x | min }}|{{ ['a', 'A', 'b'] | unique | list }}|"
+              "{{ messages | map(attribute='role') | map('upper') | list }}", ctx),
+            "1, 2, 3|user,assistant|1|b|[1, 3]|[2]|13|[2, 3]|[3, 2, 1]|[[1, 2], [3]]|[1, 2, 3]|6|31|['a', 'b']|"
+            "['USER', 'ASSISTANT']");
+  EXPECT_EQ(R("{{ {'b': 1, 'A': 2} | dictsort }}|{{ {'a': 1} | items | list }}|{{ 'ab' | list }}"),
+            "[('A', 2), ('b', 1)]|[('a', 1)]|['a', 'b']");
+}
+
+TEST(ChatFilters, NumbersAndDefaults) {
+  EXPECT_EQ(R("{{ '3' | int + 1 }}|{{ 'x' | int }}|{{ '2.5' | float }}|{{ 2.567 | round(1) }}|{{ -3 | abs }}|"
+              "{{ u | default('d') }}|{{ '' | default('e', true) }}|{{ '' | d('f') }}|{{ 2.5 | int }}"),
+            "4|0|2.5|2.6|3|d|e||2");
+}
+
+TEST(ChatGlobals, RaiseExceptionStrftimeRangeNamespace) {
+  auto e = failure("ok\n  {{ raise_exception('roles must alternate') }}");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->line(), 2);
+  EXPECT_NE(std::string(e->what()).find("roles must alternate"), std::string::npos);
+  EXPECT_EQ(R("{{ strftime_now('%Y-%m-%d') }} {{ strftime_now('%d %b %Y') }} {{ strftime_now('%B %d, %Y') }}"),
+            "2026-01-15 15 Jan 2026 January 15, 2026");
+  EXPECT_EQ(R("{{ range(3) | list }}{{ range(1, 7, 2) | list }}{{ range(3, 0, -1) | list }}"),
+            "[0, 1, 2][1, 3, 5][3, 2, 1]");
+  EXPECT_EQ(R("{{ dict(a=1) }}"), "{'a': 1}");
+}
+
+TEST(ChatGlobals, ImmutableSandboxRefusesMutation) {
+  auto e = failure("{% set l = [] %}{{ l.append(1) }}");
+  ASSERT_TRUE(e);
+  EXPECT_NE(std::string(e->what()).find("unsafe"), std::string::npos);
+  EXPECT_TRUE(failure("{% set d = {} %}{{ d.update({'a': 1}) }}"));
+  EXPECT_TRUE(failure("{% set d = {'a': 1} %}{{ d.pop('a') }}"));
+}

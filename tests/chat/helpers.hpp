@@ -1,0 +1,45 @@
+// Shared by the chat-template unit tests: render with a fixed clock and catch the error.
+#pragma once
+
+#include <ctime>
+#include <optional>
+#include <string>
+
+#include "skainet/chat.hpp"
+
+namespace skainet::chat::testing {
+
+using json = nlohmann::ordered_json;
+
+inline Options fixed_clock_options() {
+  Options o;
+  o.now = [] {
+    std::tm tm{};
+    tm.tm_year = 2026 - 1900;
+    tm.tm_mon = 0;
+    tm.tm_mday = 15;
+    tm.tm_hour = 10;
+    tm.tm_min = 30;
+    std::time_t t = timegm(&tm);
+    gmtime_r(&t, &tm);
+    return tm;
+  };
+  return o;
+}
+
+inline std::string R(std::string_view tpl, const json& ctx = json::object(), Options o = fixed_clock_options()) {
+  return render(tpl, ctx, o);
+}
+
+// The TemplateError a render raises, or nullopt when it renders.
+inline std::optional<TemplateError> failure(std::string_view tpl, const json& ctx = json::object(),
+                                            Options o = fixed_clock_options()) {
+  try {
+    render(tpl, ctx, o);
+  } catch (const TemplateError& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+
+}  // namespace skainet::chat::testing
