@@ -24,7 +24,7 @@ BIN = os.path.dirname(sys.executable)
 
 
 def run(cmd):
-    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, errors="replace").stdout
 
 
 def compile_module(mlir, vmfb):
