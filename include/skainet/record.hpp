@@ -121,6 +121,7 @@ struct Node {
   GgmlType type = GgmlType::F32;
   const TapeOp* op = nullptr;  // Op / CacheWrite: the tape op (attributes)
   std::string name;            // Parameter: the GGUF name
+  BlockOrder order = BlockOrder::RowMajor;  // Parameter: the block order the plan holds it in
   SourceKind cache = SourceKind::KCache;
   uint32_t layer = 0;
   TensorRef ref;  // View

@@ -38,7 +38,7 @@ class GraphBuilder {
     switch (s.kind) {
       case SourceKind::Weight: {
         auto [it, fresh] = parameters_.try_emplace(s.name, -1);
-        if (fresh) it->second = push(Node{.kind = NodeKind::Parameter, .shape = s.shape, .type = s.type, .name = s.name});
+        if (fresh) it->second = push(Node{.kind = NodeKind::Parameter, .shape = s.shape, .type = s.type, .name = s.name, .order = s.order});
         return it->second;
       }
       case SourceKind::KCache:
@@ -114,9 +114,7 @@ void LayoutAssignmentPass::run(ComputeGraph& g) const {
     const TypeTraits& t = type_traits(n.type);
     // The emitter reads blocks in file order only; a kernel-feed order would need its own
     // dequantization expression, so it is refused here rather than mis-read downstream.
-    BlockOrder order = BlockOrder::RowMajor;
-    for (const auto& [id, s] : g.tape->sources)
-      if (s.kind == SourceKind::Weight && s.name == n.name) order = s.order;
+    const BlockOrder order = n.order;
     if (order != BlockOrder::RowMajor)
       throw Error(fmt::format("layout: '{}' is held in a kernel-feed block order, which the StableHLO emitter does not "
                               "read; export it with --weight-form keep (as stored)", n.name));

@@ -121,6 +121,21 @@ TEST(Record, EveryWeightCarriesThePlansDecision) {
   EXPECT_TRUE(saw_override);
 }
 
+// The pass records orders; it never permutes bytes, so an order the emitter cannot read is refused.
+TEST(Record, LayoutAssignmentRefusesAnOrderTheEmitterCannotRead) {
+  Recorded r = record(kStories);
+  ComputeGraph& g = r.graphs[1];
+  for (Node& n : g.nodes)
+    if (n.kind == NodeKind::Parameter && n.name == "blk.0.ffn_up.weight") n.order = BlockOrder::Interleaved8;
+  try {
+    LayoutAssignmentPass{"llvm-cpu"}.run(g);
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("blk.0.ffn_up.weight"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(r.graphs[0].layouts.at("blk.0.ffn_up.weight").target, "llvm-cpu");
+}
+
 TEST(Record, ExportWritesTheModuleTheArchiveAndAReport) {
   test::TempDir dir("record");
   ExportOptions o;
