@@ -67,6 +67,13 @@ hlo::Value Lowering::matmul(const Node& n) {
   const hlo::Value w = wn.kind == NodeKind::Parameter ? dense_weight(n.inputs[1]) : value(n.inputs[1]);
   const int64_t k = x.type.dims.back(), out = w.type.dims[0], rows = x.type.numel() / k;
   const hlo::Value x2 = f_.reshape(x, {rows, k});
+  if (rows == 1) {
+    // One row (decode): weight times vector, W [out, k] · x [k] → [out]. Written the other way round
+    // (x · Wᵀ), IREE 3.13 materializes the dequantized weight transposed on every call (measured: 13x
+    // slower decode on a 1.1B Q4_0 model).
+    const hlo::Value wx = f_.dot_general(w, x2, {}, {}, {1}, {1}, {{out, 1}, hlo::Elem::F32});
+    return f_.reshape(wx, dims_of(n.shape));
+  }
   const hlo::Value y = f_.dot_general(x2, w, {}, {}, {1}, {1}, {{rows, out}, hlo::Elem::F32});
   return f_.reshape(y, dims_of(n.shape));
 }

@@ -1,0 +1,34 @@
+# The recorded path end to end, against IREE (docs/export.md): the built `skainet` exports, the IREE
+# tools and Python runtime of the test virtual environment (scripts/setup.sh; they sit beside
+# SKAINET_VENV_PYTHON) compile and run. A missing IREE makes these tests fail, never skip.
+#   record.generation      IREE's greedy 64 tokens == `skainet run --temp 0` (stories260K F32, Q8_0)
+#   record.archive         model.irpa entries == the GGUF's == iree-convert-parameters' (F32, Q8_0)
+#   record.targets.cuda    the module compiles for CUDA sm_80 (F32, Q4_0; no GPU needed)
+#   record.targets.vulkan  the module compiles for Vulkan (ampere; F32, Q4_0)
+#   record.export_1b       1.1B-shaped Q4_0 synth: archive within 2% of the GGUF, export peak RSS
+#                          under 25% of it, module compiles for llvm-cpu (~600 MiB on disk, deleted)
+if(NOT TARGET skainet)
+  return()
+endif()
+
+set(skainet_record_stories "${SKAINET_SHARED_MODELS}/stories260K.gguf")
+set(skainet_record_work "${CMAKE_BINARY_DIR}/record-check")
+
+function(skainet_record_test name timeout)
+  add_test(NAME record.${name}
+           COMMAND ${SKAINET_VENV_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/${ARGN})
+  # Each test has its own work folder, so they may run in parallel (ctest -j).
+  set_tests_properties(record.${name} PROPERTIES LABELS "record;iree" TIMEOUT ${timeout}
+                       ENVIRONMENT PYTHONDONTWRITEBYTECODE=1)
+endfunction()
+
+skainet_record_test(generation 900 check_generation.py
+  $<TARGET_FILE:skainet> ${skainet_record_stories} ${skainet_record_work}/generation)
+skainet_record_test(archive 300 check_archive.py
+  $<TARGET_FILE:skainet> ${skainet_record_stories} ${skainet_record_work}/archive)
+skainet_record_test(targets.cuda 600 check_targets.py
+  $<TARGET_FILE:skainet> ${skainet_record_stories} ${skainet_record_work}/cuda cuda)
+skainet_record_test(targets.vulkan 600 check_targets.py
+  $<TARGET_FILE:skainet> ${skainet_record_stories} ${skainet_record_work}/vulkan vulkan)
+skainet_record_test(export_1b 900 check_export_1b.py
+  $<TARGET_FILE:skainet> ${skainet_record_work}/export_1b)
