@@ -4,7 +4,6 @@ PRESET ?= release
 JOBS ?= $(shell nproc)
 BUILD := build/$(PRESET)
 SKAINET := $(BUILD)/skainet
-DEMO := build/demo
 
 .PHONY: setup configure build demo test test-asan test-peer fuzz bench clean
 
@@ -17,13 +16,13 @@ configure: setup
 build: configure
 	@cmake --build --preset $(PRESET) -j $(JOBS)
 
-# The main job on a built-in default: a small synthetic llama model (seeded random weights, so its
-# text is noise), planned from its header, then loaded as planned and run.
+# The main job on the trained TinyStories model beside this repository (260K parameters, 1.1 MiB):
+# planned from its header (where every tensor lives and why), then loaded as planned and run greedily.
+DEMO_MODEL := ../shared/models/stories260K.gguf
 demo: build
-	@mkdir -p $(DEMO)
-	$(SKAINET) synth $(DEMO)/tiny-q8_0.gguf --preset tiny --type Q8_0 --seed 1
-	$(SKAINET) plan $(DEMO)/tiny-q8_0.gguf --ctx 256
-	$(SKAINET) run -m $(DEMO)/tiny-q8_0.gguf -p "Once upon a time" -n 32 --seed 1 --ctx 256
+	@test -f $(DEMO_MODEL) || { echo "make demo: $(DEMO_MODEL) is missing (the trained TinyStories model beside this repository)"; exit 1; }
+	$(SKAINET) plan $(DEMO_MODEL) --ctx 256
+	$(SKAINET) run -m $(DEMO_MODEL) -p "Once upon a time" -n 128 --temp 0 --ctx 256
 
 # The whole default test suite (what .ci/run runs).
 test: build
@@ -45,4 +44,4 @@ fuzz:
 	@bash scripts/fuzz.sh
 
 clean:
-	rm -rf build/release build/debug build/asan build/fuzz $(DEMO)
+	rm -rf build/release build/debug build/asan build/fuzz build/demo

@@ -6,11 +6,14 @@
 //                                                            .prefill_chunk = plan.prefill->tokens});
 //   generate::Stats s = gen.generate("Once upon a time", {.max_tokens = 128},
 //                                    [](std::string_view piece, int32_t) { std::cout << piece; return true; });
+//   generate::Options o{.max_tokens = 64};  o.stop_strings = {"\nUser:"};     // stops before "\nUser:"
+//   gen.continue_ids(conversation_ids, ids_already_in_cache, o, on_token);   // a chat turn: new tokens only
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -29,13 +32,18 @@ struct Options {
   bool add_special = true;        // BOS/EOS as the vocabulary asks
   bool parse_special = true;      // "<s>" in the prompt becomes the control token
   bool stop_at_eos = true;
+  // Generation stops when the generated text contains one of these (llama.cpp's --stop / -r); the text
+  // from the stop string on is not passed to the callback. Text that could be the start of a stop
+  // string is held back until it is known not to be one, so pieces may arrive a few tokens late.
+  std::vector<std::string> stop_strings = {};
 };
 
-enum class StopReason : uint8_t { MaxTokens, EndOfGeneration, ContextFull, Callback };
+enum class StopReason : uint8_t { MaxTokens, EndOfGeneration, ContextFull, Callback, StopString };
 std::string_view stop_reason_name(StopReason r) noexcept;
 
 struct Stats {
-  int32_t prompt_tokens = 0, generated_tokens = 0;
+  int32_t prompt_tokens = 0, generated_tokens = 0;  // prompt_tokens: those processed (not reused)
+  int32_t cached_tokens = 0;                          // prompt tokens whose KV was already in the cache
   double prompt_seconds = 0, decode_seconds = 0, first_token_seconds = 0;
   uint64_t step_slab_bytes = 0, step_slab_peak = 0, layer_slab_peak = 0;
   uint64_t overflow_bytes = 0, overflow_count = 0;  // highest per step / total, both slabs
@@ -50,6 +58,39 @@ struct Stats {
 // Called with the text that became complete (maybe empty) and the token id; return false to stop.
 using TokenCallback = std::function<bool(std::string_view piece, int32_t id)>;
 
+// Finds stop strings in streamed text: push() passes on what is certainly not part of a stop string
+// and holds back a tail that could still become one. No allocation per piece once `reserve`d.
+class StopMatcher {
+ public:
+  explicit StopMatcher(std::span<const std::string> stops);
+  // Appends `piece`; calls emit(text) with what may be shown; true when a stop string appeared (the
+  // text before it was emitted, the rest is dropped).
+  template <typename Emit>
+  bool push(std::string_view piece, Emit&& emit) {
+    held_.append(piece);
+    const size_t at = find_stop();
+    if (at != std::string::npos) {
+      if (at > 0) emit(std::string_view(held_.data(), at));
+      held_.clear();
+      return true;
+    }
+    const size_t keep = partial_tail();
+    if (held_.size() > keep) {
+      emit(std::string_view(held_.data(), held_.size() - keep));
+      held_.erase(0, held_.size() - keep);
+    }
+    return false;
+  }
+  std::string_view held() const noexcept { return held_; }
+  void clear() noexcept { held_.clear(); }
+
+ private:
+  size_t find_stop() const noexcept;     // earliest start of any stop string in held_, or npos
+  size_t partial_tail() const noexcept;  // longest tail of held_ that is a proper prefix of a stop string
+  std::span<const std::string> stops_;
+  std::string held_;
+};
+
 class Generator {
  public:
   Generator(model::Llama& model, const text::Tokenizer& tokenizer, text::Sampler& sampler,
@@ -59,6 +100,12 @@ class Generator {
   // The same from token ids (tests, bench); `out` receives the generated ids when not null.
   Stats generate_ids(std::span<const int32_t> prompt, const Options& options, const TokenCallback& on_token,
                      std::vector<int32_t>* out = nullptr);
+  // The same for a sequence whose first `cached` tokens are already in the KV cache at positions
+  // [0, cached) — a conversation, where each turn re-renders the whole dialogue: only prompt[cached..]
+  // is processed (at least its last token, for the logits). Cells past the prompt are overwritten as
+  // generation reaches them; attention never reads a cell beyond the current position.
+  Stats continue_ids(std::span<const int32_t> prompt, int64_t cached, const Options& options,
+                     const TokenCallback& on_token, std::vector<int32_t>* out = nullptr);
 
   // Prefill only: runs `tokens` at [pos, pos+n) in chunks and returns the last chunk's sampled token.
   int32_t prefill(std::span<const int32_t> tokens, int64_t pos);

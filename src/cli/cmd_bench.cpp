@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
+#include "llama_compat.hpp"
 #include "placement_args.hpp"
 #include "skainet/engine.hpp"
 
@@ -27,6 +28,7 @@ struct BenchArgs {
   int threads = static_cast<int>(base::default_threads());
   std::string output = "md";
   PlacementArgs placement;
+  CompatFlags compat;
   bool force = false;
 };
 
@@ -162,16 +164,20 @@ int run(const BenchArgs& a) {
 Subcommand add_bench(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "Prompt processing and generation speed, in llama-bench's style");
-  cmd->add_option("-m,--model", a->model, "GGUF model")->required();  // a missing file is exit code 1, as in every command
+  add_model_option(cmd, a->model);  // a missing file is exit code 1, as in every command
   cmd->add_option("-p,--n-prompt", a->n_prompt, "prompt tokens (pp test; 0: skip)");
   cmd->add_option("-n,--n-gen", a->n_gen, "generated tokens (tg test; 0: skip)");
   cmd->add_option("-r,--repetitions", a->repetitions, "repetitions of each test")->check(CLI::Range(1, 1000));
   cmd->add_option("-t,--threads", a->threads, "Threads (default: the physical cores this process may use)")
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
+      ->check(CLI::Range(1, 256));
   cmd->add_flag("--force", a->force, "load even when the plan exceeds the memory available now (MemAvailable)");
   cmd->add_option("-o,--output", a->output, "md | json | csv")->check(CLI::IsMember({"md", "json", "csv"}));
   a->placement.add_to(cmd);
+  add_placement_compat(cmd, a->compat);
+  cmd->parse_complete_callback([a] {
+    require_model(a->model);
+    apply_placement_compat(a->compat, a->placement);
+  });
   return {cmd, [a] { return run(*a); }};
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
+#include "llama_compat.hpp"
 #include "skainet/gguf.hpp"
 
 namespace skainet::cli {
@@ -246,7 +247,8 @@ Subcommand add_inspect(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("inspect", "Print a GGUF file's metadata, tensor table and totals (header only)");
-  sub->add_option("FILE", options->file, "GGUF file")->required();
+  add_model_option(sub, options->file, "GGUF file");
+  sub->parse_complete_callback([options] { require_model(options->file); });
   sub->add_flag("--json", options->json, "Emit one JSON object for tools");
   return {sub, [options] {
             const gguf::Header h = gguf::read_header(options->file);

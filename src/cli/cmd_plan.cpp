@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
+#include "llama_compat.hpp"
 #include "placement_args.hpp"
 
 namespace skainet::cli {
@@ -11,6 +12,7 @@ namespace {
 struct PlanArgs {
   std::string file;
   PlacementArgs placement;
+  CompatFlags compat;
   std::string explain;
   bool json = false;
   bool check_tensors = false;
@@ -54,8 +56,13 @@ int run_plan(const PlanArgs& a) {
 Subcommand add_plan(CLI::App& app) {
   auto args = std::make_shared<PlanArgs>();
   CLI::App* cmd = app.add_subcommand("plan", "Where every tensor will live and why, KV cache and slabs, from the header alone");
-  cmd->add_option("file", args->file, "GGUF model")->required();  // a missing file is exit code 1, as in every command
+  add_model_option(cmd, args->file);  // a missing file is exit code 1, as in every command
   args->placement.add_to(cmd);
+  add_placement_compat(cmd, args->compat);
+  cmd->parse_complete_callback([args] {
+    require_model(args->file);
+    apply_placement_compat(args->compat, args->placement);
+  });
   cmd->add_option("--explain", args->explain, "print one tensor's full decision");
   cmd->add_flag("--json", args->json, "machine-readable plan");
   cmd->add_flag("--check-tensors", args->check_tensors,

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include "cli.hpp"
+#include "llama_compat.hpp"
 #include "skainet/text.hpp"
 
 namespace skainet::cli {
@@ -64,7 +65,8 @@ int run(const TokenizeArgs& a) {
 Subcommand add_tokenize(CLI::App& app) {
   auto a = std::make_shared<TokenizeArgs>();
   CLI::App* cmd = app.add_subcommand("tokenize", "Tokenize text with a model's vocabulary (as llama-tokenize)");
-  cmd->add_option("-m,--model", a->model, "GGUF model or vocabulary file")->required();  // a missing file is exit code 1, as in every command
+  add_model_option(cmd, a->model, "GGUF model or vocabulary file");  // a missing file is exit code 1, as in every command
+  cmd->parse_complete_callback([a] { require_model(a->model); });
   a->prompt_option = cmd->add_option("-p,--prompt", a->prompt, "text");
   cmd->add_option("--decode", a->decode, "comma-separated ids: print their text instead");
   cmd->add_flag("--ids", a->ids, "print only the ids, as a list");

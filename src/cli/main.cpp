@@ -1,15 +1,25 @@
 // Entry point: CLI11 subcommands; every library error becomes "skainet: error: <message>" and exit
-// code 1, a command-line mistake exit code 2, so scripts can tell the two apart.
+// code 1, a command-line mistake exit code 2, so scripts can tell the two apart. llama.cpp's
+// multi-letter short flags are rewritten to long ones first (llama_compat.hpp).
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "llama_compat.hpp"
 #include "skainet/load.hpp"
 
+#ifndef SKAINET_VERSION
+#define SKAINET_VERSION "unknown"
+#endif
+
 int main(int argc, char** argv) {
-  CLI::App app{"skainet: inspect, synthesize and quantize GGUF models"};
+  CLI::App app{"skainet: plan, run and chat with GGUF language models on the CPU; inspect, synthesize, quantize, export",
+                "skainet"};
+  app.set_version_flag("--version", "skainet " SKAINET_VERSION);
+  app.option_defaults()->always_capture_default();  // --help shows every default; subcommands inherit it
   app.require_subcommand(1);
   const skainet::cli::Subcommand commands[] = {
       skainet::cli::add_inspect(app),
@@ -17,12 +27,15 @@ int main(int argc, char** argv) {
       skainet::cli::add_quantize(app),
       skainet::cli::add_plan(app),
       skainet::cli::add_run(app),
+      skainet::cli::add_chat(app),
       skainet::cli::add_tokenize(app),
       skainet::cli::add_bench(app),
       skainet::cli::add_export(app),
   };
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> args = skainet::cli::rewrite_llama_args(argc, argv);
+    std::reverse(args.begin(), args.end());  // CLI11 takes its vector of arguments last to first
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -52,19 +53,41 @@ Stats Generator::generate(std::string_view prompt, const Options& options, const
 
 Stats Generator::generate_ids(std::span<const int32_t> prompt, const Options& options, const TokenCallback& on_token,
                               std::vector<int32_t>* out) {
+  return continue_ids(prompt, 0, options, on_token, out);
+}
+
+Stats Generator::continue_ids(std::span<const int32_t> prompt, int64_t cached, const Options& options,
+                              const TokenCallback& on_token, std::vector<int32_t>* out) {
   Stats s;
-  s.prompt_tokens = static_cast<int32_t>(prompt.size());
   const int64_t ctx_cells = model_.ctx_size();
   if (static_cast<int64_t>(prompt.size()) >= ctx_cells)
     throw InvalidArgument(fmt::format("the prompt has {} tokens; the context of {} leaves no room to generate (--ctx)",
                                       prompt.size(), ctx_cells));
+  if (prompt.empty()) throw InvalidArgument("the prompt has no tokens");
+  // The last prompt token is always processed: its logits give the first generated token.
+  cached = std::clamp<int64_t>(cached, 0, static_cast<int64_t>(prompt.size()) - 1);
+  s.cached_tokens = static_cast<int32_t>(cached);
+  s.prompt_tokens = static_cast<int32_t>(prompt.size() - static_cast<size_t>(cached));
   sampler_.reset();
+  for (int32_t t : prompt.first(static_cast<size_t>(cached))) sampler_.accept(t);  // the penalty sees them all
   text::StreamDecoder decoder(tokenizer_);
   // Prime the decoder with the prompt so the first generated piece joins it correctly.
   for (int32_t t : prompt) decoder.push(t);
+  StopMatcher stops(options.stop_strings);
+  bool stopped_by_string = false;
+  // Returns false to stop: the callback asked to, or a stop string appeared (also without a callback).
+  const bool streams = on_token || !options.stop_strings.empty();
+  auto deliver = [&](std::string_view piece, int32_t id) {
+    if (options.stop_strings.empty()) return on_token(piece, id);
+    bool keep_going = true;
+    stopped_by_string = stops.push(piece, [&](std::string_view text) {
+      if (on_token) keep_going = on_token(text, id) && keep_going;
+    });
+    return keep_going && !stopped_by_string;
+  };
 
   const auto start = Clock::now();
-  int32_t next = prefill(prompt, 0);
+  int32_t next = prefill(prompt.subspan(static_cast<size_t>(cached)), cached);
   s.prompt_seconds = s.first_token_seconds = seconds_since(start);
 
   int64_t pos = static_cast<int64_t>(prompt.size());
@@ -78,8 +101,8 @@ Stats Generator::generate_ids(std::span<const int32_t> prompt, const Options& op
       s.stop = StopReason::EndOfGeneration;
       break;
     }
-    if (on_token && !on_token(decoder.push(next), next)) {
-      s.stop = StopReason::Callback;
+    if (streams && !deliver(decoder.push(next), next)) {
+      s.stop = stopped_by_string ? StopReason::StopString : StopReason::Callback;
       break;
     }
     if (options.max_tokens >= 0 && s.generated_tokens >= options.max_tokens) break;
@@ -90,9 +113,10 @@ Stats Generator::generate_ids(std::span<const int32_t> prompt, const Options& op
     next = decode_step(next, pos++);
   }
   s.decode_seconds = seconds_since(decode_start);
-  if (on_token) {
+  if (streams && !stopped_by_string) {
     const std::string tail = decoder.flush();
-    if (!tail.empty()) on_token(tail, -1);
+    if (!tail.empty() && !deliver(tail, -1) && stopped_by_string) s.stop = StopReason::StopString;
+    if (on_token && !stopped_by_string && !stops.held().empty()) on_token(stops.held(), -1);
   }
 
   const memory::ForwardStats& step = step_.stats();
@@ -105,12 +129,37 @@ Stats Generator::generate_ids(std::span<const int32_t> prompt, const Options& op
   return s;
 }
 
+StopMatcher::StopMatcher(std::span<const std::string> stops) : stops_(stops) {
+  size_t longest = 0;
+  for (const auto& stop : stops_) longest = std::max(longest, stop.size());
+  held_.reserve(longest + 256);
+}
+
+size_t StopMatcher::find_stop() const noexcept {
+  size_t best = std::string::npos;
+  for (const auto& stop : stops_)
+    if (!stop.empty()) best = std::min(best, held_.find(stop));
+  return best;
+}
+
+size_t StopMatcher::partial_tail() const noexcept {
+  size_t keep = 0;
+  for (const auto& stop : stops_)
+    for (size_t k = std::min(stop.size() - (stop.empty() ? 0 : 1), held_.size()); k > keep; --k)
+      if (std::string_view(held_).substr(held_.size() - k) == std::string_view(stop).substr(0, k)) {
+        keep = k;
+        break;
+      }
+  return keep;
+}
+
 std::string_view stop_reason_name(StopReason r) noexcept {
   switch (r) {
     case StopReason::MaxTokens: return "max-tokens";
     case StopReason::EndOfGeneration: return "end-of-generation";
     case StopReason::ContextFull: return "context-full";
     case StopReason::Callback: return "callback";
+    case StopReason::StopString: return "stop-string";
   }
   return "?";
 }

@@ -15,9 +15,13 @@ extern char** environ;
 
 namespace skainet::cli_test {
 
-RunResult run_skainet(const std::vector<std::string>& args) {
+RunResult run_skainet(const std::vector<std::string>& args) { return run_skainet(args, ""); }
+
+RunResult run_skainet(const std::vector<std::string>& args, const std::string& input) {
   const test::TempDir scratch("cli-run");
   const std::string out_path = (scratch / "out").string(), err_path = (scratch / "err").string();
+  const std::string in_path = (scratch / "in").string();
+  std::ofstream(in_path, std::ios::binary) << input;
   const std::string binary = std::string(SKAINET_BINARY_DIR) + "/skainet";
 
   std::vector<std::string> argv_storage{binary};
@@ -28,6 +32,7 @@ RunResult run_skainet(const std::vector<std::string>& args) {
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, in_path.c_str(), O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;

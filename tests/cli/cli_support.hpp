@@ -20,8 +20,9 @@ struct RunResult {
   std::string out, err;
 };
 
-// Runs SKAINET_BINARY_DIR/skainet with `args`, capturing stdout and stderr.
+// Runs SKAINET_BINARY_DIR/skainet with `args`, capturing stdout and stderr; stdin is empty, or `input`.
 RunResult run_skainet(const std::vector<std::string>& args);
+RunResult run_skainet(const std::vector<std::string>& args, const std::string& input);
 
 // A fresh directory for one test (gtest makes a fixture object per test), removed afterwards.
 class ScratchTest : public ::testing::Test {

@@ -1,0 +1,238 @@
+// `skainet chat` (and `skainet run -cnv`): an interactive conversation. Each turn renders the whole
+// conversation with the chat template (skainet::chat), tokenizes it, and processes only what follows
+// the longest prefix already in the KV cache; the reply streams to stdout and a stats line per turn
+// goes to stderr. Ctrl-C stops the current reply; Ctrl-C at the prompt, or end of input, ends the chat.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli.hpp"
+#include "generation_args.hpp"
+#include "skainet/chat.hpp"
+
+namespace skainet::cli {
+namespace {
+
+// The built-in templates (--chat-template NAME) and the stop string each one's turns end with, for
+// vocabularies that lack the end-of-turn marker as a token (then the model writes it as text).
+struct BuiltinTemplate {
+  std::string_view name;
+  std::string_view source;
+  std::string_view end_of_turn;
+};
+constexpr BuiltinTemplate kBuiltins[] = {
+    {"chatml",
+     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+     "<|im_end|>"},
+    {"llama3",
+     "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'"
+     " + message['content'] | trim + '<|eot_id|>' }}{% endfor %}"
+     "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}",
+     "<|eot_id|>"},
+};
+constexpr std::string_view kDefaultTemplate = "chatml";
+
+const BuiltinTemplate* find_builtin(std::string_view name) {
+  for (const auto& b : kBuiltins)
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+struct ChosenTemplate {
+  std::string source;
+  std::string description;  // for the stats line and messages
+  std::optional<std::string> end_of_turn;
+};
+
+ChosenTemplate choose_template(const GenerationArgs& a, const gguf::Header& header) {
+  if (!a.chat_template.empty()) {
+    if (const BuiltinTemplate* b = find_builtin(a.chat_template))
+      return {std::string(b->source), fmt::format("built-in {}", b->name), std::string(b->end_of_turn)};
+    std::ifstream in(a.chat_template, std::ios::binary);
+    if (!in) {
+      std::string names;
+      for (const auto& b : kBuiltins) names += fmt::format("{}{}", names.empty() ? "" : ", ", b.name);
+      throw InvalidArgument(fmt::format("--chat-template '{}': neither a readable file nor a built-in name ({})",
+                                        a.chat_template, names));
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return {text.str(), a.chat_template, std::nullopt};
+  }
+  if (header.find("tokenizer.chat_template") != nullptr)
+    return {header.get_string("tokenizer.chat_template"), "the model's tokenizer.chat_template", std::nullopt};
+  const BuiltinTemplate* b = find_builtin(kDefaultTemplate);
+  fmt::print(stderr, "skainet: {} has no tokenizer.chat_template; using the built-in {} template (--chat-template FILE|NAME "
+                     "to choose another)\n", a.model, b->name);
+  return {std::string(b->source), fmt::format("built-in {}", b->name), std::string(b->end_of_turn)};
+}
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+// Without SA_RESTART, so a Ctrl-C at the prompt interrupts read() instead of waiting for a line.
+void install_sigint() {
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  ::sigaction(SIGINT, &sa, nullptr);
+}
+
+// One line from stdin (without its newline); nullopt at end of input or on Ctrl-C.
+class LineReader {
+ public:
+  std::optional<std::string> next() {
+    for (;;) {
+      if (const size_t nl = buffer_.find('\n'); nl != std::string::npos) {
+        std::string line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        return line;
+      }
+      if (eof_) {
+        if (buffer_.empty()) return std::nullopt;
+        return std::exchange(buffer_, {});
+      }
+      char chunk[4096];
+      const ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) {
+        if (g_interrupted.load()) return std::nullopt;
+        continue;
+      }
+      if (n <= 0) eof_ = true;
+      else buffer_.append(chunk, static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  std::string buffer_;
+  bool eof_ = false;
+};
+
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+}  // namespace
+
+int run_chat(GenerationArgs& a) {
+  auto engine = open_engine(a);
+  const text::Tokenizer& tok = *engine->tokenizer;
+  const ChosenTemplate chosen = choose_template(a, engine->header);
+  const chat::Template tmpl(chosen.source);
+  const std::string bos_text = tok.bos() >= 0 ? tok.token_to_piece(tok.bos(), true) : "";
+  const std::string eos_text = tok.eos() >= 0 ? tok.token_to_piece(tok.eos(), true) : "";
+
+  const uint64_t seed = a.resolve_seed();
+  const int64_t ctx_cells = engine->plan.kv->ctx;
+  text::Sampler sampler(tok.vocab_size(), a.sampling, static_cast<uint32_t>(ctx_cells));
+  generate::Generator gen = engine->generator(sampler);
+  generate::Options options;
+  options.max_tokens = a.n_predict;
+  options.stop_at_eos = !a.ignore_eos;
+  options.stop_strings = a.stops;
+  if (chosen.end_of_turn) options.stop_strings.push_back(*chosen.end_of_turn);
+
+  const bool interactive = ::isatty(STDIN_FILENO) != 0;
+  fmt::print(stderr, "skainet: chat with {} ({}; context {} tokens, seed {}). Ctrl-C stops a reply; Ctrl-C at the "
+                     "prompt or end of input ends the chat.\n",
+             a.model, chosen.description, ctx_cells, seed);
+  install_sigint();
+
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!a.system_prompt.empty()) messages.push_back({{"role", "system"}, {"content", a.system_prompt}});
+  std::vector<int32_t> cached;  // the tokens whose keys and values are in the cache, in order
+  std::optional<std::string> first = a.prompt.empty() ? std::nullopt : std::optional(a.prompt);
+  LineReader reader;
+  for (int turn = 1;; ++turn) {
+    std::optional<std::string> user;
+    if (first) {
+      user = std::exchange(first, std::nullopt);
+      if (interactive) fmt::print("> {}\n", *user);
+    } else {
+      if (interactive) {
+        fmt::print("> ");
+        std::fflush(stdout);
+      }
+      g_interrupted.store(false);
+      user = reader.next();
+      if (!user) {
+        if (interactive) fmt::print("\n");
+        break;
+      }
+      if (a.escape) *user = process_escapes(*user);
+    }
+    if (user->empty()) {
+      --turn;
+      continue;
+    }
+    messages.push_back({{"role", "user"}, {"content", *user}});
+    const std::string rendered = tmpl.render(nlohmann::ordered_json{{"messages", messages},
+                                                                    {"add_generation_prompt", true},
+                                                                    {"bos_token", bos_text},
+                                                                    {"eos_token", eos_text}});
+    // A template that writes the BOS text itself must not get a second BOS from the tokenizer.
+    const bool add_special = bos_text.empty() || !rendered.starts_with(bos_text);
+    const std::vector<int32_t> ids = tok.encode(rendered, add_special, /*parse_special=*/true);
+    if (static_cast<int64_t>(ids.size()) >= ctx_cells) {
+      fmt::print(stderr, "skainet: the conversation is {} tokens and the context holds {}: it is full; start a new chat "
+                         "or raise --ctx\n", ids.size(), ctx_cells);
+      return 1;
+    }
+    const size_t reuse = common_prefix(cached, ids);
+
+    std::string reply;
+    g_interrupted.store(false);
+    std::vector<int32_t> out;
+    const generate::Stats s = gen.continue_ids(ids, static_cast<int64_t>(reuse), options,
+                                               [&](std::string_view piece, int32_t) {
+                                                 reply.append(piece);
+                                                 std::fwrite(piece.data(), 1, piece.size(), stdout);
+                                                 std::fflush(stdout);
+                                                 return !g_interrupted.load();
+                                               },
+                                               &out);
+    fmt::print("\n");
+    std::fflush(stdout);
+    const bool interrupted = s.stop == generate::StopReason::Callback;
+    // Every sampled token but the last was forwarded, so its keys and values are in the cache.
+    cached = ids;
+    if (!out.empty()) cached.insert(cached.end(), out.begin(), out.end() - 1);
+    messages.push_back({{"role", "assistant"}, {"content", reply}});
+    fmt::print(stderr, "skainet: turn {}: prompt {} tokens ({} reused from the cache, {} processed, {:.1f} tokens/s) | "
+                       "reply {} tokens, {:.1f} tokens/s | stop: {} | context {}/{}\n",
+               turn, ids.size(), s.cached_tokens, s.prompt_tokens, s.prompt_tokens_per_second(), s.generated_tokens,
+               s.decode_tokens_per_second(), interrupted ? "interrupted (Ctrl-C)" : generate::stop_reason_name(s.stop),
+               cached.size(), ctx_cells);
+    if (s.stop == generate::StopReason::ContextFull) {
+      fmt::print(stderr, "skainet: the context of {} tokens is full; the conversation ends here (raise --ctx for longer "
+                         "ones)\n", ctx_cells);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+Subcommand add_chat(CLI::App& app) {
+  auto a = std::make_shared<GenerationArgs>();
+  CLI::App* cmd = app.add_subcommand("chat", "Talk with a model: its chat template, the KV cache kept between turns");
+  a->add_to(cmd, /*chat_command=*/true);
+  return {cmd, [a] {
+            a->finish_parse();
+            return run_chat(*a);
+          }};
+}
+
+}  // namespace skainet::cli

@@ -1,0 +1,84 @@
+#include "generation_args.hpp"
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace skainet::cli {
+
+void GenerationArgs::add_to(CLI::App* cmd, bool chat_command) {
+  if (chat_command) n_predict = -1;
+  add_model_option(cmd, model);
+  prompt_option = cmd->add_option("-p,--prompt", prompt, chat_command ? "first user message" : "prompt text");
+  cmd->add_option("-f,--file", prompt_file, "read the prompt from this file")->check(CLI::ExistingFile)->excludes(prompt_option);
+  cmd->add_flag("-e,--escape", escape, "process escapes (\\n, \\t, \\\", \\xHH, ...) in the prompts");
+  n_predict_option = cmd->add_option("-n,--n-predict", n_predict,
+                                     chat_command ? "tokens per reply at most (-1: until end of turn or a full context)"
+                                                  : "tokens to generate (-1: until end of text or a full context)");
+  cmd->add_option("-t,--threads", threads, "threads (default: the physical cores this process may use)")->check(CLI::Range(1, 256));
+  cmd->add_option("-s,--seed", seed, "sampling seed (-1: random)");
+  cmd->add_option("--temp", sampling.temperature, "temperature (0: greedy)");
+  cmd->add_option("--top-k", sampling.top_k, "top-k (0: off)");
+  cmd->add_option("--top-p", sampling.top_p, "top-p (1: off)");
+  cmd->add_option("--min-p", sampling.min_p, "min-p (0: off)");
+  cmd->add_option("--repeat-penalty", sampling.repeat_penalty, "repetition penalty (1: off)");
+  cmd->add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalty looks back over");
+  cmd->add_option("-r,--reverse-prompt", stops, "stop string (repeatable): generation stops when the text contains it; not printed");
+  cmd->add_option("--stop", stops, "the same as -r");
+  if (!chat_command) {
+    cmd->add_flag("--conversation,!--no-conversation", conversation,
+                  "as llama.cpp's -cnv: an interactive conversation, the same as skainet chat (-no-cnv: plain completion)");
+    cmd->add_flag("--no-display-prompt", no_display_prompt, "do not echo the prompt");
+  }
+  cmd->add_option("--system-prompt", system_prompt, "as llama.cpp's -sys: the conversation's system message");
+  cmd->add_option("--chat-template", chat_template,
+                  "chat template: a .jinja file, or a built-in name (chatml, llama3); default: the model's");
+  cmd->add_flag("--ignore-eos", ignore_eos, "keep generating past end of text");
+  cmd->add_flag("--check-tensors", check_tensors, "decode every tensor first and refuse NaN or infinity");
+  cmd->add_flag("--force", force, "load even when the plan exceeds the memory available now (MemAvailable)");
+  placement.add_to(cmd);
+  add_placement_compat(cmd, compat);
+  cmd->parse_complete_callback([this, chat_command] {
+    require_model(model);
+    if (!chat_command && !conversation && prompt_option->count() == 0 && prompt_file.empty())
+      throw CLI::RequiredError("-p,--prompt (or -f FILE)");
+    if (!chat_command && !conversation && (!system_prompt.empty() || !chat_template.empty()))
+      throw CLI::ValidationError("-sys/--system-prompt and --chat-template", "only in a conversation (-cnv, or skainet chat)");
+    apply_placement_compat(compat, placement);
+  });
+}
+
+void GenerationArgs::finish_parse() {
+  if (!prompt_file.empty()) {
+    std::ifstream in(prompt_file, std::ios::binary);
+    if (!in) throw Error(fmt::format("{}: cannot read the prompt file", prompt_file));
+    std::ostringstream text;
+    text << in.rdbuf();
+    prompt = text.str();
+  }
+  if (escape) {
+    prompt = process_escapes(prompt);
+    system_prompt = process_escapes(system_prompt);
+    for (auto& stop : stops) stop = process_escapes(stop);
+  }
+}
+
+generate::EngineOptions GenerationArgs::engine_options() const {
+  generate::EngineOptions options;
+  options.profile = placement.profile;
+  options.plan = placement.plan_options();
+  options.overrides = placement.form_overrides();
+  options.threads = threads;
+  options.force = force;
+  return options;
+}
+
+uint64_t GenerationArgs::resolve_seed() {
+  const uint64_t used = seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}();
+  sampling.seed = used;
+  return used;
+}
+
+}  // namespace skainet::cli
