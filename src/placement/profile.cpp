@@ -61,7 +61,8 @@ uint64_t parse_bytes(std::string_view text) {
   else if (!unit.empty()) throw InvalidArgument(fmt::format("'{}': unknown size unit '{}' (K, M, G, T)", text, unit));
   const double bytes = value * scale;
   if (!(bytes >= 0) || bytes >= 1.8e19) throw InvalidArgument(fmt::format("'{}' is not a size in range", text));
-  return static_cast<uint64_t>(std::llround(bytes));
+  // Not llround: its long long ends at 2^63, and sizes from there to 1.8e19 came back wrapped.
+  return static_cast<uint64_t>(std::round(bytes));
 }
 
 }  // namespace skainet::placement

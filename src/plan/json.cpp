@@ -1,3 +1,8 @@
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
@@ -9,6 +14,36 @@ namespace {
 
 using nlohmann::json;
 using namespace placement;
+
+// A number field read as T. nlohmann's own conversion casts a float to an integer field unchecked,
+// which is undefined behaviour out of range (1e300 as a size; found by the plan_json fuzz target), and
+// wraps integers silently; here an integer field takes only an integer in T's range and a float
+// field only a finite number.
+template <class T>
+T as_number(const json& v, std::string_view key) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (v.is_number()) {
+      const double d = v.get<double>();
+      if (std::isfinite(d) && std::fabs(d) <= std::numeric_limits<T>::max()) return static_cast<T>(d);
+    }
+    throw InvalidArgument(fmt::format("plan JSON: '{}' must be a finite number, not {}", key, v.dump()));
+  } else {
+    if (v.is_number_unsigned()) {
+      const uint64_t u = v.get<uint64_t>();
+      if (u <= static_cast<uint64_t>(std::numeric_limits<T>::max())) return static_cast<T>(u);
+    } else if (v.is_number_integer()) {
+      const int64_t i = v.get<int64_t>();
+      if (std::in_range<T>(i)) return static_cast<T>(i);
+    }
+    throw InvalidArgument(fmt::format("plan JSON: '{}' must be an integer from {} to {}, not {}", key,
+                                      std::numeric_limits<T>::min(), std::numeric_limits<T>::max(), v.dump()));
+  }
+}
+
+template <class T>
+T number(const json& j, const char* key) {
+  return as_number<T>(j.at(key), key);
+}
 
 // Enums travel as their names; reading one back searches the (contiguous, zero-based) values.
 template <class E, class NameFn>
@@ -33,7 +68,7 @@ json buffers_json(const std::vector<ActivationBuffer>& list) {
 
 std::vector<ActivationBuffer> buffers_from(const json& a) {
   std::vector<ActivationBuffer> out;
-  for (const auto& b : a) out.push_back({b.at("name").get<std::string>(), b.at("bytes").get<uint64_t>()});
+  for (const auto& b : a) out.push_back({b.at("name").get<std::string>(), number<uint64_t>(b, "bytes")});
   return out;
 }
 
@@ -44,9 +79,9 @@ json slab_json(const SlabPlan& s) {
 
 SlabPlan slab_from(const json& j) {
   SlabPlan s;
-  s.tokens = j.at("tokens");
-  s.step_bytes = j.at("step_bytes");
-  s.layer_bytes = j.at("layer_bytes");
+  s.tokens = number<uint32_t>(j, "tokens");
+  s.step_bytes = number<uint64_t>(j, "step_bytes");
+  s.layer_bytes = number<uint64_t>(j, "layer_bytes");
   s.step = buffers_from(j.at("step"));
   s.layer = buffers_from(j.at("layer"));
   return s;
@@ -93,21 +128,23 @@ Decision decision_from(const json& j) {
   d.tensor = j.at("name");
   d.role = enum_from<TensorRole>(j.at("role"), role_name, 3, "role");
   d.file_type = type_from(j.at("file_type"));
-  d.shape = j.at("shape").get<std::vector<uint64_t>>();
-  d.file_offset = j.at("file_offset");
-  d.file_bytes = j.at("file_bytes");
+  const json& shape = j.at("shape");
+  if (!shape.is_array()) throw InvalidArgument(fmt::format("plan JSON: 'shape' must be an array, not {}", shape.dump()));
+  for (const json& e : shape) d.shape.push_back(as_number<uint64_t>(e, "shape"));
+  d.file_offset = number<uint64_t>(j, "file_offset");
+  d.file_bytes = number<uint64_t>(j, "file_bytes");
   d.form = form_from(j.at("form"));
   d.form_reason = enum_from<FormReason>(j.at("form_reason"), form_reason_name, 6, "form reason");
   d.decided_by = enum_from<DecidedBy>(j.at("decided_by"), decided_by_name, 3, "decided_by");
-  d.override_index = j.at("override_index");
+  d.override_index = number<int>(j, "override_index");
   d.held_type = type_from(j.at("held_type"));
   d.held_order = j.at("held_order") == "row-major" ? BlockOrder::RowMajor : BlockOrder::Interleaved8;
   d.spec.domain = enum_from<MemoryDomain>(j.at("domain"), domain_name, 4, "domain");
-  d.spec.bytes = j.at("bytes");
-  d.spec.alignment = j.at("alignment");
+  d.spec.bytes = number<uint64_t>(j, "bytes");
+  d.spec.alignment = number<uint32_t>(j, "alignment");
   d.spec.mutable_ = j.at("mutable");
   d.reason = enum_from<PlacementReason>(j.at("reason"), placement_reason_name, 7, "placement reason");
-  d.off_heap_threshold = j.at("off_heap_threshold");
+  d.off_heap_threshold = number<uint64_t>(j, "off_heap_threshold");
   return d;
 }
 
@@ -156,17 +193,20 @@ MemoryPlan from_json(std::string_view text) {
     const json j = json::parse(text);
     MemoryPlan p;
     p.file = j.at("file");
-    p.file_size = j.at("file_size");
-    p.header_bytes_read = j.at("header_bytes_read");
+    p.file_size = number<uint64_t>(j, "file_size");
+    p.header_bytes_read = number<uint64_t>(j, "header_bytes_read");
     p.profile = j.at("profile");
     if (j.contains("model")) {
       const json& m = j["model"];
       ModelShape s;
       s.architecture = m.at("architecture");
-      s.layers = m.at("layers"); s.dim = m.at("dim"); s.heads = m.at("heads"); s.kv_heads = m.at("kv_heads");
-      s.head_dim = m.at("head_dim"); s.ffn = m.at("ffn"); s.vocab = m.at("vocab"); s.ctx_train = m.at("ctx_train");
-      s.rope_dims = m.at("rope_dims"); s.rope_base = m.at("rope_base"); s.rms_eps = m.at("rms_eps");
-      s.qkv_bias = m.at("qkv_bias"); s.neox_rope = m.at("neox_rope"); s.rope_scale = m.at("rope_scale");
+      s.layers = number<uint32_t>(m, "layers"); s.dim = number<uint32_t>(m, "dim");
+      s.heads = number<uint32_t>(m, "heads"); s.kv_heads = number<uint32_t>(m, "kv_heads");
+      s.head_dim = number<uint32_t>(m, "head_dim"); s.ffn = number<uint32_t>(m, "ffn");
+      s.vocab = number<uint32_t>(m, "vocab"); s.ctx_train = number<uint32_t>(m, "ctx_train");
+      s.rope_dims = number<uint32_t>(m, "rope_dims"); s.rope_base = number<float>(m, "rope_base");
+      s.rms_eps = number<float>(m, "rms_eps"); s.rope_scale = number<float>(m, "rope_scale");
+      s.qkv_bias = m.at("qkv_bias"); s.neox_rope = m.at("neox_rope");
       p.model = s;
     }
     for (const auto& d : j.at("tensors")) p.tensors.push_back(decision_from(d));
@@ -174,24 +214,26 @@ MemoryPlan from_json(std::string_view text) {
       const json& k = j["kv_cache"];
       KvCachePlan kv;
       kv.type = type_from(k.at("type"));
-      kv.layers = k.at("layers"); kv.ctx = k.at("ctx"); kv.kv_heads = k.at("kv_heads"); kv.head_dim = k.at("head_dim");
-      kv.bytes = k.at("bytes");
+      kv.layers = number<uint32_t>(k, "layers"); kv.ctx = number<uint32_t>(k, "ctx");
+      kv.kv_heads = number<uint32_t>(k, "kv_heads"); kv.head_dim = number<uint32_t>(k, "head_dim");
+      kv.bytes = number<uint64_t>(k, "bytes");
       kv.domain = enum_from<MemoryDomain>(k.at("domain"), domain_name, 4, "domain");
       p.kv = kv;
     }
     if (j.contains("decode_slab")) p.decode = slab_from(j["decode_slab"]);
     if (j.contains("prefill_slab")) p.prefill = slab_from(j["prefill_slab"]);
     const json& t = j.at("totals");
-    p.totals = {t.at("file"), t.at("mapped"), t.at("heap"), t.at("pages"), t.at("kv"), t.at("slab")};
-    if (!j.at("budget").is_null()) p.budget = j["budget"].get<uint64_t>();
+    p.totals = {number<uint64_t>(t, "file"), number<uint64_t>(t, "mapped"), number<uint64_t>(t, "heap"),
+                number<uint64_t>(t, "pages"),  number<uint64_t>(t, "kv"),     number<uint64_t>(t, "slab")};
+    if (!j.at("budget").is_null()) p.budget = number<uint64_t>(j, "budget");
     p.fits = j.at("fits");
     for (const auto& s : j.at("suggestions"))
       p.suggestions.push_back({enum_from<SuggestionKind>(s.at("kind"), suggestion_kind_name, 4, "suggestion"),
-                               s.at("action"), s.at("saves")});
+                               s.at("action"), number<uint64_t>(s, "saves")});
     if (j.contains("warnings"))
       for (const auto& w : j.at("warnings"))
-        p.warnings.push_back({enum_from<PlanWarningKind>(w.at("kind"), plan_warning_kind_name, 2, "warning"), w.at("value"),
-                              w.at("limit")});
+        p.warnings.push_back({enum_from<PlanWarningKind>(w.at("kind"), plan_warning_kind_name, 2, "warning"),
+                              number<uint64_t>(w, "value"), number<uint64_t>(w, "limit")});
     return p;
   } catch (const json::exception& e) {
     throw InvalidArgument(fmt::format("plan JSON: {}", e.what()));

@@ -260,9 +260,10 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, const DecodeOptions&
   std::string out;
   size_t i = 0;
   bool strip = impl_->vocab.add_space_prefix && options.strip_leading_space;
-  if (strip && !ids.empty() && ids[0] == impl_->vocab.bos) {
-    out += impl_->piece(ids[0], options.render_special);
-    i = 1;
+  // Every leading BOS, as StreamDecoder skips them: "<s>" parsed after an added BOS gives two.
+  while (strip && i < ids.size() && ids[i] == impl_->vocab.bos) {
+    out += impl_->piece(ids[i], options.render_special);
+    ++i;
   }
   for (; i < ids.size(); ++i) {
     std::string p = impl_->piece(ids[i], options.render_special);

@@ -1,0 +1,6 @@
+# The placement parsers' fuzz target is also replayed in the default suite (fuzz_replay_test.cpp) on
+# seeded mutations, whatever the compiler: the same function libFuzzer drives under `make fuzz`.
+if(TARGET test_placement)
+  target_sources(test_placement PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../fuzz/placement_parse_fuzzer.cpp)
+  target_include_directories(test_placement PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../fuzz)
+endif()
