@@ -2,42 +2,16 @@
 // its /proc path, since the reader works on files) and is read with data bounds checked; the only
 // acceptable failure is a skainet::Error. Anything else (a crash, a sanitizer report, another
 // exception type) is a finding.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "fuzz_target.hpp"
 #include "skainet/gguf.hpp"
 
 namespace {
-
-struct MemFile {
-  int fd = -1;
-  std::string path;
-
-  MemFile() {
-    fd = ::memfd_create("gguf-fuzz-input", MFD_CLOEXEC);
-    if (fd < 0) {
-      std::perror("memfd_create");
-      std::abort();
-    }
-    path = "/proc/self/fd/" + std::to_string(fd);
-  }
-
-  void assign(const uint8_t* data, size_t size) {
-    if (::ftruncate(fd, 0) != 0) std::abort();
-    size_t done = 0;
-    while (done < size) {
-      const ssize_t w = ::pwrite(fd, data + done, size - done, static_cast<off_t>(done));
-      if (w <= 0) std::abort();
-      done += static_cast<size_t>(w);
-    }
-  }
-};
 
 void read_and_use(const std::string& path, const skainet::gguf::ReadOptions& options) {
   try {
@@ -60,13 +34,22 @@ void read_and_use(const std::string& path, const skainet::gguf::ReadOptions& opt
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+namespace skainet::fuzz {
+
+int gguf_reader_one_input(const uint8_t* data, size_t size) {
   static MemFile file;
   file.assign(data, size);
-  skainet::gguf::ReadOptions strict;
+  gguf::ReadOptions strict;
   read_and_use(file.path, strict);
-  skainet::gguf::ReadOptions lax;  // the path tools take on damaged files
+  gguf::ReadOptions lax;  // the path tools take on damaged files
   lax.check_data_bounds = false;
   read_and_use(file.path, lax);
   return 0;
 }
+
+// Seeds come from make_seed_corpus.sh (gguf-py writes them); none are built in.
+std::vector<Bytes> gguf_reader_seeds() { return {}; }
+
+}  // namespace skainet::fuzz
+
+SKAINET_FUZZ_ENTRY(skainet::fuzz::gguf_reader_one_input, skainet::fuzz::gguf_reader_seeds)

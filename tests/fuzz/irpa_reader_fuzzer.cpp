@@ -2,9 +2,6 @@
 // memfd, reached by its /proc path, since the reader works on files); the only acceptable failure is
 // a skainet::Error. Anything else (a crash, a sanitizer report, another exception type, an accepted
 // index that breaks its own invariants) is a finding.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -13,33 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_target.hpp"
 #include "skainet/irpa.hpp"
 
 namespace {
-
-struct MemFile {
-  int fd = -1;
-  std::string path;
-
-  MemFile() {
-    fd = ::memfd_create("irpa-fuzz-input", MFD_CLOEXEC);
-    if (fd < 0) {
-      std::perror("memfd_create");
-      std::abort();
-    }
-    path = "/proc/self/fd/" + std::to_string(fd);
-  }
-
-  void assign(const uint8_t* data, size_t size) {
-    if (::ftruncate(fd, 0) != 0) std::abort();
-    size_t done = 0;
-    while (done < size) {
-      const ssize_t w = ::pwrite(fd, data + done, size - done, static_cast<off_t>(done));
-      if (w <= 0) std::abort();
-      done += static_cast<size_t>(w);
-    }
-  }
-};
 
 void read_and_use(const std::string& path) {
   try {
@@ -65,9 +39,18 @@ void read_and_use(const std::string& path) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+namespace skainet::fuzz {
+
+int irpa_reader_one_input(const uint8_t* data, size_t size) {
   static MemFile file;
   file.assign(data, size);
   read_and_use(file.path);
   return 0;
 }
+
+// Seeds come from make_irpa_seed_corpus.sh (IREE's own tools write them); none are built in.
+std::vector<Bytes> irpa_reader_seeds() { return {}; }
+
+}  // namespace skainet::fuzz
+
+SKAINET_FUZZ_ENTRY(skainet::fuzz::irpa_reader_one_input, skainet::fuzz::irpa_reader_seeds)
