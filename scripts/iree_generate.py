@@ -12,6 +12,7 @@ text, then the ids and tokens/s; --ids prints only the generated ids (for tests)
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import time
@@ -34,6 +35,18 @@ def compile_module(mlir, vmfb):
     run([os.path.join(BIN, "iree-compile"), mlir, "--iree-hal-target-device=local",
          "--iree-hal-local-target-device-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=host", "-o", tmp])
     os.replace(tmp, vmfb)
+
+
+def prefill_length(vm_module):
+    """The static token count of `prefill`, from its declaration: prefill(%input0: tensor<Nxi32>) -> ..."""
+    fn = vm_module.lookup_function("prefill")
+    if fn is None:
+        sys.exit("iree_generate: the module has no prefill function (export with --entry prefill,decode)")
+    declaration = str(fn.reflection.get("iree.abi.declaration", ""))
+    match = re.search(r"tensor<(\d+)xi32>", declaration)
+    if not match:
+        sys.exit(f"iree_generate: cannot read prefill's token count from '{declaration}'")
+    return int(match.group(1))
 
 
 def main():
@@ -64,11 +77,7 @@ def main():
         config=config)
     model = modules[-1]
 
-    seq = None
-    for name, sig in [("prefill", model.vm_module.lookup_function("prefill"))]:
-        seq = int(str(sig.reflection.get("iree.abi.declaration", "")).split("tensor<")[1].split("x")[0]) if sig else None
-    if seq is None:
-        sys.exit("iree_generate: the module has no prefill function")
+    seq = prefill_length(model.vm_module)
     if len(prompt) > seq:
         sys.exit(f"iree_generate: the prompt has {len(prompt)} tokens, the exported prefill takes {seq} (--seq-len)")
     padded = np.zeros(seq, np.int32)
