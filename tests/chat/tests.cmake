@@ -19,3 +19,10 @@ add_test(NAME chat.jinja2_random
                  --tool $<TARGET_FILE:chat_render_cases>
                  --workdir ${CMAKE_CURRENT_BINARY_DIR}/chat_random)
 set_tests_properties(chat.jinja2_random PROPERTIES LABELS chat TIMEOUT 300)
+
+# The renderer's fuzz target is also replayed in the default suite (fuzz_replay_test.cpp), whatever
+# the compiler: the same function libFuzzer drives under `make fuzz`.
+if(TARGET test_chat)
+  target_sources(test_chat PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../fuzz/chat_template_fuzzer.cpp)
+  target_include_directories(test_chat PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../fuzz)
+endif()
