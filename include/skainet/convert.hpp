@@ -170,6 +170,10 @@ ValueCheck check_values(const gguf::Header& h, unsigned threads = 0, size_t max_
 // Rows [begin_row, end_row) of `row`-element rows of `type` at data; scratch is resized to a row.
 std::optional<NonFiniteValue> find_non_finite(GgmlType type, const std::byte* data, uint64_t row, uint64_t begin_row,
                                               uint64_t end_row, std::vector<float>& scratch);
+// The same over all `rows` rows, split across `threads` (0: all hardware threads): the first
+// non-finite value by element index, its tensor name left empty.
+std::optional<NonFiniteValue> first_non_finite(GgmlType type, const std::byte* data, uint64_t row, uint64_t rows,
+                                               unsigned threads);
 
 // ---- quantize ------------------------------------------------------------------------------
 

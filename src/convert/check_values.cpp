@@ -27,6 +27,20 @@ std::optional<NonFiniteValue> find_non_finite(GgmlType type, const std::byte* da
   return std::nullopt;
 }
 
+std::optional<NonFiniteValue> first_non_finite(GgmlType type, const std::byte* data, uint64_t row, uint64_t rows,
+                                               unsigned threads) {
+  std::optional<NonFiniteValue> first;
+  std::mutex m;
+  detail::parallel_for(rows, detail::resolve_threads(threads), std::max<uint64_t>(1, 65536 / row),
+                       [&](uint64_t begin, uint64_t end) {
+                         std::vector<float> scratch;
+                         auto bad = find_non_finite(type, data, row, begin, end, scratch);
+                         std::lock_guard lock(m);
+                         if (bad && (!first || bad->element < first->element)) first = bad;
+                       });
+  return first;
+}
+
 std::string describe(const NonFiniteValue& v) {
   return fmt::format("tensor '{}': element {} (block {}) is {}", v.tensor, v.element, v.block, v.value);
 }
@@ -42,14 +56,7 @@ ValueCheck check_values(const gguf::Header& h, unsigned threads, size_t max_find
     }
     base::FileMapping map(h.path, t.file_offset, t.bytes);
     const uint64_t row = t.shape[0], rows = t.elements() / row;
-    std::optional<NonFiniteValue> first;
-    std::mutex m;
-    detail::parallel_for(rows, workers, std::max<uint64_t>(1, 65536 / row), [&](uint64_t begin, uint64_t end) {
-      std::vector<float> scratch;
-      auto bad = find_non_finite(t.type, map.data(), row, begin, end, scratch);
-      std::lock_guard lock(m);
-      if (bad && (!first || bad->element < first->element)) first = bad;
-    });
+    std::optional<NonFiniteValue> first = first_non_finite(t.type, map.data(), row, rows, workers);
     map.release_pages(0, t.bytes);
     ++c.tensors_checked;
     c.bytes += t.bytes;

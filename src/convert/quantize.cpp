@@ -39,14 +39,7 @@ void check_output(const std::filesystem::path& in, const gguf::TensorInfo& t, co
                   std::span<const std::byte> dst, unsigned threads) {
   if (!decodable(c.type) || t.shape.empty()) return;
   const uint64_t row = t.shape[0], rows = t.elements() / row;
-  std::optional<NonFiniteValue> first;
-  std::mutex m;
-  detail::parallel_for(rows, threads, std::max<uint64_t>(1, 65536 / row), [&](uint64_t begin, uint64_t end) {
-    std::vector<float> scratch;
-    auto bad = find_non_finite(c.type, dst.data(), row, begin, end, scratch);
-    std::lock_guard lock(m);
-    if (bad && (!first || bad->element < first->element)) first = bad;
-  });
+  std::optional<NonFiniteValue> first = first_non_finite(c.type, dst.data(), row, rows, threads);
   if (!first) return;
   first->tensor = t.name;
   std::string input = "not decodable";
