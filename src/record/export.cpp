@@ -19,12 +19,6 @@ std::string fallback_reason(const placement::Decision& d) {
   }
 }
 
-uint64_t held_bytes(const placement::Decision& d) {
-  uint64_t rows = 1;
-  for (size_t i = 1; i < d.shape.size(); ++i) rows *= d.shape[i];
-  return rows * row_bytes(d.held_type, d.shape.at(0));
-}
-
 void write_text_atomically(const std::filesystem::path& path, const std::string& text) {
   base::AtomicFile f(path);
   f.require_space(text.size());
@@ -35,7 +29,7 @@ void write_text_atomically(const std::filesystem::path& path, const std::string&
 void write_irpa(const std::filesystem::path& gguf, const plan::MemoryPlan& plan, const std::filesystem::path& out,
                 bool progress) {
   irpa::Writer w(out);
-  for (const placement::Decision& d : plan.tensors) w.add_data(d.tensor, held_bytes(d));
+  for (const placement::Decision& d : plan.tensors) w.add_data(d.tensor, d.spec.bytes);
   std::optional<base::Progress> bar;
   if (progress) bar.emplace("export", w.data_bytes());
   w.start(bar ? &*bar : nullptr);
@@ -93,7 +87,7 @@ ExportReport export_model(const std::filesystem::path& gguf, const ExportOptions
   report.gguf_bytes = header.file_size;
   for (const placement::Decision& d : plan.tensors) {
     ++report.parameters;
-    report.parameter_bytes += held_bytes(d);
+    report.parameter_bytes += d.spec.bytes;
     if (d.held_type == d.file_type) ++report.as_stored;
     if (d.held_type != d.file_type)
       report.fallbacks.push_back({d.tensor, d.file_type, d.held_type, fallback_reason(d)});

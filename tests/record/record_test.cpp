@@ -24,8 +24,10 @@ std::string slurp(const fs::path& p) {
 }
 
 plan::MemoryPlan plan_for(const fs::path& model, const placement::FormOverrides& overrides = {}) {
+  plan::PlanOptions options;
+  options.ctx = 32;
   return plan::make_plan(gguf::read_header(model), placement::MemoryProfile::preset("default"), export_platform(),
-                         overrides, {.ctx = 32});
+                         overrides, options);
 }
 
 struct Recorded {
