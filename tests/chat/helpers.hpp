@@ -1,4 +1,5 @@
-// Shared by the chat-template unit tests: render with a fixed clock and catch the error.
+// Shared by the chat-template unit tests and the render_cases tool: render with a fixed clock (the
+// date render_reference.py pins, 2026-01-15 10:30:00) and catch the error.
 #pragma once
 
 #include <ctime>

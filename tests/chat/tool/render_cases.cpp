@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "../helpers.hpp"
 #include "skainet/chat.hpp"
 
 using namespace skainet;
@@ -21,18 +22,7 @@ int main(int argc, char** argv) {
   }
   std::ifstream in(argv[1]);
   json cases = json::parse(in);
-  chat::Options opt;
-  opt.now = [] {
-    std::tm tm{};
-    tm.tm_year = 2026 - 1900;
-    tm.tm_mon = 0;
-    tm.tm_mday = 15;
-    tm.tm_hour = 10;
-    tm.tm_min = 30;
-    std::time_t t = timegm(&tm);
-    gmtime_r(&t, &tm);
-    return tm;
-  };
+  const chat::Options opt = chat::testing::fixed_clock_options();
   std::map<std::string, std::string> sources;
   json results = json::object();
   for (const auto& c : cases["cases"]) {
