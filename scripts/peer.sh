@@ -15,7 +15,7 @@ set -euo pipefail
 
 # Pinned peer. docs/peer.md records the llama.cpp commit this version vendors; change both together.
 readonly PIN=0.3.36
-readonly TARGETS=(llama-completion llama-simple llama-bench llama-tokenize llama-quantize)
+readonly TARGETS=(llama-completion llama-simple llama-bench llama-tokenize llama-quantize llama-server)
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 peer_dir=${SKAINET_PEER_DIR:-$root/build/peer}
@@ -35,7 +35,7 @@ cmake_flags=(
   -DLLAMA_CURL=OFF
   -DLLAMA_OPENSSL=OFF
   -DLLAMA_BUILD_TESTS=OFF
-  -DLLAMA_BUILD_SERVER=OFF
+  -DLLAMA_BUILD_SERVER=ON
   -DLLAMA_BUILD_APP=OFF
   -DLLAMA_BUILD_EXAMPLES=ON
   -DBUILD_SHARED_LIBS=OFF
