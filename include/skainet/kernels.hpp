@@ -26,6 +26,17 @@ void dequantize_row(GgmlType type, const void* src, float* y, int64_t n) noexcep
 // exact integer block sums where the format allows). The reference for all matmul kernels.
 float dot_row(GgmlType type, const void* row, const float* x, int64_t n) noexcept;
 
+// Kernel-feed block orders (BlockOrder in format.hpp): whether `type` has `order`, and the load-time
+// repack of `rows` rows of k elements from the file's row-major blocks (and back, for tests and
+// export). Same byte count both ways; src and dst must not overlap. Other (type, order) pairs: no-op.
+bool can_repack(GgmlType type, BlockOrder order) noexcept;
+void repack_rows(GgmlType type, BlockOrder order, const void* src, void* dst, int64_t rows, int64_t k) noexcept;
+void unpack_rows(GgmlType type, BlockOrder order, const void* src, void* dst, int64_t rows, int64_t k) noexcept;
+// Block `block` of row `row` of a repacked [rows, k] weight, in file order, into dst (one block's bytes):
+// how the reference matmul reads a kernel-feed order.
+void feed_block(GgmlType type, BlockOrder order, const void* weight, int64_t rows, int64_t k, int64_t row,
+                int64_t block, void* dst) noexcept;
+
 // Half-precision conversions (IEEE binary16 and bfloat16), round to nearest even.
 uint16_t fp32_to_fp16(float f) noexcept;
 float fp16_to_fp32(uint16_t h) noexcept;

@@ -66,7 +66,7 @@ std::string_view role_name(TensorRole r) noexcept;
 struct MemoryProfile {
   std::string name = "default";
   WeightResidency residency = WeightResidency::Mapped;  // what the resolver asks for
-  bool prefer_kernel_feed = false;   // repack to a kernel-feed order where one exists
+  bool prefer_kernel_feed = false;   // repack to a kernel-feed order where one exists (presets: all but low-memory)
   bool strict = false;               // refuse (instead of dequantizing) an encoding no kernel reads
   uint64_t off_heap_threshold = 256 * 1024;  // copies at least this large go to dedicated pages
   GgmlType kv_type = GgmlType::F16;

@@ -76,6 +76,22 @@ void read_converted(const base::FileReader& file, const Decision& d, const Tenso
   });
 }
 
+// The file's row-major blocks into the plan's kernel-feed order, a whole number of row groups per
+// chunk (each chunk repacks on its own to the same bytes as the whole would).
+void read_repacked(const base::FileReader& file, const Decision& d, const Tensor& out, std::vector<std::byte>& stage) {
+  const uint64_t rb = row_bytes(d.file_type, d.shape[0]);
+  const uint64_t rows = d.file_bytes / rb;
+  const uint64_t rows_per_chunk = std::max<uint64_t>(1, kChunkBytes / (kInterleaveRows * rb)) * kInterleaveRows;
+  stage.resize(std::min(rows, rows_per_chunk) * rb);
+  std::byte* dst = out.mutable_bytes();
+  for (uint64_t r0 = 0; r0 < rows; r0 += rows_per_chunk) {
+    const uint64_t n = std::min(rows_per_chunk, rows - r0);
+    file.read_at(d.file_offset + r0 * rb, stage.data(), n * rb);
+    kernels::ref::repack_rows(d.file_type, d.held_order, stage.data(), dst + r0 * rb, static_cast<int64_t>(n),
+                              static_cast<int64_t>(d.shape[0]));
+  }
+}
+
 void release_file_pages(const base::FileReader& file, uint64_t offset, uint64_t length) {
   ::posix_fadvise(file.fd(), static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_DONTNEED);
 }
@@ -128,8 +144,16 @@ LoadedModel ResolvedGguf::load(memory::ModelScope& scope, const LoadOptions& opt
         m.stats.mapped_bytes += d.file_bytes;
         ++m.stats.mapped;
       } else if (d.held_order != BlockOrder::RowMajor) {
-        throw InvalidArgument(fmt::format("the plan asks for a kernel-feed repack of {} and this build has no repacker",
-                                          type_name(d.held_type)));
+        if (d.held_type != d.file_type || shape.rank() != 2 || !kernels::ref::can_repack(d.held_type, d.held_order))
+          throw InvalidArgument(fmt::format("the plan asks for {} {} in {} order, and no repacker makes it",
+                                            shape.to_string(), type_name(d.held_type), block_order_name(d.held_order)));
+        const Tensor rows = scope.allocate_in(d.spec.domain, shape, d.held_type, d.tensor);
+        t = Tensor(rows.storage_ref(), shape, d.held_type, rows.offset(), d.held_order);
+        read_repacked(file, d, t, stage);
+        m.stats.repacked_bytes += d.file_bytes;
+        ++m.stats.repacked;
+        // The file pages it came from are dropped: a repacked weight is never resident twice.
+        release_file_pages(file, d.file_offset, d.file_bytes);
       } else {
         t = scope.allocate_in(d.spec.domain, shape, d.held_type, d.tensor);
         if (d.held_type == d.file_type) {

@@ -29,8 +29,8 @@ Shape matmul_shape(const Tensor& x, const Tensor& w) {
   const bool dense = t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16;
   if (!dense && !(w.packed() && kernels::ref::has_reference(t)))
     throw InvalidArgument(fmt::format("{}: no reference kernel for weight {}", kOp, w.describe()));
-  if (w.block_order() != BlockOrder::RowMajor)
-    throw InvalidArgument(fmt::format("{}: the reference kernel reads row-major blocks only; {}", kOp, w.describe()));
+  if (w.block_order() != BlockOrder::RowMajor && (w.rank() != 2 || !kernels::ref::can_repack(t, w.block_order())))
+    throw InvalidArgument(fmt::format("{}: no kernel reads {} in {} order", kOp, w.describe(), block_order_name(w.block_order())));
   if (w.packed()) require_inner_contiguous(x, kOp, "x");
   return x.shape().with(x.rank() - 1, w.dim(-2));
 }
@@ -54,9 +54,17 @@ void matmul_into(ExecutionContext& ctx, const Tensor& x, const Tensor& w, const 
   const int64_t grain = std::max<int64_t>({items / (threads * 4), kMinChunkMacs / macs_per_item, 1});
   const kernels::KernelTable& k = ctx.kernels();
   const size_t need = k.matmul_scratch ? k.matmul_scratch(x, w) : 0;
+  // A kernel-feed order splits only between its row groups: chunks are counted in groups.
+  const int64_t granule = w.block_order() == BlockOrder::RowMajor ? 1 : kInterleaveRows;
+  const auto rows_of = [&](auto&& fn) noexcept {
+    return [&, fn](int64_t gb, int64_t ge) noexcept { fn(gb * granule, std::min(ge * granule, items)); };
+  };
+  const int64_t units = (items + granule - 1) / granule;
+  const int64_t unit_grain = std::max<int64_t>(grain / granule, 1);
   if (need == 0) {
     auto* kernel = k.matmul;
-    ctx.pool().parallel_for(items, grain, [&](int64_t begin, int64_t end) noexcept { kernel(x, w, out, begin, end); });
+    ctx.pool().parallel_for(units, unit_grain,
+                            rows_of([&](int64_t begin, int64_t end) noexcept { kernel(x, w, out, begin, end); }));
     return;
   }
   // Two phases: x's rows converted once (split across threads), then the weight rows in chunks.
@@ -66,8 +74,9 @@ void matmul_into(ExecutionContext& ctx, const Tensor& x, const Tensor& w, const 
   auto* prepared = k.matmul_prepared;
   ctx.pool().parallel_for(rows, std::max<int64_t>(rows / threads, 1),
                           [&](int64_t begin, int64_t end) noexcept { prepare(x, w, scratch, begin, end); });
-  ctx.pool().parallel_for(items, grain,
-                          [&](int64_t begin, int64_t end) noexcept { prepared(x, w, out, begin, end, scratch); });
+  ctx.pool().parallel_for(units, unit_grain, rows_of([&](int64_t begin, int64_t end) noexcept {
+                            prepared(x, w, out, begin, end, scratch);
+                          }));
 }
 
 Tensor matmul(ExecutionContext& ctx, const Tensor& x, const Tensor& w) {

@@ -5,8 +5,7 @@
 namespace skainet::placement {
 namespace {
 
-
-std::string_view order_words(BlockOrder o) { return o == BlockOrder::RowMajor ? "file order" : "8-row interleave"; }
+std::string_view order_words(BlockOrder o) { return o == BlockOrder::RowMajor ? "file order" : "16-row interleave"; }
 
 std::string who_decided(const Decision& d) {
   switch (d.decided_by) {
@@ -39,7 +38,9 @@ std::string why(const Decision& d) {
       return fmt::format("requantized to {} ({} -> {}); a copy cannot be paged from the file", held,
                          base::format_bytes(d.file_bytes), base::format_bytes(d.spec.bytes));
     case PlacementReason::CopyRepacked:
-      return fmt::format("repacked to {} for the kernel; a copy cannot be paged from the file", order_words(d.held_order));
+      return fmt::format("repacked to {} for the kernel (the same bytes, file pages dropped after the copy); a copy "
+                         "cannot be paged from the file",
+                         order_words(d.held_order));
   }
   return "?";
 }

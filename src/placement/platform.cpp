@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 
+#include "skainet/kernel_ops.hpp"
 #include "skainet/kernels.hpp"
 #include "skainet/placement.hpp"
 
@@ -52,12 +53,19 @@ Platform Platform::detect() {
   p.huge_pages = transparent_huge_pages_enabled();
   p.max_map_bytes = address_space_limit();
   p.isa = base::CpuFeatures::detected();
+  const kernels::KernelTable& fastest = kernels::best_table();
   for (GgmlType t : kAllTypes) {
     if (!kernels::ref::has_reference(t)) continue;
     p.dequantize.push_back(t);
     p.matmul.push_back({t, BlockOrder::RowMajor});
+    // A kernel-feed order is offered where a repacker exists and this machine's kernels read it fast
+    // (the reference reads it too, block by block, but repacking for it would only cost).
+    constexpr BlockOrder kFeed = BlockOrder::Interleaved16;
+    if (kernels::ref::can_repack(t, kFeed) && fastest.feeds && fastest.feeds(t, kFeed)) {
+      p.repack.push_back({t, kFeed});
+      p.matmul.push_back({t, kFeed});
+    }
   }
-  // No kernel-feed repacking exists yet: `repack` stays empty until SIMD kernels that want one land.
   return p;
 }
 

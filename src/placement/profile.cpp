@@ -15,15 +15,19 @@ std::vector<std::string_view> MemoryProfile::preset_names() {
 MemoryProfile MemoryProfile::preset(std::string_view name) {
   MemoryProfile p;
   p.name = std::string(name);
-  if (name == "default") return p;  // map what can be mapped, dequantize what no kernel reads
+  // Repacking a weight to its kernel-feed order holds the same bytes in process memory that mapping
+  // it would have held in page cache (the file pages it came from are dropped), so every profile but
+  // low-memory takes it where a kernel reads it faster; low-memory keeps pages the kernel can evict.
+  p.prefer_kernel_feed = true;
+  if (name == "default") return p;  // map what can be mapped (or repack it), dequantize what no kernel reads
   if (name == "low-memory") {       // share the file's pages, never blow a weight up
+    p.prefer_kernel_feed = false;
     p.strict = true;
     p.kv_type = GgmlType::F16;
     p.prefill_chunk = 32;
     return p;
   }
-  if (name == "throughput") {       // repack where a kernel-feed order is faster; wider prefill
-    p.prefer_kernel_feed = true;
+  if (name == "throughput") {       // as default, with a wider prefill
     p.prefill_chunk = 128;
     return p;
   }

@@ -113,7 +113,7 @@ json decision_json(const Decision& d) {
           {"decided_by", decided_by_name(d.decided_by)},
           {"override_index", d.override_index},
           {"held_type", type_name(d.held_type)},
-          {"held_order", d.held_order == BlockOrder::RowMajor ? "row-major" : "interleaved8"},
+          {"held_order", block_order_name(d.held_order)},
           {"domain", domain_name(d.spec.domain)},
           {"bytes", d.spec.bytes},
           {"alignment", d.spec.alignment},
@@ -138,7 +138,10 @@ Decision decision_from(const json& j) {
   d.decided_by = enum_from<DecidedBy>(j.at("decided_by"), decided_by_name, 3, "decided_by");
   d.override_index = number<int>(j, "override_index");
   d.held_type = type_from(j.at("held_type"));
-  d.held_order = j.at("held_order") == "row-major" ? BlockOrder::RowMajor : BlockOrder::Interleaved8;
+  const json& order = j.at("held_order");
+  const auto held_order = order.is_string() ? parse_block_order(order.get<std::string>()) : std::nullopt;
+  if (!held_order) throw InvalidArgument(fmt::format("plan JSON: unknown held_order {}", order.dump()));
+  d.held_order = *held_order;
   d.spec.domain = enum_from<MemoryDomain>(j.at("domain"), domain_name, 4, "domain");
   d.spec.bytes = number<uint64_t>(j, "bytes");
   d.spec.alignment = number<uint32_t>(j, "alignment");

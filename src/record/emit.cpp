@@ -164,7 +164,7 @@ std::string layouts_attribute(const std::map<std::string, TensorLayout>& layouts
     s += fmt::format("{}\n    \"{}\" = {{format = \"{}\", block_elements = {} : i64, block_bytes = {} : i64, "
                      "block_order = \"{}\", shape = [{}], target = \"{}\"}}",
                      s.empty() ? "" : ",", stablehlo::escape(name), type_name(l.format), l.block_elements, l.block_bytes,
-                     l.order == BlockOrder::RowMajor ? "row_major" : "interleaved8", shape, l.target);
+                     l.order == BlockOrder::RowMajor ? "row_major" : "interleaved16", shape, l.target);
   }
   return s;
 }

@@ -107,6 +107,16 @@ std::string_view encoding_name(Encoding e) noexcept {
   return "?";
 }
 
+std::string_view block_order_name(BlockOrder o) noexcept {
+  return o == BlockOrder::RowMajor ? "row-major" : "interleaved16";
+}
+
+std::optional<BlockOrder> parse_block_order(std::string_view name) noexcept {
+  for (BlockOrder o : {BlockOrder::RowMajor, BlockOrder::Interleaved16})
+    if (name == block_order_name(o)) return o;
+  return std::nullopt;
+}
+
 // On the hot path (every view an op makes): no message is formatted unless it throws.
 uint64_t row_bytes(GgmlType type, uint64_t elements) {
   const TypeTraits& t = type_traits(type);

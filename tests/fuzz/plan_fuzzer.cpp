@@ -29,8 +29,8 @@ placement::Platform machine(bool can_map) {
     p.matmul.push_back({t->type, BlockOrder::RowMajor});
   }
   if (!can_map) {
-    p.repack.push_back({GgmlType::Q4_0, BlockOrder::Interleaved8});
-    p.matmul.push_back({GgmlType::Q4_0, BlockOrder::Interleaved8});
+    p.repack.push_back({GgmlType::Q4_0, BlockOrder::Interleaved16});
+    p.matmul.push_back({GgmlType::Q4_0, BlockOrder::Interleaved16});
   }
   return p;
 }

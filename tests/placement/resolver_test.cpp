@@ -42,8 +42,8 @@ const Platform kAll = platform_with({GgmlType::F32, GgmlType::F16, GgmlType::Q4_
 
 Platform with_repack() {
   Platform p = kAll;
-  p.repack.push_back({GgmlType::Q4_0, BlockOrder::Interleaved8});
-  p.matmul.push_back({GgmlType::Q4_0, BlockOrder::Interleaved8});
+  p.repack.push_back({GgmlType::Q4_0, BlockOrder::Interleaved16});
+  p.matmul.push_back({GgmlType::Q4_0, BlockOrder::Interleaved16});
   return p;
 }
 
@@ -119,15 +119,16 @@ TEST(Resolver, ThroughputRepacksWhereARepackExists) {
   EXPECT_EQ(d.form.order, WeightOrder::KernelFeed);
   EXPECT_EQ(d.form_reason, FormReason::RepackedForKernel);
   EXPECT_EQ(d.reason, PlacementReason::CopyRepacked);
-  EXPECT_EQ(d.held_order, BlockOrder::Interleaved8);
+  EXPECT_EQ(d.held_order, BlockOrder::Interleaved16);
   EXPECT_EQ(d.spec.domain, MemoryDomain::HostPages);
   EXPECT_EQ(d.spec.bytes, big_q4.bytes) << "a repack holds the same number of bytes";
   // Without a repacking for the encoding, throughput keeps file order and the mapping.
   const Decision q8 = resolve(tensor("blk.0.attn_q.weight", {4096, 64}, GgmlType::Q8_0),
                               MemoryProfile::preset("throughput"), with_repack());
   EXPECT_EQ(q8.reason, PlacementReason::MappedFileBytes);
-  // And the default profile never repacks.
-  EXPECT_EQ(resolve(big_q4, MemoryProfile::preset("default"), with_repack()).reason, PlacementReason::MappedFileBytes);
+  // Default repacks too (the copy holds what the mapping would have); low-memory keeps the file's pages.
+  EXPECT_EQ(resolve(big_q4, MemoryProfile::preset("default"), with_repack()).reason, PlacementReason::CopyRepacked);
+  EXPECT_EQ(resolve(big_q4, MemoryProfile::preset("low-memory"), with_repack()).reason, PlacementReason::MappedFileBytes);
 }
 
 TEST(Resolver, InMemoryProfileAsksHeap) {
@@ -294,7 +295,7 @@ TEST(Explain, RendersTheDecision) {
   EXPECT_EQ(explain(d), "blk.0.ffn_down.weight  Q4_0 -> mapped 2.2 MiB (file bytes, kernel reads Q4_0 in file order)");
   const Decision r = resolve(big_q4, MemoryProfile::preset("throughput"), with_repack());
   EXPECT_EQ(explain(r),
-            "blk.0.ffn_down.weight  Q4_0 -> pages 2.2 MiB (repacked to 8-row interleave for the kernel; a copy cannot be "
+            "blk.0.ffn_down.weight  Q4_0 -> pages 2.2 MiB (repacked to 16-row interleave for the kernel (the same bytes, file pages dropped after the copy); a copy cannot be "
             "paged from the file)");
   const std::string long_text = explain_long(r, MemoryProfile::preset("throughput"), with_repack());
   EXPECT_NE(long_text.find("copy-repacked"), std::string::npos);

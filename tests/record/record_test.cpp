@@ -128,7 +128,7 @@ TEST(Record, LayoutAssignmentRefusesAnOrderTheEmitterCannotRead) {
   Recorded r = record(kStories);
   ComputeGraph& g = r.graphs[1];
   for (Node& n : g.nodes)
-    if (n.kind == NodeKind::Parameter && n.name == "blk.0.ffn_up.weight") n.order = BlockOrder::Interleaved8;
+    if (n.kind == NodeKind::Parameter && n.name == "blk.0.ffn_up.weight") n.order = BlockOrder::Interleaved16;
   try {
     LayoutAssignmentPass{"llvm-cpu"}.run(g);
     FAIL() << "expected a refusal";

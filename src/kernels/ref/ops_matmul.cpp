@@ -22,6 +22,25 @@ float dot(const Tensor& w, const std::byte* wrow, const std::byte* xrow, int64_t
   return static_cast<float>(acc);
 }
 
+// A weight in a kernel-feed order (rank 2, whole: the op refuses views of one), read block by block
+// back in file order: slow, but the reference for every order.
+void matmul_feed_order(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end) noexcept {
+  const GgmlType t = w.type();
+  const int64_t k = x.shape().back(), be = type_traits(t).block_elements, so = inner_stride(out);
+  alignas(64) std::byte block[64];
+  for (int64_t o = begin; o < end; ++o)
+    for (int64_t r = 0; r < row_count(x.shape()); ++r) {
+      const float* xrow = f32(x.raw() + row_offset(x.shape(), x.strides(), r));
+      double acc = 0.0;
+      for (int64_t b = 0; b < k / be; ++b) {
+        feed_block(t, w.block_order(), w.raw(), w.dim(0), k, o, b, block);
+        acc += dot_row(t, block, xrow + b * be, be);
+      }
+      const auto v = static_cast<float>(acc);
+      std::memcpy(out.raw_mut() + row_offset(out.shape(), out.strides(), r) + o * so, &v, 4);
+    }
+}
+
 }  // namespace
 
 void matmul(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end) noexcept {
@@ -42,6 +61,7 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, 
     return;
   }
   const int64_t rows = row_count(x.shape());
+  if (w.block_order() != BlockOrder::RowMajor) return matmul_feed_order(x, w, out, begin, end);
   for (int64_t o = begin; o < end; ++o) {
     const std::byte* wrow = w.raw() + o * w.stride(0);
     for (int64_t r = 0; r < rows; ++r) {

@@ -32,7 +32,15 @@ struct Route {
 // Rank-2 row-major weights with a contiguous inner dim, x rows contiguous (packed weights: the op
 // already checked). Transposed or batched weights stay on the reference path.
 Route route(const IsaKernels& K, const Tensor& x, const Tensor& w) noexcept {
-  if (w.rank() != 2 || w.block_order() != BlockOrder::RowMajor || inner_stride(x) != 4) return {};
+  if (w.rank() != 2 || inner_stride(x) != 4) return {};
+  if (w.block_order() == BlockOrder::Interleaved16) {
+    switch (w.type()) {
+      case GgmlType::Q4_0: return {K.q4_0_feed, Act::Q8x32};
+      case GgmlType::Q8_0: return {K.q8_0_feed, Act::Q8x32};
+      default: return {};
+    }
+  }
+  if (w.block_order() != BlockOrder::RowMajor) return {};
   switch (w.type()) {
     case GgmlType::F32: return inner_stride(w) == 4 ? Route{K.f32, Act::None} : Route{};
     case GgmlType::F16: return inner_stride(w) == 2 ? Route{K.f16, Act::None} : Route{};
@@ -183,6 +191,10 @@ void matmul_prepared(const Tensor& x, const Tensor& w, const Tensor& out, int64_
   run_rows(rt.fn, x, w, out, begin, end, scratch, x86::act_layout(rt.act, x.shape().back()).row_bytes);
 }
 
+bool feeds(GgmlType type, BlockOrder order) noexcept {
+  return order == BlockOrder::Interleaved16 && (type == GgmlType::Q4_0 || type == GgmlType::Q8_0);
+}
+
 template <const IsaKernels* K>
 KernelTable make_table() noexcept {
   KernelTable t = reference_table();
@@ -190,6 +202,7 @@ KernelTable make_table() noexcept {
   t.matmul_scratch = &matmul_scratch<K>;
   t.matmul_prepare = &matmul_prepare<K>;
   t.matmul_prepared = &matmul_prepared<K>;
+  t.feeds = &feeds;
   t.name = K->name;
   return t;
 }

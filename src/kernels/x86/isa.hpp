@@ -15,16 +15,18 @@ namespace skainet::kernels::x86 {
 
 // The 8-bit activation a weight format is dotted against, once per matmul call:
 //   Q8x32:  blocks of 32, float d per block, x ~ d * q, plus ds = d * sum(q) per block (the offset
-//           and min terms of Q4_0/Q4_1/Q5_0/Q5_1 reduce to it);
+//           and min terms of Q4_0/Q4_1/Q5_0/Q5_1 reduce to it) and the integer -sum(q) per block (the
+//           interleaved kernels start each block's integer sum at the offset term: -8 or -128 times it);
 //   Q8x256: blocks of 256, float d per block, plus the sum of each 16 quants (the K formats' mins).
 // q = round_even(x * 127 / amax) over the block, so |q| <= 127 and d = amax / 127.
 enum class Act : uint8_t { None, Q8x32, Q8x256 };
 
-// One prepared row: qs[k] int8 | d[k / block] float | sums (float ds[k/32] or int16 bsums[k/16]),
-// each part 64-byte aligned relative to the row start.
+// One prepared row: qs[k] int8 | d[k / block] float | sums (float ds[k/32] or int16 bsums[k/16]) |
+// (Q8x32) int32 -sum(q)[k/32], each part 64-byte aligned relative to the row start.
 struct ActLayout {
   int64_t d_off = 0;
   int64_t s_off = 0;
+  int64_t n_off = 0;
   int64_t row_bytes = 0;
 };
 
@@ -38,7 +40,8 @@ constexpr ActLayout act_layout(Act a, int64_t k) noexcept {
   l.d_off = align64(k);
   if (a == Act::Q8x32) {
     l.s_off = l.d_off + align64(k / 32 * 4);
-    l.row_bytes = l.s_off + align64(k / 32 * 4);
+    l.n_off = l.s_off + align64(k / 32 * 4);
+    l.row_bytes = l.n_off + align64(k / 32 * 4);
   } else {
     l.s_off = l.d_off + align64(k / 256 * 4);
     l.row_bytes = l.s_off + align64(k / 16 * 2);
@@ -50,7 +53,8 @@ constexpr ActLayout act_layout(Act a, int64_t k) noexcept {
 
 // out[r * out_row + o * out_col] = dot(weight row o, x row r) for o < rows, r < n. Weight rows are
 // w + o * w_stride; x rows are x + r * x_stride: F32 values (dense weights) or prepared Act rows.
-// All pointers may be unaligned; strides are in bytes.
+// All pointers may be unaligned; strides are in bytes. A weight in BlockOrder::Interleaved16 is
+// entered at a group's first row or in the row-major tail, with w_stride the bytes of one row.
 struct Gemv {
   const std::byte* w = nullptr;
   int64_t w_stride = 0;
@@ -92,6 +96,7 @@ struct IsaKernels {
   GemvFn q4_0, q4_1, q5_0, q5_1, q8_0;         // x Q8x32
   GemvFn q4_k, q5_k, q6_k;                     // x Q8x256
   GemmTFn f32_t, f16_t;                        // dense, output dimension contiguous
+  GemvFn q4_0_feed, q8_0_feed;                 // BlockOrder::Interleaved16, x Q8x32 (feed_tiles.hpp)
 };
 
 // Defined in the ISA units (data, not code: safe to name from the baseline unit).

@@ -5,6 +5,7 @@
 #define SKAINET_X86_VNNI 0
 #include "kernels/x86/simd_int8.hpp"
 #include "kernels/x86/simd_tiles.hpp"
+#include "kernels/x86/feed_tiles.hpp"
 
 namespace skainet::kernels::x86 {
 namespace {
@@ -157,6 +158,8 @@ const IsaKernels kAvx2Kernels = {
     gemm_q6_k<&dot_q6_k>,
     &gemm_t<F32Load>,
     &gemm_t<F16Load>,
+    &gemm_feed<FeedQ4_0, &dot_legacy<Q4_0Dec>>,
+    &gemm_feed<FeedQ8_0, &dot_q8_0>,
 };
 
 }  // namespace skainet::kernels::x86

@@ -6,6 +6,7 @@
 #define SKAINET_X86_VNNI 1
 #include "kernels/x86/simd_int8.hpp"
 #include "kernels/x86/simd_tiles.hpp"
+#include "kernels/x86/feed_tiles.hpp"
 
 namespace skainet::kernels::x86 {
 namespace {
@@ -183,6 +184,8 @@ const IsaKernels kAvx512Kernels = {
     gemm_q6_k<&dot_q6_k>,
     &gemm_t<F32Load>,
     &gemm_t<F16Load>,
+    &gemm_feed<FeedQ4_0, &dot_q4_0_x2>,
+    &gemm_feed<FeedQ8_0, &dot_q8_0>,
 };
 
 }  // namespace skainet::kernels::x86

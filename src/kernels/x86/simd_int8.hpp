@@ -113,6 +113,7 @@ void quantize_q8x32(const float* x, int64_t k, std::byte* dst) noexcept {
   auto* qs = reinterpret_cast<int8_t*>(dst);
   auto* d = reinterpret_cast<float*>(dst + L.d_off);
   auto* ds = reinterpret_cast<float*>(dst + L.s_off);
+  auto* nsum = reinterpret_cast<int32_t*>(dst + L.n_off);
   for (int64_t b = 0; b < k / 32; ++b) {
     const float* p = x + 32 * b;
     const float amax = abs_max(p, 32);
@@ -124,6 +125,7 @@ void quantize_q8x32(const float* x, int64_t k, std::byte* dst) noexcept {
     // exactly (q - 8) * q8 sums.
     d[b] = _cvtsh_ss(_cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT));
     ds[b] = d[b] * static_cast<float>(sum);
+    nsum[b] = -sum;
   }
 }
 

@@ -1,0 +1,104 @@
+// Kernel-feed block orders (format.hpp, BlockOrder::Interleaved16): the load-time repack and its
+// inverse. The interleaved kernels (x86/feed_tiles.hpp) read one 4-byte chunk of quants per row into
+// one 32-bit lane, so a 512-bit load covers 16 rows and the activation's 4 bytes are broadcast to all
+// of them; the per-block scales of the 16 rows sit together so they convert to floats in one go.
+#include <cstring>
+
+#include "skainet/blocks.hpp"
+#include "skainet/kernels.hpp"
+
+namespace skainet::kernels::ref {
+namespace {
+
+// The formats with an interleaved order: a 2-byte F16 scale, then the quant bytes of the block.
+// Q8_0's quants are stored offset by 128 (xor 0x80), unsigned, which is what vpdpbusd multiplies.
+struct Geometry {
+  int64_t quant_bytes = 0;  // per block and row
+  uint8_t flip = 0;         // xor applied to every quant byte
+};
+
+bool geometry(GgmlType type, Geometry& g) noexcept {
+  switch (type) {
+    case GgmlType::Q4_0: g = {16, 0x00}; return true;
+    case GgmlType::Q8_0: g = {32, 0x80}; return true;
+    default: return false;
+  }
+}
+
+constexpr int64_t kScaleBytes = 2;
+constexpr int64_t kChunk = 4;
+
+// One group of 16 rows (`to_feed`: row-major -> interleaved, else back).
+void convert_group(const Geometry& g, int64_t blocks, const std::byte* src, std::byte* dst, bool to_feed) noexcept {
+  constexpr int64_t R = kInterleaveRows;
+  const int64_t bb = kScaleBytes + g.quant_bytes;  // bytes of one block of one row
+  const int64_t rb = blocks * bb;
+  for (int64_t b = 0; b < blocks; ++b) {
+    std::byte* feed = (to_feed ? dst : const_cast<std::byte*>(src)) + b * R * bb;  // this block of the group
+    for (int64_t r = 0; r < R; ++r) {
+      std::byte* row = (to_feed ? const_cast<std::byte*>(src) : dst) + r * rb + b * bb;
+      std::byte* scale = feed + r * kScaleBytes;
+      if (to_feed) std::memcpy(scale, row, kScaleBytes);
+      else std::memcpy(row, scale, kScaleBytes);
+      for (int64_t c = 0; c < g.quant_bytes / kChunk; ++c) {
+        std::byte* chunk = feed + R * kScaleBytes + c * R * kChunk + r * kChunk;
+        std::byte* quants = row + kScaleBytes + c * kChunk;
+        for (int64_t i = 0; i < kChunk; ++i) {
+          if (to_feed) chunk[i] = quants[i] ^ std::byte{g.flip};
+          else quants[i] = chunk[i] ^ std::byte{g.flip};
+        }
+      }
+    }
+  }
+}
+
+void convert(GgmlType type, const void* src, void* dst, int64_t rows, int64_t k, bool to_feed) noexcept {
+  Geometry g;
+  if (!geometry(type, g)) return;
+  const int64_t blocks = k / type_traits(type).block_elements;
+  const int64_t rb = blocks * (kScaleBytes + g.quant_bytes);
+  const auto* s = static_cast<const std::byte*>(src);
+  auto* d = static_cast<std::byte*>(dst);
+  const int64_t grouped = rows / kInterleaveRows * kInterleaveRows;
+  for (int64_t r = 0; r < grouped; r += kInterleaveRows)
+    convert_group(g, blocks, s + r * rb, d + r * rb, to_feed);
+  std::memcpy(d + grouped * rb, s + grouped * rb, static_cast<size_t>((rows - grouped) * rb));  // the tail
+}
+
+}  // namespace
+
+bool can_repack(GgmlType type, BlockOrder order) noexcept {
+  Geometry g;
+  return order == BlockOrder::Interleaved16 && geometry(type, g);
+}
+
+void repack_rows(GgmlType type, BlockOrder order, const void* src, void* dst, int64_t rows, int64_t k) noexcept {
+  if (can_repack(type, order)) convert(type, src, dst, rows, k, true);
+}
+
+void unpack_rows(GgmlType type, BlockOrder order, const void* src, void* dst, int64_t rows, int64_t k) noexcept {
+  if (can_repack(type, order)) convert(type, src, dst, rows, k, false);
+}
+
+void feed_block(GgmlType type, BlockOrder order, const void* weight, int64_t rows, int64_t k, int64_t row,
+                int64_t block, void* dst) noexcept {
+  Geometry g;
+  if (!can_repack(type, order) || !geometry(type, g)) return;
+  const int64_t bb = kScaleBytes + g.quant_bytes;
+  const int64_t rb = k / type_traits(type).block_elements * bb;
+  const auto* w = static_cast<const std::byte*>(weight);
+  auto* d = static_cast<std::byte*>(dst);
+  if (row >= rows / kInterleaveRows * kInterleaveRows) {  // the row-major tail
+    std::memcpy(d, w + row * rb + block * bb, static_cast<size_t>(bb));
+    return;
+  }
+  constexpr int64_t R = kInterleaveRows;
+  const int64_t r = row % R;
+  const std::byte* feed = w + (row - r) * rb + block * R * bb;
+  std::memcpy(d, feed + r * kScaleBytes, kScaleBytes);
+  for (int64_t c = 0; c < g.quant_bytes / kChunk; ++c)
+    for (int64_t i = 0; i < kChunk; ++i)
+      d[kScaleBytes + c * kChunk + i] = feed[R * kScaleBytes + c * R * kChunk + r * kChunk + i] ^ std::byte{g.flip};
+}
+
+}  // namespace skainet::kernels::ref
