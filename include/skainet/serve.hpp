@@ -135,7 +135,7 @@ class SlotPool {
   class Lease {
    public:
     Lease(Lease&& other) noexcept : pool_(std::exchange(other.pool_, nullptr)), index_(other.index_) {}
-    Lease& operator=(Lease&&) = delete;
+    Lease& operator=(Lease&& other) noexcept;  // hands back the slot held, takes other's
     ~Lease();
     size_t index() const noexcept { return index_; }
     Slot& slot() const;  // the pool must have been built with an engine

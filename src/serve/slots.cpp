@@ -86,6 +86,15 @@ SlotCounts SlotPool::counts() const {
   return {size_, size_ - free_.size(), queue_.size()};
 }
 
+SlotPool::Lease& SlotPool::Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    if (pool_) pool_->release(index_);
+    pool_ = std::exchange(other.pool_, nullptr);
+    index_ = other.index_;
+  }
+  return *this;
+}
+
 SlotPool::Lease::~Lease() {
   if (pool_) pool_->release(index_);
 }

@@ -25,8 +25,8 @@ PROMPTS = ["Once upon a time", "The cat sat on", "Lily wanted to play with"]
 class Server:
     """One `skainet serve` process; its stderr is kept (and drained, so it never blocks)."""
 
-    def __init__(self, *args):
-        cmd = [SKAINET, "serve", "-m", MODEL, "--port", "0", "-t", "1", *args]
+    def __init__(self, *args, threads=1):
+        cmd = [SKAINET, "serve", "-m", MODEL, "--port", "0", "-t", str(threads), *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.lines = []
         self.port = None
@@ -59,6 +59,8 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.reader.join(5)
+        self.proc.stderr.close()
 
     def http(self, method, path, body=None, headers=None):
         """(status, parsed JSON or text) over a fresh connection."""
@@ -226,7 +228,7 @@ class OneSlot(unittest.TestCase):
 
 class ThreeSlots(unittest.TestCase):
     def test_concurrent_streams_equal_one_at_a_time(self):
-        server = Server("--ctx", "256", "--slots", "3", "-t", "3")
+        server = Server("--ctx", "256", "--slots", "3", threads=3)
         try:
             self.assertIn("3 slots", server.log())
             c = server.client

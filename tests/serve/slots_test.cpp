@@ -169,8 +169,9 @@ TEST(ServeSlots, ConcurrentSlotsDecodeWithoutAllocatingAndAsAlone) {
   }
   for (auto& w : workers) w.join();
   for (size_t i = 0; i < kSlots; ++i) EXPECT_EQ(together[i], alone[i]) << "slot " << i << ": " << prompts[i];
-  if (test::allocation_counter_available())
+  if (test::allocation_counter_available()) {
     EXPECT_EQ(after - before, 0u) << kSlots << " slots x " << kCountedSteps << " decode steps allocated";
+  }
 }
 
 }  // namespace
