@@ -79,6 +79,9 @@ struct Server::Impl {
   httplib::Server http;
   std::atomic<int> port{0};
   mutable std::atomic<uint64_t> next_id{1};  // response ids; prepare() is const otherwise
+  // Set by stop(): generations in flight end at their next token, so shutting down never waits for
+  // a long answer (httplib's stop joins its handler threads).
+  std::atomic<bool> stopping{false};
   int64_t started;
 };
 
@@ -159,7 +162,7 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
     std::string text;
     const generate::Stats s = generate(lease->slot(), job, [&](std::string_view piece, int32_t) {
       text.append(piece);
-      return true;
+      return !stopping.load(std::memory_order_relaxed);
     });
     lease.reset();
     Usage usage = usage_base;
@@ -198,7 +201,8 @@ void Server::Impl::complete(const httplib::Request& req, httplib::Response& res,
                              // Text held back by a stop-string match arrives later as one piece.
                              if (piece.empty()) return true;
                              alive = send(chunk_json(head, piece, std::exchange(first, false), std::nullopt));
-                             return alive;  // false: the client is gone, so stop and free the slot
+                             // false: the client is gone (or the server stops), so stop and free the slot
+                             return alive && !stopping.load(std::memory_order_relaxed);
                            })
                 : generate::Stats{};
       const size_t slot_index = state->lease->index();
@@ -310,6 +314,7 @@ void Server::listen() {
 
 void Server::stop() {
   if (!impl_) return;
+  impl_->stopping.store(true);
   impl_->pool.close();
   impl_->http.stop();
 }
