@@ -20,7 +20,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-600}"
 jobs="${FUZZ_JOBS:-1}"
-all="gguf irpa tokenizer pre_tokenizer vocab plan plan_json placement_parse dequantize chat_template"
+all="gguf irpa tokenizer pre_tokenizer vocab plan plan_json placement_parse dequantize chat_template serve_request"
 targets="${FUZZ_TARGET:-$all}"
 
 executable() {  # target name -> fuzzer executable name
@@ -54,6 +54,7 @@ for t in $targets; do
     placement_parse) extra+=(-max_len=1024) ;;
     dequantize) extra+=(-max_len=16384) ;;
     chat_template) extra+=(-max_len=8192 -timeout=30) ;;
+    serve_request) extra+=(-max_len=4096) ;;
   esac
   if [ "$jobs" -gt 1 ]; then extra+=(-jobs="$jobs" -workers="$jobs"); fi
   echo "fuzz: ${t}, ${seconds}s, ${jobs} job(s); corpus $out/${t}-corpus, crashes in $out/artifacts"

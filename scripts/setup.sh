@@ -9,12 +9,13 @@ venv="${SKAINET_VENV:-$root/build/venv}"
 debian_packages=(
   build-essential cmake ninja-build clang libclang-rt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev libfmt-dev nlohmann-json3-dev libre2-dev pkg-config
+  libcli11-dev libfmt-dev nlohmann-json3-dev libre2-dev libcpp-httplib-dev pkg-config
   python3 python3-venv
 )
 # IREE is the compiler and runtime the recorded path is tested against (docs/export.md); Jinja2 is the
-# reference renderer for chat templates.
-python_packages=(numpy "gguf==0.17.1" "iree-base-compiler==3.13.0" "iree-base-runtime==3.13.0" "jinja2==3.1.6")
+# reference renderer for chat templates; openai is the real client the server's tests drive it with.
+python_packages=(numpy "gguf==0.17.1" "iree-base-compiler==3.13.0" "iree-base-runtime==3.13.0" "jinja2==3.1.6"
+                 "openai==3.57.0")
 
 missing=()
 for p in "${debian_packages[@]}"; do

@@ -24,6 +24,9 @@ struct EngineOptions {
   // open() refuses, before loading anything, a plan whose resident total exceeds
   // plan.available_memory (load::BudgetError) unless this is set.
   bool force = false;
+  // false: load the weights and the tokenizer only; the caller builds its own KV caches, models and
+  // contexts from the plan (serve's slots, plan.slots of them). true: one sequence (kv, llama, ctx).
+  bool sequence = true;
 };
 
 class Engine {

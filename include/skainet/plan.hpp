@@ -95,7 +95,7 @@ SlabPlan estimate_slabs(const ModelShape& m, uint32_t tokens, uint32_t ctx);
 
 struct Totals {
   uint64_t file = 0;       // all tensor bytes in the file
-  uint64_t mapped = 0, heap = 0, pages = 0, kv = 0, slab = 0;
+  uint64_t mapped = 0, heap = 0, pages = 0, kv = 0, slab = 0;  // kv and slab: all slots
   uint64_t resident() const noexcept { return mapped + heap + pages + kv + slab; }
   friend bool operator==(const Totals&, const Totals&) = default;
 };
@@ -129,6 +129,9 @@ struct PlanOptions {
   // The memory this machine can give now (base::available_memory(), MemAvailable); when set, a plan
   // whose resident total exceeds it carries an ExceedsAvailableMemory warning. Unset: no check.
   std::optional<uint64_t> available_memory;
+  // Sequences served at once (`skainet serve --slots N`): each has its own KV cache and slabs, so the
+  // totals carry N of each; the weights are shared.
+  uint32_t slots = 1;
 };
 
 struct MemoryPlan {
@@ -138,8 +141,9 @@ struct MemoryPlan {
   std::string profile;
   std::optional<ModelShape> model;  // absent for files that are not a llama-family model
   std::vector<placement::Decision> tensors;
-  std::optional<KvCachePlan> kv;
-  std::optional<SlabPlan> decode, prefill;
+  std::optional<KvCachePlan> kv;         // one slot's KV cache
+  std::optional<SlabPlan> decode, prefill;  // one slot's slabs
+  uint32_t slots = 1;                     // totals.kv and totals.slab hold this many of each
   Totals totals;
   std::optional<uint64_t> budget;
   bool fits = true;

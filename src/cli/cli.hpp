@@ -25,6 +25,7 @@ Subcommand add_tokenize(CLI::App& app);
 Subcommand add_bench(CLI::App& app);
 Subcommand add_export(CLI::App& app);
 Subcommand add_chat(CLI::App& app);
+Subcommand add_serve(CLI::App& app);
 
 // Exit code of plan/run/bench when the plan does not fit its budget (1: an error, 2: a usage mistake).
 inline constexpr int kExitDoesNotFit = 3;

@@ -48,11 +48,7 @@ const BuiltinTemplate* find_builtin(std::string_view name) {
   return nullptr;
 }
 
-struct ChosenTemplate {
-  std::string source;
-  std::string description;  // for the stats line and messages
-  std::optional<std::string> end_of_turn;
-};
+}  // namespace
 
 ChosenTemplate choose_template(const GenerationArgs& a, const gguf::Header& header) {
   if (!a.chat_template.empty()) {
@@ -76,6 +72,8 @@ ChosenTemplate choose_template(const GenerationArgs& a, const gguf::Header& head
                      "to choose another)\n", a.model, b->name);
   return {std::string(b->source), fmt::format("built-in {}", b->name), std::string(b->end_of_turn)};
 }
+
+namespace {
 
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_sigint(int) { g_interrupted.store(true); }
@@ -228,7 +226,7 @@ int run_chat(GenerationArgs& a) {
 Subcommand add_chat(CLI::App& app) {
   auto a = std::make_shared<GenerationArgs>();
   CLI::App* cmd = app.add_subcommand("chat", "Talk with a model: its chat template, the KV cache kept between turns");
-  a->add_to(cmd, /*chat_command=*/true);
+  a->add_to(cmd, Command::Chat);
   return {cmd, [a] {
             a->finish_parse();
             return run_chat(*a);

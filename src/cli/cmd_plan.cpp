@@ -58,6 +58,7 @@ Subcommand add_plan(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("plan", "Where every tensor will live and why, KV cache and slabs, from the header alone");
   add_model_option(cmd, args->file);  // a missing file is exit code 1, as in every command
   args->placement.add_to(cmd);
+  args->placement.add_slots_to(cmd);
   add_placement_compat(cmd, args->compat);
   cmd->parse_complete_callback([args] {
     require_model(args->file);

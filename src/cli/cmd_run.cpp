@@ -73,7 +73,7 @@ int run(GenerationArgs& a) {
 Subcommand add_run(CLI::App& app) {
   auto a = std::make_shared<GenerationArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Generate text: load the model exactly as planned and stream tokens");
-  a->add_to(cmd, /*chat_command=*/false);
+  a->add_to(cmd, Command::Run);
   return {cmd, [a] { return run(*a); }};
 }
 

@@ -8,17 +8,26 @@
 
 namespace skainet::cli {
 
-void GenerationArgs::add_to(CLI::App* cmd, bool chat_command) {
-  if (chat_command) n_predict = -1;
+void GenerationArgs::add_to(CLI::App* cmd, Command command) {
+  const bool chat_command = command == Command::Chat;
+  const bool serve = command == Command::Serve;
+  if (chat_command || serve) n_predict = -1;
   add_model_option(cmd, model);
-  prompt_option = cmd->add_option("-p,--prompt", prompt, chat_command ? "first user message" : "prompt text");
-  cmd->add_option("-f,--file", prompt_file, "read the prompt from this file")->check(CLI::ExistingFile)->excludes(prompt_option);
-  cmd->add_flag("-e,--escape", escape, "process escapes (\\n, \\t, \\\", \\xHH, ...) in the prompts");
+  if (!serve) {
+    prompt_option = cmd->add_option("-p,--prompt", prompt, chat_command ? "first user message" : "prompt text");
+    cmd->add_option("-f,--file", prompt_file, "read the prompt from this file")->check(CLI::ExistingFile)->excludes(prompt_option);
+    cmd->add_flag("-e,--escape", escape, "process escapes (\\n, \\t, \\\", \\xHH, ...) in the prompts");
+  }
   n_predict_option = cmd->add_option("-n,--n-predict", n_predict,
-                                     chat_command ? "tokens per reply at most (-1: until end of turn or a full context)"
-                                                  : "tokens to generate (-1: until end of text or a full context)");
-  cmd->add_option("-t,--threads", threads, "threads (default: the physical cores this process may use)")->check(CLI::Range(1, 256));
-  cmd->add_option("-s,--seed", seed, "sampling seed (-1: random)");
+                                     serve ? "tokens per answer when a request gives no max_tokens (-1: until end of text "
+                                             "or a full context)"
+                                     : chat_command ? "tokens per reply at most (-1: until end of turn or a full context)"
+                                                    : "tokens to generate (-1: until end of text or a full context)");
+  cmd->add_option("-t,--threads", threads,
+                  serve ? "threads in all, divided between the slots (default: the physical cores this process may use)"
+                        : "threads (default: the physical cores this process may use)")
+      ->check(CLI::Range(1, 256));
+  if (!serve) cmd->add_option("-s,--seed", seed, "sampling seed (-1: random)");
   cmd->add_option("--temp", sampling.temperature, "temperature (0: greedy)");
   cmd->add_option("--top-k", sampling.top_k, "top-k (0: off)");
   cmd->add_option("--top-p", sampling.top_p, "top-p (1: off)");
@@ -27,12 +36,12 @@ void GenerationArgs::add_to(CLI::App* cmd, bool chat_command) {
   cmd->add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalty looks back over");
   cmd->add_option("-r,--reverse-prompt", stops, "stop string (repeatable): generation stops when the text contains it; not printed");
   cmd->add_option("--stop", stops, "the same as -r");
-  if (!chat_command) {
+  if (command == Command::Run) {
     cmd->add_flag("--conversation,!--no-conversation", conversation,
                   "as llama.cpp's -cnv: an interactive conversation, the same as skainet chat (-no-cnv: plain completion)");
     cmd->add_flag("--no-display-prompt", no_display_prompt, "do not echo the prompt");
   }
-  cmd->add_option("--system-prompt", system_prompt, "as llama.cpp's -sys: the conversation's system message");
+  if (!serve) cmd->add_option("--system-prompt", system_prompt, "as llama.cpp's -sys: the conversation's system message");
   cmd->add_option("--chat-template", chat_template,
                   "chat template: a .jinja file, or a built-in name (chatml, llama3); default: the model's");
   cmd->add_flag("--ignore-eos", ignore_eos, "keep generating past end of text");
@@ -40,8 +49,9 @@ void GenerationArgs::add_to(CLI::App* cmd, bool chat_command) {
   cmd->add_flag("--force", force, "load even when the plan exceeds the memory available now (MemAvailable)");
   placement.add_to(cmd);
   add_placement_compat(cmd, compat);
-  cmd->parse_complete_callback([this, chat_command] {
+  cmd->parse_complete_callback([this, command] {
     require_model(model);
+    const bool chat_command = command != Command::Run;  // serve renders chat requests with the template
     if (!chat_command && !conversation && prompt_option->count() == 0 && prompt_file.empty())
       throw CLI::RequiredError("-p,--prompt (or -f FILE)");
     if (!chat_command && !conversation && (!system_prompt.empty() || !chat_template.empty()))

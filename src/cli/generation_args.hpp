@@ -1,8 +1,9 @@
-// The options `run` and `chat` share (and `run -cnv`, which is `chat`): model, prompt, sampling,
-// stop strings, conversation settings and the plan's options, registered once so the two cannot drift.
+// The options `run`, `chat` and `serve` share (and `run -cnv`, which is `chat`): model, prompt, sampling,
+// stop strings, conversation settings and the plan's options, registered once so they cannot drift.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,8 @@
 #include "skainet/engine.hpp"
 
 namespace skainet::cli {
+
+enum class Command : uint8_t { Run, Chat, Serve };
 
 struct GenerationArgs {
   std::string model;
@@ -37,8 +40,9 @@ struct GenerationArgs {
   CLI::Option* prompt_option = nullptr;
   CLI::Option* n_predict_option = nullptr;
 
-  // `chat`: the command is a conversation, so -cnv is not offered and -n defaults to -1.
-  void add_to(CLI::App* cmd, bool chat_command);
+  // `chat`: the command is a conversation, so -cnv is not offered and -n defaults to -1. `serve`: no
+  // prompt options (requests bring them); the sampling options are the defaults of absent fields.
+  void add_to(CLI::App* cmd, Command command);
   // Before running: -f read, -e applied (the parse itself checked the model and folded in -ctk/--no-mmap...).
   void finish_parse();
   generate::EngineOptions engine_options() const;
@@ -50,6 +54,15 @@ struct GenerationArgs {
 std::unique_ptr<generate::Engine> open_engine(const GenerationArgs& args);
 // run's three stats lines on stderr.
 void print_run_stats(const generate::Engine& e, const generate::Stats& s, uint64_t seed);
+
+// The chat template a conversation renders with: --chat-template (a file or a built-in name), else the
+// model's, else the built-in chatml; end_of_turn is a stop string for a built-in one (cmd_chat.cpp).
+struct ChosenTemplate {
+  std::string source;
+  std::string description;  // for the stats line and messages
+  std::optional<std::string> end_of_turn;
+};
+ChosenTemplate choose_template(const GenerationArgs& a, const gguf::Header& header);
 
 // The conversation loop of `skainet chat` and `skainet run -cnv` (cmd_chat.cpp).
 int run_chat(GenerationArgs& args);

@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
       skainet::cli::add_plan(app),
       skainet::cli::add_run(app),
       skainet::cli::add_chat(app),
+      skainet::cli::add_serve(app),
       skainet::cli::add_tokenize(app),
       skainet::cli::add_bench(app),
       skainet::cli::add_export(app),

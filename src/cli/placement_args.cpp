@@ -14,6 +14,13 @@ void PlacementArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--override-tensor", overrides, "REGEX=FORM, first match wins, e.g. ffn_down=f32,heap");
 }
 
+void PlacementArgs::add_slots_to(CLI::App* cmd) {
+  cmd->add_option("--slots,--parallel", slots,
+                  "sequences served at once, each with its own KV cache and slabs (llama.cpp: -np/--parallel)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+}
+
 placement::FormOverrides PlacementArgs::form_overrides() const {
   placement::FormOverrides o;
   for (const auto& text : overrides) o.per_tensor.push_back(placement::TensorOverride::parse(text));
@@ -24,6 +31,7 @@ placement::FormOverrides PlacementArgs::form_overrides() const {
 plan::PlanOptions PlacementArgs::plan_options() const {
   plan::PlanOptions options;
   options.ctx = ctx;
+  options.slots = slots;
   options.available_memory = base::available_memory();
   if (!budget.empty()) options.budget = placement::parse_bytes(budget);
   if (prefill_chunk) options.prefill_chunk = prefill_chunk;

@@ -20,8 +20,11 @@ struct PlacementArgs {
   uint32_t prefill_chunk = 0;
   std::string weight_form;
   std::vector<std::string> overrides;
+  uint32_t slots = 1;
 
   void add_to(CLI::App* cmd);
+  // --slots: only the commands that price or serve several sequences (plan, serve).
+  void add_slots_to(CLI::App* cmd);
   placement::FormOverrides form_overrides() const;
   plan::PlanOptions plan_options() const;
 };

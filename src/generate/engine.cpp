@@ -21,20 +21,24 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& path, const En
                             e->plan.model->architecture));
   if (!options.force && e->plan.has_warning(plan::PlanWarningKind::ExceedsAvailableMemory)) {
     const uint64_t available = *options.plan.available_memory;
-    throw load::BudgetError(fmt::format("{}: the plan needs {} resident but the machine has {} available now (MemAvailable); "
-                                        "refusing before loading anything (lower --ctx, or give --force to load anyway)",
-                                        path.string(), base::format_bytes(e->plan.totals.resident()),
-                                        base::format_bytes(available)),
+    throw load::BudgetError(fmt::format("{}: the plan{} needs {} resident but the machine has {} available now (MemAvailable); "
+                                        "refusing before loading anything (lower --ctx{}, or give --force to load anyway)",
+                                        path.string(),
+                                        e->plan.slots > 1 ? fmt::format(" for {} slots", e->plan.slots) : std::string(),
+                                        base::format_bytes(e->plan.totals.resident()), base::format_bytes(available),
+                                        e->plan.slots > 1 ? " or --slots" : ""),
                             e->plan.totals.resident(), available);
   }
   // ResolvedGguf refuses a plan over budget here, before any payload is read.
   load::ResolvedGguf loader(e->header, e->plan);
   e->loaded = loader.load(e->scope, {.progress = options.progress});
-  e->kv.emplace(e->scope, *e->plan.kv);
-  const uint64_t layer_slab = std::max(e->plan.decode->layer_bytes, e->plan.prefill->layer_bytes);
-  e->llama.emplace(*e->plan.model, model::LlamaWeights::bind(e->loaded, *e->plan.model), *e->kv, layer_slab);
   e->tokenizer.emplace(text::Tokenizer::from_gguf(e->header));
-  e->ctx = std::make_unique<memory::ExecutionContext>(options.threads);
+  if (options.sequence) {
+    e->kv.emplace(e->scope, *e->plan.kv);
+    const uint64_t layer_slab = std::max(e->plan.decode->layer_bytes, e->plan.prefill->layer_bytes);
+    e->llama.emplace(*e->plan.model, model::LlamaWeights::bind(e->loaded, *e->plan.model), *e->kv, layer_slab);
+    e->ctx = std::make_unique<memory::ExecutionContext>(options.threads);
+  }
   e->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return e;
 }

@@ -176,6 +176,7 @@ std::string to_json(const MemoryPlan& p) {
                      {"kv_heads", p.kv->kv_heads}, {"head_dim", p.kv->head_dim}, {"bytes", p.kv->bytes},
                      {"domain", domain_name(p.kv->domain)}};
   if (p.decode) j["decode_slab"] = slab_json(*p.decode);
+  j["slots"] = p.slots;
   if (p.prefill) j["prefill_slab"] = slab_json(*p.prefill);
   const Totals& t = p.totals;
   j["totals"] = {{"file", t.file}, {"mapped", t.mapped}, {"heap", t.heap}, {"pages", t.pages},
@@ -224,6 +225,9 @@ MemoryPlan from_json(std::string_view text) {
       p.kv = kv;
     }
     if (j.contains("decode_slab")) p.decode = slab_from(j["decode_slab"]);
+    // Plans written before serving had slots are plans for one sequence.
+    if (j.contains("slots")) p.slots = number<uint32_t>(j, "slots");
+    if (p.slots == 0) throw InvalidArgument("plan JSON: \"slots\" must be at least 1");
     if (j.contains("prefill_slab")) p.prefill = slab_from(j["prefill_slab"]);
     const json& t = j.at("totals");
     p.totals = {number<uint64_t>(t, "file"), number<uint64_t>(t, "mapped"), number<uint64_t>(t, "heap"),

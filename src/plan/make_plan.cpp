@@ -41,9 +41,11 @@ void add_totals(MemoryPlan& p) {
       default: t.heap += d.spec.bytes; break;
     }
   }
-  if (p.kv) t.kv = p.kv->bytes;
-  // Decode and prefill use the same slabs, sized for the larger of the two.
-  if (p.decode) t.slab = std::max(p.decode->total(), p.prefill ? p.prefill->total() : 0);
+  if (p.kv) t.kv = checked_mul<uint64_t>(p.kv->bytes, p.slots, "kv cache bytes of all slots");
+  // Decode and prefill use the same slabs, sized for the larger of the two; each slot has its own.
+  if (p.decode)
+    t.slab = checked_mul<uint64_t>(std::max(p.decode->total(), p.prefill ? p.prefill->total() : 0), p.slots,
+                                   "slab bytes of all slots");
   p.totals = t;
 }
 
@@ -56,7 +58,8 @@ void suggest(MemoryPlan& p, const placement::MemoryProfile& profile) {
       KvCachePlan smaller = plan_kv(*p.model, ctx, p.kv->type, profile);
       const uint64_t slab = std::max(estimate_slabs(*p.model, 1, ctx).total(),
                                      p.prefill ? estimate_slabs(*p.model, p.prefill->tokens, ctx).total() : 0);
-      const uint64_t saves = (p.kv->bytes - smaller.bytes) + (p.totals.slab - std::min(p.totals.slab, slab));
+      const uint64_t saves = (p.kv->bytes - smaller.bytes) * p.slots +
+                             (p.totals.slab - std::min(p.totals.slab, slab * p.slots));
       if (saves >= over || ctx / 2 < 256) {
         p.suggestions.push_back({SuggestionKind::SmallerContext, fmt::format("--ctx {}", ctx), saves});
         break;
@@ -64,11 +67,12 @@ void suggest(MemoryPlan& p, const placement::MemoryProfile& profile) {
     }
     if (p.kv->type == GgmlType::F32) {
       const KvCachePlan half = plan_kv(*p.model, p.kv->ctx, GgmlType::F16, profile);
-      p.suggestions.push_back({SuggestionKind::SmallerKvType, "--kv-type f16", p.kv->bytes - half.bytes});
+      p.suggestions.push_back({SuggestionKind::SmallerKvType, "--kv-type f16", (p.kv->bytes - half.bytes) * p.slots});
     }
   }
   if (p.prefill && p.model && p.prefill->tokens > 16) {
-    const uint64_t small = std::max(estimate_slabs(*p.model, 16, p.kv ? p.kv->ctx : 0).total(), p.decode->total());
+    const uint64_t small =
+        std::max(estimate_slabs(*p.model, 16, p.kv ? p.kv->ctx : 0).total(), p.decode->total()) * p.slots;
     if (p.totals.slab > small)
       p.suggestions.push_back({SuggestionKind::SmallerPrefillChunk, "--prefill-chunk 16", p.totals.slab - small});
   }
@@ -92,6 +96,8 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
   p.header_bytes_read = header.header_bytes_read;
   p.profile = profile.name;
   p.budget = options.budget ? options.budget : profile.budget;
+  if (options.slots == 0) throw InvalidArgument(fmt::format("{}: --slots must be at least 1", p.file));
+  p.slots = options.slots;
 
   const placement::FileFacts facts = placement::FileFacts::of(header);
   p.tensors.reserve(header.tensors.size());

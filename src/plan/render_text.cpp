@@ -71,6 +71,10 @@ std::string render_text(const MemoryPlan& p) {
     out += fmt::format("slabs     decode {} (step {} + layer {}); prefill of {} tokens {}\n", format_bytes(p.decode->total()),
                        format_bytes(p.decode->step_bytes), format_bytes(p.decode->layer_bytes), p.prefill->tokens,
                        format_bytes(p.prefill->total()));
+  if (p.slots > 1 && p.kv && p.decode)
+    out += fmt::format("slots     {} x (kv cache {} + slabs {}) = {}; the weights are shared\n", p.slots,
+                       format_bytes(p.kv->bytes), format_bytes(p.totals.slab / p.slots),
+                       format_bytes(p.totals.kv + p.totals.slab));
   const Totals& t = p.totals;
   out += fmt::format("totals    mapped {} | heap {} | pages {} | kv {} | slab {}\n", format_bytes(t.mapped),
                      format_bytes(t.heap), format_bytes(t.pages), format_bytes(t.kv), format_bytes(t.slab));

@@ -131,3 +131,24 @@ TEST(Plan, VocabularyOnlyFileHasNoModelSection) {
   EXPECT_FALSE(p.kv);
   EXPECT_EQ(p.totals.resident(), 0u);
 }
+
+// `plan --slots N` / `serve --slots N`: each slot has its own KV cache and slabs, the weights are shared;
+// the budget counts them all and the JSON carries the count.
+TEST(Plan, SlotsMultiplyKvCacheAndSlabsOnly) {
+  const auto profile = placement::MemoryProfile::preset("default");
+  const MemoryPlan one = plan_stories(profile, {.ctx = 256});
+  const MemoryPlan four = plan_stories(profile, {.ctx = 256, .slots = 4});
+  EXPECT_EQ(four.slots, 4u);
+  EXPECT_EQ(four.kv, one.kv) << "kv_cache stays one slot's";
+  EXPECT_EQ(four.totals.kv, 4 * one.totals.kv);
+  EXPECT_EQ(four.totals.slab, 4 * one.totals.slab);
+  EXPECT_EQ(four.totals.mapped, one.totals.mapped);
+  EXPECT_EQ(four.totals.resident() - one.totals.resident(), 3 * (one.totals.kv + one.totals.slab));
+
+  const uint64_t between = one.totals.resident() + (four.totals.resident() - one.totals.resident()) / 2;
+  EXPECT_TRUE(plan_stories(profile, {.ctx = 256, .budget = between, .slots = 1}).fits);
+  EXPECT_FALSE(plan_stories(profile, {.ctx = 256, .budget = between, .slots = 4}).fits);
+
+  EXPECT_EQ(from_json(to_json(four)), four);
+  EXPECT_THROW(plan_stories(profile, {.ctx = 256, .slots = 0}), InvalidArgument);
+}

@@ -1,0 +1,207 @@
+// skainet::serve — an OpenAI-compatible HTTP server over one planned model: N slots share the loaded
+// weights, each with its own KV cache, slabs, execution context and generator.
+//
+//   generate::EngineOptions eo;  eo.plan.slots = 2;  eo.sequence = false;    // weights + tokenizer only
+//   auto engine = generate::Engine::open("model.gguf", eo);                  // plan priced for 2 slots
+//   serve::ServerOptions so{.host = "127.0.0.1", .port = 8080, .slots = 2};
+//   serve::Server server(*engine, so, chat_template_source, end_of_turn);
+//   server.listen();                                                        // until stop()
+//
+//   serve::Request r = serve::parse_request(serve::Endpoint::Completions, R"({"prompt":"Hi","max_tokens":8})");
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "skainet/base.hpp"
+#include "skainet/engine.hpp"
+
+namespace skainet::serve {
+
+// ---- requests (request.cpp: pure, no HTTP, fuzzed) ----
+
+enum class Endpoint : uint8_t { ChatCompletions, Completions };
+
+struct Message {
+  std::string role;
+  std::string content;
+  friend bool operator==(const Message&, const Message&) = default;
+};
+
+// One request's fields, validated. Absent sampling fields take the server's defaults (the command line).
+struct Request {
+  Endpoint endpoint = Endpoint::Completions;
+  std::string model;               // as the client named it (echoed back only through the server's name)
+  std::vector<Message> messages;   // chat
+  std::string prompt;              // completions
+  bool stream = false;
+  bool include_usage = false;      // stream_options.include_usage: a last chunk with the counts
+  std::optional<float> temperature, top_p, min_p;
+  std::optional<int32_t> top_k;
+  std::optional<uint64_t> seed;
+  std::optional<int32_t> max_tokens;  // max_tokens / max_completion_tokens / n_predict (-1: no limit)
+  std::vector<std::string> stop;
+};
+
+// A request the server refuses: the HTTP status and OpenAI's error type ("invalid_request_error"...).
+class RequestError : public Error {
+ public:
+  RequestError(int status, std::string type, std::string message)
+      : Error(std::move(message)), status_(status), type_(std::move(type)) {}
+  int status() const noexcept { return status_; }
+  const std::string& type() const noexcept { return type_; }
+
+ private:
+  int status_;
+  std::string type_;
+};
+
+struct RequestLimits {
+  size_t max_stop_strings = 4;          // OpenAI's limit
+  size_t max_stop_bytes = 256;          // each
+  size_t max_messages = 1024;
+};
+
+// Parses and validates a JSON body; throws RequestError (status 400) naming the field that is wrong.
+Request parse_request(Endpoint endpoint, std::string_view body, const RequestLimits& limits = {});
+
+// ---- responses (response.cpp) ----
+
+enum class FinishReason : uint8_t { Stop, Length };
+std::string_view finish_reason_name(FinishReason r) noexcept;
+
+struct Usage {
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t total() const noexcept { return prompt_tokens + completion_tokens; }
+};
+
+// What every response of one request carries: "chatcmpl-..."/"cmpl-...", the creation time, our model id.
+struct ResponseHead {
+  Endpoint endpoint = Endpoint::Completions;
+  std::string id;
+  int64_t created = 0;
+  std::string model;
+};
+
+std::string completion_json(const ResponseHead& head, std::string_view text, FinishReason finish, const Usage& usage);
+// One server-sent chunk's JSON (without "data: "): the first chat chunk carries the role; a chunk with
+// a finish reason ends the choice; with `usage` it is the usage-only chunk (empty choices).
+std::string chunk_json(const ResponseHead& head, std::string_view delta, bool first, std::optional<FinishReason> finish);
+std::string usage_chunk_json(const ResponseHead& head, const Usage& usage);
+std::string error_json(std::string_view message, std::string_view type);
+std::string models_json(std::string_view model, int64_t created);
+
+// ---- slots (slots.cpp) ----
+
+// One sequence's own state over the shared weights: KV cache, model view (its own layer slab),
+// execution context (its own thread pool), sampler and generator (its own step slab).
+struct Slot {
+  Slot(generate::Engine& engine, int threads);
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+
+  load::KvCacheStore kv;
+  model::Llama llama;
+  memory::ExecutionContext ctx;
+  text::Sampler sampler;  // replaced per request (its configuration is fixed at construction)
+  generate::Generator generator;
+};
+
+struct SlotCounts {
+  size_t slots = 0, busy = 0, waiting = 0;
+};
+
+// N slots and a bounded FIFO of requests waiting for one. acquire() blocks until the caller's turn and
+// a free slot; it answers nullopt at once when `queue_limit` requests are already waiting.
+class SlotPool {
+ public:
+  // Builds `slots` slots from an engine opened with sequence = false; each context gets `threads_per_slot`.
+  SlotPool(generate::Engine& engine, size_t slots, int threads_per_slot, size_t queue_limit);
+  // Accounting only, no model (tests of the queue).
+  SlotPool(size_t slots, size_t queue_limit);
+  ~SlotPool();
+  SlotPool(const SlotPool&) = delete;
+  SlotPool& operator=(const SlotPool&) = delete;
+
+  class Lease {
+   public:
+    Lease(Lease&& other) noexcept : pool_(std::exchange(other.pool_, nullptr)), index_(other.index_) {}
+    Lease& operator=(Lease&& other) noexcept;  // hands back the slot held, takes other's
+    ~Lease();
+    size_t index() const noexcept { return index_; }
+    Slot& slot() const;  // the pool must have been built with an engine
+
+   private:
+    friend class SlotPool;
+    Lease(SlotPool* pool, size_t index) : pool_(pool), index_(index) {}
+    SlotPool* pool_;
+    size_t index_;
+  };
+
+  std::optional<Lease> acquire();
+  // Wakes every waiter with nullopt and refuses new ones (shutdown).
+  void close();
+  SlotCounts counts() const;
+  size_t size() const noexcept { return size_; }
+
+ private:
+  void release(size_t index);
+
+  size_t size_;
+  size_t queue_limit_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  mutable std::mutex mutex_;
+  std::condition_variable turn_;
+  std::vector<size_t> free_;
+  std::deque<uint64_t> queue_;  // tickets of waiting callers, first come first served
+  uint64_t next_ticket_ = 0;
+  bool closed_ = false;
+};
+
+// ---- the HTTP server (server.cpp) ----
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;            // 0: any free port (port() says which)
+  size_t slots = 1;
+  size_t queue_limit = 64;    // requests waiting for a slot before 503
+  int threads = 2;            // kernel threads in all; each slot gets max(1, threads / slots)
+  std::string model_id;       // what /v1/models and every response name
+  // Defaults for absent request fields (the command line's -n, --temp, ...).
+  int32_t max_tokens = -1;
+  text::SamplerConfig sampling;
+  std::vector<std::string> stop;  // always applied, beside the request's
+  bool ignore_eos = false;
+  // Called once the socket is bound (the port is known), before serving.
+  std::function<void(int port)> on_listening;
+};
+
+class Server {
+ public:
+  // `chat_template`: the Jinja source chat requests are rendered with; `end_of_turn`: a stop string
+  // for templates whose turn end the vocabulary lacks as a token (empty: none).
+  Server(generate::Engine& engine, ServerOptions options, std::string chat_template, std::string end_of_turn);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds and serves until stop(); throws IoError when the address cannot be bound.
+  void listen();
+  void stop();
+  int port() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace skainet::serve

@@ -1,0 +1,112 @@
+// `skainet serve`: an OpenAI-compatible HTTP server over one planned model (skainet::serve). The plan
+// is priced for --slots sequences, so --budget (and the memory available now) refuse a slot count that
+// does not fit before anything loads. Model, sampling, stop and placement flags are run's and chat's
+// (GenerationArgs); the sampling flags are the defaults for fields a request leaves out.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "generation_args.hpp"
+#include "skainet/serve.hpp"
+
+namespace skainet::cli {
+namespace {
+
+struct ServeArgs {
+  GenerationArgs gen;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  size_t queue = 16;
+  std::string alias;
+};
+
+int serve(ServeArgs& a) {
+  a.gen.finish_parse();
+  // SIGINT/SIGTERM are taken by a thread of their own (sigwait), blocked everywhere else: stopping
+  // httplib from a signal handler would not be async-signal-safe. Blocked before any thread starts so
+  // every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  a.gen.placement.slots = std::max<uint32_t>(a.gen.placement.slots, 1);
+  generate::EngineOptions eo = a.gen.engine_options();
+  eo.sequence = false;  // the slots build their own KV caches, models and contexts
+  if (a.gen.check_tensors) {  // as run does, before loading
+    const convert::ValueCheck check =
+        convert::check_values(gguf::read_header(a.gen.model), static_cast<unsigned>(a.gen.threads));
+    fmt::print(stderr, "skainet: {}\n", check.summary());
+    check.throw_if_bad(a.gen.model);
+  }
+  auto engine = generate::Engine::open(a.gen.model, eo);
+  for (const auto& w : engine->plan.warnings) fmt::print(stderr, "skainet: warning: {}\n", plan::describe(w));
+  const ChosenTemplate chosen = choose_template(a.gen, engine->header);
+
+  serve::ServerOptions so;
+  so.host = a.host;
+  so.port = a.port;
+  so.slots = a.gen.placement.slots;
+  so.queue_limit = a.queue;
+  so.threads = a.gen.threads;
+  so.model_id = !a.alias.empty() ? a.alias : std::filesystem::path(a.gen.model).stem().string();
+  so.max_tokens = a.gen.n_predict;
+  so.sampling = a.gen.sampling;
+  so.stop = a.gen.stops;
+  so.ignore_eos = a.gen.ignore_eos;
+  const plan::MemoryPlan& p = engine->plan;
+  so.on_listening = [&](int port) {
+    // The tests read this line for the port (--port 0 picks a free one).
+    fmt::print(stderr, "skainet: serving {} on http://{}:{} | {} slots x context {} | {} threads per slot | plan "
+                       "resident {} (kv {}, slab {}) | chat template: {}\n",
+               so.model_id, so.host, port, so.slots, p.kv->ctx, std::max(1, so.threads / static_cast<int>(so.slots)),
+               base::format_bytes(p.totals.resident()), base::format_bytes(p.totals.kv),
+               base::format_bytes(p.totals.slab), chosen.description);
+    std::fflush(stderr);
+  };
+  serve::Server server(*engine, so, chosen.source, chosen.end_of_turn.value_or(""));
+  std::thread stopper([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    fmt::print(stderr, "skainet: {} received, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    server.stop();
+  });
+  try {
+    server.listen();
+  } catch (...) {
+    pthread_kill(stopper.native_handle(), SIGTERM);
+    stopper.join();
+    throw;
+  }
+  // listen() returns after stop(); if it returned for another reason the stopper still waits.
+  pthread_kill(stopper.native_handle(), SIGTERM);
+  stopper.join();
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_serve(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Serve a model over HTTP with OpenAI's API (/v1/chat/completions, /v1/completions, /v1/models, /health)");
+  a->gen.add_to(cmd, Command::Serve);
+  a->gen.placement.add_slots_to(cmd);
+  cmd->add_option("--host", a->host, "address to listen on")->capture_default_str();
+  cmd->add_option("--port", a->port, "port to listen on (0: any free port, printed on stderr)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  cmd->add_option("--queue", a->queue, "requests that may wait for a slot; more are refused with 503")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  cmd->add_option("-a,--alias", a->alias, "model name in responses and /v1/models (default: the file's stem)");
+  return {cmd, [a] { return serve(*a); }};
+}
+
+}  // namespace skainet::cli

@@ -1,0 +1,197 @@
+// Request bodies of /v1/chat/completions and /v1/completions: parsed and validated here, away from
+// HTTP, so the fuzz target drives exactly what the server runs. Every refusal is a RequestError
+// naming the field and what was wrong with it; fields this server does not implement and that do not
+// change the answer's meaning (user, logprobs: false, presence_penalty 0, ...) are ignored, as
+// llama.cpp's server does.
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "skainet/serve.hpp"
+
+namespace skainet::serve {
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void bad(std::string message) { throw RequestError(400, "invalid_request_error", std::move(message)); }
+
+// JSON type names as a client would write them.
+std::string_view type_of(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::string: return "a string";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    case json::value_t::number_float: return "a number with a fraction";
+    default: return "a number";
+  }
+}
+
+// A field present and not null (OpenAI's clients send null for "not given").
+const json* field(const json& body, std::string_view key) {
+  const auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::optional<float> number_in(const json& body, std::string_view key, double lo, double hi) {
+  const json* v = field(body, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) bad(fmt::format("'{}' must be a number, not {}", key, type_of(*v)));
+  const double x = v->get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi) bad(fmt::format("'{}' must be from {} to {}, not {}", key, lo, hi, v->dump()));
+  return static_cast<float>(x);
+}
+
+std::optional<int64_t> integer_in(const json& body, std::string_view key, int64_t lo, int64_t hi) {
+  const json* v = field(body, key);
+  if (!v) return std::nullopt;
+  // 5.0 is an integer as JSON numbers go; 5.5 is not.
+  if (v->is_number_float()) {
+    const double x = v->get<double>();
+    if (!std::isfinite(x) || x != std::floor(x) || x < static_cast<double>(lo) || x > static_cast<double>(hi))
+      bad(fmt::format("'{}' must be an integer from {} to {}, not {}", key, lo, hi, v->dump()));
+    return static_cast<int64_t>(x);
+  }
+  if (!v->is_number_integer()) bad(fmt::format("'{}' must be an integer, not {}", key, type_of(*v)));
+  if (v->is_number_unsigned()) {
+    const uint64_t u = v->get<uint64_t>();
+    if (u > static_cast<uint64_t>(hi)) bad(fmt::format("'{}' must be an integer from {} to {}, not {}", key, lo, hi, u));
+    return static_cast<int64_t>(u);
+  }
+  const int64_t x = v->get<int64_t>();
+  if (x < lo || x > hi) bad(fmt::format("'{}' must be an integer from {} to {}, not {}", key, lo, hi, x));
+  return x;
+}
+
+bool boolean(const json& body, std::string_view key) {
+  const json* v = field(body, key);
+  if (!v) return false;
+  if (!v->is_boolean()) bad(fmt::format("'{}' must be true or false, not {}", key, type_of(*v)));
+  return v->get<bool>();
+}
+
+// A message's content: a string, or OpenAI's list of parts of which only text parts are understood.
+std::string content_of(const json& v, size_t index) {
+  if (v.is_string()) return v.get<std::string>();
+  if (!v.is_array()) bad(fmt::format("messages[{}].content must be a string or a list of text parts, not {}", index, type_of(v)));
+  std::string text;
+  for (size_t p = 0; p < v.size(); ++p) {
+    const json& part = v[p];
+    if (!part.is_object()) bad(fmt::format("messages[{}].content[{}] must be an object, not {}", index, p, type_of(part)));
+    const json* type = field(part, "type");
+    if (!type || !type->is_string() || type->get<std::string>() != "text")
+      bad(fmt::format("messages[{}].content[{}]: only parts of type \"text\" are supported", index, p));
+    const json* t = field(part, "text");
+    if (!t || !t->is_string()) bad(fmt::format("messages[{}].content[{}].text must be a string", index, p));
+    text += t->get<std::string>();
+  }
+  return text;
+}
+
+std::vector<Message> messages_of(const json& body, const RequestLimits& limits) {
+  const json* v = field(body, "messages");
+  if (!v) bad("'messages' is required");
+  if (!v->is_array()) bad(fmt::format("'messages' must be a list, not {}", type_of(*v)));
+  if (v->empty()) bad("'messages' must hold at least one message");
+  if (v->size() > limits.max_messages) bad(fmt::format("'messages' holds {} messages; at most {}", v->size(), limits.max_messages));
+  std::vector<Message> out;
+  out.reserve(v->size());
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& m = (*v)[i];
+    if (!m.is_object()) bad(fmt::format("messages[{}] must be an object, not {}", i, type_of(m)));
+    const json* role = field(m, "role");
+    if (!role || !role->is_string()) bad(fmt::format("messages[{}].role must be a string", i));
+    const std::string r = role->get<std::string>();
+    if (r != "system" && r != "user" && r != "assistant" && r != "developer" && r != "tool")
+      bad(fmt::format("messages[{}].role '{}' is not one of system, developer, user, assistant, tool", i, r));
+    const json* content = field(m, "content");
+    // An assistant message may carry no content (a tool call); as text that is the empty string.
+    out.push_back({r, content ? content_of(*content, i) : std::string()});
+  }
+  return out;
+}
+
+std::vector<std::string> stops_of(const json& body, const RequestLimits& limits) {
+  const json* v = field(body, "stop");
+  if (!v) return {};
+  std::vector<std::string> out;
+  if (v->is_string()) {
+    out.push_back(v->get<std::string>());
+  } else if (v->is_array()) {
+    if (v->size() > limits.max_stop_strings)
+      bad(fmt::format("'stop' holds {} strings; at most {}", v->size(), limits.max_stop_strings));
+    for (size_t i = 0; i < v->size(); ++i) {
+      if (!(*v)[i].is_string()) bad(fmt::format("stop[{}] must be a string, not {}", i, type_of((*v)[i])));
+      out.push_back((*v)[i].get<std::string>());
+    }
+  } else {
+    bad(fmt::format("'stop' must be a string or a list of strings, not {}", type_of(*v)));
+  }
+  for (const auto& s : out) {
+    if (s.empty()) bad("a stop string is empty");
+    if (s.size() > limits.max_stop_bytes) bad(fmt::format("a stop string is {} bytes; at most {}", s.size(), limits.max_stop_bytes));
+  }
+  return out;
+}
+
+std::string prompt_of(const json& body) {
+  const json* v = field(body, "prompt");
+  if (!v) bad("'prompt' is required");
+  if (v->is_string()) return v->get<std::string>();
+  // A list with one string is the same prompt; several prompts at once (a batch) are not served.
+  if (v->is_array() && v->size() == 1 && (*v)[0].is_string()) return (*v)[0].get<std::string>();
+  if (v->is_array()) bad("'prompt' must be one string (a list of several prompts, or of token ids, is not supported)");
+  bad(fmt::format("'prompt' must be a string, not {}", type_of(*v)));
+}
+
+}  // namespace
+
+Request parse_request(Endpoint endpoint, std::string_view body, const RequestLimits& limits) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::exception& e) {
+    bad(fmt::format("the body is not valid JSON: {}", e.what()));
+  }
+  if (!j.is_object()) bad(fmt::format("the body must be a JSON object, not {}", type_of(j)));
+
+  Request r;
+  r.endpoint = endpoint;
+  if (const json* m = field(j, "model")) {
+    if (!m->is_string()) bad(fmt::format("'model' must be a string, not {}", type_of(*m)));
+    r.model = m->get<std::string>();
+  }
+  if (endpoint == Endpoint::ChatCompletions) r.messages = messages_of(j, limits);
+  else r.prompt = prompt_of(j);
+
+  r.stream = boolean(j, "stream");
+  if (const json* so = field(j, "stream_options")) {
+    if (!so->is_object()) bad(fmt::format("'stream_options' must be an object, not {}", type_of(*so)));
+    r.include_usage = boolean(*so, "include_usage");
+  }
+  r.temperature = number_in(j, "temperature", 0, 100);
+  r.top_p = number_in(j, "top_p", 0, 1);
+  r.min_p = number_in(j, "min_p", 0, 1);
+  if (auto k = integer_in(j, "top_k", 0, std::numeric_limits<int32_t>::max())) r.top_k = static_cast<int32_t>(*k);
+  // OpenAI's seed is any 64-bit integer; it only picks the random stream.
+  if (const json* s = field(j, "seed")) {
+    if (s->is_number_unsigned()) r.seed = s->get<uint64_t>();
+    else if (s->is_number_integer()) r.seed = static_cast<uint64_t>(s->get<int64_t>());
+    else bad(fmt::format("'seed' must be an integer, not {}", type_of(*s)));
+  }
+  constexpr int64_t kMaxTokens = std::numeric_limits<int32_t>::max();
+  // max_completion_tokens is the chat API's newer name; n_predict is llama.cpp's (-1: no limit).
+  for (const char* key : {"max_tokens", "max_completion_tokens"})
+    if (auto n = integer_in(j, key, 0, kMaxTokens)) r.max_tokens = static_cast<int32_t>(*n);
+  if (auto n = integer_in(j, "n_predict", -1, kMaxTokens)) r.max_tokens = static_cast<int32_t>(*n);
+  if (auto n = integer_in(j, "n", 1, kMaxTokens); n && *n != 1) bad(fmt::format("'n' must be 1 (one choice per request), not {}", *n));
+  r.stop = stops_of(j, limits);
+  return r;
+}
+
+}  // namespace skainet::serve

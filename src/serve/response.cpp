@@ -1,0 +1,84 @@
+// Response bodies in OpenAI's shapes: chat.completion / text_completion objects, their streamed
+// chunks (chat.completion.chunk, and text_completion for /v1/completions as OpenAI streams it), the
+// model list and the error object.
+#include <nlohmann/json.hpp>
+
+#include "skainet/serve.hpp"
+
+namespace skainet::serve {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+bool is_chat(const ResponseHead& h) { return h.endpoint == Endpoint::ChatCompletions; }
+
+json head_json(const ResponseHead& h, bool chunk) {
+  const char* object = is_chat(h) ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
+  return json{{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
+}
+
+json usage_json(const Usage& u) {
+  return json{{"prompt_tokens", u.prompt_tokens}, {"completion_tokens", u.completion_tokens}, {"total_tokens", u.total()}};
+}
+
+// Generated text need not be valid UTF-8 (a model may stop inside a character): replace bad bytes
+// rather than fail the response.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace
+
+std::string_view finish_reason_name(FinishReason r) noexcept {
+  return r == FinishReason::Stop ? "stop" : "length";
+}
+
+std::string completion_json(const ResponseHead& head, std::string_view text, FinishReason finish, const Usage& usage) {
+  json j = head_json(head, false);
+  json choice{{"index", 0}};
+  if (is_chat(head)) {
+    choice["message"] = json{{"role", "assistant"}, {"content", std::string(text)}};
+  } else {
+    choice["text"] = std::string(text);
+    choice["logprobs"] = nullptr;
+  }
+  choice["finish_reason"] = finish_reason_name(finish);
+  j["choices"] = json::array({choice});
+  j["usage"] = usage_json(usage);
+  return dump(j);
+}
+
+std::string chunk_json(const ResponseHead& head, std::string_view delta, bool first, std::optional<FinishReason> finish) {
+  json j = head_json(head, true);
+  json choice{{"index", 0}};
+  if (is_chat(head)) {
+    json d = json::object();
+    if (first) d["role"] = "assistant";
+    if (!delta.empty() || !finish) d["content"] = std::string(delta);
+    choice["delta"] = d;
+  } else {
+    choice["text"] = std::string(delta);
+    choice["logprobs"] = nullptr;
+  }
+  choice["finish_reason"] = finish ? json(finish_reason_name(*finish)) : json(nullptr);
+  j["choices"] = json::array({choice});
+  return dump(j);
+}
+
+std::string usage_chunk_json(const ResponseHead& head, const Usage& usage) {
+  json j = head_json(head, true);
+  j["choices"] = json::array();
+  j["usage"] = usage_json(usage);
+  return dump(j);
+}
+
+std::string error_json(std::string_view message, std::string_view type) {
+  return dump(json{{"error", json{{"message", std::string(message)}, {"type", std::string(type)}, {"param", nullptr},
+                                  {"code", nullptr}}}});
+}
+
+std::string models_json(std::string_view model, int64_t created) {
+  return dump(json{{"object", "list"},
+                   {"data", json::array({json{{"id", std::string(model)}, {"object", "model"}, {"created", created},
+                                              {"owned_by", "skainet"}}})}});
+}
+
+}  // namespace skainet::serve

@@ -1,0 +1,329 @@
+"""`skainet serve` driven by the real `openai` client (and raw HTTP where a client would refuse to send).
+
+    check_serve.py SKAINET MODEL
+
+Starts the built server on MODEL (stories260K) with --port 0, reads the port from its stderr, and kills
+it at the end whatever happens. A missing `openai` package fails the test (ImportError), never skips it.
+"""
+import http.client
+import json
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+import openai  # the real client: scripts/setup.sh installs it into the venv
+from openai import OpenAI
+
+SKAINET, MODEL = sys.argv[1], sys.argv[2]
+PROMPTS = ["Once upon a time", "The cat sat on", "Lily wanted to play with"]
+
+
+class Server:
+    """One `skainet serve` process; its stderr is kept (and drained, so it never blocks)."""
+
+    def __init__(self, *args, threads=1):
+        cmd = [SKAINET, "serve", "-m", MODEL, "--port", "0", "-t", str(threads), *args]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.lines = []
+        self.port = None
+        ready = threading.Event()
+
+        def drain():
+            for line in self.proc.stderr:
+                self.lines.append(line)
+                m = re.search(r"on http://[^:]+:(\d+)", line)
+                if m and self.port is None:
+                    self.port = int(m.group(1))
+                    ready.set()
+            ready.set()
+
+        self.reader = threading.Thread(target=drain, daemon=True)
+        self.reader.start()
+        if not ready.wait(60) or self.port is None:
+            self.stop()
+            raise RuntimeError("the server did not start: " + "".join(self.lines))
+        self.client = OpenAI(base_url=f"http://127.0.0.1:{self.port}/v1", api_key="none", max_retries=0, timeout=120)
+
+    def log(self):
+        return "".join(self.lines)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.reader.join(5)
+        self.proc.stderr.close()
+
+    def http(self, method, path, body=None, headers=None):
+        """(status, parsed JSON or text) over a fresh connection."""
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        c.request(method, path, body=body, headers=headers or {"Content-Type": "application/json"})
+        r = c.getresponse()
+        data = r.read().decode()
+        c.close()
+        try:
+            return r.status, json.loads(data)
+        except ValueError:
+            return r.status, data
+
+    def health(self):
+        return self.http("GET", "/health")[1]
+
+
+def skainet_run(prompt, n):
+    """What `skainet run --temp 0` prints for the prompt (the generated text only)."""
+    out = subprocess.run([SKAINET, "run", "-m", MODEL, "-p", prompt, "-n", str(n), "--temp", "0",
+                          "--no-display-prompt", "-t", "1", "--ctx", "256"],
+                         check=True, capture_output=True, text=True, timeout=120)
+    return out.stdout
+
+
+def stream_text(stream, kind):
+    """The concatenated text of a stream, its finish reason and its usage chunk (if any)."""
+    text, finish, usage, chunks = "", None, None, 0
+    for chunk in stream:
+        chunks += 1
+        if chunk.usage is not None:
+            usage = chunk.usage
+        for choice in chunk.choices:
+            piece = choice.delta.content if kind == "chat" else choice.text
+            text += piece or ""
+            if choice.finish_reason is not None:
+                finish = choice.finish_reason
+    return text, finish, usage, chunks
+
+
+class OneSlot(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server("--ctx", "256", "--slots", "1")
+        cls.c = cls.server.client
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_health_and_models(self):
+        status, body = self.server.http("GET", "/health")
+        self.assertEqual(status, 200)
+        self.assertEqual(body["status"], "ok")
+        self.assertEqual(body["slots_idle"], 1)
+        models = self.c.models.list()
+        self.assertEqual([m.id for m in models.data], ["stories260K"])
+
+    def test_greedy_completion_equals_skainet_run(self):
+        for prompt in PROMPTS[:2]:
+            r = self.c.completions.create(model="stories260K", prompt=prompt, max_tokens=64, temperature=0)
+            self.assertEqual(r.object, "text_completion")
+            self.assertEqual(r.model, "stories260K")
+            self.assertTrue(r.id.startswith("cmpl-"))
+            self.assertEqual(r.choices[0].text, skainet_run(prompt, 64), prompt)
+            self.assertEqual(r.usage.completion_tokens, 64 if r.choices[0].finish_reason == "length" else r.usage.completion_tokens)
+            self.assertGreater(r.usage.prompt_tokens, 0)
+            self.assertEqual(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens)
+
+    def test_streamed_completion_equals_plain(self):
+        plain = self.c.completions.create(model="m", prompt=PROMPTS[0], max_tokens=32, temperature=0)
+        stream = self.c.completions.create(model="m", prompt=PROMPTS[0], max_tokens=32, temperature=0, stream=True,
+                                           stream_options={"include_usage": True})
+        text, finish, usage, chunks = stream_text(stream, "completion")
+        self.assertEqual(text, plain.choices[0].text)
+        self.assertEqual(finish, plain.choices[0].finish_reason)
+        self.assertGreater(chunks, 2)
+        self.assertEqual(usage.completion_tokens, plain.usage.completion_tokens)
+        self.assertEqual(usage.prompt_tokens, plain.usage.prompt_tokens)
+
+    def test_chat_plain_and_streamed(self):
+        messages = [{"role": "system", "content": "Tell a story."}, {"role": "user", "content": "A story about a cat."}]
+        r = self.c.chat.completions.create(model="m", messages=messages, max_tokens=24, temperature=0)
+        self.assertEqual(r.object, "chat.completion")
+        self.assertTrue(r.id.startswith("chatcmpl-"))
+        msg = r.choices[0].message
+        self.assertEqual(msg.role, "assistant")
+        self.assertIsInstance(msg.content, str)
+        self.assertIn(r.choices[0].finish_reason, ("stop", "length"))
+        self.assertLessEqual(r.usage.completion_tokens, 24)
+        self.assertEqual(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens)
+        stream = self.c.chat.completions.create(model="m", messages=messages, max_tokens=24, temperature=0, stream=True)
+        text, finish, _, _ = stream_text(stream, "chat")
+        self.assertEqual(text, msg.content)
+        self.assertEqual(finish, r.choices[0].finish_reason)
+
+    def test_sampling_fields_and_seed(self):
+        args = dict(model="m", prompt=PROMPTS[1], max_tokens=24, temperature=0.9, top_p=0.9,
+                    extra_body={"top_k": 20, "min_p": 0.05})
+        a = self.c.completions.create(seed=42, **args).choices[0].text
+        b = self.c.completions.create(seed=42, **args).choices[0].text
+        self.assertEqual(a, b, "the same seed must give the same text")
+        n = self.c.completions.create(model="m", prompt=PROMPTS[1], temperature=0, extra_body={"n_predict": 5})
+        self.assertEqual(n.usage.completion_tokens, 5)
+
+    def test_stop_strings(self):
+        full = self.c.completions.create(model="m", prompt=PROMPTS[0], max_tokens=64, temperature=0).choices[0].text
+        self.assertIn(".", full, "the greedy text should hold a full stop for this test")
+        r = self.c.completions.create(model="m", prompt=PROMPTS[0], max_tokens=64, temperature=0, stop=["."])
+        self.assertEqual(r.choices[0].text, full[:full.index(".")])
+        self.assertEqual(r.choices[0].finish_reason, "stop")
+        stream = self.c.completions.create(model="m", prompt=PROMPTS[0], max_tokens=64, temperature=0, stop=".",
+                                           stream=True)
+        text, finish, _, _ = stream_text(stream, "completion")
+        self.assertEqual((text, finish), (full[:full.index(".")], "stop"))
+
+    def test_bad_requests_are_400_with_openai_errors(self):
+        cases = [
+            ("/v1/completions", "{not json", "not valid JSON"),
+            ("/v1/completions", "[1]", "JSON object"),
+            ("/v1/completions", json.dumps({"prompt": "x", "max_tokens": -3}), "max_tokens"),
+            ("/v1/completions", json.dumps({"prompt": "x", "max_tokens": "8"}), "max_tokens"),
+            ("/v1/completions", json.dumps({"prompt": "x", "temperature": "hot"}), "temperature"),
+            ("/v1/completions", json.dumps({"prompt": 12}), "prompt"),
+            ("/v1/chat/completions", json.dumps({"messages": "hi"}), "messages"),
+            ("/v1/chat/completions", json.dumps({"messages": [{"role": "user", "content": 3}]}), "content"),
+        ]
+        for path, body, names in cases:
+            status, err = self.server.http("POST", path, body)
+            self.assertEqual(status, 400, body)
+            self.assertEqual(err["error"]["type"], "invalid_request_error", body)
+            self.assertIn(names, err["error"]["message"], body)
+        with self.assertRaises(openai.BadRequestError) as caught:
+            self.c.completions.create(model="m", prompt="x", max_tokens=-1)
+        self.assertIn("max_tokens", str(caught.exception))
+        for method, path in [("GET", "/v1/nothing"), ("GET", "/v1/completions"), ("POST", "/v1/models")]:
+            status, err = self.server.http(method, path, "{}" if method == "POST" else None)
+            self.assertEqual(status, 404, path)
+            self.assertIn("unknown endpoint", err["error"]["message"])
+        self.assertEqual(self.server.health()["status"], "ok", "the server must survive them all")
+
+    def test_oversize_prompt_is_400(self):
+        with self.assertRaises(openai.BadRequestError) as caught:
+            self.c.completions.create(model="m", prompt="the cat sat on the mat. " * 200, max_tokens=4)
+        self.assertIn("context holds 256", str(caught.exception))
+        with self.assertRaises(openai.BadRequestError):
+            self.c.chat.completions.create(model="m", messages=[{"role": "user", "content": "story " * 400}])
+
+    def test_requests_beyond_the_slot_queue(self):
+        # Three at once on one slot: they wait their turn and all succeed.
+        results = [None] * 3
+
+        def ask(i):
+            results[i] = self.c.completions.create(model="m", prompt=PROMPTS[i], max_tokens=16, temperature=0)
+
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for i, r in enumerate(results):
+            self.assertIsNotNone(r, i)
+            self.assertEqual(r.choices[0].text, skainet_run(PROMPTS[i], 16))
+
+
+class ThreeSlots(unittest.TestCase):
+    def test_concurrent_streams_equal_one_at_a_time(self):
+        server = Server("--ctx", "256", "--slots", "3", threads=3)
+        try:
+            self.assertIn("3 slots", server.log())
+            c = server.client
+            alone = [stream_text(c.completions.create(model="m", prompt=p, max_tokens=48, temperature=0, stream=True),
+                                 "completion")[0] for p in PROMPTS]
+            chat_alone = c.chat.completions.create(model="m", messages=[{"role": "user", "content": PROMPTS[0]}],
+                                                   max_tokens=48, temperature=0).choices[0].message.content
+            together = [None] * 4
+            seen_busy = []
+            go = threading.Barrier(5)
+
+            def run(i):
+                go.wait()
+                if i < 3:
+                    s = c.completions.create(model="m", prompt=PROMPTS[i], max_tokens=48, temperature=0, stream=True)
+                    together[i] = stream_text(s, "completion")[0]
+                else:
+                    s = c.chat.completions.create(model="m", messages=[{"role": "user", "content": PROMPTS[0]}],
+                                                  max_tokens=48, temperature=0, stream=True)
+                    together[i] = stream_text(s, "chat")[0]
+
+            threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+            for t in threads:
+                t.start()
+            go.wait()
+            while any(t.is_alive() for t in threads):
+                seen_busy.append(server.health()["slots_processing"])
+                time.sleep(0.001)
+            for t in threads:
+                t.join()
+            self.assertEqual(together[:3], alone)
+            self.assertEqual(together[3], chat_alone)
+            print(f"most slots seen busy at once: {max(seen_busy, default=0)}")
+            self.assertEqual(server.health()["slots_idle"], 3)
+        finally:
+            server.stop()
+
+
+def open_stream(port, max_tokens=None):
+    """A streamed completion over a raw socket; returns the socket after the first bytes arrived."""
+    body = {"prompt": "Once upon a time", "stream": True, "temperature": 0}
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    data = json.dumps(body).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              + f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+    first = s.recv(512)
+    assert first.startswith(b"HTTP/1.1 200"), first
+    return s
+
+
+class Busy(unittest.TestCase):
+    """One slot, no queue, and requests that run until the context is full (--ignore-eos, -n -1)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server("--ctx", "4096", "--slots", "1", "--queue", "0", "--ignore-eos")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def wait_idle(self):
+        deadline = time.time() + 60
+        while self.server.health()["slots_idle"] != 1:
+            self.assertLess(time.time(), deadline, "the slot was never freed")
+            time.sleep(0.01)
+
+    def test_dropped_connection_frees_the_slot(self):
+        self.wait_idle()
+        s = open_stream(self.server.port)
+        s.close()  # mid-stream: the server's next write fails
+        self.wait_idle()
+        deadline = time.time() + 30
+        while "the client went away" not in self.server.log():
+            self.assertLess(time.time(), deadline, self.server.log())
+            time.sleep(0.01)
+        m = re.search(r"went away after (\d+) tokens", self.server.log())
+        self.assertLess(int(m.group(1)), 4000, "generation should stop well before the context is full")
+        r = self.server.client.completions.create(model="m", prompt="Hello", max_tokens=4)
+        self.assertEqual(r.usage.completion_tokens, 4)
+
+    def test_full_queue_is_503(self):
+        self.wait_idle()
+        holder = open_stream(self.server.port)  # holds the only slot while it generates 4000 tokens
+        try:
+            status, err = self.server.http("POST", "/v1/completions", json.dumps({"prompt": "x", "max_tokens": 2}))
+            self.assertEqual(status, 503, err)
+            self.assertEqual(err["error"]["type"], "server_busy")
+            self.assertIn("slots are busy", err["error"]["message"])
+        finally:
+            holder.close()
+        self.wait_idle()
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])

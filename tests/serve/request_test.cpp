@@ -1,0 +1,182 @@
+// Request parsing and validation (skainet::serve::parse_request): what is accepted, with which
+// values, and that every refusal is a 400 naming the field.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "skainet/serve.hpp"
+
+namespace skainet::serve {
+namespace {
+
+Request chat(std::string_view body) { return parse_request(Endpoint::ChatCompletions, body); }
+Request completion(std::string_view body) { return parse_request(Endpoint::Completions, body); }
+
+// The refusal's status and message, for a body that must be refused.
+RequestError refusal(Endpoint e, std::string_view body) {
+  try {
+    parse_request(e, body);
+  } catch (const RequestError& err) {
+    return err;
+  }
+  ADD_FAILURE() << "accepted: " << body;
+  return RequestError(0, "", "");
+}
+
+TEST(ServeRequest, ChatWithEveryField) {
+  const Request r = chat(R"({"model":"m","messages":[{"role":"system","content":"Be brief."},
+      {"role":"user","content":[{"type":"text","text":"Hi "},{"type":"text","text":"there"}]}],
+      "stream":true,"stream_options":{"include_usage":true},"temperature":0.5,"top_p":0.9,"top_k":40,"min_p":0.05,
+      "seed":7,"max_tokens":12,"stop":["\n","END"],"n":1,"user":"ignored","presence_penalty":0})");
+  EXPECT_EQ(r.endpoint, Endpoint::ChatCompletions);
+  EXPECT_EQ(r.model, "m");
+  ASSERT_EQ(r.messages.size(), 2u);
+  EXPECT_EQ(r.messages[0], (Message{"system", "Be brief."}));
+  EXPECT_EQ(r.messages[1], (Message{"user", "Hi there"}));
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_FLOAT_EQ(*r.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(*r.top_p, 0.9f);
+  EXPECT_EQ(*r.top_k, 40);
+  EXPECT_FLOAT_EQ(*r.min_p, 0.05f);
+  EXPECT_EQ(*r.seed, 7u);
+  EXPECT_EQ(*r.max_tokens, 12);
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"\n", "END"}));
+}
+
+TEST(ServeRequest, CompletionDefaultsAreAbsent) {
+  const Request r = completion(R"({"prompt":"Once upon a time"})");
+  EXPECT_EQ(r.prompt, "Once upon a time");
+  EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.temperature || r.top_p || r.top_k || r.min_p || r.seed || r.max_tokens);
+  EXPECT_TRUE(r.stop.empty());
+}
+
+TEST(ServeRequest, NullMeansAbsentAndAliasesWork) {
+  const Request r = completion(R"({"prompt":["one prompt"],"temperature":null,"stop":"x","n_predict":-1,"top_k":5.0})");
+  EXPECT_EQ(r.prompt, "one prompt");
+  EXPECT_FALSE(r.temperature);
+  EXPECT_EQ(r.stop, std::vector<std::string>{"x"});
+  EXPECT_EQ(*r.max_tokens, -1);  // llama.cpp's n_predict: no limit
+  EXPECT_EQ(*r.top_k, 5);
+  EXPECT_EQ(*completion(R"({"prompt":"p","max_completion_tokens":3})").max_tokens, 3);
+  EXPECT_EQ(*completion(R"({"prompt":"p","seed":-1})").seed, UINT64_MAX);
+}
+
+struct Bad {
+  Endpoint endpoint;
+  const char* body;
+  const char* names;  // what the message must mention
+};
+
+class ServeRequestRefused : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(ServeRequestRefused, With400NamingTheField) {
+  const Bad& b = GetParam();
+  const RequestError e = refusal(b.endpoint, b.body);
+  EXPECT_EQ(e.status(), 400);
+  EXPECT_EQ(e.type(), "invalid_request_error");
+  EXPECT_NE(e.message().find(b.names), std::string::npos) << e.message();
+}
+
+constexpr Endpoint kChat = Endpoint::ChatCompletions;
+constexpr Endpoint kText = Endpoint::Completions;
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ServeRequestRefused,
+    ::testing::Values(Bad{kText, "", "not valid JSON"}, Bad{kText, "{\"prompt\":", "not valid JSON"},
+                      Bad{kText, "[1,2]", "must be a JSON object"}, Bad{kText, "{}", "'prompt' is required"},
+                      Bad{kText, R"({"prompt":5})", "'prompt' must be a string"},
+                      Bad{kText, R"({"prompt":["a","b"]})", "one string"},
+                      Bad{kText, R"({"prompt":[1,2,3]})", "one string"},
+                      Bad{kText, R"({"prompt":"p","max_tokens":-1})", "'max_tokens'"},
+                      Bad{kText, R"({"prompt":"p","max_tokens":"12"})", "'max_tokens' must be an integer"},
+                      Bad{kText, R"({"prompt":"p","max_tokens":1.5})", "'max_tokens'"},
+                      Bad{kText, R"({"prompt":"p","max_tokens":1e30})", "'max_tokens'"},
+                      Bad{kText, R"({"prompt":"p","max_tokens":18446744073709551615})", "'max_tokens'"},
+                      Bad{kText, R"({"prompt":"p","n_predict":-2})", "'n_predict'"},
+                      Bad{kText, R"({"prompt":"p","temperature":"hot"})", "'temperature' must be a number"},
+                      Bad{kText, R"({"prompt":"p","temperature":-0.1})", "'temperature'"},
+                      Bad{kText, R"({"prompt":"p","top_p":1.5})", "'top_p'"},
+                      Bad{kText, R"({"prompt":"p","min_p":true})", "'min_p'"},
+                      Bad{kText, R"({"prompt":"p","top_k":-3})", "'top_k'"},
+                      Bad{kText, R"({"prompt":"p","seed":"x"})", "'seed'"},
+                      Bad{kText, R"({"prompt":"p","seed":1.5})", "'seed'"},
+                      Bad{kText, R"({"prompt":"p","stream":"yes"})", "'stream' must be true or false"},
+                      Bad{kText, R"({"prompt":"p","stream_options":1})", "'stream_options'"},
+                      Bad{kText, R"({"prompt":"p","stop":5})", "'stop'"},
+                      Bad{kText, R"({"prompt":"p","stop":["a",1]})", "stop[1]"},
+                      Bad{kText, R"({"prompt":"p","stop":["a","b","c","d","e"]})", "at most 4"},
+                      Bad{kText, R"({"prompt":"p","stop":""})", "empty"},
+                      Bad{kText, R"({"prompt":"p","n":2})", "'n' must be 1"},
+                      Bad{kText, R"({"prompt":"p","model":3})", "'model'"},
+                      Bad{kChat, R"({"prompt":"p"})", "'messages' is required"},
+                      Bad{kChat, R"({"messages":{}})", "'messages' must be a list"},
+                      Bad{kChat, R"({"messages":[]})", "at least one"},
+                      Bad{kChat, R"({"messages":["hi"]})", "messages[0] must be an object"},
+                      Bad{kChat, R"({"messages":[{"content":"hi"}]})", "messages[0].role"},
+                      Bad{kChat, R"({"messages":[{"role":"wizard","content":"hi"}]})", "'wizard'"},
+                      Bad{kChat, R"({"messages":[{"role":"user","content":7}]})", "messages[0].content"},
+                      Bad{kChat, R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})",
+                          "only parts of type \"text\""}));
+
+TEST(ServeRequest, MessageCountIsBounded) {
+  std::string body = R"({"messages":[)";
+  for (int i = 0; i < 5; ++i) body += std::string(i ? "," : "") + R"({"role":"user","content":"x"})";
+  body += "]}";
+  EXPECT_EQ(parse_request(kChat, body, {.max_messages = 5}).messages.size(), 5u);
+  try {
+    parse_request(kChat, body, {.max_messages = 4});
+    FAIL() << "five messages accepted with a limit of four";
+  } catch (const RequestError& e) {
+    EXPECT_NE(e.message().find("at most 4"), std::string::npos) << e.message();
+  }
+}
+
+TEST(ServeResponse, ShapesAreOpenAIs) {
+  using nlohmann::json;
+  const ResponseHead chat_head{Endpoint::ChatCompletions, "chatcmpl-1", 1700000000, "stories260K"};
+  const json c = json::parse(completion_json(chat_head, "Hello", FinishReason::Stop, {5, 2}));
+  EXPECT_EQ(c["id"], "chatcmpl-1");
+  EXPECT_EQ(c["object"], "chat.completion");
+  EXPECT_EQ(c["created"], 1700000000);
+  EXPECT_EQ(c["model"], "stories260K");
+  EXPECT_EQ(c["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(c["choices"][0]["message"]["content"], "Hello");
+  EXPECT_EQ(c["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(c["usage"], (json{{"prompt_tokens", 5}, {"completion_tokens", 2}, {"total_tokens", 7}}));
+
+  const ResponseHead text_head{Endpoint::Completions, "cmpl-1", 1, "m"};
+  const json t = json::parse(completion_json(text_head, "x", FinishReason::Length, {1, 1}));
+  EXPECT_EQ(t["object"], "text_completion");
+  EXPECT_EQ(t["choices"][0]["text"], "x");
+  EXPECT_EQ(t["choices"][0]["finish_reason"], "length");
+
+  const json first = json::parse(chunk_json(chat_head, "", true, std::nullopt));
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"], (json{{"role", "assistant"}, {"content", ""}}));
+  EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+  const json last = json::parse(chunk_json(chat_head, "", false, FinishReason::Length));
+  EXPECT_EQ(last["choices"][0]["delta"], json::object());
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+  const json usage = json::parse(usage_chunk_json(chat_head, {3, 4}));
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["total_tokens"], 7);
+
+  const json err = json::parse(error_json("bad field", "invalid_request_error"));
+  EXPECT_EQ(err["error"]["message"], "bad field");
+  EXPECT_EQ(err["error"]["type"], "invalid_request_error");
+  const json models = json::parse(models_json("m", 5));
+  EXPECT_EQ(models["object"], "list");
+  EXPECT_EQ(models["data"][0]["id"], "m");
+}
+
+TEST(ServeResponse, InvalidUtf8InGeneratedTextIsReplacedNotThrown) {
+  const ResponseHead head{Endpoint::Completions, "cmpl-1", 1, "m"};
+  const std::string cut = "caf\xC3";  // a model may stop inside a character
+  const nlohmann::json j = nlohmann::json::parse(completion_json(head, cut, FinishReason::Length, {}));
+  EXPECT_EQ(j["choices"][0]["text"], "caf\xEF\xBF\xBD");
+}
+
+}  // namespace
+}  // namespace skainet::serve

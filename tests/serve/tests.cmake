@@ -1,0 +1,15 @@
+# `skainet serve` end to end with the real `openai` Python client (pip, installed into the test venv by
+# scripts/setup.sh): a missing client makes the test fail, never skip. check_serve.py starts the built
+# server on stories260K with --port 0 (it reads the port from stderr) and always kills it.
+if(TARGET skainet)
+  add_test(NAME serve.openai_client
+           COMMAND ${SKAINET_VENV_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_serve.py
+                   $<TARGET_FILE:skainet> ${SKAINET_SHARED_MODELS}/stories260K.gguf)
+  set_tests_properties(serve.openai_client PROPERTIES LABELS serve TIMEOUT 600 ENVIRONMENT PYTHONDONTWRITEBYTECODE=1)
+endif()
+
+# The request-parsing fuzz target is also replayed in the default suite (fuzz_replay_test.cpp).
+if(TARGET test_serve)
+  target_sources(test_serve PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../fuzz/serve_request_fuzzer.cpp)
+  target_include_directories(test_serve PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../fuzz)
+endif()
