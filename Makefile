@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 BUILD := build/$(PRESET)
 SKAINET := $(BUILD)/skainet
 
-.PHONY: setup configure build demo test test-asan test-peer fuzz bench clean
+.PHONY: setup configure build demo test test-asan test-tsan test-peer fuzz bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -34,6 +34,15 @@ test: build
 test-asan:
 	@ASAN_OPTIONS=handle_sigbus=0 SKAINET_SANITIZED=1 $(MAKE) --no-print-directory test PRESET=asan
 
+# ThreadSanitizer (clang) over what runs threads: the thread pool (test_memory), the kernels
+# (test_kernels), synth/quantize's workers and concurrent generation (test_generate). Only those three
+# binaries and the libraries below them are built (the tsan build preset), and only their tests run
+# (the tsan test preset's label filter), to keep CI within its time.
+test-tsan: setup
+	@cmake --preset tsan >/dev/null
+	@cmake --build --preset tsan -j $(JOBS)
+	@TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 $(TSAN_OPTIONS)" ctest --preset tsan
+
 # Checks against llama.cpp, built from the llama-cpp-python source distribution (slow the first time).
 test-peer: build
 	@peer_bin=$$(bash scripts/peer.sh) && cmake --preset $(PRESET) -DSKAINET_PEER_BIN=$$peer_bin >/dev/null && \
@@ -47,4 +56,4 @@ fuzz:
 	@bash scripts/fuzz.sh
 
 clean:
-	rm -rf build/release build/debug build/asan build/fuzz build/demo
+	rm -rf build/release build/debug build/asan build/tsan build/fuzz build/demo

@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 namespace skainet {
 
@@ -54,6 +55,16 @@ T checked_mul(T a, T b, std::string_view what) {
 uint64_t checked_align_up(uint64_t value, uint64_t align, std::string_view what);
 
 namespace base {
+
+// A map keyed by std::string that is looked up by std::string_view without building a string: the
+// noexcept lookups (gguf::Header::find, load::LoadedModel::find, irpa::Archive::find) must not
+// allocate, since a failed allocation in a noexcept function terminates the process.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+template <class T>
+using StringMap = std::unordered_map<std::string, T, StringHash, std::equal_to<>>;
 
 // A read-only file opened for positioned reads. Counts every byte it reads so tests can prove that
 // header-only work (plan, inspect) never touches tensor payload.
@@ -114,6 +125,9 @@ class FileMapping {
 // next AtomicFile for the same target removes such files of processes that no longer exist.
 // Destroyed without commit(), the temporary is removed. SIGTERM, SIGINT and SIGHUP (when their
 // action is the default) remove live temporaries, then terminate the process as the signal would.
+// Every step's failure is an IoError naming the target and the step (write, fsync, linkat, close,
+// rename, the directory's fsync); up to the rename the target is untouched and nothing is left behind,
+// after it the new file is complete in place (only its durability is in doubt).
 class AtomicFile {
  public:
   enum class Temp : uint8_t { Unnamed, Named };  // Named: skip O_TMPFILE (tests, odd filesystems)

@@ -95,8 +95,8 @@ struct Header {
   std::optional<uint32_t> find_u32(std::string_view key) const;
   std::optional<float> find_f32(std::string_view key) const;
 
-  std::unordered_map<std::string, size_t> key_index;     // key -> index in metadata
-  std::unordered_map<std::string, size_t> tensor_index;  // name -> index in tensors
+  base::StringMap<size_t> key_index;     // key -> index in metadata (looked up without allocating)
+  base::StringMap<size_t> tensor_index;  // name -> index in tensors
 };
 
 // What is wrong with a malformed file, as data: tests assert on the kind, people read the message.

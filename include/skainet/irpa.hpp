@@ -67,7 +67,7 @@ struct Archive {
   Range entry_segment, metadata_segment, storage_segment;
   uint64_t skipped_entries = 0;          // Skip records: validated, then ignored as IREE does
   std::vector<Entry> entries;            // in table order
-  std::unordered_map<std::string, size_t> entry_index;  // name -> index in entries
+  base::StringMap<size_t> entry_index;  // name -> index in entries (looked up without allocating)
 
   const Entry* find(std::string_view name) const noexcept;
   uint64_t data_bytes() const noexcept;  // sum of the entries' lengths (what iree-dump-parameters totals)

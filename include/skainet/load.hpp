@@ -48,7 +48,7 @@ struct LoadStats {
 
 struct LoadedModel {
   std::vector<std::string> names;                  // in file order
-  std::unordered_map<std::string, Tensor> weights; // views in the model scope
+  base::StringMap<Tensor> weights;  // views in the model scope (looked up without allocating)
   std::shared_ptr<const base::FileMapping> mapping; // null when nothing is mapped
   LoadStats stats;
 

@@ -41,6 +41,7 @@ class ThreadPool {
 
  private:
   void worker_loop();
+  void stop_and_join() noexcept;
   void work_chunks() noexcept;
 
   std::vector<std::thread> workers_;

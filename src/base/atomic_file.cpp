@@ -103,11 +103,24 @@ void remove_stale_temporaries(const std::filesystem::path& target) {
   ::closedir(d);
 }
 
+// The rename is only durable once the directory holding the new entry is on disk: a crash before
+// that can bring back the old file (or none). A failure here is an error like any failed fsync — the
+// caller's "written" would otherwise be a promise the disk did not make — though the new file is
+// already complete under its name. Closing a read-only directory descriptor loses nothing, so its
+// result is not an error.
 void fsync_directory(const std::filesystem::path& target) {
   const std::filesystem::path dir = target.parent_path().empty() ? "." : target.parent_path();
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;  // the rename happened; durability of the entry is best effort here
-  ::fsync(fd);
+  if (fd < 0)
+    throw IoError(fmt::format("{}: written and renamed into place, but its directory {} cannot be opened to fsync it: {}",
+                              target.string(), dir.string(), os_error(errno)));
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw IoError(fmt::format("{}: written and renamed into place, but fsync of its directory {} failed: {} "
+                              "(the new name may not survive a crash)",
+                              target.string(), dir.string(), os_error(err)));
+  }
   ::close(fd);
 }
 
@@ -167,6 +180,11 @@ void AtomicFile::flush_buffer() {
       if (errno == EINTR) continue;
       throw IoError(fmt::format("{}: write failed at offset {}: {}", target_.string(), position_ - buffered_ + done, os_error(errno)));
     }
+    // A short write is not an error: write the rest. Zero bytes for a non-empty request would repeat
+    // forever, so it is one (a regular file never does it; a broken filesystem or injector might).
+    if (w == 0)
+      throw IoError(fmt::format("{}: write failed at offset {}: wrote 0 of {} bytes", target_.string(),
+                                position_ - buffered_ + done, buffered_ - done));
     done += static_cast<size_t>(w);
   }
   buffered_ = 0;
@@ -209,12 +227,15 @@ void AtomicFile::commit() {
       const int err = errno;
       temp_.clear();
       forget_temp();
-      throw IoError(fmt::format("{}: cannot give the temporary file a name: {}", target_.string(), os_error(err)));
+      throw IoError(fmt::format("{}: cannot give the temporary file a name (linkat): {}", target_.string(), os_error(err)));
     }
   }
   const int fd = fd_;
   fd_ = -1;
-  if (::close(fd) != 0) throw IoError(fmt::format("{}: close failed: {}", temp_.string(), os_error(errno)));
+  // close() can report a write-back error that neither write() nor fsync() did (NFS, quotas); the
+  // descriptor is gone either way, and the named temporary is removed by the destructor.
+  if (::close(fd) != 0)
+    throw IoError(fmt::format("{}: close failed on the temporary file {}: {}", target_.string(), temp_.string(), os_error(errno)));
   if (::rename(temp_.c_str(), target_.c_str()) != 0)
     throw IoError(fmt::format("{}: cannot rename {} over it: {}", target_.string(), temp_.string(), os_error(errno)));
   committed_ = true;

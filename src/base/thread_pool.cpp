@@ -25,10 +25,18 @@ inline void cpu_relax() noexcept {
 ThreadPool::ThreadPool(int threads) {
   const int workers = threads > 1 ? threads - 1 : 0;
   workers_.reserve(static_cast<size_t>(workers));
-  for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_loop(); });
+  try {
+    for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_loop(); });
+  } catch (...) {
+    // A worker that could not start (no memory, no thread): the destructor will not run for a
+    // constructor that throws, and destroying a joinable std::thread terminates the process, so the
+    // workers already started are stopped and joined here.
+    stop_and_join();
+    throw;
+  }
 }
 
-ThreadPool::~ThreadPool() {
+void ThreadPool::stop_and_join() noexcept {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_.store(true);
@@ -36,6 +44,8 @@ ThreadPool::~ThreadPool() {
   wake_.notify_all();
   for (auto& w : workers_) w.join();
 }
+
+ThreadPool::~ThreadPool() { stop_and_join(); }
 
 void ThreadPool::work_chunks() noexcept {
   const bool was_in_task = t_in_task;

@@ -41,9 +41,16 @@ void parallel_for(uint64_t n, unsigned threads, uint64_t min_per_thread, const F
       if (!error) error = std::current_exception();
     }
   };
-  for (unsigned w = 1; w < workers; ++w) {
-    const uint64_t begin = std::min(n, w * chunk), end = std::min(n, begin + chunk);
-    if (begin < end) pool.emplace_back(run, begin, end);
+  try {
+    for (unsigned w = 1; w < workers; ++w) {
+      const uint64_t begin = std::min(n, w * chunk), end = std::min(n, begin + chunk);
+      if (begin < end) pool.emplace_back(run, begin, end);
+    }
+  } catch (...) {
+    // A thread that could not start: the started ones reference this frame and, joinable, would
+    // terminate the process when the vector is destroyed. Let them finish, then report.
+    for (auto& t : pool) t.join();
+    throw;
   }
   run(0, std::min(n, chunk));
   for (auto& t : pool) t.join();

@@ -43,7 +43,7 @@ float to_f32(const Header& h, std::string_view key, const Value& v) {
 
 const Value* Header::find(std::string_view key) const noexcept {
   if (key_index.size() == metadata.size()) {
-    const auto it = key_index.find(std::string(key));
+    const auto it = key_index.find(key);
     return it == key_index.end() ? nullptr : &metadata[it->second].value;
   }
   for (const KeyValue& kv : metadata)  // a Header assembled by hand, without its index
@@ -53,7 +53,7 @@ const Value* Header::find(std::string_view key) const noexcept {
 
 const TensorInfo* Header::find_tensor(std::string_view name) const noexcept {
   if (tensor_index.size() == tensors.size()) {
-    const auto it = tensor_index.find(std::string(name));
+    const auto it = tensor_index.find(name);
     return it == tensor_index.end() ? nullptr : &tensors[it->second];
   }
   for (const TensorInfo& t : tensors)

@@ -36,7 +36,7 @@ std::string_view error_kind_name(FormatErrorKind k) noexcept {
 }
 
 const Entry* Archive::find(std::string_view name) const noexcept {
-  const auto it = entry_index.find(std::string(name));
+  const auto it = entry_index.find(name);
   return it == entry_index.end() ? nullptr : &entries[it->second];
 }
 

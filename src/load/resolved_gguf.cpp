@@ -189,7 +189,7 @@ LoadedModel ResolvedGguf::load(memory::ModelScope& scope, const LoadOptions& opt
 }
 
 const Tensor* LoadedModel::find(std::string_view name) const noexcept {
-  const auto it = weights.find(std::string(name));
+  const auto it = weights.find(name);
   return it == weights.end() ? nullptr : &it->second;
 }
 

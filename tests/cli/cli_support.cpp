@@ -15,9 +15,35 @@ extern char** environ;
 
 namespace skainet::cli_test {
 
+namespace {
+
+RunResult run_skainet_with(const std::vector<std::string>& args, const std::string& input, char* const* envp);
+
+}  // namespace
+
 RunResult run_skainet(const std::vector<std::string>& args) { return run_skainet(args, ""); }
 
 RunResult run_skainet(const std::vector<std::string>& args, const std::string& input) {
+  return run_skainet_with(args, input, environ);
+}
+
+RunResult run_skainet_env(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  // Ours replace an inherited variable of the same name (getenv would return whichever comes first).
+  auto name_of = [](std::string_view v) { return v.substr(0, v.find('=')); };
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) {
+    bool replaced = false;
+    for (const std::string& v : env) replaced = replaced || name_of(v) == name_of(*e);
+    if (!replaced) envp.push_back(*e);
+  }
+  for (const std::string& v : env) envp.push_back(const_cast<char*>(v.c_str()));
+  envp.push_back(nullptr);
+  return run_skainet_with(args, "", envp.data());
+}
+
+namespace {
+
+RunResult run_skainet_with(const std::vector<std::string>& args, const std::string& input, char* const* envp) {
   const test::TempDir scratch("cli-run");
   const std::string out_path = (scratch / "out").string(), err_path = (scratch / "err").string();
   const std::string in_path = (scratch / "in").string();
@@ -37,7 +63,7 @@ RunResult run_skainet(const std::vector<std::string>& args, const std::string& i
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;
   RunResult r;
-  const int rc = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), envp);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     r.err = "posix_spawn failed: " + std::to_string(rc);
@@ -52,6 +78,8 @@ RunResult run_skainet(const std::vector<std::string>& args, const std::string& i
   r.err = read_bytes(err_path);
   return r;
 }
+
+}  // namespace
 
 std::string read_bytes(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -23,6 +23,8 @@ struct RunResult {
 // Runs SKAINET_BINARY_DIR/skainet with `args`, capturing stdout and stderr; stdin is empty, or `input`.
 RunResult run_skainet(const std::vector<std::string>& args);
 RunResult run_skainet(const std::vector<std::string>& args, const std::string& input);
+// The same with `env` ("NAME=value") added to this process's environment (a later entry wins).
+RunResult run_skainet_env(const std::vector<std::string>& args, const std::vector<std::string>& env);
 
 // A fresh directory for one test (gtest makes a fixture object per test), removed afterwards.
 class ScratchTest : public ::testing::Test {
