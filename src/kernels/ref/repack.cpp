@@ -2,6 +2,7 @@
 // inverse. The interleaved kernels (x86/feed_tiles.hpp) read one 4-byte chunk of quants per row into
 // one 32-bit lane, so a 512-bit load covers 16 rows and the activation's 4 bytes are broadcast to all
 // of them; the per-block scales of the 16 rows sit together so they convert to floats in one go.
+#include <cstdint>
 #include <cstring>
 
 #include "skainet/blocks.hpp"
@@ -40,13 +41,15 @@ void convert_group(const Geometry& g, int64_t blocks, const std::byte* src, std:
       std::byte* scale = feed + r * kScaleBytes;
       if (to_feed) std::memcpy(scale, row, kScaleBytes);
       else std::memcpy(row, scale, kScaleBytes);
+      // A chunk at a time as one 32-bit word (this runs over every weight at load).
+      const uint32_t flip = g.flip * 0x01010101u;
       for (int64_t c = 0; c < g.quant_bytes / kChunk; ++c) {
         std::byte* chunk = feed + R * kScaleBytes + c * R * kChunk + r * kChunk;
         std::byte* quants = row + kScaleBytes + c * kChunk;
-        for (int64_t i = 0; i < kChunk; ++i) {
-          if (to_feed) chunk[i] = quants[i] ^ std::byte{g.flip};
-          else quants[i] = chunk[i] ^ std::byte{g.flip};
-        }
+        uint32_t word;
+        std::memcpy(&word, to_feed ? quants : chunk, kChunk);
+        word ^= flip;
+        std::memcpy(to_feed ? chunk : quants, &word, kChunk);
       }
     }
   }
