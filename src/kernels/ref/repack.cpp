@@ -29,6 +29,10 @@ bool geometry(GgmlType type, Geometry& g) noexcept {
 constexpr int64_t kScaleBytes = 2;
 constexpr int64_t kChunk = 4;
 
+// Within one block of a 16-row group: where row r's scale and its quant chunk c sit.
+constexpr int64_t scale_at(int64_t r) { return r * kScaleBytes; }
+constexpr int64_t chunk_at(int64_t c, int64_t r) { return kInterleaveRows * kScaleBytes + (c * kInterleaveRows + r) * kChunk; }
+
 // One group of 16 rows (`to_feed`: row-major -> interleaved, else back).
 void convert_group(const Geometry& g, int64_t blocks, const std::byte* src, std::byte* dst, bool to_feed) noexcept {
   constexpr int64_t R = kInterleaveRows;
@@ -38,13 +42,13 @@ void convert_group(const Geometry& g, int64_t blocks, const std::byte* src, std:
     std::byte* feed = (to_feed ? dst : const_cast<std::byte*>(src)) + b * R * bb;  // this block of the group
     for (int64_t r = 0; r < R; ++r) {
       std::byte* row = (to_feed ? const_cast<std::byte*>(src) : dst) + r * rb + b * bb;
-      std::byte* scale = feed + r * kScaleBytes;
+      std::byte* scale = feed + scale_at(r);
       if (to_feed) std::memcpy(scale, row, kScaleBytes);
       else std::memcpy(row, scale, kScaleBytes);
       // A chunk at a time as one 32-bit word (this runs over every weight at load).
       const uint32_t flip = g.flip * 0x01010101u;
       for (int64_t c = 0; c < g.quant_bytes / kChunk; ++c) {
-        std::byte* chunk = feed + R * kScaleBytes + c * R * kChunk + r * kChunk;
+        std::byte* chunk = feed + chunk_at(c, r);
         std::byte* quants = row + kScaleBytes + c * kChunk;
         uint32_t word;
         std::memcpy(&word, to_feed ? quants : chunk, kChunk);
@@ -98,10 +102,9 @@ void feed_block(GgmlType type, BlockOrder order, const void* weight, int64_t row
   constexpr int64_t R = kInterleaveRows;
   const int64_t r = row % R;
   const std::byte* feed = w + (row - r) * rb + block * R * bb;
-  std::memcpy(d, feed + r * kScaleBytes, kScaleBytes);
+  std::memcpy(d, feed + scale_at(r), kScaleBytes);
   for (int64_t c = 0; c < g.quant_bytes / kChunk; ++c)
-    for (int64_t i = 0; i < kChunk; ++i)
-      d[kScaleBytes + c * kChunk + i] = feed[R * kScaleBytes + c * R * kChunk + r * kChunk + i] ^ std::byte{g.flip};
+    for (int64_t i = 0; i < kChunk; ++i) d[kScaleBytes + c * kChunk + i] = feed[chunk_at(c, r) + i] ^ std::byte{g.flip};
 }
 
 }  // namespace skainet::kernels::ref

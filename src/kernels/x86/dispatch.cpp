@@ -31,16 +31,23 @@ struct Route {
 
 // Rank-2 row-major weights with a contiguous inner dim, x rows contiguous (packed weights: the op
 // already checked). Transposed or batched weights stay on the reference path.
+// The kernel for a weight in a kernel-feed order (null: none); the one list of which orders a
+// level reads fast, for the route and for `feeds`.
+GemvFn feed_kernel(const IsaKernels& K, GgmlType type, BlockOrder order) noexcept {
+  if (order != BlockOrder::Interleaved16) return nullptr;
+  switch (type) {
+    case GgmlType::Q4_0: return K.q4_0_feed;
+    case GgmlType::Q8_0: return K.q8_0_feed;
+    default: return nullptr;
+  }
+}
+
 Route route(const IsaKernels& K, const Tensor& x, const Tensor& w) noexcept {
   if (w.rank() != 2 || inner_stride(x) != 4) return {};
-  if (w.block_order() == BlockOrder::Interleaved16) {
-    switch (w.type()) {
-      case GgmlType::Q4_0: return {K.q4_0_feed, Act::Q8x32};
-      case GgmlType::Q8_0: return {K.q8_0_feed, Act::Q8x32};
-      default: return {};
-    }
+  if (w.block_order() != BlockOrder::RowMajor) {
+    const GemvFn fn = feed_kernel(K, w.type(), w.block_order());
+    return fn ? Route{fn, Act::Q8x32} : Route{};
   }
-  if (w.block_order() != BlockOrder::RowMajor) return {};
   switch (w.type()) {
     case GgmlType::F32: return inner_stride(w) == 4 ? Route{K.f32, Act::None} : Route{};
     case GgmlType::F16: return inner_stride(w) == 2 ? Route{K.f16, Act::None} : Route{};
@@ -191,8 +198,9 @@ void matmul_prepared(const Tensor& x, const Tensor& w, const Tensor& out, int64_
   run_rows(rt.fn, x, w, out, begin, end, scratch, x86::act_layout(rt.act, x.shape().back()).row_bytes);
 }
 
+template <const IsaKernels* K>
 bool feeds(GgmlType type, BlockOrder order) noexcept {
-  return order == BlockOrder::Interleaved16 && (type == GgmlType::Q4_0 || type == GgmlType::Q8_0);
+  return feed_kernel(*K, type, order) != nullptr;
 }
 
 template <const IsaKernels* K>
@@ -202,7 +210,7 @@ KernelTable make_table() noexcept {
   t.matmul_scratch = &matmul_scratch<K>;
   t.matmul_prepare = &matmul_prepare<K>;
   t.matmul_prepared = &matmul_prepared<K>;
-  t.feeds = &feeds;
+  t.feeds = &feeds<K>;
   t.name = K->name;
   return t;
 }
