@@ -240,6 +240,9 @@ TEST(SimdActivation, QuantizersFollowTheScalarRule) {
             int16_t bs;
             std::memcpy(&bs, p + L.s_off + 2 * (e / 16), 2);
             ASSERT_EQ(bs, sum16) << isa_level_name(level) << " bsum " << e / 16;
+            float ds16;
+            std::memcpy(&ds16, p + L.ds16_off + 4 * (e / 16), 4);
+            ASSERT_EQ(ds16, d * static_cast<float>(sum16)) << isa_level_name(level) << " ds16 " << e / 16;
             sum16 = 0;
           }
         }

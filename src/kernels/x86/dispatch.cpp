@@ -1,6 +1,7 @@
 // The x86 KernelTables: which matmuls an ISA level accelerates, the Tensor-to-pointer plumbing for
 // them (this unit is compiled for the baseline CPU), and the choice of the best level at run time.
 // Whatever a level does not accelerate goes to the reference kernels.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -21,8 +22,8 @@ using x86::IsaKernels;
 // The plain matmul entry quantizes x rows into a stack buffer when no scratch comes with the call;
 // longer rows than this go to the reference kernel.
 constexpr int64_t kStackK = 16384;
-constexpr int64_t kStackBytes = x86::act_layout(Act::Q8x32, kStackK).row_bytes;
-static_assert(kStackBytes >= x86::act_layout(Act::Q8x256, kStackK).row_bytes);
+constexpr int64_t kStackBytes =
+    std::max(x86::act_layout(Act::Q8x32, kStackK).row_bytes, x86::act_layout(Act::Q8x256, kStackK).row_bytes);
 
 struct Route {
   GemvFn fn = nullptr;  // null: the reference kernel

@@ -17,16 +17,19 @@ namespace skainet::kernels::x86 {
 //   Q8x32:  blocks of 32, float d per block, x ~ d * q, plus ds = d * sum(q) per block (the offset
 //           and min terms of Q4_0/Q4_1/Q5_0/Q5_1 reduce to it) and the integer -sum(q) per block (the
 //           interleaved kernels start each block's integer sum at the offset term: -8 or -128 times it);
-//   Q8x256: blocks of 256, float d per block, plus the sum of each 16 quants (the K formats' mins).
+//   Q8x256: blocks of 256, float d per block, plus the sum of each 16 quants (the K formats' mins),
+//           also as a float d * sum (ds16; the prefill tiles' min terms are float dot products with it).
 // q = round_even(x * 127 / amax) over the block, so |q| <= 127 and d = amax / 127.
 enum class Act : uint8_t { None, Q8x32, Q8x256 };
 
 // One prepared row: qs[k] int8 | d[k / block] float | sums (float ds[k/32] or int16 bsums[k/16]) |
-// (Q8x32) int32 -sum(q)[k/32], each part 64-byte aligned relative to the row start.
+// (Q8x32) int32 -sum(q)[k/32] or (Q8x256) float ds16[k/16], each part 64-byte aligned relative to
+// the row start.
 struct ActLayout {
   int64_t d_off = 0;
   int64_t s_off = 0;
   int64_t n_off = 0;
+  int64_t ds16_off = 0;
   int64_t row_bytes = 0;
 };
 
@@ -44,7 +47,8 @@ constexpr ActLayout act_layout(Act a, int64_t k) noexcept {
     l.row_bytes = l.n_off + align64(k / 32 * 4);
   } else {
     l.s_off = l.d_off + align64(k / 256 * 4);
-    l.row_bytes = l.s_off + align64(k / 16 * 2);
+    l.ds16_off = l.s_off + align64(k / 16 * 2);
+    l.row_bytes = l.ds16_off + align64(k / 16 * 4);
   }
   return l;
 }

@@ -6,6 +6,7 @@
 #define SKAINET_X86_VNNI 1
 #include "kernels/x86/simd_int8.hpp"
 #include "kernels/x86/simd_tiles.hpp"
+#include "kernels/x86/k_tiles.hpp"
 #include "kernels/x86/feed_tiles.hpp"
 
 namespace skainet::kernels::x86 {
@@ -179,9 +180,9 @@ const IsaKernels kAvx512Kernels = {
     gemm_legacy<Q5_0Dec, &dot_legacy<Q5_0Dec>>,
     gemm_legacy<Q5_1Dec, &dot_legacy<Q5_1Dec>>,
     gemm_legacy<Q8_0Dec, &dot_q8_0>,
-    gemm_q45_k<false, &dot_q4_k>,
-    gemm_q45_k<true, &dot_q5_k>,
-    gemm_q6_k<&dot_q6_k>,
+    gemm_k<Q4_KDecode, &dot_q4_k>,
+    gemm_k<Q5_KDecode, &dot_q5_k>,
+    gemm_k<Q6_KDecode, &dot_q6_k>,
     &gemm_t<F32Load>,
     &gemm_t<F16Load>,
     &gemm_feed<FeedQ4_0, &dot_q4_0_x2>,

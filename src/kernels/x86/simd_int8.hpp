@@ -134,6 +134,7 @@ void quantize_q8x256(const float* x, int64_t k, std::byte* dst) noexcept {
   auto* qs = reinterpret_cast<int8_t*>(dst);
   auto* d = reinterpret_cast<float*>(dst + L.d_off);
   auto* bsums = reinterpret_cast<int16_t*>(dst + L.s_off);
+  auto* ds16 = reinterpret_cast<float*>(dst + L.ds16_off);
   for (int64_t b = 0; b < k / 256; ++b) {
     const float* p = x + 256 * b;
     const float amax = abs_max(p, 256);
@@ -146,6 +147,7 @@ void quantize_q8x256(const float* x, int64_t k, std::byte* dst) noexcept {
       bsums[16 * b + 2 * j + 1] = static_cast<int16_t>(hi);
     }
     d[b] = amax / 127.0f;
+    for (int t = 0; t < 16; ++t) ds16[16 * b + t] = d[b] * static_cast<float>(bsums[16 * b + t]);
   }
 }
 

@@ -2,9 +2,8 @@
 // rows per tile, RW * RX accumulators held in registers, so each weight block is decoded once for RX
 // rows and each activation block loaded once for RW rows. Legacy formats (Q4_0, Q4_1, Q5_0, Q5_1,
 // Q8_0) against Q8x32 activations go further: a tile's weight blocks are decoded once per call
-// (DecodedRows) and reused by every group of activation rows. K formats (Q4_K, Q5_K, Q6_K) against
-// Q8x256 share each weight row's decoding across 4 activation rows. The one-row path (decode) stays
-// in simd_int8.hpp's gemv. Included after simd_int8.hpp by the ISA units; internal linkage like it.
+// (DecodedRows) and reused by every group of activation rows; k_tiles.hpp does the same for the K
+// formats. The one-row path (decode) stays in simd_int8.hpp's gemv. Included after simd_int8.hpp by the ISA units; internal linkage like it.
 //
 // The sums are the same exact integer block dot products as the one-row kernels, scaled per block in
 // float; only the order of the float additions differs, so a row's result may differ from the
@@ -43,6 +42,10 @@ struct Vec {
   static I activations(const int8_t* q, int blocks) noexcept {
     return _mm512_maskz_loadu_epi8(blocks == 2 ? ~__mmask64{0} : __mmask64{0xffffffff}, q);
   }
+  static constexpr int kFloats = 16;
+  static F set1(float a) noexcept { return _mm512_set1_ps(a); }
+  static F load(const float* p) noexcept { return _mm512_loadu_ps(p); }
+  static F fnma(F a, F b, F c) noexcept { return _mm512_fnmadd_ps(a, b, c); }
   static F halves(float a, float b) noexcept {
     return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(a)), _mm256_castps_pd(_mm256_set1_ps(b)), 1));
   }
@@ -84,6 +87,10 @@ struct Vec {
   template <class D>
   static I weights(const std::byte* p, int) noexcept { return D::quants(p); }
   static I activations(const int8_t* q, int) noexcept { return loadu(q); }
+  static constexpr int kFloats = 8;
+  static F set1(float a) noexcept { return _mm256_set1_ps(a); }
+  static F load(const float* p) noexcept { return _mm256_loadu_ps(p); }
+  static F fnma(F a, F b, F c) noexcept { return _mm256_fnmadd_ps(a, b, c); }
   static F halves(float a, float) noexcept { return _mm256_set1_ps(a); }
   static F fma(F a, F b, F c) noexcept { return _mm256_fmadd_ps(a, b, c); }
   static F mul(F a, F b) noexcept { return _mm256_mul_ps(a, b); }
@@ -228,162 +235,6 @@ void gemm_legacy_rows(const Gemv& g) noexcept {
     }
 }
 
-// A K block's integer sums into the float accumulators: acc[i][j] += d_i * dx_j * sumi[i][j], with d_i
-// the F16 super-block scale at `d` in weight row i and dx_j x row j's scale of block b.
-template <int RW, int RX>
-inline void accumulate_block(__m256 (&acc)[RW][RX], const __m256i (&sumi)[RW][RX], const std::byte* d, int64_t w_stride,
-                             const std::byte* x, int64_t x_stride, const ActLayout& L, int64_t b) noexcept {
-  SKAINET_UNROLL
-  for (int i = 0; i < RW; ++i) {
-    const float dw = half_at(d + i * w_stride);
-    SKAINET_UNROLL
-    for (int j = 0; j < RX; ++j) {
-      const float dx = reinterpret_cast<const float*>(x + j * x_stride + L.d_off)[b];
-      acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx), _mm256_cvtepi32_ps(sumi[i][j]), acc[i][j]);
-    }
-  }
-}
-
-// Q4_K / Q5_K tiles on 256-bit vectors: per block and 64-element chunk, each weight row's two
-// sub-blocks are decoded once (with their 6-bit scales riding vpmaddwd, as in dot_q45_k) and each x
-// row's 64 quants loaded once; integer sums per pair and block, then one conversion and FMA with
-// d_w * d_x. The mins term dmin * sum_s(mn_s * bsum_s) is a float dot product per chunk of blocks
-// afterwards (weight-side dmin * mn against x-side d_x * bsum, 8 per block).
-template <bool kFifthBit, int RW, int RX>
-void tile_q45_k(const std::byte* w, int64_t w_stride, const std::byte* x, int64_t x_stride, int64_t k,
-                const ActLayout& L, float* out) noexcept {
-  using Block = std::conditional_t<kFifthBit, BlockQ5_K, BlockQ4_K>;
-  constexpr int64_t kB = sizeof(Block);
-  constexpr int64_t kChunk = 32;  // blocks per mins pass
-  const __m256i low4 = _mm256_set1_epi8(0x0f), sixteen = _mm256_set1_epi8(0x10);
-  const int64_t nb = k / 256;
-  __m256 acc[RW][RX];
-  float mins[RW][RX] = {};
-  alignas(32) float wmin[RW][8 * kChunk], xmin[RX][8 * kChunk];
-  SKAINET_UNROLL
-  for (int i = 0; i < RW; ++i)
-    SKAINET_UNROLL
-    for (int j = 0; j < RX; ++j) acc[i][j] = _mm256_setzero_ps();
-  for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
-    const int64_t b1 = std::min(nb, b0 + kChunk);
-    for (int64_t b = b0; b < b1; ++b) {
-      uint8_t sc[RW][8];
-      __m256i hbits[RW];
-      SKAINET_UNROLL
-      for (int i = 0; i < RW; ++i) {
-        const std::byte* p = w + i * w_stride + b * kB;
-        uint32_t u[4];
-        k4_scales(p + 4, u);
-        std::memcpy(sc[i], u, 8);
-        const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 2))));
-        _mm256_store_ps(&wmin[i][8 * (b - b0)], _mm256_mul_ps(_mm256_set1_ps(half_at(p + 2)), mn));
-        if constexpr (kFifthBit) hbits[i] = loadu(p + offsetof(BlockQ5_K, qh));
-      }
-      SKAINET_UNROLL
-      for (int j = 0; j < RX; ++j) {
-        const std::byte* xr = x + j * x_stride;
-        const float dx = reinterpret_cast<const float*>(xr + L.d_off)[b];
-        const __m256i bs = loadu(reinterpret_cast<const int16_t*>(xr + L.s_off) + 16 * b);
-        const __m256i bs32 = _mm256_madd_epi16(bs, _mm256_set1_epi16(1));  // sub-block sums, 8 x int32
-        _mm256_store_ps(&xmin[j][8 * (b - b0)], _mm256_mul_ps(_mm256_set1_ps(dx), _mm256_cvtepi32_ps(bs32)));
-      }
-      __m256i sumi[RW][RX];
-      SKAINET_UNROLL
-      for (int i = 0; i < RW; ++i)
-        SKAINET_UNROLL
-        for (int j = 0; j < RX; ++j) sumi[i][j] = _mm256_setzero_si256();
-      for (int c = 0; c < 4; ++c) {
-        __m256i lo[RW], hi[RW], slo[RW], shi[RW];
-        SKAINET_UNROLL
-        for (int i = 0; i < RW; ++i) {
-          const __m256i v = loadu(w + i * w_stride + b * kB + offsetof(Block, qs) + 32 * c);
-          lo[i] = _mm256_and_si256(v, low4);
-          hi[i] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-          if constexpr (kFifthBit) {  // as in dot_q45_k: bits 0 and 1 of each byte, then shift by 2
-            lo[i] = _mm256_or_si256(lo[i], _mm256_and_si256(_mm256_slli_epi16(hbits[i], 4), sixteen));
-            hi[i] = _mm256_or_si256(hi[i], _mm256_and_si256(_mm256_slli_epi16(hbits[i], 3), sixteen));
-            hbits[i] = _mm256_srli_epi16(hbits[i], 2);
-          }
-          slo[i] = scale1(sc[i][2 * c]);
-          shi[i] = scale1(sc[i][2 * c + 1]);
-        }
-        SKAINET_UNROLL
-        for (int j = 0; j < RX; ++j) {
-          const int8_t* xq = reinterpret_cast<const int8_t*>(x + j * x_stride) + 256 * b + 64 * c;
-          const __m256i xl = loadu(xq), xh = loadu(xq + 32);
-          SKAINET_UNROLL
-          for (int i = 0; i < RW; ++i)
-            sumi[i][j] = _mm256_add_epi32(sumi[i][j], _mm256_add_epi32(mul_sum_scaled(lo[i], xl, slo[i]),
-                                                                       mul_sum_scaled(hi[i], xh, shi[i])));
-        }
-      }
-      accumulate_block<RW, RX>(acc, sumi, w + b * kB + offsetof(Block, d), w_stride, x, x_stride, L, b);
-    }
-    SKAINET_UNROLL
-    for (int i = 0; i < RW; ++i)
-      SKAINET_UNROLL
-      for (int j = 0; j < RX; ++j) mins[i][j] += dot_floats(wmin[i], xmin[j], 8 * (b1 - b0));
-  }
-  SKAINET_UNROLL
-  for (int i = 0; i < RW; ++i)
-    SKAINET_UNROLL
-    for (int j = 0; j < RX; ++j) out[i * RX + j] = hsum(acc[i][j]) - mins[i][j];
-}
-
-// Q6_K tiles on 256-bit vectors, the same scheme: per block, half and 32-element quarter, each
-// weight row's 6-bit quants are rebuilt once (ql nibble | two qh bits) with its two 16-element scales
-// riding vpmaddwd; the -32 offset, 32 * sum_s(sc_s * bsum_s), starts each pair's integer sum.
-template <int RW, int RX>
-void tile_q6_k(const std::byte* w, int64_t w_stride, const std::byte* x, int64_t x_stride, int64_t k,
-               const ActLayout& L, float* out) noexcept {
-  constexpr int64_t kB = sizeof(BlockQ6_K);
-  const __m256i low4 = _mm256_set1_epi8(0x0f), bits45 = _mm256_set1_epi8(0x30);
-  __m256 acc[RW][RX];
-  SKAINET_UNROLL
-  for (int i = 0; i < RW; ++i)
-    SKAINET_UNROLL
-    for (int j = 0; j < RX; ++j) acc[i][j] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < k / 256; ++b) {
-    __m256i sumi[RW][RX];
-    SKAINET_UNROLL
-    for (int i = 0; i < RW; ++i) {
-      const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i * w_stride + b * kB + offsetof(BlockQ6_K, scales))));
-      SKAINET_UNROLL
-      for (int j = 0; j < RX; ++j) {
-        const __m256i bs = loadu(reinterpret_cast<const int16_t*>(x + j * x_stride + L.s_off) + 16 * b);
-        sumi[i][j] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(sc16, bs), 5));
-      }
-    }
-    for (int h = 0; h < 2; ++h)
-      for (int t = 0; t < 4; ++t) {  // quarter t: elements 128h + 32t .. +31, scales 8h + 2t, +1
-        __m256i q[RW], sc[RW];
-        SKAINET_UNROLL
-        for (int i = 0; i < RW; ++i) {
-          const std::byte* p = w + i * w_stride + b * kB;
-          const __m256i ql = loadu(p + offsetof(BlockQ6_K, ql) + 64 * h + 32 * (t & 1));
-          const __m256i qh = loadu(p + offsetof(BlockQ6_K, qh) + 32 * h);
-          const __m256i nib = t < 2 ? _mm256_and_si256(ql, low4) : _mm256_and_si256(_mm256_srli_epi16(ql, 4), low4);
-          // qh bits 2t, 2t+1 of each byte move to bits 4, 5.
-          const __m256i hb = t == 0 ? _mm256_slli_epi16(qh, 4) : t == 1 ? _mm256_slli_epi16(qh, 2) : t == 2 ? qh : _mm256_srli_epi16(qh, 2);
-          q[i] = _mm256_or_si256(nib, _mm256_and_si256(hb, bits45));
-          const auto* s8 = reinterpret_cast<const int8_t*>(p + offsetof(BlockQ6_K, scales)) + 8 * h + 2 * t;
-          sc[i] = scale2(s8[0], s8[1]);
-        }
-        SKAINET_UNROLL
-        for (int j = 0; j < RX; ++j) {
-          const __m256i xq = loadu(reinterpret_cast<const int8_t*>(x + j * x_stride) + 256 * b + 128 * h + 32 * t);
-          SKAINET_UNROLL
-          for (int i = 0; i < RW; ++i) sumi[i][j] = _mm256_add_epi32(sumi[i][j], mul_sum_scaled(q[i], xq, sc[i]));
-        }
-      }
-    accumulate_block<RW, RX>(acc, sumi, w + b * kB + offsetof(BlockQ6_K, d), w_stride, x, x_stride, L, b);
-  }
-  SKAINET_UNROLL
-  for (int i = 0; i < RW; ++i)
-    SKAINET_UNROLL
-    for (int j = 0; j < RX; ++j) out[i * RX + j] = hsum(acc[i][j]);
-}
-
 using TileFn = void (*)(const std::byte*, int64_t, const std::byte*, int64_t, int64_t, const ActLayout&, float*) noexcept;
 
 // gemv's contract (isa.hpp) with full TW x TX tiles where they fit; the leftover weight rows and
@@ -409,14 +260,9 @@ void gemm(const Gemv& g) noexcept {
     for (int64_t r = 0; r < g.n; ++r) store(o, r, Dot(g.w + o * g.w_stride, g.x + r * g.x_stride, g.k, L));
 }
 
-// The table entries: legacy formats on Vec's tile; K formats on 1 x 4 tiles (the weight decoding is
-// what their tile shares; 2 x 4 measured no faster for Q4_K and 30% slower for Q6_K on AVX-512).
+// The table entries: legacy formats on Vec's tile (K formats: k_tiles.hpp).
 template <class D, DotFn Dot>
 constexpr GemvFn gemm_legacy = &gemm_legacy_rows<D, Dot>;
-template <bool kFifthBit, DotFn Dot>
-constexpr GemvFn gemm_q45_k = &gemm<&tile_q45_k<kFifthBit, 1, 4>, 1, 4, Dot, Act::Q8x256>;
-template <DotFn Dot>
-constexpr GemvFn gemm_q6_k = &gemm<&tile_q6_k<1, 4>, 1, 4, Dot, Act::Q8x256>;
 
 }  // namespace
 }  // namespace skainet::kernels::x86
