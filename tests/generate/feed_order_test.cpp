@@ -1,7 +1,8 @@
 // A model whose matmul weights are repacked to a kernel-feed order at load (the default profile on a
 // machine whose kernels read one) generates the same greedy tokens as the same file held in file
 // order: stories260K quantized to Q8_0 and Q4_0 (its 172-row FFN leaves a row-major tail after the
-// 16-row groups), and a bigram-planted TinyLlama-shaped model (2 of its 22 layers) in Q4_0 and Q8_0.
+// 16-row groups), and a bigram-planted TinyLlama-shaped model (2 of its 22 layers) in Q4_0, Q8_0 and
+// Q4_K_M (its Q4_K weights repacked, its Q6_K ones in file order).
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -69,7 +70,7 @@ TEST(FeedOrderModel, StoriesGivesTheSameGreedyTokens) {
 TEST(FeedOrderModel, TinyLlamaShapedBigramModelGivesTheSameGreedyTokens) {
   if (!feed_orders_here()) GTEST_SKIP() << "no kernel on this CPU reads a kernel-feed order";
   test::TempDir dir("feed-order-1b");
-  for (const char* type : {"Q4_0", "Q8_0"}) {
+  for (const char* type : {"Q4_0", "Q8_0", "Q4_K_M"}) {
     SCOPED_TRACE(type);
     convert::SynthOptions s;
     s.shape = *convert::find_preset("tinyllama-1.1b");

@@ -21,7 +21,13 @@ namespace skainet::kernels {
 namespace {
 
 constexpr BlockOrder kFeed = BlockOrder::Interleaved16;
-constexpr GgmlType kFeedTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0};
+constexpr GgmlType kFeedTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K};
+
+// Row lengths: one block, a few, and many (odd counts of blocks).
+std::vector<int64_t> lengths(GgmlType type, int64_t many) {
+  const int64_t e = type_traits(type).block_elements;
+  return {e, 3 * e, many + e};
+}
 
 std::vector<std::byte> quantized(GgmlType type, int64_t rows, int64_t k, uint32_t seed) {
   const int64_t rb = static_cast<int64_t>(row_bytes(type, k));
@@ -37,19 +43,22 @@ TEST(FeedOrder, RepackUnpackAndBlockReaderAgree) {
     EXPECT_FALSE(ref::can_repack(type, BlockOrder::RowMajor));
     const int64_t bb = type_traits(type).block_bytes;
     for (int64_t rows : {1, 15, 16, 17, 33, 48}) {
-      for (int64_t k : {32, 96, 256 + 32}) {
+      for (int64_t k : lengths(type, 256)) {
         SCOPED_TRACE(std::string(type_name(type)) + " rows=" + std::to_string(rows) + " k=" + std::to_string(k));
         const std::vector<std::byte> file = quantized(type, rows, k, static_cast<uint32_t>(rows * 1000 + k));
         std::vector<std::byte> feed(file.size()), back(file.size());
         ref::repack_rows(type, kFeed, file.data(), feed.data(), rows, k);
         ref::unpack_rows(type, kFeed, feed.data(), back.data(), rows, k);
         EXPECT_EQ(back, file);
-        if (rows >= 16) EXPECT_NE(feed, file) << "a whole group must move";
+        if (rows >= 16) {
+          EXPECT_NE(feed, file) << "a whole group must move";
+        }
         std::vector<std::byte> block(static_cast<size_t>(bb));
         for (int64_t r = 0; r < rows; ++r)
-          for (int64_t b = 0; b < k / 32; ++b) {
+          for (int64_t b = 0; b < k / type_traits(type).block_elements; ++b) {
             ref::feed_block(type, kFeed, feed.data(), rows, k, r, b, block.data());
-            ASSERT_EQ(0, std::memcmp(block.data(), file.data() + r * (k / 32) * bb + b * bb, static_cast<size_t>(bb)))
+            ASSERT_EQ(0, std::memcmp(block.data(), file.data() + r * static_cast<int64_t>(row_bytes(type, k)) + b * bb,
+                                     static_cast<size_t>(bb)))
                 << "row " << r << " block " << b;
           }
       }
@@ -123,7 +132,7 @@ TEST(FeedOrder, EveryTableMatchesFileOrder) {
     }
     for (GgmlType type : kFeedTypes)
       for (int64_t rows : {1, 16, 17, 35, 64})
-        for (int64_t k : {32, 96, 4096 + 32})
+        for (int64_t k : lengths(type, 4096))
           for (int64_t n : {1, 3, 8, 13})
             for (int threads : {1, 2}) {
               const bool prepared = (seed % 2) == 0, strided = (seed % 5) == 0;
@@ -146,13 +155,14 @@ TEST(FeedOrder, EveryTableMatchesFileOrder) {
                 for (int64_t r = 0; r < n; ++r) {
                   const float* xr = x.v.data() + 1 + r * (k + 3);
                   double mag = 0, terms = 0, quant_bound = 0;
-                  for (int64_t b = 0; b < k / 32; ++b) {
+                  const int64_t e = type_traits(type).block_elements;  // also the activation's block
+                  for (int64_t b = 0; b < k / e; ++b) {
                     float amax = 0, wmax = 0;
-                    for (int64_t i = 32 * b; i < 32 * b + 32; ++i) {
+                    for (int64_t i = e * b; i < e * b + e; ++i) {
                       amax = std::max(amax, std::fabs(xr[i]));
                       wmax = std::max(wmax, std::fabs(wrow[static_cast<size_t>(i)]));
                     }
-                    for (int64_t i = 32 * b; i < 32 * b + 32; ++i) {
+                    for (int64_t i = e * b; i < e * b + e; ++i) {
                       const double wi = std::fabs(wrow[static_cast<size_t>(i)]);
                       mag += wi * std::fabs(xr[i]);
                       terms += (wi + wmax) * std::fabs(xr[i]);

@@ -27,7 +27,7 @@ float dot(const Tensor& w, const std::byte* wrow, const std::byte* xrow, int64_t
 void matmul_feed_order(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end) noexcept {
   const GgmlType t = w.type();
   const int64_t k = x.shape().back(), be = type_traits(t).block_elements, so = inner_stride(out);
-  alignas(64) std::byte block[64];
+  alignas(64) std::byte block[512];  // more than any format's block (Q8_K's 292 bytes)
   for (int64_t o = begin; o < end; ++o)
     for (int64_t r = 0; r < row_count(x.shape()); ++r) {
       const float* xrow = f32(x.raw() + row_offset(x.shape(), x.strides(), r));

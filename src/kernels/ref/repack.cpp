@@ -11,51 +11,64 @@
 namespace skainet::kernels::ref {
 namespace {
 
-// The formats with an interleaved order: a 2-byte F16 scale, then the quant bytes of the block.
-// Q8_0's quants are stored offset by 128 (xor 0x80), unsigned, which is what vpdpbusd multiplies.
+// The formats with an interleaved order. A row's block is a head (scales) and then quant bytes; in
+// a group block the 16 rows' heads come first, in units interleaved across the rows (unit i of row r
+// at (16 i + r) * unit: Q4_0/Q8_0's one F16 scale per row side by side; Q4_K's d|dmin word and its
+// three words of packed 6-bit scales, each a 512-bit load for 16 rows), then the quants in 4-byte
+// chunks across the rows. Q8_0's quants are stored offset by 128 (xor 0x80), unsigned, which is what
+// vpdpbusd multiplies.
 struct Geometry {
+  int64_t head_unit = 0;    // bytes of one head unit
+  int64_t head_bytes = 0;   // per block and row
   int64_t quant_bytes = 0;  // per block and row
   uint8_t flip = 0;         // xor applied to every quant byte
 };
 
 bool geometry(GgmlType type, Geometry& g) noexcept {
   switch (type) {
-    case GgmlType::Q4_0: g = {16, 0x00}; return true;
-    case GgmlType::Q8_0: g = {32, 0x80}; return true;
+    case GgmlType::Q4_0: g = {2, 2, 16, 0x00}; return true;
+    case GgmlType::Q8_0: g = {2, 2, 32, 0x80}; return true;
+    case GgmlType::Q4_K: g = {4, 16, 128, 0x00}; return true;
     default: return false;
   }
 }
 
-constexpr int64_t kScaleBytes = 2;
 constexpr int64_t kChunk = 4;
 
-// Within one block of a 16-row group: where row r's scale and its quant chunk c sit.
-constexpr int64_t scale_at(int64_t r) { return r * kScaleBytes; }
-constexpr int64_t chunk_at(int64_t c, int64_t r) { return kInterleaveRows * kScaleBytes + (c * kInterleaveRows + r) * kChunk; }
+// Within one block of a 16-row group: where row r's head unit i and its quant chunk c sit.
+constexpr int64_t head_at(const Geometry& g, int64_t i, int64_t r) { return (i * kInterleaveRows + r) * g.head_unit; }
+constexpr int64_t chunk_at(const Geometry& g, int64_t c, int64_t r) {
+  return kInterleaveRows * g.head_bytes + (c * kInterleaveRows + r) * kChunk;
+}
+
+// One row's block (`row`, file order) to or from its place in a group block (`feed`).
+void convert_block(const Geometry& g, std::byte* row, std::byte* feed, int64_t r, bool to_feed) noexcept {
+  for (int64_t i = 0; i < g.head_bytes / g.head_unit; ++i) {
+    std::byte* unit = feed + head_at(g, i, r);
+    if (to_feed) std::memcpy(unit, row + i * g.head_unit, static_cast<size_t>(g.head_unit));
+    else std::memcpy(row + i * g.head_unit, unit, static_cast<size_t>(g.head_unit));
+  }
+  // A chunk at a time as one 32-bit word (this runs over every weight at load).
+  const uint32_t flip = g.flip * 0x01010101u;
+  for (int64_t c = 0; c < g.quant_bytes / kChunk; ++c) {
+    std::byte* chunk = feed + chunk_at(g, c, r);
+    std::byte* quants = row + g.head_bytes + c * kChunk;
+    uint32_t word;
+    std::memcpy(&word, to_feed ? quants : chunk, kChunk);
+    word ^= flip;
+    std::memcpy(to_feed ? chunk : quants, &word, kChunk);
+  }
+}
 
 // One group of 16 rows (`to_feed`: row-major -> interleaved, else back).
 void convert_group(const Geometry& g, int64_t blocks, const std::byte* src, std::byte* dst, bool to_feed) noexcept {
   constexpr int64_t R = kInterleaveRows;
-  const int64_t bb = kScaleBytes + g.quant_bytes;  // bytes of one block of one row
+  const int64_t bb = g.head_bytes + g.quant_bytes;  // bytes of one block of one row
   const int64_t rb = blocks * bb;
   for (int64_t b = 0; b < blocks; ++b) {
     std::byte* feed = (to_feed ? dst : const_cast<std::byte*>(src)) + b * R * bb;  // this block of the group
-    for (int64_t r = 0; r < R; ++r) {
-      std::byte* row = (to_feed ? const_cast<std::byte*>(src) : dst) + r * rb + b * bb;
-      std::byte* scale = feed + scale_at(r);
-      if (to_feed) std::memcpy(scale, row, kScaleBytes);
-      else std::memcpy(row, scale, kScaleBytes);
-      // A chunk at a time as one 32-bit word (this runs over every weight at load).
-      const uint32_t flip = g.flip * 0x01010101u;
-      for (int64_t c = 0; c < g.quant_bytes / kChunk; ++c) {
-        std::byte* chunk = feed + chunk_at(c, r);
-        std::byte* quants = row + kScaleBytes + c * kChunk;
-        uint32_t word;
-        std::memcpy(&word, to_feed ? quants : chunk, kChunk);
-        word ^= flip;
-        std::memcpy(to_feed ? chunk : quants, &word, kChunk);
-      }
-    }
+    for (int64_t r = 0; r < R; ++r)
+      convert_block(g, (to_feed ? const_cast<std::byte*>(src) : dst) + r * rb + b * bb, feed, r, to_feed);
   }
 }
 
@@ -63,7 +76,7 @@ void convert(GgmlType type, const void* src, void* dst, int64_t rows, int64_t k,
   Geometry g;
   if (!geometry(type, g)) return;
   const int64_t blocks = k / type_traits(type).block_elements;
-  const int64_t rb = blocks * (kScaleBytes + g.quant_bytes);
+  const int64_t rb = blocks * (g.head_bytes + g.quant_bytes);
   const auto* s = static_cast<const std::byte*>(src);
   auto* d = static_cast<std::byte*>(dst);
   const int64_t grouped = rows / kInterleaveRows * kInterleaveRows;
@@ -91,7 +104,7 @@ void feed_block(GgmlType type, BlockOrder order, const void* weight, int64_t row
                 int64_t block, void* dst) noexcept {
   Geometry g;
   if (!can_repack(type, order) || !geometry(type, g)) return;
-  const int64_t bb = kScaleBytes + g.quant_bytes;
+  const int64_t bb = g.head_bytes + g.quant_bytes;
   const int64_t rb = k / type_traits(type).block_elements * bb;
   const auto* w = static_cast<const std::byte*>(weight);
   auto* d = static_cast<std::byte*>(dst);
@@ -99,12 +112,8 @@ void feed_block(GgmlType type, BlockOrder order, const void* weight, int64_t row
     std::memcpy(d, w + row * rb + block * bb, static_cast<size_t>(bb));
     return;
   }
-  constexpr int64_t R = kInterleaveRows;
-  const int64_t r = row % R;
-  const std::byte* feed = w + (row - r) * rb + block * R * bb;
-  std::memcpy(d, feed + scale_at(r), kScaleBytes);
-  for (int64_t c = 0; c < g.quant_bytes / kChunk; ++c)
-    for (int64_t i = 0; i < kChunk; ++i) d[kScaleBytes + c * kChunk + i] = feed[chunk_at(c, r) + i] ^ std::byte{g.flip};
+  const int64_t r = row % kInterleaveRows;
+  convert_block(g, d, const_cast<std::byte*>(w + (row - r) * rb + block * kInterleaveRows * bb), r, false);
 }
 
 }  // namespace skainet::kernels::ref

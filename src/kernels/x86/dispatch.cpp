@@ -34,21 +34,19 @@ struct Route {
 // already checked). Transposed or batched weights stay on the reference path.
 // The kernel for a weight in a kernel-feed order (null: none); the one list of which orders a
 // level reads fast, for the route and for `feeds`.
-GemvFn feed_kernel(const IsaKernels& K, GgmlType type, BlockOrder order) noexcept {
-  if (order != BlockOrder::Interleaved16) return nullptr;
+Route feed_kernel(const IsaKernels& K, GgmlType type, BlockOrder order) noexcept {
+  if (order != BlockOrder::Interleaved16) return {};
   switch (type) {
-    case GgmlType::Q4_0: return K.q4_0_feed;
-    case GgmlType::Q8_0: return K.q8_0_feed;
-    default: return nullptr;
+    case GgmlType::Q4_0: return {K.q4_0_feed, Act::Q8x32};
+    case GgmlType::Q8_0: return {K.q8_0_feed, Act::Q8x32};
+    case GgmlType::Q4_K: return {K.q4_k_feed, Act::Q8x256};
+    default: return {};
   }
 }
 
 Route route(const IsaKernels& K, const Tensor& x, const Tensor& w) noexcept {
   if (w.rank() != 2 || inner_stride(x) != 4) return {};
-  if (w.block_order() != BlockOrder::RowMajor) {
-    const GemvFn fn = feed_kernel(K, w.type(), w.block_order());
-    return fn ? Route{fn, Act::Q8x32} : Route{};
-  }
+  if (w.block_order() != BlockOrder::RowMajor) return feed_kernel(K, w.type(), w.block_order());
   switch (w.type()) {
     case GgmlType::F32: return inner_stride(w) == 4 ? Route{K.f32, Act::None} : Route{};
     case GgmlType::F16: return inner_stride(w) == 2 ? Route{K.f16, Act::None} : Route{};
@@ -201,7 +199,7 @@ void matmul_prepared(const Tensor& x, const Tensor& w, const Tensor& out, int64_
 
 template <const IsaKernels* K>
 bool feeds(GgmlType type, BlockOrder order) noexcept {
-  return feed_kernel(*K, type, order) != nullptr;
+  return feed_kernel(*K, type, order).fn != nullptr;
 }
 
 template <const IsaKernels* K>

@@ -1,5 +1,5 @@
 // Matmul kernels for weights in the kernel-feed order BlockOrder::Interleaved16 (format.hpp; made by
-// kernels::ref::repack_rows at load): Q4_0 and Q8_0 against Q8x32 activations. Included by the ISA
+// kernels::ref::repack_rows at load): Q4_0 and Q8_0 against Q8x32 activations, Q4_K against Q8x256. Included by the ISA
 // units after simd_int8.hpp; internal linkage like it.
 //
 // Why the order pays: in file order one 32-element block of one row fills a register, so every block
@@ -27,15 +27,41 @@ inline int32_t load_i32(const void* p) noexcept {
 // scales, then the quants in 4-byte chunks across the rows); the shift that turns -sum(q_x) into the
 // offset term.
 struct FeedQ4_0 {
+  static constexpr Act kAct = Act::Q8x32;
+  static constexpr int64_t kElems = 32;
   static constexpr int64_t kRowBlock = sizeof(BlockQ4_0);
   static constexpr int64_t kGroupBlock = kInterleaveRows * kRowBlock;
   static constexpr int kOffsetShift = 3;  // quants are stored 0..15 for -8..7
 };
 struct FeedQ8_0 {
+  static constexpr Act kAct = Act::Q8x32;
+  static constexpr int64_t kElems = 32;
   static constexpr int64_t kRowBlock = sizeof(BlockQ8_0);
   static constexpr int64_t kGroupBlock = kInterleaveRows * kRowBlock;
   static constexpr int kOffsetShift = 7;  // quants are stored 0..255 for -128..127
 };
+// Q4_K against Q8x256: a group block is the 16 rows' heads as 4 words each (d | dmin << 16, then
+// the 12 bytes of packed 6-bit scales), 64-byte vectors of one word for 16 rows, then 32 quant chunks.
+// Chunk c holds qs bytes 4c..4c+3: low nibbles are elements 64 (c / 8) + 4 (c % 8).. of sub-block
+// 2 (c / 8), high nibbles the same 32 elements on, of sub-block 2 (c / 8) + 1.
+struct FeedQ4_K {
+  static constexpr Act kAct = Act::Q8x256;
+  static constexpr int64_t kElems = 256;
+  static constexpr int64_t kRowBlock = sizeof(BlockQ4_K);
+  static constexpr int64_t kGroupBlock = kInterleaveRows * kRowBlock;
+  static constexpr int64_t kHeadBytes = kInterleaveRows * 16;
+};
+
+// The 6-bit scales and mins of 8 sub-blocks from Q4_K's three packed words (as k4_scales, here for
+// a lane per row): sc0..3 | sc4..7 | mn0..3 | mn4..7, a byte per sub-block in each lane.
+template <class I, class Ops>
+inline void k4_scale_words(I s0, I s1, I s2, I (&out)[4]) noexcept {
+  const I low6 = Ops::set1(0x3f3f3f3f), low4 = Ops::set1(0x0f0f0f0f), low2 = Ops::set1(0x03030303);
+  out[0] = Ops::and_(s0, low6);
+  out[1] = Ops::or_(Ops::and_(s2, low4), Ops::slli(Ops::and_(Ops::srli(s0, 6), low2), 4));
+  out[2] = Ops::and_(s1, low6);
+  out[3] = Ops::or_(Ops::and_(Ops::srli(s2, 4), low4), Ops::slli(Ops::and_(Ops::srli(s1, 6), low2), 4));
+}
 
 #if SKAINET_X86_VNNI
 
@@ -76,6 +102,74 @@ void feed_tile(const std::byte* group, int64_t blocks, const std::byte* x, int64
       float dx;
       std::memcpy(&dx, xr + L.d_off + 4 * b, 4);
       acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc[j]);
+    }
+  }
+}
+
+struct Ops512 {
+  static __m512i set1(int v) noexcept { return _mm512_set1_epi32(v); }
+  static __m512i and_(__m512i a, __m512i b) noexcept { return _mm512_and_si512(a, b); }
+  static __m512i or_(__m512i a, __m512i b) noexcept { return _mm512_or_si512(a, b); }
+  static __m512i srli(__m512i a, int n) noexcept { return _mm512_srli_epi32(a, n); }
+  static __m512i slli(__m512i a, int n) noexcept { return _mm512_slli_epi32(a, n); }
+};
+
+// The 16 rows' sub-block scales of one Q4_K group block as floats, a lane per row: d * sc and dmin * mn.
+inline void feed_k4_scales(const std::byte* head, __m512 (&dsc)[8], __m512 (&dmn)[8]) noexcept {
+  const __m512i w0 = _mm512_loadu_si512(head);
+  const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(w0));
+  const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(w0, 16)));
+  __m512i u[4];
+  k4_scale_words<__m512i, Ops512>(_mm512_loadu_si512(head + 64), _mm512_loadu_si512(head + 128),
+                                  _mm512_loadu_si512(head + 192), u);
+  const __m512i byte = _mm512_set1_epi32(0xff);
+  SKAINET_UNROLL
+  for (int s = 0; s < 4; ++s) {
+    const auto at = [&](__m512i v) noexcept { return _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(v, 8 * s), byte)); };
+    dsc[s] = _mm512_mul_ps(d, at(u[0]));
+    dsc[4 + s] = _mm512_mul_ps(d, at(u[1]));
+    dmn[s] = _mm512_mul_ps(dmin, at(u[2]));
+    dmn[4 + s] = _mm512_mul_ps(dmin, at(u[3]));
+  }
+}
+
+// acc[j][row] += dot(group row, x row j) for Q4_K: per sub-block 8 vpdpbusd for 16 rows, then one
+// conversion and FMA with the rows' d * sc times the activation's d; the mins against dx * bsum.
+template <int RX>
+void feed_tile_q4_k(const std::byte* group, int64_t blocks, const std::byte* x, int64_t x_stride, const ActLayout& L,
+                    __m512 (&acc)[RX]) noexcept {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  SKAINET_UNROLL
+  for (int j = 0; j < RX; ++j) acc[j] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const std::byte* p = group + b * FeedQ4_K::kGroupBlock;
+    __m512 dsc[8], dmn[8];
+    feed_k4_scales(p, dsc, dmn);
+    SKAINET_UNROLL
+    for (int j = 0; j < RX; ++j) {
+      const float* ds16 = reinterpret_cast<const float*>(x + j * x_stride + L.ds16_off) + 16 * b;
+      SKAINET_UNROLL
+      for (int sb = 0; sb < 8; ++sb) acc[j] = _mm512_fnmadd_ps(dmn[sb], _mm512_set1_ps(ds16[2 * sb] + ds16[2 * sb + 1]), acc[j]);
+    }
+    const std::byte* q = p + FeedQ4_K::kHeadBytes;
+    _Pragma("GCC unroll 1")
+    for (int sb = 0; sb < 8; ++sb) {
+      const int g = sb / 2, shift = 4 * (sb % 2);
+      __m512i v[8];
+      SKAINET_UNROLL
+      for (int c = 0; c < 8; ++c)
+        v[c] = _mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512(q + 64 * (8 * g + c)), shift), low4);
+      SKAINET_UNROLL
+      for (int j = 0; j < RX; ++j) {
+        const std::byte* xr = x + j * x_stride;
+        const std::byte* xq = xr + 256 * b + 32 * sb;
+        __m512i s = _mm512_setzero_si512();
+        SKAINET_UNROLL
+        for (int c = 0; c < 8; ++c) s = _mm512_dpbusd_epi32(s, v[c], _mm512_set1_epi32(load_i32(xq + 4 * c)));
+        float dx;
+        std::memcpy(&dx, xr + L.d_off + 4 * b, 4);
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dsc[sb], _mm512_set1_ps(dx)), acc[j]);
+      }
     }
   }
 }
@@ -157,6 +251,84 @@ void feed_tile(const std::byte* group, int64_t blocks, const std::byte* x, int64
   }
 }
 
+struct Ops256 {
+  static __m256i set1(int v) noexcept { return _mm256_set1_epi32(v); }
+  static __m256i and_(__m256i a, __m256i b) noexcept { return _mm256_and_si256(a, b); }
+  static __m256i or_(__m256i a, __m256i b) noexcept { return _mm256_or_si256(a, b); }
+  static __m256i srli(__m256i a, int n) noexcept { return _mm256_srli_epi32(a, n); }
+  static __m256i slli(__m256i a, int n) noexcept { return _mm256_slli_epi32(a, n); }
+};
+
+// 8 F16 values, the low (shift 0) or high (16) halves of 8 words.
+inline __m256 halves_of(__m256i words, int shift) noexcept {
+  const __m256i v = _mm256_and_si256(_mm256_srli_epi32(words, shift), _mm256_set1_epi32(0xffff));
+  return _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
+}
+
+// Half h (rows 8h..8h+7) of a Q4_K group block's sub-block scales as floats: d * sc and dmin * mn.
+inline void feed_k4_scales(const std::byte* head, int h, __m256 (&dsc)[8], __m256 (&dmn)[8]) noexcept {
+  const __m256i w0 = loadu(head + 32 * h);
+  const __m256 d = halves_of(w0, 0), dmin = halves_of(w0, 16);
+  __m256i u[4];
+  k4_scale_words<__m256i, Ops256>(loadu(head + 64 + 32 * h), loadu(head + 128 + 32 * h), loadu(head + 192 + 32 * h), u);
+  const __m256i byte = _mm256_set1_epi32(0xff);
+  SKAINET_UNROLL
+  for (int s = 0; s < 4; ++s) {
+    const auto at = [&](__m256i v) noexcept { return _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(v, 8 * s), byte)); };
+    dsc[s] = _mm256_mul_ps(d, at(u[0]));
+    dsc[4 + s] = _mm256_mul_ps(d, at(u[1]));
+    dmn[s] = _mm256_mul_ps(dmin, at(u[2]));
+    dmn[4 + s] = _mm256_mul_ps(dmin, at(u[3]));
+  }
+}
+
+// Q4_K for two halves of 8 rows: per sub-block the 8 chunks' pair sums add up in 16 bits (at most
+// 8 * 2 * 15 * 127 = 30480) before one vpmaddwd, as for Q4_0.
+template <int RX>
+void feed_tile_q4_k(const std::byte* group, int64_t blocks, const std::byte* x, int64_t x_stride, const ActLayout& L,
+                    __m256 (&acc)[2][RX]) noexcept {
+  const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  SKAINET_UNROLL
+  for (int h = 0; h < 2; ++h)
+    SKAINET_UNROLL
+    for (int j = 0; j < RX; ++j) acc[h][j] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const std::byte* p = group + b * FeedQ4_K::kGroupBlock;
+    const std::byte* q = p + FeedQ4_K::kHeadBytes;
+    SKAINET_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      __m256 dsc[8], dmn[8];
+      feed_k4_scales(p, h, dsc, dmn);
+      SKAINET_UNROLL
+      for (int j = 0; j < RX; ++j) {
+        const float* ds16 = reinterpret_cast<const float*>(x + j * x_stride + L.ds16_off) + 16 * b;
+        SKAINET_UNROLL
+        for (int sb = 0; sb < 8; ++sb)
+          acc[h][j] = _mm256_fnmadd_ps(dmn[sb], _mm256_set1_ps(ds16[2 * sb] + ds16[2 * sb + 1]), acc[h][j]);
+      }
+      _Pragma("GCC unroll 1")
+      for (int sb = 0; sb < 8; ++sb) {
+        const int g = sb / 2, shift = 4 * (sb % 2);
+        __m256i v[8];
+        SKAINET_UNROLL
+        for (int c = 0; c < 8; ++c) v[c] = _mm256_and_si256(_mm256_srli_epi16(loadu(q + 64 * (8 * g + c) + 32 * h), shift), low4);
+        SKAINET_UNROLL
+        for (int j = 0; j < RX; ++j) {
+          const std::byte* xr = x + j * x_stride;
+          const std::byte* xq = xr + 256 * b + 32 * sb;
+          __m256i s16 = _mm256_maddubs_epi16(v[0], _mm256_set1_epi32(load_i32(xq)));
+          SKAINET_UNROLL
+          for (int c = 1; c < 8; ++c) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(v[c], _mm256_set1_epi32(load_i32(xq + 4 * c))));
+          float dx;
+          std::memcpy(&dx, xr + L.d_off + 4 * b, 4);
+          acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16, ones)), _mm256_mul_ps(dsc[sb], _mm256_set1_ps(dx)),
+                                      acc[h][j]);
+        }
+      }
+    }
+  }
+}
+
 template <int RX>
 void store_tile(const __m256 (&acc)[2][RX], const Gemv& g, int64_t o, int64_t r) noexcept {
   SKAINET_UNROLL
@@ -183,7 +355,8 @@ void feed_tile_store(const Gemv& g, const std::byte* group, int64_t blocks, int6
 #else
   __m256 acc[2][RX];
 #endif
-  feed_tile<F, RX>(group, blocks, g.x + r * g.x_stride, g.x_stride, L, acc);
+  if constexpr (std::is_same_v<F, FeedQ4_K>) feed_tile_q4_k<RX>(group, blocks, g.x + r * g.x_stride, g.x_stride, L, acc);
+  else feed_tile<F, RX>(group, blocks, g.x + r * g.x_stride, g.x_stride, L, acc);
   store_tile<RX>(acc, g, o, r);
 }
 
@@ -204,8 +377,8 @@ void feed_rest(const Gemv& g, const std::byte* group, int64_t blocks, int64_t o,
 // file-order dot product `Dot`.
 template <class F, DotFn Dot>
 void gemm_feed(const Gemv& g) noexcept {
-  const ActLayout L = act_layout(Act::Q8x32, g.k);
-  const int64_t blocks = g.k / 32;
+  const ActLayout L = act_layout(F::kAct, g.k);
+  const int64_t blocks = g.k / F::kElems;
   constexpr int64_t R = kInterleaveRows;
   int64_t o = 0;
   for (; o + R <= g.rows; o += R) {
