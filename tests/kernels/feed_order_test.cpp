@@ -21,7 +21,7 @@ namespace skainet::kernels {
 namespace {
 
 constexpr BlockOrder kFeed = BlockOrder::Interleaved16;
-constexpr GgmlType kFeedTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K};
+constexpr GgmlType kFeedTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K};
 
 // Row lengths: one block, a few, and many (odd counts of blocks).
 std::vector<int64_t> lengths(GgmlType type, int64_t many) {

@@ -11,17 +11,20 @@
 namespace skainet::kernels::ref {
 namespace {
 
-// The formats with an interleaved order. A row's block is a head (scales) and then quant bytes; in
-// a group block the 16 rows' heads come first, in units interleaved across the rows (unit i of row r
+// The formats with an interleaved order. A row's block is a head (scales) and quant bytes (Q6_K keeps
+// its head after the quants); in a group block the 16 rows' heads come first, in units interleaved across the rows (unit i of row r
 // at (16 i + r) * unit: Q4_0/Q8_0's one F16 scale per row side by side; Q4_K's d|dmin word and its
-// three words of packed 6-bit scales, each a 512-bit load for 16 rows), then the quants in 4-byte
-// chunks across the rows. Q8_0's quants are stored offset by 128 (xor 0x80), unsigned, which is what
+// three words of packed 6-bit scales, each a 512-bit load for 16 rows; Q6_K's 8 pairs of int8 scales
+// and its F16 d), then the quants in 4-byte chunks across the rows. Q8_0's quants are stored offset by 128 (xor 0x80), unsigned, which is what
 // vpdpbusd multiplies.
 struct Geometry {
   int64_t head_unit = 0;    // bytes of one head unit
   int64_t head_bytes = 0;   // per block and row
   int64_t quant_bytes = 0;  // per block and row
   uint8_t flip = 0;         // xor applied to every quant byte
+  bool head_last = false;   // the row's block has its quants first
+  int64_t head_offset() const { return head_last ? quant_bytes : 0; }
+  int64_t quant_offset() const { return head_last ? 0 : head_bytes; }
 };
 
 bool geometry(GgmlType type, Geometry& g) noexcept {
@@ -29,6 +32,7 @@ bool geometry(GgmlType type, Geometry& g) noexcept {
     case GgmlType::Q4_0: g = {2, 2, 16, 0x00}; return true;
     case GgmlType::Q8_0: g = {2, 2, 32, 0x80}; return true;
     case GgmlType::Q4_K: g = {4, 16, 128, 0x00}; return true;
+    case GgmlType::Q6_K: g = {2, 18, 192, 0x00, true}; return true;
     default: return false;
   }
 }
@@ -45,14 +49,15 @@ constexpr int64_t chunk_at(const Geometry& g, int64_t c, int64_t r) {
 void convert_block(const Geometry& g, std::byte* row, std::byte* feed, int64_t r, bool to_feed) noexcept {
   for (int64_t i = 0; i < g.head_bytes / g.head_unit; ++i) {
     std::byte* unit = feed + head_at(g, i, r);
-    if (to_feed) std::memcpy(unit, row + i * g.head_unit, static_cast<size_t>(g.head_unit));
-    else std::memcpy(row + i * g.head_unit, unit, static_cast<size_t>(g.head_unit));
+    std::byte* in_row = row + g.head_offset() + i * g.head_unit;
+    if (to_feed) std::memcpy(unit, in_row, static_cast<size_t>(g.head_unit));
+    else std::memcpy(in_row, unit, static_cast<size_t>(g.head_unit));
   }
   // A chunk at a time as one 32-bit word (this runs over every weight at load).
   const uint32_t flip = g.flip * 0x01010101u;
   for (int64_t c = 0; c < g.quant_bytes / kChunk; ++c) {
     std::byte* chunk = feed + chunk_at(g, c, r);
-    std::byte* quants = row + g.head_bytes + c * kChunk;
+    std::byte* quants = row + g.quant_offset() + c * kChunk;
     uint32_t word;
     std::memcpy(&word, to_feed ? quants : chunk, kChunk);
     word ^= flip;

@@ -40,6 +40,7 @@ Route feed_kernel(const IsaKernels& K, GgmlType type, BlockOrder order) noexcept
     case GgmlType::Q4_0: return {K.q4_0_feed, Act::Q8x32};
     case GgmlType::Q8_0: return {K.q8_0_feed, Act::Q8x32};
     case GgmlType::Q4_K: return {K.q4_k_feed, Act::Q8x256};
+    case GgmlType::Q6_K: return {K.q6_k_feed, Act::Q8x256};
     default: return {};
   }
 }

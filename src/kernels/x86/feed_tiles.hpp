@@ -1,5 +1,6 @@
 // Matmul kernels for weights in the kernel-feed order BlockOrder::Interleaved16 (format.hpp; made by
-// kernels::ref::repack_rows at load): Q4_0 and Q8_0 against Q8x32 activations, Q4_K against Q8x256. Included by the ISA
+// kernels::ref::repack_rows at load): Q4_0 and Q8_0 against Q8x32 activations, Q4_K and Q6_K against
+// Q8x256. Included by the ISA
 // units after simd_int8.hpp; internal linkage like it.
 //
 // Why the order pays: in file order one 32-element block of one row fills a register, so every block
@@ -51,6 +52,25 @@ struct FeedQ4_K {
   static constexpr int64_t kGroupBlock = kInterleaveRows * kRowBlock;
   static constexpr int64_t kHeadBytes = kInterleaveRows * 16;
 };
+
+// Q6_K against Q8x256: a group block is the 16 rows' heads in 2-byte units (units 0..7: scales 2u,
+// 2u + 1; unit 8: d), 32 bytes per unit, then 48 quant chunks: 32 of ql (chunk 16h + 8 (t & 1) + m:
+// elements 128h + 32t + 4m.., low nibbles for t < 2, high for t >= 2) and 16 of qh (chunk 32 + 8h + m,
+// bits 2t, 2t + 1 of the same elements).
+struct FeedQ6_K {
+  static constexpr Act kAct = Act::Q8x256;
+  static constexpr int64_t kElems = 256;
+  static constexpr int64_t kRowBlock = sizeof(BlockQ6_K);
+  static constexpr int64_t kGroupBlock = kInterleaveRows * kRowBlock;
+  static constexpr int64_t kHeadBytes = kInterleaveRows * 18;
+  static constexpr int64_t kQhChunk = 32;
+};
+
+inline int32_t bsum16_at(const std::byte* xr, const ActLayout& L, int64_t i) noexcept {
+  int16_t v;
+  std::memcpy(&v, xr + L.s_off + 2 * i, 2);
+  return v;
+}
 
 // The 6-bit scales and mins of 8 sub-blocks from Q4_K's three packed words (as k4_scales, here for
 // a lane per row): sc0..3 | sc4..7 | mn0..3 | mn4..7, a byte per sub-block in each lane.
@@ -169,6 +189,57 @@ void feed_tile_q4_k(const std::byte* group, int64_t blocks, const std::byte* x, 
         float dx;
         std::memcpy(&dx, xr + L.d_off + 4 * b, 4);
         acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dsc[sb], _mm512_set1_ps(dx)), acc[j]);
+      }
+    }
+  }
+}
+
+// acc[j][row] += dot(group row, x row j) for Q6_K: per 32 elements, the 16 rows' 6-bit quants rebuilt
+// once (ql nibble | 2 qh bits), then per 16-element sub-block 4 vpdpbusd from -32 * the activation's
+// sum of those 16 quants (exact), one conversion and FMA with d * sc times the activation's d.
+template <int RX>
+void feed_tile_q6_k(const std::byte* group, int64_t blocks, const std::byte* x, int64_t x_stride, const ActLayout& L,
+                    __m512 (&acc)[RX]) noexcept {
+  const __m512i low4 = _mm512_set1_epi8(0x0f), low2 = _mm512_set1_epi8(0x03);
+  SKAINET_UNROLL
+  for (int j = 0; j < RX; ++j) acc[j] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const std::byte* p = group + b * FeedQ6_K::kGroupBlock;
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 256)));
+    __m512 dsc[16];
+    SKAINET_UNROLL
+    for (int u = 0; u < 8; ++u) {
+      const __m512i v = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * u)));
+      dsc[2 * u] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, 24), 24)));
+      dsc[2 * u + 1] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, 16), 24)));
+    }
+    const std::byte* q = p + FeedQ6_K::kHeadBytes;
+    _Pragma("GCC unroll 1")
+    for (int ht = 0; ht < 8; ++ht) {
+      const int h = ht / 4, t = ht % 4;
+      __m512i v[8];
+      SKAINET_UNROLL
+      for (int m = 0; m < 8; ++m) {
+        const __m512i ql = _mm512_loadu_si512(q + 64 * (16 * h + 8 * (t & 1) + m));
+        const __m512i qh = _mm512_loadu_si512(q + 64 * (FeedQ6_K::kQhChunk + 8 * h + m));
+        const __m512i nib = _mm512_and_si512(t < 2 ? ql : _mm512_srli_epi16(ql, 4), low4);
+        v[m] = _mm512_or_si512(nib, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 2 * t), low2), 4));
+      }
+      const int sb = 8 * h + 2 * t;  // the sub-blocks of chunks 0..3 and 4..7
+      SKAINET_UNROLL
+      for (int j = 0; j < RX; ++j) {
+        const std::byte* xr = x + j * x_stride;
+        const std::byte* xq = xr + 256 * b + 32 * (4 * h + t);
+        float dx;
+        std::memcpy(&dx, xr + L.d_off + 4 * b, 4);
+        const __m512 sdx = _mm512_set1_ps(dx);
+        SKAINET_UNROLL
+        for (int half = 0; half < 2; ++half) {
+          __m512i s = _mm512_set1_epi32(-32 * bsum16_at(xr, L, 16 * b + sb + half));
+          SKAINET_UNROLL
+          for (int m = 4 * half; m < 4 * half + 4; ++m) s = _mm512_dpbusd_epi32(s, v[m], _mm512_set1_epi32(load_i32(xq + 4 * m)));
+          acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dsc[sb + half], sdx), acc[j]);
+        }
       }
     }
   }
@@ -329,6 +400,64 @@ void feed_tile_q4_k(const std::byte* group, int64_t blocks, const std::byte* x, 
   }
 }
 
+// Q6_K for two halves of 8 rows. Pair sums reach 2 * 63 * 127 = 16002, so two chunks add up in 16
+// bits before each vpmaddwd.
+template <int RX>
+void feed_tile_q6_k(const std::byte* group, int64_t blocks, const std::byte* x, int64_t x_stride, const ActLayout& L,
+                    __m256 (&acc)[2][RX]) noexcept {
+  const __m256i low4 = _mm256_set1_epi8(0x0f), low2 = _mm256_set1_epi8(0x03), ones = _mm256_set1_epi16(1);
+  SKAINET_UNROLL
+  for (int h2 = 0; h2 < 2; ++h2)
+    SKAINET_UNROLL
+    for (int j = 0; j < RX; ++j) acc[h2][j] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const std::byte* p = group + b * FeedQ6_K::kGroupBlock;
+    const std::byte* q = p + FeedQ6_K::kHeadBytes;
+    SKAINET_UNROLL
+    for (int rh = 0; rh < 2; ++rh) {  // rows 8 rh .. 8 rh + 7
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 256 + 16 * rh)));
+      __m256 dsc[16];
+      SKAINET_UNROLL
+      for (int u = 0; u < 8; ++u) {
+        const __m256i v = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32 * u + 16 * rh)));
+        dsc[2 * u] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 24), 24)));
+        dsc[2 * u + 1] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 16), 24)));
+      }
+      _Pragma("GCC unroll 1")
+      for (int ht = 0; ht < 8; ++ht) {
+        const int h = ht / 4, t = ht % 4;
+        __m256i v[8];
+        SKAINET_UNROLL
+        for (int m = 0; m < 8; ++m) {
+          const __m256i ql = loadu(q + 64 * (16 * h + 8 * (t & 1) + m) + 32 * rh);
+          const __m256i qh = loadu(q + 64 * (FeedQ6_K::kQhChunk + 8 * h + m) + 32 * rh);
+          const __m256i nib = _mm256_and_si256(t < 2 ? ql : _mm256_srli_epi16(ql, 4), low4);
+          v[m] = _mm256_or_si256(nib, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * t), low2), 4));
+        }
+        const int sb = 8 * h + 2 * t;
+        SKAINET_UNROLL
+        for (int j = 0; j < RX; ++j) {
+          const std::byte* xr = x + j * x_stride;
+          const std::byte* xq = xr + 256 * b + 32 * (4 * h + t);
+          float dx;
+          std::memcpy(&dx, xr + L.d_off + 4 * b, 4);
+          SKAINET_UNROLL
+          for (int half = 0; half < 2; ++half) {
+            const auto pair = [&](int m) noexcept {
+              return _mm256_add_epi16(_mm256_maddubs_epi16(v[m], _mm256_set1_epi32(load_i32(xq + 4 * m))),
+                                      _mm256_maddubs_epi16(v[m + 1], _mm256_set1_epi32(load_i32(xq + 4 * m + 4))));
+            };
+            __m256i s = _mm256_set1_epi32(-32 * bsum16_at(xr, L, 16 * b + sb + half));
+            s = _mm256_add_epi32(s, _mm256_madd_epi16(pair(4 * half), ones));
+            s = _mm256_add_epi32(s, _mm256_madd_epi16(pair(4 * half + 2), ones));
+            acc[rh][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dsc[sb + half], _mm256_set1_ps(dx)), acc[rh][j]);
+          }
+        }
+      }
+    }
+  }
+}
+
 template <int RX>
 void store_tile(const __m256 (&acc)[2][RX], const Gemv& g, int64_t o, int64_t r) noexcept {
   SKAINET_UNROLL
@@ -356,6 +485,7 @@ void feed_tile_store(const Gemv& g, const std::byte* group, int64_t blocks, int6
   __m256 acc[2][RX];
 #endif
   if constexpr (std::is_same_v<F, FeedQ4_K>) feed_tile_q4_k<RX>(group, blocks, g.x + r * g.x_stride, g.x_stride, L, acc);
+  else if constexpr (std::is_same_v<F, FeedQ6_K>) feed_tile_q6_k<RX>(group, blocks, g.x + r * g.x_stride, g.x_stride, L, acc);
   else feed_tile<F, RX>(group, blocks, g.x + r * g.x_stride, g.x_stride, L, acc);
   store_tile<RX>(acc, g, o, r);
 }

@@ -101,7 +101,7 @@ struct IsaKernels {
   GemvFn q4_k, q5_k, q6_k;                     // x Q8x256
   GemmTFn f32_t, f16_t;                        // dense, output dimension contiguous
   GemvFn q4_0_feed, q8_0_feed;                 // BlockOrder::Interleaved16, x Q8x32 (feed_tiles.hpp)
-  GemvFn q4_k_feed;                            // BlockOrder::Interleaved16, x Q8x256
+  GemvFn q4_k_feed, q6_k_feed;                 // BlockOrder::Interleaved16, x Q8x256
 };
 
 // Defined in the ISA units (data, not code: safe to name from the baseline unit).

@@ -162,6 +162,7 @@ const IsaKernels kAvx2Kernels = {
     &gemm_feed<FeedQ4_0, &dot_legacy<Q4_0Dec>>,
     &gemm_feed<FeedQ8_0, &dot_q8_0>,
     &gemm_feed<FeedQ4_K, &dot_q4_k>,
+    &gemm_feed<FeedQ6_K, &dot_q6_k>,
 };
 
 }  // namespace skainet::kernels::x86
