@@ -8,6 +8,7 @@
 //   try { ... } catch (Error& e) { e.add_context("loading model.gguf"); throw; }
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -79,14 +80,14 @@ class FileReader {
   uint64_t size() const noexcept { return size_; }
   // Reads exactly n bytes at offset or throws IoError naming the file, offset and count.
   void read_at(uint64_t offset, void* dst, size_t n) const;
-  uint64_t bytes_read() const noexcept { return bytes_read_; }
+  uint64_t bytes_read() const noexcept { return bytes_read_.load(std::memory_order_relaxed); }
   int fd() const noexcept { return fd_; }
 
  private:
   std::filesystem::path path_;
   int fd_ = -1;
   uint64_t size_ = 0;
-  mutable uint64_t bytes_read_ = 0;
+  mutable std::atomic<uint64_t> bytes_read_ = 0;  // read_at may run on several threads (the repack)
 };
 
 // A read-only shared mapping of a byte range of a file. 64-bit offsets; any size the OS can map.

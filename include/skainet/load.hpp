@@ -58,6 +58,7 @@ struct LoadedModel {
 
 struct LoadOptions {
   bool progress = true;  // a bar on a terminal
+  int threads = 1;       // threads for the load-time repacks (a pool of them lives for the load)
 };
 
 class ResolvedGguf {

@@ -73,7 +73,7 @@ void FileReader::read_at(uint64_t offset, void* dst, size_t n) const {
                                 path_.string(), n, offset, size_));
     done += static_cast<size_t>(r);
   }
-  bytes_read_ += n;
+  bytes_read_.fetch_add(n, std::memory_order_relaxed);
 }
 
 namespace {

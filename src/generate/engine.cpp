@@ -31,7 +31,7 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& path, const En
   }
   // ResolvedGguf refuses a plan over budget here, before any payload is read.
   load::ResolvedGguf loader(e->header, e->plan);
-  e->loaded = loader.load(e->scope, {.progress = options.progress});
+  e->loaded = loader.load(e->scope, {.progress = options.progress, .threads = options.threads});
   e->tokenizer.emplace(text::Tokenizer::from_gguf(e->header));
   if (options.sequence) {
     e->kv.emplace(e->scope, *e->plan.kv);

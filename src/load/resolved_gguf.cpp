@@ -1,12 +1,16 @@
 #include <fcntl.h>
 
 #include <chrono>
+#include <exception>
+#include <mutex>
+#include <optional>
 #include <cstring>
 
 #include <fmt/format.h>
 
 #include "skainet/kernels.hpp"
 #include "skainet/load.hpp"
+#include "skainet/thread_pool.hpp"
 
 namespace skainet::load {
 namespace {
@@ -78,18 +82,37 @@ void read_converted(const base::FileReader& file, const Decision& d, const Tenso
 
 // The file's row-major blocks into the plan's kernel-feed order, a whole number of row groups per
 // chunk (each chunk repacks on its own to the same bytes as the whole would).
-void read_repacked(const base::FileReader& file, const Decision& d, const Tensor& out, std::vector<std::byte>& stage) {
+// Groups of rows read and repacked in chunks of about kRepackChunkBytes, split over the pool's
+// threads when there is one: the copy out of the page cache, the kernel zeroing the new pages on
+// first touch and the repack itself all run on every thread.
+constexpr uint64_t kRepackChunkBytes = 1u << 20;
+
+void read_repacked(const base::FileReader& file, const Decision& d, const Tensor& out, base::ThreadPool* pool) {
   const uint64_t rb = row_bytes(d.file_type, d.shape[0]);
   const uint64_t rows = d.file_bytes / rb;
-  const uint64_t rows_per_chunk = std::max<uint64_t>(1, kChunkBytes / (kInterleaveRows * rb)) * kInterleaveRows;
-  stage.resize(std::min(rows, rows_per_chunk) * rb);
+  const uint64_t rows_per_chunk = std::max<uint64_t>(1, kRepackChunkBytes / (kInterleaveRows * rb)) * kInterleaveRows;
+  const auto chunks = static_cast<int64_t>((rows + rows_per_chunk - 1) / rows_per_chunk);
   std::byte* dst = out.mutable_bytes();
-  for (uint64_t r0 = 0; r0 < rows; r0 += rows_per_chunk) {
-    const uint64_t n = std::min(rows_per_chunk, rows - r0);
-    file.read_at(d.file_offset + r0 * rb, stage.data(), n * rb);
-    kernels::ref::repack_rows(d.file_type, d.held_order, stage.data(), dst + r0 * rb, static_cast<int64_t>(n),
-                              static_cast<int64_t>(d.shape[0]));
-  }
+  std::mutex failed;
+  std::exception_ptr error;
+  const auto work = [&](int64_t c0, int64_t c1) noexcept {
+    try {
+      std::vector<std::byte> stage;
+      for (int64_t c = c0; c < c1; ++c) {
+        const uint64_t r0 = static_cast<uint64_t>(c) * rows_per_chunk, n = std::min(rows_per_chunk, rows - r0);
+        stage.resize(n * rb);
+        file.read_at(d.file_offset + r0 * rb, stage.data(), n * rb);
+        kernels::ref::repack_rows(d.file_type, d.held_order, stage.data(), dst + r0 * rb, static_cast<int64_t>(n),
+                                  static_cast<int64_t>(d.shape[0]));
+      }
+    } catch (...) {
+      const std::lock_guard lock(failed);
+      if (!error) error = std::current_exception();
+    }
+  };
+  if (pool) pool->parallel_for(chunks, 1, work);
+  else work(0, chunks);
+  if (error) std::rethrow_exception(error);
 }
 
 void release_file_pages(const base::FileReader& file, uint64_t offset, uint64_t length) {
@@ -137,6 +160,8 @@ LoadedModel ResolvedGguf::load(memory::ModelScope& scope, const LoadOptions& opt
   uint64_t total = 0;
   for (const auto& d : plan_.tensors) total += d.spec.bytes;
   base::Progress progress("loading", options.progress ? total : 0);
+  std::optional<base::ThreadPool> pool;
+  if (options.threads > 1) pool.emplace(options.threads);
   std::vector<std::byte> stage;
   std::vector<float> row;
 
@@ -156,7 +181,7 @@ LoadedModel ResolvedGguf::load(memory::ModelScope& scope, const LoadOptions& opt
                                             shape.to_string(), type_name(d.held_type), block_order_name(d.held_order)));
         const Tensor rows = scope.allocate_in(d.spec.domain, shape, d.held_type, d.tensor);
         t = Tensor(rows.storage_ref(), shape, d.held_type, rows.offset(), d.held_order);
-        read_repacked(file, d, t, stage);
+        read_repacked(file, d, t, pool ? &*pool : nullptr);
         m.stats.repacked_bytes += d.file_bytes;
         ++m.stats.repacked;
         // The file pages it came from are dropped: a repacked weight is never resident twice.
