@@ -198,6 +198,20 @@ void matmul_prepared(const Tensor& x, const Tensor& w, const Tensor& out, int64_
   run_rows(rt.fn, x, w, out, begin, end, scratch, x86::act_layout(rt.act, x.shape().back()).row_bytes);
 }
 
+// Rows with contiguous elements go to the ISA's row softmax; anything else to the reference.
+template <const IsaKernels* K>
+void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcept {
+  if (inner_stride(x) != 4 || inner_stride(out) != 4) return ref::softmax(x, p, out);
+  const int64_t rows = row_count(x.shape()), n = x.shape().back();
+  const int64_t queries = x.rank() >= 2 ? x.dim(x.rank() - 2) : 1;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t limit = p.causal ? r % queries + p.offset + 1 : n;
+    K->softmax_row(reinterpret_cast<const float*>(x.raw() + row_offset(x.shape(), x.strides(), r)),
+                   reinterpret_cast<float*>(out.raw_mut() + row_offset(out.shape(), out.strides(), r)),
+                   std::clamp<int64_t>(limit, 0, n), n, p.scale);
+  }
+}
+
 template <const IsaKernels* K>
 bool feeds(GgmlType type, BlockOrder order) noexcept {
   return feed_kernel(*K, type, order).fn != nullptr;
@@ -211,6 +225,7 @@ KernelTable make_table() noexcept {
   t.matmul_prepare = &matmul_prepare<K>;
   t.matmul_prepared = &matmul_prepared<K>;
   t.feeds = &feeds<K>;
+  t.softmax = &softmax<K>;
   t.name = K->name;
   return t;
 }

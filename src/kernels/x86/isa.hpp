@@ -102,6 +102,8 @@ struct IsaKernels {
   GemmTFn f32_t, f16_t;                        // dense, output dimension contiguous
   GemvFn q4_0_feed, q8_0_feed;                 // BlockOrder::Interleaved16, x Q8x32 (feed_tiles.hpp)
   GemvFn q4_k_feed, q6_k_feed;                 // BlockOrder::Interleaved16, x Q8x256
+  // out[j] = softmax(scale * x)[j] over j < visible, 0 up to n; contiguous rows, out may be x.
+  void (*softmax_row)(const float* x, float* out, int64_t visible, int64_t n, float scale) noexcept;
 };
 
 // Defined in the ISA units (data, not code: safe to name from the baseline unit).

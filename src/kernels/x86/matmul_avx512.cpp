@@ -8,6 +8,7 @@
 #include "kernels/x86/simd_tiles.hpp"
 #include "kernels/x86/k_tiles.hpp"
 #include "kernels/x86/feed_tiles.hpp"
+#include "kernels/x86/softmax.hpp"
 
 namespace skainet::kernels::x86 {
 namespace {
@@ -252,6 +253,7 @@ const IsaKernels kAvx512Kernels = {
     &gemm_feed<FeedQ8_0, &dot_q8_0>,
     &gemm_feed<FeedQ4_K, &dot_q4_k>,
     &gemm_feed<FeedQ6_K, &dot_q6_k>,
+    &softmax_row,
 };
 
 }  // namespace skainet::kernels::x86

@@ -1,0 +1,114 @@
+// The softmax of one contiguous row on 512-bit (AVX-512 unit) or 256-bit (AVX2 unit) vectors, with a
+// vector exp: attention runs one per query and head, and the scalar libm exp made it a third of a
+// small model's prefill. Included by the ISA units after simd_int8.hpp; internal linkage like it.
+//
+// exp(x) for x <= 0: n = round(x / ln 2), r = x - n ln 2 (ln 2 in two parts, so r is exact to a few
+// ulp), e^r from the minimax polynomial of Cephes' expf on [-ln 2 / 2, ln 2 / 2] (relative error
+// about 2e-7), times 2^n. x is clamped at -87 (e^-87 = 1.6e-38, the smallest normal scale): what the
+// reference rounds to a smaller number or 0 comes out as about 1e-38 here, nothing a normalized row
+// can tell apart.
+#pragma once
+
+#include <algorithm>
+#include <limits>
+
+namespace skainet::kernels::x86 {
+namespace {
+
+struct ExpPoly {
+  static constexpr float kLog2e = 1.44269504088896341f, kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+  static constexpr float kP[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                  4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+  static constexpr float kMin = -87.0f;
+};
+
+#if SKAINET_X86_VNNI
+struct SoftmaxVec {
+  static constexpr int kLanes = 16;
+  using F = __m512;
+  using M = __mmask16;
+  static M mask(int64_t left) noexcept { return left >= 16 ? M(0xffff) : M((1u << left) - 1u); }
+  static F load(const float* p, M m) noexcept { return _mm512_maskz_loadu_ps(m, p); }
+  static void store(float* p, F v, M m) noexcept { _mm512_mask_storeu_ps(p, m, v); }
+  static F set1(float a) noexcept { return _mm512_set1_ps(a); }
+  // Masked-off lanes keep `fill` (max: -inf; sum: 0).
+  static F blend(M m, F fill, F v) noexcept { return _mm512_mask_blend_ps(m, fill, v); }
+  static F max(F a, F b) noexcept { return _mm512_max_ps(a, b); }
+  static F add(F a, F b) noexcept { return _mm512_add_ps(a, b); }
+  static F sub(F a, F b) noexcept { return _mm512_sub_ps(a, b); }
+  static F mul(F a, F b) noexcept { return _mm512_mul_ps(a, b); }
+  static float hmax(F v) noexcept { return _mm512_reduce_max_ps(v); }
+  static float hsum(F v) noexcept { return _mm512_reduce_add_ps(v); }
+  static F exp(F x) noexcept {
+    x = _mm512_max_ps(x, _mm512_set1_ps(ExpPoly::kMin));
+    const F n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(ExpPoly::kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    F r = _mm512_fnmadd_ps(n, _mm512_set1_ps(ExpPoly::kLn2Hi), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(ExpPoly::kLn2Lo), r);
+    F p = _mm512_set1_ps(ExpPoly::kP[0]);
+    for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(ExpPoly::kP[i]));
+    const F y = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(y, n);
+  }
+};
+#else
+struct SoftmaxVec {
+  static constexpr int kLanes = 8;
+  using F = __m256;
+  using M = __m256i;
+  static M mask(int64_t left) noexcept {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(left, 8))), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static F load(const float* p, M m) noexcept { return _mm256_maskload_ps(p, m); }
+  static void store(float* p, F v, M m) noexcept { _mm256_maskstore_ps(p, m, v); }
+  static F set1(float a) noexcept { return _mm256_set1_ps(a); }
+  static F blend(M m, F fill, F v) noexcept { return _mm256_blendv_ps(fill, v, _mm256_castsi256_ps(m)); }
+  static F max(F a, F b) noexcept { return _mm256_max_ps(a, b); }
+  static F add(F a, F b) noexcept { return _mm256_add_ps(a, b); }
+  static F sub(F a, F b) noexcept { return _mm256_sub_ps(a, b); }
+  static F mul(F a, F b) noexcept { return _mm256_mul_ps(a, b); }
+  static float hmax(F v) noexcept { return x86::hmax(v); }
+  static float hsum(F v) noexcept { return x86::hsum(v); }
+  static F exp(F x) noexcept {
+    x = _mm256_max_ps(x, _mm256_set1_ps(ExpPoly::kMin));
+    const F n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(ExpPoly::kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    F r = _mm256_fnmadd_ps(n, _mm256_set1_ps(ExpPoly::kLn2Hi), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(ExpPoly::kLn2Lo), r);
+    F p = _mm256_set1_ps(ExpPoly::kP[0]);
+    for (int i = 1; i < 6; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(ExpPoly::kP[i]));
+    const F y = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.0f));
+    // 2^n through the exponent field: n >= -126 after the clamp.
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+  }
+};
+#endif
+
+// out[j] = exp(scale x[j] - max) / sum for j < visible, 0 for visible <= j < n. out may be x.
+void softmax_row(const float* x, float* out, int64_t visible, int64_t n, float scale) noexcept {
+  using V = SoftmaxVec;
+  constexpr int L = V::kLanes;
+  const typename V::F s = V::set1(scale);
+  typename V::F mx = V::set1(-std::numeric_limits<float>::infinity());
+  for (int64_t j = 0; j < visible; j += L) {
+    const typename V::M m = V::mask(visible - j);
+    mx = V::max(mx, V::blend(m, mx, V::mul(V::load(x + j, m), s)));
+  }
+  const typename V::F top = V::set1(V::hmax(mx));
+  typename V::F sum = V::set1(0.0f);
+  for (int64_t j = 0; j < visible; j += L) {
+    const typename V::M m = V::mask(visible - j);
+    const typename V::F e = V::exp(V::sub(V::mul(V::load(x + j, m), s), top));
+    V::store(out + j, e, m);
+    sum = V::add(sum, V::blend(m, V::set1(0.0f), e));
+  }
+  const float total = V::hsum(sum);
+  const typename V::F inv = V::set1(total > 0.0f ? 1.0f / total : 0.0f);
+  for (int64_t j = 0; j < visible; j += L) {
+    const typename V::M m = V::mask(visible - j);
+    V::store(out + j, V::mul(V::load(out + j, m), inv), m);
+  }
+  for (int64_t j = visible; j < n; ++j) out[j] = 0.0f;
+}
+
+}  // namespace
+}  // namespace skainet::kernels::x86
