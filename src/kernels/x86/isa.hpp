@@ -97,6 +97,8 @@ struct IsaKernels {
   GemvFn q4_k, q5_k, q6_k;                     // x Q8x256
   GemmTFn f32_t, f16_t;                        // dense, output dimension contiguous
   GemvFn q4_0_feed, q8_0_feed;                 // BlockOrder::Interleaved16, x Q8x32 (feed_tiles.hpp)
+  GemvFn iq4_nl, iq4_xs;                       // x Q8x32 / Q8x256, one-row dots only (simd_iq4.hpp)
+  GemvFn q2_k, q3_k;                           // x Q8x256, one-row dots only (simd_q23_k.hpp)
 };
 
 // Defined in the ISA units (data, not code: safe to name from the baseline unit).

@@ -6,6 +6,8 @@
 #include "kernels/x86/simd_int8.hpp"
 #include "kernels/x86/simd_tiles.hpp"
 #include "kernels/x86/feed_tiles.hpp"
+#include "kernels/x86/simd_iq4.hpp"
+#include "kernels/x86/simd_q23_k.hpp"
 
 namespace skainet::kernels::x86 {
 namespace {
@@ -160,6 +162,10 @@ const IsaKernels kAvx2Kernels = {
     &gemm_t<F16Load>,
     &gemm_feed<FeedQ4_0, &dot_legacy<Q4_0Dec>>,
     &gemm_feed<FeedQ8_0, &dot_q8_0>,
+    &gemv<&dot_iq4_nl, Act::Q8x32>,
+    &gemv<&dot_iq4_xs, Act::Q8x256>,
+    &gemv<&dot_q2_k, Act::Q8x256>,
+    &gemv<&dot_q3_k, Act::Q8x256>,
 };
 
 }  // namespace skainet::kernels::x86

@@ -7,6 +7,8 @@
 #include "kernels/x86/simd_int8.hpp"
 #include "kernels/x86/simd_tiles.hpp"
 #include "kernels/x86/feed_tiles.hpp"
+#include "kernels/x86/simd_iq4.hpp"
+#include "kernels/x86/simd_q23_k.hpp"
 
 namespace skainet::kernels::x86 {
 namespace {
@@ -186,6 +188,10 @@ const IsaKernels kAvx512Kernels = {
     &gemm_t<F16Load>,
     &gemm_feed<FeedQ4_0, &dot_q4_0_x2>,
     &gemm_feed<FeedQ8_0, &dot_q8_0>,
+    &gemv<&dot_iq4_nl, Act::Q8x32>,
+    &gemv<&dot_iq4_xs, Act::Q8x256>,
+    &gemv<&dot_q2_k, Act::Q8x256>,
+    &gemv<&dot_q3_k, Act::Q8x256>,
 };
 
 }  // namespace skainet::kernels::x86
