@@ -107,6 +107,52 @@ struct BlockQ6_K {
   uint16_t d;
 };
 
+// 16 sub-blocks of 16: x = d * (scales[j] & 15) * q - dmin * (scales[j] >> 4), q of 2 bits. Byte
+// qs[32*h + l] holds elements 128*h + 32*s + l in bits 2s..2s+1 (s = 0..3).
+struct BlockQ2_K {
+  static constexpr GgmlType kType = GgmlType::Q2_K;
+  static constexpr int kElements = kQK_K;
+  uint8_t scales[kQK_K / 16];
+  uint8_t qs[kQK_K / 4];
+  uint16_t d;
+  uint16_t dmin;
+};
+
+// 16 sub-blocks of 16: x = d * (sc[j] - 32) * (q - 4), q of 3 bits: the low 2 as Q2_K's qs, the third
+// in bit (e / 32) of hmask[e % 32] for element e (set means no -4). The 6-bit sc: low nibbles in
+// scales[0..7] (j < 8 low, j >= 8 high), top 2 bits in scales[8 + j % 4] at bit 2 * (j / 4).
+struct BlockQ3_K {
+  static constexpr GgmlType kType = GgmlType::Q3_K;
+  static constexpr int kElements = kQK_K;
+  uint8_t hmask[kQK_K / 8];
+  uint8_t qs[kQK_K / 4];
+  uint8_t scales[kKScaleBytes];
+  uint16_t d;
+};
+
+// The 16 non-uniform levels IQ4_NL and IQ4_XS index (ggml's kvalues_iq4nl).
+inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
+// x = d * kIq4nlValues[q]; nibbles as Q4_0 (element j low nibble of qs[j], j + 16 high).
+struct BlockIQ4_NL {
+  static constexpr GgmlType kType = GgmlType::IQ4_NL;
+  static constexpr int kElements = kQK;
+  uint16_t d;
+  uint8_t qs[kQK / 2];
+};
+
+// 8 sub-blocks of 32: x = d * (ls[j] - 32) * kIq4nlValues[q], the 6-bit ls[j] as nibble j % 2 of
+// scales_l[j / 2] plus bits 2j..2j+1 of scales_h on top; each sub-block's nibbles as IQ4_NL.
+struct BlockIQ4_XS {
+  static constexpr GgmlType kType = GgmlType::IQ4_XS;
+  static constexpr int kElements = kQK_K;
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQK_K / 64];
+  uint8_t qs[kQK_K / 2];
+};
+
 // The activation side of K-quant dot products: float scale, and sums of each 16 quants.
 struct BlockQ8_K {
   static constexpr GgmlType kType = GgmlType::Q8_K;
@@ -123,15 +169,20 @@ static_assert(sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockIQ4_XS) == 136);
 
 template <class B>
 inline constexpr bool kIsBlock = std::is_trivially_copyable_v<B> && std::is_standard_layout_v<B>;
 static_assert(kIsBlock<BlockQ4_0> && kIsBlock<BlockQ4_1> && kIsBlock<BlockQ5_0> && kIsBlock<BlockQ5_1> &&
               kIsBlock<BlockQ8_0> && kIsBlock<BlockQ8_1> && kIsBlock<BlockQ4_K> && kIsBlock<BlockQ5_K> &&
-              kIsBlock<BlockQ6_K> && kIsBlock<BlockQ8_K>);
+              kIsBlock<BlockQ6_K> && kIsBlock<BlockQ8_K> && kIsBlock<BlockQ2_K> && kIsBlock<BlockQ3_K> &&
+              kIsBlock<BlockIQ4_NL> && kIsBlock<BlockIQ4_XS>);
 
 }  // namespace skainet

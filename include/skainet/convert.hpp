@@ -30,8 +30,9 @@ namespace skainet::convert {
 // llama.cpp's LLAMA_FTYPE numbering, stored as general.file_type.
 enum class FileType : uint32_t {
   AllF32 = 0, MostlyF16 = 1, MostlyQ4_0 = 2, MostlyQ4_1 = 3, MostlyQ8_0 = 7, MostlyQ5_0 = 8,
-  MostlyQ5_1 = 9, MostlyQ4_K_S = 14, MostlyQ4_K_M = 15, MostlyQ5_K_S = 16, MostlyQ5_K_M = 17,
-  MostlyQ6_K = 18, MostlyBF16 = 32,
+  MostlyQ5_1 = 9, MostlyQ2_K = 10, MostlyQ3_K_S = 11, MostlyQ3_K_M = 12, MostlyQ3_K_L = 13,
+  MostlyQ4_K_S = 14, MostlyQ4_K_M = 15, MostlyQ5_K_S = 16, MostlyQ5_K_M = 17, MostlyQ6_K = 18,
+  MostlyIQ4_NL = 25, MostlyIQ4_XS = 30, MostlyBF16 = 32,
 };
 
 // A target the user can ask for: a single type written uniformly, or a llama.cpp-style mix whose
@@ -43,7 +44,8 @@ struct Scheme {
   bool mixed;              // llama.cpp's per-tensor rules apply
 };
 std::span<const Scheme> schemes() noexcept;
-// Case-insensitive; "Q4_K" and "Q5_K" mean Q4_K_M and Q5_K_M, as llama-quantize reads them.
+std::string scheme_names();  // "F32, F16, ..., IQ4_XS": what parse_scheme knows, for help texts
+// Case-insensitive; "Q3_K", "Q4_K" and "Q5_K" mean Q3_K_M, Q4_K_M and Q5_K_M, as llama-quantize reads them.
 std::optional<Scheme> find_scheme(std::string_view name) noexcept;
 Scheme parse_scheme(std::string_view name);  // InvalidArgument naming the type and the known ones
 
@@ -53,7 +55,7 @@ enum class TypeRule : uint8_t {
   KeptF32,       // norms, 1-D tensors and non-weights are not quantized: F32
   Copied,        // a non-float tensor (e.g. I32) is copied unchanged
   OutputTensor,  // mix: output.weight gets Q6_K, or Q8_0 when its rows do not fit the base blocks
-  MoreBits,      // mix: attn_v / ffn_down of some layers get a larger type (llama.cpp's use_more_bits)
+  MoreBits,      // mix: attn_v / ffn_down / attn_output of some layers get a larger type (llama.cpp's rules)
 };
 std::string_view rule_name(TypeRule r) noexcept;
 
@@ -81,9 +83,10 @@ struct TensorChoice {
 
 // True for the weights llama.cpp quantizes: named *weight, at least 2-D, not a norm.
 bool is_quantizable(std::string_view name, std::span<const uint64_t> shape) noexcept;
-// The type of one tensor under `scheme`. n_layers is the model's block count (for the mix rules).
+// The type of one tensor under `scheme`. n_layers is the model's block count and n_gqa its query
+// heads per KV head (for the mix rules).
 TensorChoice choose_type(const Scheme& scheme, std::string_view name, std::span<const uint64_t> shape,
-                         GgmlType source, uint32_t n_layers);
+                         GgmlType source, uint32_t n_layers, uint32_t n_gqa = 1);
 
 struct Report {
   std::filesystem::path output;

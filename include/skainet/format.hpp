@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "skainet/base.hpp"
@@ -53,6 +54,8 @@ struct TypeTraits {
 // Traits of a known type id; nullopt for an id ggml does not define (or has retired).
 std::optional<TypeTraits> find_type(uint32_t raw_id) noexcept;
 const TypeTraits& type_traits(GgmlType type) noexcept;
+// Every known type, in ggml's id order: the one table the rest derives its lists from.
+std::span<const TypeTraits> all_types() noexcept;
 std::string_view type_name(GgmlType type) noexcept;
 // Parses "Q4_K" / "q4_k" / "f16"; nullopt if unknown.
 std::optional<GgmlType> parse_type_name(std::string_view name) noexcept;

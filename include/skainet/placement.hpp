@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -156,6 +157,27 @@ struct Decision {
 };
 
 class PlacementError : public Error { using Error::Error; };
+
+// A tensor whose type no kernel here reads and no dequantizer decodes.
+struct UnsupportedTensor {
+  std::string name;
+  GgmlType type = GgmlType::F32;
+  friend bool operator==(const UnsupportedTensor&, const UnsupportedTensor&) = default;
+};
+// Every tensor of `tensors` the platform cannot hold in any form, in file order.
+std::vector<UnsupportedTensor> unsupported_tensors(std::span<const gguf::TensorInfo> tensors, const Platform& platform);
+
+// The plan's refusal of a file with such tensors: all of them at once, and the types that would do.
+class UnsupportedTypesError : public PlacementError {
+ public:
+  UnsupportedTypesError(std::vector<UnsupportedTensor> tensors, std::vector<GgmlType> supported);
+  const std::vector<UnsupportedTensor>& tensors() const noexcept { return tensors_; }
+  const std::vector<GgmlType>& supported() const noexcept { return supported_; }
+
+ private:
+  std::vector<UnsupportedTensor> tensors_;
+  std::vector<GgmlType> supported_;
+};
 
 struct TensorOverride {
   std::string pattern;   // RE2 regex (the ECMAScript subset without backreferences), searched in the name

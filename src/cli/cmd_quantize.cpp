@@ -15,7 +15,7 @@ Subcommand add_quantize(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("quantize", "Re-encode every matmul weight of a GGUF model to TYPE (norms stay F32)");
   sub->add_option("IN", o->in, "Input GGUF file")->required();
   sub->add_option("OUT", o->out, "Output GGUF file (written atomically)")->required();
-  sub->add_option("TYPE", o->type, "F32, F16, BF16, Q8_0, Q5_1, Q5_0, Q4_1, Q4_0, Q6_K, Q5_K_M, Q5_K_S, Q4_K_M, Q4_K_S")->required();
+  sub->add_option("TYPE", o->type, convert::scheme_names())->required();
   sub->add_option("--threads", o->threads, "Worker threads (0: all cores)")->capture_default_str();
   sub->add_flag("--verbose,-v", o->verbose, "List every tensor's type decision");
   return {sub, [o] {

@@ -19,7 +19,7 @@ Subcommand add_synth(CLI::App& app) {
   sub->add_option("OUT", o->out, "Output GGUF file")->required();
   sub->add_option("--preset", o->preset, fmt::format("Model shape: {}", fmt::join(convert::preset_names(), ", ")))
       ->capture_default_str();
-  sub->add_option("--type", o->type, "Weight type: F32, F16, BF16, Q8_0, Q5_1, Q5_0, Q4_1, Q4_0, Q6_K, Q5_K_M, Q5_K_S, Q4_K_M, Q4_K_S")
+  sub->add_option("--type", o->type, "Weight type: " + convert::scheme_names())
       ->capture_default_str();
   sub->add_option("--arch", o->arch, "Architecture: llama, or qwen2 (q/k/v biases, NeoX RoPE)")->capture_default_str();
   sub->add_option("--dim", o->dim, "Embedding size (overrides the preset)");

@@ -1,7 +1,8 @@
 // Which type each tensor is written in. The mix rules are a faithful, simplified subset of
 // llama.cpp's llama_tensor_get_type (llama-quant.cpp) for the schemes we can encode: the output
-// tensor, attn_v and ffn_down rules for Q4_K_S/M, Q5_K_S/M and Q6_K; the expert, Falcon, 70B and
-// imatrix special cases are left out because no llama model we write has them.
+// tensor, attn_v, ffn_down and attn_output rules for Q2_K, Q3_K_S/M/L, Q4_K_S/M, Q5_K_S/M, Q6_K,
+// IQ4_NL and IQ4_XS; the expert, Falcon, 70B, fused-QKV and imatrix special cases are left out
+// because no llama model we write has them.
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -29,6 +30,12 @@ constexpr std::array kSchemes = {
     Scheme{"Q5_K_S", FileType::MostlyQ5_K_S, GgmlType::Q5_K, true},
     Scheme{"Q4_K_M", FileType::MostlyQ4_K_M, GgmlType::Q4_K, true},
     Scheme{"Q4_K_S", FileType::MostlyQ4_K_S, GgmlType::Q4_K, true},
+    Scheme{"Q3_K_L", FileType::MostlyQ3_K_L, GgmlType::Q3_K, true},
+    Scheme{"Q3_K_M", FileType::MostlyQ3_K_M, GgmlType::Q3_K, true},
+    Scheme{"Q3_K_S", FileType::MostlyQ3_K_S, GgmlType::Q3_K, true},
+    Scheme{"Q2_K", FileType::MostlyQ2_K, GgmlType::Q2_K, true},
+    Scheme{"IQ4_NL", FileType::MostlyIQ4_NL, GgmlType::IQ4_NL, true},
+    Scheme{"IQ4_XS", FileType::MostlyIQ4_XS, GgmlType::IQ4_XS, true},
 };
 
 std::string upper(std::string_view s) {
@@ -62,8 +69,11 @@ bool is_float(GgmlType t) {
   return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16 || type_traits(t).quantized;
 }
 
-// The rule-based type before any fallback, for a quantizable weight under a mix.
-std::pair<GgmlType, TypeRule> mix_type(const Scheme& s, std::string_view name, uint64_t row, uint32_t n_layers) {
+// The rule-based type before any fallback, for a quantizable weight under a mix. Layer indices stand
+// for llama.cpp's per-tensor counters (i_attention_wv, i_ffn_down), which equal them in a llama model.
+std::pair<GgmlType, TypeRule> mix_type(const Scheme& s, std::string_view name, uint64_t row, uint32_t n_layers,
+                                       uint32_t n_gqa) {
+  using enum FileType;
   const FileType ft = s.file_type;
   if (name == "output.weight") {
     // llama.cpp tests the row against the base type's block, before its own fallback.
@@ -72,14 +82,26 @@ std::pair<GgmlType, TypeRule> mix_type(const Scheme& s, std::string_view name, u
   }
   const int layer = layer_of(name);
   const int n = static_cast<int>(n_layers);
+  const bool iq4 = ft == MostlyIQ4_NL || ft == MostlyIQ4_XS;
+  auto more = [](GgmlType t) { return std::pair{t, TypeRule::MoreBits}; };
   if (layer >= 0 && contains(name, "attn_v.weight")) {
-    if ((ft == FileType::MostlyQ4_K_M || ft == FileType::MostlyQ5_K_M) && use_more_bits(layer, n))
-      return {GgmlType::Q6_K, TypeRule::MoreBits};
-    if (ft == FileType::MostlyQ4_K_S && layer < 4) return {GgmlType::Q5_K, TypeRule::MoreBits};
+    if (ft == MostlyQ2_K) return more(n_gqa >= 4 ? GgmlType::Q4_K : GgmlType::Q3_K);
+    if (ft == MostlyQ3_K_M) return more(layer < 2 ? GgmlType::Q5_K : GgmlType::Q4_K);
+    if (ft == MostlyQ3_K_L) return more(GgmlType::Q5_K);
+    if (iq4 && n_gqa >= 4) return more(GgmlType::Q5_K);
+    if ((ft == MostlyQ4_K_M || ft == MostlyQ5_K_M) && use_more_bits(layer, n)) return more(GgmlType::Q6_K);
+    if (ft == MostlyQ4_K_S && layer < 4) return more(GgmlType::Q5_K);
   } else if (layer >= 0 && contains(name, "ffn_down")) {
-    if ((ft == FileType::MostlyQ4_K_M || ft == FileType::MostlyQ5_K_M) && use_more_bits(layer, n))
-      return {GgmlType::Q6_K, TypeRule::MoreBits};
-    if (ft == FileType::MostlyQ4_K_S && layer < n / 8) return {GgmlType::Q5_K, TypeRule::MoreBits};
+    if (ft == MostlyQ2_K) return more(GgmlType::Q3_K);
+    if (ft == MostlyQ3_K_M) return more(layer < n / 16 ? GgmlType::Q5_K : GgmlType::Q4_K);
+    if (ft == MostlyQ3_K_L) return more(GgmlType::Q5_K);
+    if ((ft == MostlyQ4_K_M || ft == MostlyQ5_K_M) && use_more_bits(layer, n)) return more(GgmlType::Q6_K);
+    if (iq4 && layer < n / 8) return more(GgmlType::Q5_K);
+    if (ft == MostlyQ4_K_S && layer < n / 8) return more(GgmlType::Q5_K);
+  } else if (layer >= 0 && contains(name, "attn_output.weight")) {
+    if (ft == MostlyQ2_K) return more(GgmlType::Q3_K);
+    if (ft == MostlyQ3_K_M) return more(GgmlType::Q4_K);
+    if (ft == MostlyQ3_K_L) return more(GgmlType::Q5_K);
   }
   return {s.base, TypeRule::Base};
 }
@@ -88,6 +110,8 @@ std::pair<GgmlType, TypeRule> mix_type(const Scheme& s, std::string_view name, u
 GgmlType fallback_for(GgmlType wanted, uint64_t row) {
   GgmlType next = GgmlType::F16;
   switch (wanted) {
+    case GgmlType::Q2_K: case GgmlType::Q3_K: next = GgmlType::Q4_0; break;
+    case GgmlType::IQ4_XS: next = GgmlType::IQ4_NL; break;
     case GgmlType::Q4_K: next = GgmlType::Q5_0; break;
     case GgmlType::Q5_K: next = GgmlType::Q5_1; break;
     case GgmlType::Q6_K: next = GgmlType::Q8_0; break;
@@ -103,6 +127,7 @@ std::span<const Scheme> schemes() noexcept { return kSchemes; }
 
 std::optional<Scheme> find_scheme(std::string_view name) noexcept {
   std::string u = upper(name);
+  if (u == "Q3_K") u = "Q3_K_M";
   if (u == "Q4_K") u = "Q4_K_M";
   if (u == "Q5_K") u = "Q5_K_M";
   for (const Scheme& s : kSchemes)
@@ -110,11 +135,15 @@ std::optional<Scheme> find_scheme(std::string_view name) noexcept {
   return std::nullopt;
 }
 
-Scheme parse_scheme(std::string_view name) {
-  if (auto s = find_scheme(name)) return *s;
+std::string scheme_names() {
   std::string known;
   for (const Scheme& s : kSchemes) known += fmt::format("{}{}", known.empty() ? "" : ", ", s.name);
-  throw InvalidArgument(fmt::format("unknown type '{}' (known: {})", name, known));
+  return known;
+}
+
+Scheme parse_scheme(std::string_view name) {
+  if (auto s = find_scheme(name)) return *s;
+  throw InvalidArgument(fmt::format("unknown type '{}' (known: {})", name, scheme_names()));
 }
 
 std::string_view rule_name(TypeRule r) noexcept {
@@ -141,7 +170,7 @@ bool is_quantizable(std::string_view name, std::span<const uint64_t> shape) noex
 }
 
 TensorChoice choose_type(const Scheme& scheme, std::string_view name, std::span<const uint64_t> shape,
-                         GgmlType source, uint32_t n_layers) {
+                         GgmlType source, uint32_t n_layers, uint32_t n_gqa) {
   TensorChoice c;
   c.name = std::string(name);
   c.shape.assign(shape.begin(), shape.end());
@@ -159,7 +188,7 @@ TensorChoice choose_type(const Scheme& scheme, std::string_view name, std::span<
   const uint64_t row = shape.empty() ? 1 : shape[0];
   GgmlType wanted = scheme.base;
   c.rule = TypeRule::Base;
-  if (scheme.mixed) std::tie(wanted, c.rule) = mix_type(scheme, name, row, n_layers);
+  if (scheme.mixed) std::tie(wanted, c.rule) = mix_type(scheme, name, row, n_layers, n_gqa);
   const uint32_t block = type_traits(wanted).block_elements;
   c.type = wanted;
   if (row % block != 0) {

@@ -31,6 +31,16 @@ uint32_t layer_count(const gguf::Header& h) {
   return n;
 }
 
+// Query heads per KV head (llama.cpp's n_gqa), 1 when the header does not say.
+uint32_t gqa_of(const gguf::Header& h) {
+  const gguf::Value* arch = h.find("general.architecture");
+  if (arch == nullptr || arch->type != gguf::ValueType::String) return 1;
+  const std::string a = std::get<std::string>(arch->scalar);
+  const auto heads = h.find_u32(a + ".attention.head_count");
+  const auto kv = h.find_u32(a + ".attention.head_count_kv");
+  return heads && kv && *kv > 0 ? *heads / *kv : 1;
+}
+
 bool decodable(GgmlType t) { return kernels::ref::has_reference(t); }
 
 // Every value written must be finite: a NaN in the input, or a finite input beyond the target's
@@ -75,13 +85,13 @@ Report quantize(const std::filesystem::path& in, const std::filesystem::path& ou
     throw InvalidArgument(fmt::format("quantize: output {} is the input file {} (same device and inode); write to another path",
                                       out.string(), in.string()));
   const gguf::Header header = gguf::read_header(in);
-  const uint32_t n_layers = layer_count(header);
+  const uint32_t n_layers = layer_count(header), n_gqa = gqa_of(header);
 
   Report report;
   report.output = out;
   report.bytes_read_from = header.file_size;
   for (const gguf::TensorInfo& t : header.tensors) {
-    TensorChoice c = choose_type(options.scheme, t.name, t.shape, t.type, n_layers);
+    TensorChoice c = choose_type(options.scheme, t.name, t.shape, t.type, n_layers, n_gqa);
     if (c.type != t.type && !decodable(t.type))
       throw InvalidArgument(fmt::format("{}: tensor '{}' is {}, which we cannot decode (no reference dequantizer); cannot re-encode it as {}",
                                         in.string(), t.name, type_name(t.type), type_name(c.type)));

@@ -73,7 +73,7 @@ std::vector<Planned> plan_tensors(const LlamaShape& s, const Scheme& scheme, boo
   std::vector<Planned> out;
   auto add = [&](std::string name, std::vector<uint64_t> shape) {
     Planned p;
-    p.choice = choose_type(scheme, name, shape, GgmlType::F32, s.layers);
+    p.choice = choose_type(scheme, name, shape, GgmlType::F32, s.layers, s.heads / s.kv_heads);
     if (name.find("norm") != std::string::npos) {
       p.mean = 1.0f;
       p.sigma = 0.05f;

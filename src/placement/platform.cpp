@@ -26,11 +26,6 @@ uint64_t address_space_limit() {
   return UINT64_MAX;
 }
 
-// Every type with a reference dequantizer; a kernel reads them in file order through dot_row.
-constexpr GgmlType kAllTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
-                                  GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                                  GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
-
 }  // namespace
 
 bool Platform::matmul_reads(GgmlType t, BlockOrder o) const noexcept {
@@ -54,7 +49,10 @@ Platform Platform::detect() {
   p.max_map_bytes = address_space_limit();
   p.isa = base::CpuFeatures::detected();
   const kernels::KernelTable& fastest = kernels::best_table();
-  for (GgmlType t : kAllTypes) {
+  // Every type with a reference dequantizer (format.hpp's table); a kernel reads it in file order
+  // through dot_row at least.
+  for (const TypeTraits& traits : all_types()) {
+    const GgmlType t = traits.type;
     if (!kernels::ref::has_reference(t)) continue;
     p.dequantize.push_back(t);
     p.matmul.push_back({t, BlockOrder::RowMajor});

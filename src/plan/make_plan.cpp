@@ -100,6 +100,11 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
   p.slots = options.slots;
 
   const placement::FileFacts facts = placement::FileFacts::of(header);
+  if (auto bad = placement::unsupported_tensors(header.tensors, platform); !bad.empty()) {
+    placement::UnsupportedTypesError e(std::move(bad), platform.dequantize);
+    e.add_context(p.file);
+    throw e;
+  }
   p.tensors.reserve(header.tensors.size());
   for (const auto& info : header.tensors) p.tensors.push_back(placement::decide(info, facts, profile, platform, overrides));
 

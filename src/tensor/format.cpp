@@ -24,8 +24,8 @@ constexpr std::array kTypes = {
     TypeTraits{GgmlType::Q5_1, "Q5_1", 32, 24, packed(Encoding::Q5_1), true, true},
     TypeTraits{GgmlType::Q8_0, "Q8_0", 32, 34, packed(Encoding::Q8_0), true, true},
     TypeTraits{GgmlType::Q8_1, "Q8_1", 32, 36, packed(Encoding::Q8_1), true, false},
-    TypeTraits{GgmlType::Q2_K, "Q2_K", 256, 84, packed(Encoding::Q2_K), true, false},
-    TypeTraits{GgmlType::Q3_K, "Q3_K", 256, 110, packed(Encoding::Q3_K), true, false},
+    TypeTraits{GgmlType::Q2_K, "Q2_K", 256, 84, packed(Encoding::Q2_K), true, true},
+    TypeTraits{GgmlType::Q3_K, "Q3_K", 256, 110, packed(Encoding::Q3_K), true, true},
     TypeTraits{GgmlType::Q4_K, "Q4_K", 256, 144, packed(Encoding::Q4_K), true, true},
     TypeTraits{GgmlType::Q5_K, "Q5_K", 256, 176, packed(Encoding::Q5_K), true, true},
     TypeTraits{GgmlType::Q6_K, "Q6_K", 256, 210, packed(Encoding::Q6_K), true, true},
@@ -34,10 +34,10 @@ constexpr std::array kTypes = {
     TypeTraits{GgmlType::IQ2_XS, "IQ2_XS", 256, 74, packed(Encoding::IQ2_XS), true, false},
     TypeTraits{GgmlType::IQ3_XXS, "IQ3_XXS", 256, 98, packed(Encoding::IQ3_XXS), true, false},
     TypeTraits{GgmlType::IQ1_S, "IQ1_S", 256, 50, packed(Encoding::IQ1_S), true, false},
-    TypeTraits{GgmlType::IQ4_NL, "IQ4_NL", 32, 18, packed(Encoding::IQ4_NL), true, false},
+    TypeTraits{GgmlType::IQ4_NL, "IQ4_NL", 32, 18, packed(Encoding::IQ4_NL), true, true},
     TypeTraits{GgmlType::IQ3_S, "IQ3_S", 256, 110, packed(Encoding::IQ3_S), true, false},
     TypeTraits{GgmlType::IQ2_S, "IQ2_S", 256, 82, packed(Encoding::IQ2_S), true, false},
-    TypeTraits{GgmlType::IQ4_XS, "IQ4_XS", 256, 136, packed(Encoding::IQ4_XS), true, false},
+    TypeTraits{GgmlType::IQ4_XS, "IQ4_XS", 256, 136, packed(Encoding::IQ4_XS), true, true},
     TypeTraits{GgmlType::I8, "I8", 1, 1, dense(DType::I8), false, false},
     TypeTraits{GgmlType::I16, "I16", 1, 2, dense(DType::I16), false, false},
     TypeTraits{GgmlType::I32, "I32", 1, 4, dense(DType::I32), false, false},
@@ -63,6 +63,8 @@ const TypeTraits& type_traits(GgmlType type) noexcept {
     if (t.type == type) return t;
   return kTypes[0];  // unreachable for enum values; GgmlType lists only known ids
 }
+
+std::span<const TypeTraits> all_types() noexcept { return kTypes; }
 
 std::string_view type_name(GgmlType type) noexcept { return type_traits(type).name; }
 

@@ -40,7 +40,9 @@ TEST_F(Synth, WritesLlamaTensorsAndMetadataInEveryFormat) {
   };
   const std::vector<Case> cases = {{"F32", 0, GgmlType::F32},   {"F16", 1, GgmlType::F16},   {"BF16", 32, GgmlType::BF16},
                                    {"Q8_0", 7, GgmlType::Q8_0}, {"Q4_0", 2, GgmlType::Q4_0}, {"Q5_1", 9, GgmlType::Q5_1},
-                                   {"Q6_K", 18, GgmlType::Q6_K}, {"Q4_K_S", 14, GgmlType::Q4_K}};
+                                   {"Q6_K", 18, GgmlType::Q6_K}, {"Q4_K_S", 14, GgmlType::Q4_K},
+                                   {"Q2_K", 10, GgmlType::Q2_K}, {"Q3_K_S", 11, GgmlType::Q3_K},
+                                   {"IQ4_NL", 25, GgmlType::IQ4_NL}, {"IQ4_XS", 30, GgmlType::IQ4_XS}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.type);
     const auto file = path("tiny-" + c.type + ".gguf");
@@ -72,6 +74,9 @@ TEST_F(Synth, WritesLlamaTensorsAndMetadataInEveryFormat) {
         EXPECT_EQ(t.type, GgmlType::Q4_K);  // n_layers / 8 == 0: no layer is raised
       } else if (c.type == "Q4_K_S" && t.name.find("attn_v") != std::string::npos) {
         EXPECT_EQ(t.type, GgmlType::Q5_K) << t.name;  // the first 4 layers' attn_v get Q5_K
+      } else if (c.type == "Q2_K" && (t.name.find("attn_v") != std::string::npos || t.name.find("ffn_down") != std::string::npos ||
+                                      t.name.find("attn_output") != std::string::npos)) {
+        EXPECT_EQ(t.type, GgmlType::Q3_K) << t.name;  // n_gqa 2: attn_v Q3_K, as ffn_down and attn_output
       } else {
         EXPECT_EQ(t.type, c.matmul) << t.name;
       }
@@ -143,6 +148,44 @@ TEST_F(Synth, Q4KMRaisesAttnVAndFfnDownLikeLlamaCpp) {
   const std::vector<uint64_t> out{2048, 32000};
   EXPECT_EQ(convert::choose_type(s, "output.weight", out, GgmlType::F32, 22).type, GgmlType::Q6_K);
   EXPECT_EQ(convert::choose_type(s, "token_embd.weight", out, GgmlType::F32, 22).type, GgmlType::Q4_K);
+}
+
+TEST_F(Synth, LowBitMixesFollowLlamaCpp) {
+  // TinyLlama's shape (22 layers, 32 query heads over 4 KV heads: n_gqa 8), llama-quant.cpp's rules.
+  const std::vector<uint64_t> sq{2048, 2048}, v{2048, 256}, down{5632, 2048}, out{2048, 32000};
+  auto type = [&](std::string_view scheme, const std::string& name, const std::vector<uint64_t>& shape, uint32_t gqa) {
+    return convert::choose_type(*find_scheme(scheme), name, shape, GgmlType::F32, 22, gqa).type;
+  };
+  for (uint32_t l : {0u, 1u, 2u, 21u}) {
+    const std::string b = fmt::format("blk.{}.", l);
+    EXPECT_EQ(type("Q3_K_M", b + "attn_v.weight", v, 8), l < 2 ? GgmlType::Q5_K : GgmlType::Q4_K) << l;
+    EXPECT_EQ(type("Q3_K_M", b + "ffn_down.weight", down, 8), l < 1 ? GgmlType::Q5_K : GgmlType::Q4_K) << l;
+    EXPECT_EQ(type("Q3_K_M", b + "attn_output.weight", sq, 8), GgmlType::Q4_K);
+    EXPECT_EQ(type("Q3_K_M", b + "attn_q.weight", sq, 8), GgmlType::Q3_K);
+    EXPECT_EQ(type("Q3_K_S", b + "attn_v.weight", v, 8), GgmlType::Q3_K);
+    EXPECT_EQ(type("Q3_K_L", b + "ffn_down.weight", down, 8), GgmlType::Q5_K);
+    EXPECT_EQ(type("Q2_K", b + "attn_v.weight", v, 8), GgmlType::Q4_K);
+    EXPECT_EQ(type("Q2_K", b + "attn_v.weight", v, 1), GgmlType::Q3_K);
+    EXPECT_EQ(type("Q2_K", b + "ffn_down.weight", down, 8), GgmlType::Q3_K);
+    EXPECT_EQ(type("Q2_K", b + "attn_output.weight", sq, 8), GgmlType::Q3_K);
+    EXPECT_EQ(type("Q2_K", b + "ffn_up.weight", down, 8), GgmlType::Q2_K);
+    for (const char* iq : {"IQ4_NL", "IQ4_XS"}) {
+      const GgmlType base = *parse_type_name(iq);
+      EXPECT_EQ(type(iq, b + "attn_v.weight", v, 8), GgmlType::Q5_K) << iq;
+      EXPECT_EQ(type(iq, b + "attn_v.weight", v, 1), base) << iq;
+      EXPECT_EQ(type(iq, b + "ffn_down.weight", down, 1), l < 2 ? GgmlType::Q5_K : base) << iq << " " << l;
+      EXPECT_EQ(type(iq, b + "attn_q.weight", sq, 8), base) << iq;
+    }
+  }
+  EXPECT_EQ(find_scheme("q3_k")->name, "Q3_K_M");
+  for (const char* s : {"Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L", "IQ4_NL", "IQ4_XS"})
+    EXPECT_EQ(type(s, "output.weight", out, 8), GgmlType::Q6_K) << s;
+  // Rows that do not fill 256-element blocks: llama.cpp's table (Q2_K/Q3_K -> Q4_0, IQ4_XS -> IQ4_NL).
+  const std::vector<uint64_t> odd{96, 64};
+  EXPECT_EQ(type("Q2_K", "blk.3.ffn_up.weight", odd, 1), GgmlType::Q4_0);
+  EXPECT_EQ(type("Q3_K_S", "blk.3.ffn_up.weight", odd, 1), GgmlType::Q4_0);
+  EXPECT_EQ(type("IQ4_XS", "blk.3.ffn_up.weight", odd, 1), GgmlType::IQ4_NL);
+  EXPECT_EQ(type("IQ4_NL", "blk.3.ffn_up.weight", odd, 1), GgmlType::IQ4_NL);
 }
 
 TEST_F(Synth, SameSeedSameBytesWhateverTheThreadsOtherSeedOtherBytes) {
@@ -293,7 +336,7 @@ TEST_F(Synth, BadRequestsAreExitCodeOneWithAMessage) {
     std::string expect;
   };
   const std::vector<Case> cases = {
-      {{"--type", "Q3_K_M"}, "Q3_K_M"},
+      {{"--type", "IQ2_XXS"}, "IQ2_XXS"},
       {{"--preset", "huge"}, "huge"},
       {{"--vocab", "100"}, "259"},
       {{"--heads", "3"}, "heads"},

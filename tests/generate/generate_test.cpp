@@ -112,7 +112,7 @@ TEST(Generate, DecodeStepsMakeNoHeapAllocationsInSteadyState) {
 TEST(Generate, SynthBigramModelFollowsItsPlantedSuccessors) {
   test::TempDir dir("bigram");
   for (const char* arch : {"llama", "qwen2"})
-  for (const char* type : {"F32", "Q8_0", "Q4_0"}) {
+  for (const char* type : {"F32", "Q8_0", "Q4_0", "Q2_K", "Q3_K_M", "IQ4_NL", "IQ4_XS"}) {
     SCOPED_TRACE(std::string(arch) + " " + type);
     convert::SynthOptions s;
     s.arch = arch;

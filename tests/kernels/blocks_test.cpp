@@ -24,6 +24,10 @@ TEST(Blocks, SizesMatchTheTypeTable) {
   expect_matches_table<BlockQ5_K>();
   expect_matches_table<BlockQ6_K>();
   expect_matches_table<BlockQ8_K>();
+  expect_matches_table<BlockQ2_K>();
+  expect_matches_table<BlockQ3_K>();
+  expect_matches_table<BlockIQ4_NL>();
+  expect_matches_table<BlockIQ4_XS>();
 }
 
 TEST(Blocks, FieldOffsetsAreGgmls) {
@@ -40,15 +44,25 @@ TEST(Blocks, FieldOffsetsAreGgmls) {
   EXPECT_EQ(offsetof(BlockQ6_K, d), 208u);
   EXPECT_EQ(offsetof(BlockQ8_K, qs), 4u);
   EXPECT_EQ(offsetof(BlockQ8_K, bsums), 260u);
+  EXPECT_EQ(offsetof(BlockQ2_K, qs), 16u);
+  EXPECT_EQ(offsetof(BlockQ2_K, d), 80u);
+  EXPECT_EQ(offsetof(BlockQ2_K, dmin), 82u);
+  EXPECT_EQ(offsetof(BlockQ3_K, qs), 32u);
+  EXPECT_EQ(offsetof(BlockQ3_K, scales), 96u);
+  EXPECT_EQ(offsetof(BlockQ3_K, d), 108u);
+  EXPECT_EQ(offsetof(BlockIQ4_NL, qs), 2u);
+  EXPECT_EQ(offsetof(BlockIQ4_XS, scales_h), 2u);
+  EXPECT_EQ(offsetof(BlockIQ4_XS, scales_l), 4u);
+  EXPECT_EQ(offsetof(BlockIQ4_XS, qs), 8u);
 }
 
 TEST(Blocks, ReferenceFlagMatchesWhatWeImplement) {
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
-                     GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K,
-                     GgmlType::Q6_K})
+                     GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
+                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS})
     EXPECT_TRUE(kernels::ref::has_reference(t)) << type_name(t);
-  for (GgmlType t : {GgmlType::Q8_1, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q8_K, GgmlType::IQ4_NL,
-                     GgmlType::I8, GgmlType::F64, GgmlType::MXFP4})
+  for (GgmlType t : {GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::IQ2_XXS, GgmlType::TQ1_0, GgmlType::I8,
+                     GgmlType::F64, GgmlType::MXFP4})
     EXPECT_FALSE(kernels::ref::has_reference(t)) << type_name(t);
 }
 

@@ -169,5 +169,67 @@ TEST(KnownBlocks, Q6_KQuartersOfEachHalf) {
   }
 }
 
+TEST(KnownBlocks, Q2_KScaleLowMinHighAndCrumbsByQuarter) {
+  BlockQ2_K b{};
+  b.d = 0x3C00;     // 1
+  b.dmin = 0x3800;  // 0.5
+  b.scales[0] = 0x21;  // sub-block 0: scale 1, min 2
+  b.scales[2] = 0x03;  // sub-block 2 (elements 32..47): scale 3, min 0
+  b.scales[9] = 0x45;  // sub-block 9 (elements 144..159): scale 5, min 4
+  b.qs[0] = 0b11100100;  // elements 0 -> 0, 32 -> 1, 64 -> 2, 96 -> 3
+  b.qs[32 + 16] = 0b00001000;  // second half, byte 16: element 128 + 32 + 16 = 176 -> 2
+  b.qs[32 + 16] |= 0b11;       // and element 128 + 16 = 144 -> 3
+  std::vector<float> y(256);
+  dequantize_row(GgmlType::Q2_K, &b, y.data(), 256);
+  EXPECT_EQ(y[0], -1.0f);        // 1 * 0 - 0.5 * 2
+  EXPECT_EQ(y[1], -1.0f);
+  EXPECT_EQ(y[32], 3.0f);        // 3 * 1
+  EXPECT_EQ(y[64], 0.0f);        // sub-block 4: scale 0, min 0
+  EXPECT_EQ(y[144], 13.0f);      // 5 * 3 - 0.5 * 4
+  EXPECT_EQ(y[176], 0.0f);       // sub-block 11: all zero
+}
+
+TEST(KnownBlocks, Q3_KHighBitSetMeansNoOffset) {
+  BlockQ3_K b{};
+  b.d = 0x3C00;  // 1
+  // Every scale code 33 (scale +1): low nibbles 1 in both halves of bytes 0..7, top bits 10 in 8..11.
+  for (int i = 0; i < 8; ++i) b.scales[i] = 0x11;
+  for (int i = 8; i < 12; ++i) b.scales[i] = 0xAA;
+  b.scales[1] = 0x1F;  // sub-block 1 (elements 16..31): low nibble 15, code 47, scale 15
+  b.hmask[0] |= 1;       // element 0: high bit set
+  b.qs[0] = 0b11;        // element 0: low bits 3
+  b.hmask[5] |= 1 << 3;  // element 3 * 32 + 5 = 101: high bit set, low bits 0
+  b.qs[16] = 0b01;       // element 16: low bits 1, no high bit
+  std::vector<float> y(256);
+  dequantize_row(GgmlType::Q3_K, &b, y.data(), 256);
+  EXPECT_EQ(y[0], 3.0f);
+  EXPECT_EQ(y[1], -4.0f);
+  EXPECT_EQ(y[16], 15.0f * (1 - 4));
+  EXPECT_EQ(y[101], 0.0f);
+  EXPECT_EQ(y[255], -4.0f);
+}
+
+TEST(KnownBlocks, IQ4LevelsAndXsScales) {
+  BlockIQ4_NL nl{};
+  nl.d = 0x3800;  // 0.5
+  nl.qs[0] = 0xF0;  // element 0 -> level 0 (-127), element 16 -> level 15 (113)
+  std::vector<float> y(256);
+  dequantize_row(GgmlType::IQ4_NL, &nl, y.data(), 32);
+  EXPECT_EQ(y[0], -63.5f);
+  EXPECT_EQ(y[16], 56.5f);
+  EXPECT_EQ(y[1], 0.5f * -127);
+
+  BlockIQ4_XS xs{};
+  xs.d = 0x3C00;       // 1
+  xs.scales_l[0] = 0x21;  // sub-block 0 low nibble 1, sub-block 1 low nibble 2
+  xs.scales_h = 0b10;     // sub-block 0 top bits 2: code 33, scale 1; sub-block 1 code 2, scale -30
+  xs.qs[0] = 0x08;        // element 0 -> level 8 (1)
+  xs.qs[16] = 0x09;       // element 32 -> level 9 (13)
+  dequantize_row(GgmlType::IQ4_XS, &xs, y.data(), 256);
+  EXPECT_EQ(y[0], 1.0f);
+  EXPECT_EQ(y[32], -390.0f);
+  EXPECT_EQ(y[64], 32.0f * 127);  // sub-block 2: code 0, scale -32, level 0 (-127)
+}
+
 }  // namespace
 }  // namespace skainet::kernels::ref

@@ -50,6 +50,10 @@ float block_bound(GgmlType t, const float* x, int n) {
     case GgmlType::Q4_K: return range / 15 * 1.0f + eps;
     case GgmlType::Q5_K: return range / 31 * 1.0f + eps;
     case GgmlType::Q6_K: return amax / 32 * 1.0f + eps;
+    case GgmlType::Q2_K: return range / 3 * 1.0f + eps;
+    case GgmlType::Q3_K: return amax / 4 * 1.0f + eps;
+    // IQ4: the widest gap between adjacent levels (104 to 127) over the largest level.
+    case GgmlType::IQ4_NL: case GgmlType::IQ4_XS: return amax * 23 / 127 + eps;
     default: return 0;
   }
 }
@@ -69,6 +73,10 @@ double rms_bound(GgmlType t) {
     case GgmlType::Q4_K: return 0.125;
     case GgmlType::Q5_K: return 0.07;
     case GgmlType::Q6_K: return 0.042;
+    case GgmlType::Q2_K: return 0.52;
+    case GgmlType::Q3_K: return 0.29;
+    case GgmlType::IQ4_NL: return 0.185;
+    case GgmlType::IQ4_XS: return 0.18;
     default: return 0;
   }
 }
@@ -189,13 +197,14 @@ INSTANTIATE_TEST_SUITE_P(All, RefFormat, ::testing::ValuesIn(kRefTypes),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
 TEST(RefFormat, UnsupportedTypesWriteZerosInsteadOfGarbage) {
+  constexpr GgmlType kNone = GgmlType::IQ2_XXS;
   std::vector<float> x(256, 1.0f), y(256, 7.0f);
-  std::vector<std::byte> q(row_bytes(GgmlType::Q2_K, 256), std::byte{0x5a});
-  quantize_row(GgmlType::Q2_K, x.data(), q.data(), 256);
+  std::vector<std::byte> q(row_bytes(kNone, 256), std::byte{0x5a});
+  quantize_row(kNone, x.data(), q.data(), 256);
   for (std::byte b : q) ASSERT_EQ(b, std::byte{0});
-  dequantize_row(GgmlType::Q2_K, q.data(), y.data(), 256);
+  dequantize_row(kNone, q.data(), y.data(), 256);
   for (float v : y) ASSERT_EQ(v, 0.0f);
-  EXPECT_TRUE(std::isnan(dot_row(GgmlType::Q2_K, q.data(), x.data(), 256)));
+  EXPECT_TRUE(std::isnan(dot_row(kNone, q.data(), x.data(), 256)));
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 #
 #   check_logits.sh SKAINET PEER_LOGITS SKAINET_LOGITS PYTHON VOCAB_GGUF WORK_DIR TYPE TOL RMS_TOL TOP1 [SHAPE...]
 #
-# Makes WORK_DIR/synth-TYPE.gguf with `skainet synth` (never committed; remade only when SHAPE changes),
+# Makes WORK_DIR/synth-TYPE.gguf with `skainet synth` (never committed; remade only when SHAPE changes;
+# TYPE@peer: the F16 synth through the peer's llama-quantize to TYPE),
 # runs a 32-step greedy run from the ids of "Once upon a time" in llama.cpp (peer_logits), then ours
 # (skainet_logits, fed llama.cpp's tokens), and compares with compare_logits.py: top-1 equal at every
 # step, max|dlogit|/max|logit| <= TOL and rms(dlogit)/max|logit| <= RMS_TOL at every step. TOP1 is
@@ -25,14 +26,48 @@ steps=${SKAINET_LOGITS_STEPS:-32}
 threads=${SKAINET_LOGITS_THREADS:-2}
 here=$(cd "$(dirname "$0")" && pwd)
 
+# TYPE@peer: the model is made by the peer's llama-quantize from the F16 synth (the formats we read but
+# llama.cpp's quantizer decides the bytes and the per-tensor mix of, e.g. Q3_K_M@peer).
+synth_type=$type peer_type=
+if [[ $type == *@peer ]]; then
+  peer_type=${type%@peer} synth_type=F16
+fi
 mkdir -p "$work"
-model=$work/synth-$type.gguf
+model=$work/synth-$synth_type.gguf
 stamp="$model.args"
-args="synth --type $type --seed 1 --vocab-from $vocab ${shape[*]}"
+args="synth --type $synth_type --seed 1 --vocab-from $vocab ${shape[*]}"
 if [ ! -f "$model" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$args" ]; then
   rm -f "$model" "$stamp"
-  "$skainet" synth "$model" --type "$type" --seed 1 --vocab-from "$vocab" "${shape[@]}" >/dev/null
+  "$skainet" synth "$model" --type "$synth_type" --seed 1 --vocab-from "$vocab" "${shape[@]}" >/dev/null
   echo "$args" >"$stamp"
+fi
+if [ -n "$peer_type" ]; then
+  quantized=$work/llama-quantize-$peer_type.gguf
+  if [ ! -f "$quantized" ] || [ "$quantized" -ot "$model" ]; then
+    rm -f "$quantized"
+    "${SKAINET_PEER_BIN:?TYPE@peer needs SKAINET_PEER_BIN}/llama-quantize" "$model" "$quantized" "$peer_type" \
+      >"$work/llama-quantize-$peer_type.log" 2>&1 || { tail -n 5 "$work/llama-quantize-$peer_type.log" >&2; exit 1; }
+  fi
+  # Our quantize of the same F16 file must choose llama-quantize's type for every tensor (the mix
+  # rules); bytes may differ in a few blocks where the peer's compiler fused multiply-adds
+  # (docs/formats.md), so they are counted, not failed.
+  ours_q=$work/skainet-quantize-$peer_type.gguf
+  "$skainet" quantize "$model" "$ours_q" "$peer_type" >"$work/skainet-quantize-$peer_type.log"
+  "$python" - "$quantized" "$ours_q" <<'PY'
+import sys
+import numpy as np
+from gguf import GGUFReader
+theirs, ours = ({t.name: t for t in GGUFReader(p).tensors} for p in sys.argv[1:3])
+bad = [f"{n}: llama-quantize {t.tensor_type.name}, ours {ours[n].tensor_type.name if n in ours else 'missing'}"
+       for n, t in theirs.items() if n not in ours or ours[n].tensor_type != t.tensor_type]
+same = sum(np.array_equal(np.asarray(t.data).view(np.uint8), np.asarray(ours[n].data).view(np.uint8))
+           for n, t in theirs.items() if n in ours)
+print(f"types: {len(theirs) - len(bad)}/{len(theirs)} tensors as llama-quantize; bytes identical in {same}")
+if bad:
+    print("\n".join(bad))
+    sys.exit(1)
+PY
+  model=$quantized
 fi
 
 # "Once upon a time" in the LLaMA SPM vocabulary, BOS first (llama-tokenize on this file; the test

@@ -4,7 +4,7 @@
 #   tests/peer/check_quantized_loads.sh SKAINET PEER_BIN MODELS_DIR WORK_DIR
 #   tests/peer/check_quantized_loads.sh build/release/skainet "$(scripts/peer.sh)" ../shared/models /tmp/pq
 #
-# For stories260K.gguf as shipped (F32) and for its Q8_0 and Q4_0 versions made by `skainet quantize IN OUT
+# For stories260K.gguf as shipped (F32) and for its Q8_0, Q4_0 and IQ4_NL versions made by `skainet quantize IN OUT
 # TYPE`, llama-simple must exit 0 after a short greedy, non-interactive generation and print non-empty
 # text, and its loader must report tensors of the requested type (a quantizer that silently wrote F32 would
 # otherwise pass). Ends with "N passed, N failed"; exits non-zero when any case failed.
@@ -68,7 +68,9 @@ check_generates() {
 
 check_generates F32 "$model" f32
 
-for type in Q8_0 Q4_0; do
+# IQ4_NL: the one new low-bit type whose 32-element blocks fit stories260K's rows of 64 (the 256-element
+# K and IQ4_XS blocks fall back to other types on every tensor there).
+for type in Q8_0 Q4_0 IQ4_NL; do
   quantized=$work/stories260K-$type.gguf
   rm -f "$quantized"
   if ! "$skainet" quantize "$model" "$quantized" "$type" >"$work/quantize-$type.log" 2>&1; then

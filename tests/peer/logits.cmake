@@ -37,10 +37,14 @@ if(peer_ok)
       "skainet synth shape options of the peer logits tests")
   # Qwen2 (q/k/v biases, NeoX RoPE) at the same shape with the GPT-2 byte-level BPE vocabulary, so the
   # prompt ids differ: "Once upon a time" is [7454, 2402, 257, 640] there, no BOS.
+  # TYPE@peer cases: files llama-quantize makes from the F16 bigram synth (Q2_K, Q3_K_M, IQ4_NL, IQ4_XS,
+  # each with llama.cpp's per-tensor mix, which our `quantize` must reproduce tensor for tensor).
   # name; weights; top-1 rule; type; bound on max|dlogit|/max|logit|; on rms(dlogit)/max|logit| (per step)
   foreach(case "F32;bigram;strict;F32;1e-3;2.5e-4" "Q8_0;bigram;strict;Q8_0;3e-2;1e-2"
                "random_F32;random;near-ties;F32;2e-3;5e-4" "random_Q8_0;random;near-ties;Q8_0;5e-2;1.5e-2"
-               "qwen2_F32;qwen2;strict;F32;1e-3;2.5e-4" "qwen2_Q8_0;qwen2;strict;Q8_0;3e-2;1e-2")
+               "qwen2_F32;qwen2;strict;F32;1e-3;2.5e-4" "qwen2_Q8_0;qwen2;strict;Q8_0;3e-2;1e-2"
+               "peer_Q2_K;bigram;strict;Q2_K@peer;5e-2;1.5e-2" "peer_Q3_K_M;bigram;strict;Q3_K_M@peer;5e-2;1.5e-2"
+               "peer_IQ4_NL;bigram;strict;IQ4_NL@peer;5e-2;1.5e-2" "peer_IQ4_XS;bigram;strict;IQ4_XS@peer;5e-2;1.5e-2")
     list(GET case 0 name)
     list(GET case 1 weights)
     list(GET case 2 top1)
@@ -62,5 +66,8 @@ if(peer_ok)
         $<TARGET_FILE:skainet_logits> ${SKAINET_VENV_PYTHON} ${SKAINET_SHARED_MODELS}/vocab/ggml-vocab-${vocab}.gguf
         ${CMAKE_BINARY_DIR}/peer-logits/${weights} ${type} ${tol} ${rms_tol} ${top1} ${shape})
     set_tests_properties(peer_logits_${name} PROPERTIES LABELS peer TIMEOUT 900 ENVIRONMENT "${env}")
+    if(type MATCHES "@peer$")  # these share the F16 synth they quantize from
+      set_tests_properties(peer_logits_${name} PROPERTIES RESOURCE_LOCK peer_logits_f16_synth)
+    endif()
   endforeach()
 endif()

@@ -39,9 +39,13 @@ void quantize_row(GgmlType type, const float* x, void* dst, int64_t n) noexcept 
     case GgmlType::Q5_0: quantize_q5_0(x, dst, n); return;
     case GgmlType::Q5_1: quantize_q5_1(x, dst, n); return;
     case GgmlType::Q8_0: quantize_q8_0(x, dst, n); return;
+    case GgmlType::Q2_K: quantize_q2_k(x, dst, n); return;
+    case GgmlType::Q3_K: quantize_q3_k(x, dst, n); return;
     case GgmlType::Q4_K: quantize_q4_k(x, dst, n); return;
     case GgmlType::Q5_K: quantize_q5_k(x, dst, n); return;
     case GgmlType::Q6_K: quantize_q6_k(x, dst, n); return;
+    case GgmlType::IQ4_NL: quantize_iq4_nl(x, dst, n); return;
+    case GgmlType::IQ4_XS: quantize_iq4_xs(x, dst, n); return;
     default: zero_encoded(type, dst, n); return;
   }
 }
@@ -70,9 +74,13 @@ void dequantize_row(GgmlType type, const void* src, float* y, int64_t n) noexcep
     case GgmlType::Q5_0: dequantize_q5_0(src, y, n); return;
     case GgmlType::Q5_1: dequantize_q5_1(src, y, n); return;
     case GgmlType::Q8_0: dequantize_q8_0(src, y, n); return;
+    case GgmlType::Q2_K: dequantize_q2_k(src, y, n); return;
+    case GgmlType::Q3_K: dequantize_q3_k(src, y, n); return;
     case GgmlType::Q4_K: dequantize_q4_k(src, y, n); return;
     case GgmlType::Q5_K: dequantize_q5_k(src, y, n); return;
     case GgmlType::Q6_K: dequantize_q6_k(src, y, n); return;
+    case GgmlType::IQ4_NL: dequantize_iq4_nl(src, y, n); return;
+    case GgmlType::IQ4_XS: dequantize_iq4_xs(src, y, n); return;
     default: std::memset(y, 0, static_cast<size_t>(n) * sizeof(float)); return;
   }
 }

@@ -7,24 +7,9 @@
 #include "kernels/ref/ref_internal.hpp"
 
 namespace skainet::kernels::ref::detail {
-namespace {
 
-constexpr float kGroupMaxEps = 1e-15f;
-
-// Round to nearest, ties to even, by adding 1.5 * 2^23 and reading the mantissa (ggml's
-// nearest_int). Valid for |v| < 2^22; outside that (or for NaN) it yields some int, never UB.
-inline int nearest_int(float v) noexcept {
-  const float t = v + 12582912.0f;
-  const uint32_t bits = std::bit_cast<uint32_t>(t);
-  return static_cast<int>(bits & 0x007fffffu) - 0x00400000;
-}
-
-inline int clamp(int v, int lo, int hi) noexcept { return v < lo ? lo : v > hi ? hi : v; }
-
-// Fits x ~ scale * L + min (min <= 0) with L in [0, nmax], minimizing the weighted squared error
-// over a grid of candidate scales; returns scale and stores -min in *neg_min.
 float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L, float* neg_min, float rmin,
-                    float rdelta, int nstep) noexcept {
+                    float rdelta, int nstep, bool use_mad) noexcept {
   uint8_t Laux[32];
   float min = x[0], max = x[0];
   float sum_w = w[0];
@@ -49,7 +34,7 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L,
     const int l = nearest_int(iscale * (x[i] - min));
     L[i] = static_cast<uint8_t>(clamp(l, 0, nmax));
     float diff = scale * static_cast<float>(L[i]) + min - x[i];
-    diff = diff * diff;
+    diff = use_mad ? std::fabs(diff) : diff * diff;
     best_error += w[i] * diff;
   }
   for (int is = 0; is <= nstep; ++is) {
@@ -74,7 +59,7 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L,
       float cur_error = 0;
       for (int i = 0; i < n; ++i) {
         float diff = this_scale * static_cast<float>(Laux[i]) + this_min - x[i];
-        diff = diff * diff;
+        diff = use_mad ? std::fabs(diff) : diff * diff;
         cur_error += w[i] * diff;
       }
       if (cur_error < best_error) {
@@ -88,6 +73,8 @@ float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L,
   *neg_min = -min;
   return scale;
 }
+
+namespace {
 
 // Fits x ~ scale * (L - nmax) with L in [0, 2*nmax), weights x^2, trying 19 scales around
 // nmax / max|x| and keeping the best least-squares one (ggml's make_qx_quants, rmse_type 1).
@@ -183,7 +170,7 @@ void quantize_k_scales(const float* x, int nmax, float rmin, float rdelta, int n
     for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
     const float av_x = std::sqrt(sum_x2 / 32);
     for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);
-    scales[j] = fit_scale_min(32, nmax, xs, weights, L + 32 * j, &mins[j], rmin, rdelta, nstep);
+    scales[j] = fit_scale_min(32, nmax, xs, weights, L + 32 * j, &mins[j], rmin, rdelta, nstep, false);
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }

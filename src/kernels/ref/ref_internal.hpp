@@ -22,6 +22,24 @@
 
 namespace skainet::kernels::ref::detail {
 
+inline constexpr float kGroupMaxEps = 1e-15f;  // ggml's GROUP_MAX_EPS: a group this small is all zero
+
+// Round to nearest, ties to even, by adding 1.5 * 2^23 and reading the mantissa (ggml's
+// nearest_int). Valid for |v| < 2^22; outside that (or for NaN) it yields some int, never UB.
+inline int nearest_int(float v) noexcept {
+  const float t = v + 12582912.0f;
+  const uint32_t bits = std::bit_cast<uint32_t>(t);
+  return static_cast<int>(bits & 0x007fffffu) - 0x00400000;
+}
+
+inline int clamp(int v, int lo, int hi) noexcept { return v < lo ? lo : v > hi ? hi : v; }
+
+// Fits x ~ scale * L + min (min <= 0) with L in [0, nmax] (n <= 32), minimizing the weighted squared
+// (or, use_mad, absolute) error over a grid of candidate scales; returns scale, stores -min in *neg_min
+// (ggml's make_qkx2_quants; quant_k.cpp). Q4_K/Q5_K fit 32 with squares, Q2_K 16 with absolutes.
+float fit_scale_min(int n, int nmax, const float* x, const float* w, uint8_t* L, float* neg_min, float rmin,
+                    float rdelta, int nstep, bool use_mad) noexcept;
+
 template <class B>
 inline B load_block(const void* src, int64_t i) noexcept {
   B b;
@@ -39,17 +57,25 @@ void quantize_q4_1(const float* x, void* dst, int64_t n) noexcept;
 void quantize_q5_0(const float* x, void* dst, int64_t n) noexcept;
 void quantize_q5_1(const float* x, void* dst, int64_t n) noexcept;
 void quantize_q8_0(const float* x, void* dst, int64_t n) noexcept;
+void quantize_q2_k(const float* x, void* dst, int64_t n) noexcept;
+void quantize_q3_k(const float* x, void* dst, int64_t n) noexcept;
 void quantize_q4_k(const float* x, void* dst, int64_t n) noexcept;
 void quantize_q5_k(const float* x, void* dst, int64_t n) noexcept;
 void quantize_q6_k(const float* x, void* dst, int64_t n) noexcept;
+void quantize_iq4_nl(const float* x, void* dst, int64_t n) noexcept;
+void quantize_iq4_xs(const float* x, void* dst, int64_t n) noexcept;
 
 void dequantize_q4_0(const void* src, float* y, int64_t n) noexcept;
 void dequantize_q4_1(const void* src, float* y, int64_t n) noexcept;
 void dequantize_q5_0(const void* src, float* y, int64_t n) noexcept;
 void dequantize_q5_1(const void* src, float* y, int64_t n) noexcept;
 void dequantize_q8_0(const void* src, float* y, int64_t n) noexcept;
+void dequantize_q2_k(const void* src, float* y, int64_t n) noexcept;
+void dequantize_q3_k(const void* src, float* y, int64_t n) noexcept;
 void dequantize_q4_k(const void* src, float* y, int64_t n) noexcept;
 void dequantize_q5_k(const void* src, float* y, int64_t n) noexcept;
 void dequantize_q6_k(const void* src, float* y, int64_t n) noexcept;
+void dequantize_iq4_nl(const void* src, float* y, int64_t n) noexcept;
+void dequantize_iq4_xs(const void* src, float* y, int64_t n) noexcept;
 
 }  // namespace skainet::kernels::ref::detail

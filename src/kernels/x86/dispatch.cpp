@@ -60,6 +60,10 @@ Route route(const IsaKernels& K, const Tensor& x, const Tensor& w) noexcept {
     case GgmlType::Q4_K: return {K.q4_k, Act::Q8x256};
     case GgmlType::Q5_K: return {K.q5_k, Act::Q8x256};
     case GgmlType::Q6_K: return {K.q6_k, Act::Q8x256};
+    case GgmlType::IQ4_NL: return {K.iq4_nl, Act::Q8x32};
+    case GgmlType::IQ4_XS: return {K.iq4_xs, Act::Q8x256};
+    case GgmlType::Q2_K: return {K.q2_k, Act::Q8x256};
+    case GgmlType::Q3_K: return {K.q3_k, Act::Q8x256};
     default: return {};
   }
 }

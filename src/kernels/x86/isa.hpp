@@ -104,6 +104,8 @@ struct IsaKernels {
   GemvFn q4_k_feed, q6_k_feed;                 // BlockOrder::Interleaved16, x Q8x256
   // out[j] = softmax(scale * x)[j] over j < visible, 0 up to n; contiguous rows, out may be x.
   void (*softmax_row)(const float* x, float* out, int64_t visible, int64_t n, float scale) noexcept;
+  GemvFn iq4_nl, iq4_xs;                       // x Q8x32 / Q8x256, one-row dots only (simd_iq4.hpp)
+  GemvFn q2_k, q3_k;                           // x Q8x256, one-row dots only (simd_q23_k.hpp)
 };
 
 // Defined in the ISA units (data, not code: safe to name from the baseline unit).

@@ -9,6 +9,8 @@
 #include "kernels/x86/k_tiles.hpp"
 #include "kernels/x86/feed_tiles.hpp"
 #include "kernels/x86/softmax.hpp"
+#include "kernels/x86/simd_iq4.hpp"
+#include "kernels/x86/simd_q23_k.hpp"
 
 namespace skainet::kernels::x86 {
 namespace {
@@ -254,6 +256,10 @@ const IsaKernels kAvx512Kernels = {
     &gemm_feed<FeedQ4_K, &dot_q4_k>,
     &gemm_feed<FeedQ6_K, &dot_q6_k>,
     &softmax_row,
+    &gemv<&dot_iq4_nl, Act::Q8x32>,
+    &gemv<&dot_iq4_xs, Act::Q8x256>,
+    &gemv<&dot_q2_k, Act::Q8x256>,
+    &gemv<&dot_q3_k, Act::Q8x256>,
 };
 
 }  // namespace skainet::kernels::x86

@@ -1,0 +1,64 @@
+// IQ4_NL and IQ4_XS one-row dot products on 256-bit vectors, for both ISA units (included after
+// simd_int8.hpp, whose helpers and SKAINET_X86_VNNI choice they use). The 4-bit indices become the
+// signed levels kIq4nlValues with one byte shuffle, then a signed x signed integer dot per 32
+// elements (|level| <= 127 against |x| <= 127: no int16 pair saturates). IQ4_NL dots against a
+// Q8x32 activation (as llama.cpp's against Q8_0), IQ4_XS against Q8x256 (llama.cpp: Q8_K).
+#pragma once
+
+namespace skainet::kernels::x86 {
+namespace {
+
+// 16 bytes of nibbles -> the 32 levels they index, elements 0..15 from the low nibbles.
+inline __m256i iq4_levels32(const std::byte* p) noexcept {
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues));
+  return _mm256_shuffle_epi8(_mm256_set_m128i(table, table), nibbles32(p));
+}
+
+float dot_iq4_nl(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
+  const Act32 a = act32(xr, L);
+  constexpr int64_t kB = sizeof(BlockIQ4_NL);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  const int64_t nb = k / 32;
+  int64_t b = 0;
+  for (; b + 1 < nb; b += 2) {
+    const std::byte* p0 = w + b * kB;
+    const std::byte* p1 = p0 + kB;
+    const __m256i i0 = mul_sum_s8(iq4_levels32(p0 + 2), loadu(a.q + 32 * b));
+    const __m256i i1 = mul_sum_s8(iq4_levels32(p1 + 2), loadu(a.q + 32 * b + 32));
+    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p0) * a.d[b]), _mm256_cvtepi32_ps(i0), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p1) * a.d[b + 1]), _mm256_cvtepi32_ps(i1), acc1);
+  }
+  if (b < nb) {
+    const std::byte* p0 = w + b * kB;
+    const __m256i i0 = mul_sum_s8(iq4_levels32(p0 + 2), loadu(a.q + 32 * b));
+    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p0) * a.d[b]), _mm256_cvtepi32_ps(i0), acc0);
+  }
+  return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+// Per super-block: the 8 sub-block sums times their 6-bit scales (ls - 32) in int32 lanes (at most
+// 8 * 32 * 4 * 127 * 127 in magnitude), then one float multiply by d_w * d_x.
+float dot_iq4_xs(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
+  const Act256 a = act256(xr, L);
+  constexpr int64_t kB = sizeof(BlockIQ4_XS);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < k / 256; ++b) {
+    const std::byte* p = w + b * kB;
+    uint16_t scales_h;
+    std::memcpy(&scales_h, p + offsetof(BlockIQ4_XS, scales_h), 2);
+    const auto* scales_l = reinterpret_cast<const uint8_t*>(p + offsetof(BlockIQ4_XS, scales_l));
+    const std::byte* qs = p + offsetof(BlockIQ4_XS, qs);
+    const int8_t* xq = a.q + 256 * b;
+    __m256i sumi = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const int ls = ((scales_l[j / 2] >> (4 * (j % 2))) & 0xf) | (((scales_h >> (2 * j)) & 3) << 4);
+      const __m256i s = mul_sum_s8(iq4_levels32(qs + 16 * j), loadu(xq + 32 * j));
+      sumi = _mm256_add_epi32(sumi, _mm256_mullo_epi32(s, _mm256_set1_epi32(ls - 32)));
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p) * a.d[b]), _mm256_cvtepi32_ps(sumi), acc);
+  }
+  return hsum(acc);
+}
+
+}  // namespace
+}  // namespace skainet::kernels::x86

@@ -1,0 +1,74 @@
+// Q2_K and Q3_K one-row dot products against a Q8x256 activation (as llama.cpp's against Q8_K), on
+// 256-bit vectors, for both ISA units (included after simd_int8.hpp). Each 32 elements are two
+// sub-blocks of 16: one int8 dot gives int32 lanes 0-3 for the first and 4-7 for the second, which
+// are multiplied by the two sub-block scales before adding up; one float multiply per super-block.
+// Q2_K's unsigned quants (0..3) take the u8 x s8 primitive and its mins the activation's sums of
+// 16; Q3_K's signed quants (-4..3) the signed one.
+#pragma once
+
+namespace skainet::kernels::x86 {
+namespace {
+
+// Lanes 0-3 times s0, lanes 4-7 times s1.
+inline __m256i scale_halves(__m256i v, int s0, int s1) noexcept {
+  return _mm256_mullo_epi32(v, _mm256_setr_epi32(s0, s0, s0, s0, s1, s1, s1, s1));
+}
+
+// The 2-bit fields at bit 2s of the 32 bytes at p: elements 128h + 32s + 0..31 of a Q2_K/Q3_K block.
+inline __m256i crumbs(const std::byte* p, int s) noexcept {
+  return _mm256_and_si256(_mm256_srli_epi16(loadu(p), 2 * s), _mm256_set1_epi8(3));
+}
+
+float dot_q2_k(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
+  const Act256 a = act256(xr, L);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < k / 256; ++b) {
+    const std::byte* p = w + b * static_cast<int64_t>(sizeof(BlockQ2_K));
+    const auto* sc = reinterpret_cast<const uint8_t*>(p + offsetof(BlockQ2_K, scales));
+    const std::byte* qs = p + offsetof(BlockQ2_K, qs);
+    const int8_t* xq = a.q + 256 * b;
+    const int16_t* bsums = a.bsums + 16 * b;
+    __m256i sumi = _mm256_setzero_si256();
+    int mins = 0;
+    for (int c = 0; c < 8; ++c) {
+      const __m256i s = mul_sum(crumbs(qs + 32 * (c / 4), c % 4), loadu(xq + 32 * c));
+      sumi = _mm256_add_epi32(sumi, scale_halves(s, sc[2 * c] & 0xf, sc[2 * c + 1] & 0xf));
+    }
+    for (int j = 0; j < 16; ++j) mins += (sc[j] >> 4) * bsums[j];
+    const float dx = a.d[b];
+    sum += dx * half_at(p + offsetof(BlockQ2_K, d)) * static_cast<float>(hsum_i32(sumi)) -
+           dx * half_at(p + offsetof(BlockQ2_K, dmin)) * static_cast<float>(mins);
+  }
+  return sum;
+}
+
+float dot_q3_k(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
+  const Act256 a = act256(xr, L);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < k / 256; ++b) {
+    const std::byte* p = w + b * static_cast<int64_t>(sizeof(BlockQ3_K));
+    const auto* packed = reinterpret_cast<const uint8_t*>(p + offsetof(BlockQ3_K, scales));
+    int sc[16];
+    for (int j = 0; j < 16; ++j) {
+      const int low = j < 8 ? packed[j] & 0xf : packed[j - 8] >> 4;
+      sc[j] = (low | (((packed[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
+    }
+    const __m256i hmask = loadu(p + offsetof(BlockQ3_K, hmask));
+    const std::byte* qs = p + offsetof(BlockQ3_K, qs);
+    const int8_t* xq = a.q + 256 * b;
+    __m256i sumi = _mm256_setzero_si256();
+    for (int c = 0; c < 8; ++c) {
+      // The third bit of element 32c + l is bit c of hmask[l]; clear means -4.
+      const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << c));
+      const __m256i high = _mm256_cmpeq_epi8(_mm256_and_si256(hmask, bit), bit);
+      const __m256i q = _mm256_sub_epi8(crumbs(qs + 32 * (c / 4), c % 4), _mm256_andnot_si256(high, _mm256_set1_epi8(4)));
+      const __m256i s = mul_sum_s8(q, loadu(xq + 32 * c));
+      sumi = _mm256_add_epi32(sumi, scale_halves(s, sc[2 * c], sc[2 * c + 1]));
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(a.d[b] * half_at(p + offsetof(BlockQ3_K, d))), _mm256_cvtepi32_ps(sumi), acc);
+  }
+  return hsum(acc);
+}
+
+}  // namespace
+}  // namespace skainet::kernels::x86
