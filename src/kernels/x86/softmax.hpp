@@ -37,8 +37,13 @@ struct SoftmaxVec {
   static F add(F a, F b) noexcept { return _mm512_add_ps(a, b); }
   static F sub(F a, F b) noexcept { return _mm512_sub_ps(a, b); }
   static F mul(F a, F b) noexcept { return _mm512_mul_ps(a, b); }
-  static float hmax(F v) noexcept { return _mm512_reduce_max_ps(v); }
-  static float hsum(F v) noexcept { return _mm512_reduce_add_ps(v); }
+  // Through memory, as Vec::sum (simd_tiles.hpp): GCC 12's _mm512_reduce_* warn -Wuninitialized.
+  static float hmax(F v) noexcept {
+    alignas(64) float t[16];
+    _mm512_store_ps(t, v);
+    return x86::hmax(_mm256_max_ps(_mm256_load_ps(t), _mm256_load_ps(t + 8)));
+  }
+  static float hsum(F v) noexcept { return Vec::sum(v); }
   static F exp(F x) noexcept {
     x = _mm512_max_ps(x, _mm512_set1_ps(ExpPoly::kMin));
     const F n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(ExpPoly::kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
