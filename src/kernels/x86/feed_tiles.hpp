@@ -72,6 +72,13 @@ inline int32_t bsum16_at(const std::byte* xr, const ActLayout& L, int64_t i) noe
   return v;
 }
 
+// f.template operator()<h, t>() for the 8 quarters (h, t) of a Q6_K block, in order.
+template <class F>
+inline void each_quarter(const F& f) noexcept {
+  f.template operator()<0, 0>(), f.template operator()<0, 1>(), f.template operator()<0, 2>(), f.template operator()<0, 3>();
+  f.template operator()<1, 0>(), f.template operator()<1, 1>(), f.template operator()<1, 2>(), f.template operator()<1, 3>();
+}
+
 // The 6-bit scales and mins of 8 sub-blocks from Q4_K's three packed words (as k4_scales, here for
 // a lane per row): sc0..3 | sc4..7 | mn0..3 | mn4..7, a byte per sub-block in each lane.
 template <class I, class Ops>
@@ -214,15 +221,14 @@ void feed_tile_q6_k(const std::byte* group, int64_t blocks, const std::byte* x, 
       dsc[2 * u + 1] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, 16), 24)));
     }
     const std::byte* q = p + FeedQ6_K::kHeadBytes;
-    _Pragma("GCC unroll 1")
-    for (int ht = 0; ht < 8; ++ht) {
-      const int h = ht / 4, t = ht % 4;
+    // h and t as constants: the nibble choice and the qh shift become immediates, no branches.
+    const auto quarter = [&]<int h, int t>() noexcept {
       __m512i v[8];
       SKAINET_UNROLL
       for (int m = 0; m < 8; ++m) {
         const __m512i ql = _mm512_loadu_si512(q + 64 * (16 * h + 8 * (t & 1) + m));
         const __m512i qh = _mm512_loadu_si512(q + 64 * (FeedQ6_K::kQhChunk + 8 * h + m));
-        const __m512i nib = _mm512_and_si512(t < 2 ? ql : _mm512_srli_epi16(ql, 4), low4);
+        const __m512i nib = _mm512_and_si512(t < 2 ? ql : _mm512_srli_epi16(ql, 4), low4);  // constant t
         v[m] = _mm512_or_si512(nib, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 2 * t), low2), 4));
       }
       const int sb = 8 * h + 2 * t;  // the sub-blocks of chunks 0..3 and 4..7
@@ -241,7 +247,8 @@ void feed_tile_q6_k(const std::byte* group, int64_t blocks, const std::byte* x, 
           acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dsc[sb + half], sdx), acc[j]);
         }
       }
-    }
+    };
+    each_quarter(quarter);
   }
 }
 
@@ -423,9 +430,7 @@ void feed_tile_q6_k(const std::byte* group, int64_t blocks, const std::byte* x, 
         dsc[2 * u] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 24), 24)));
         dsc[2 * u + 1] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 16), 24)));
       }
-      _Pragma("GCC unroll 1")
-      for (int ht = 0; ht < 8; ++ht) {
-        const int h = ht / 4, t = ht % 4;
+      const auto quarter = [&]<int h, int t>() noexcept {
         __m256i v[8];
         SKAINET_UNROLL
         for (int m = 0; m < 8; ++m) {
@@ -453,7 +458,8 @@ void feed_tile_q6_k(const std::byte* group, int64_t blocks, const std::byte* x, 
             acc[rh][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dsc[sb + half], _mm256_set1_ps(dx)), acc[rh][j]);
           }
         }
-      }
+      };
+      each_quarter(quarter);
     }
   }
 }
