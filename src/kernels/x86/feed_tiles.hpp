@@ -221,6 +221,10 @@ void feed_tile_q6_k(const std::byte* group, int64_t blocks, const std::byte* x, 
       dsc[2 * u + 1] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, 16), 24)));
     }
     const std::byte* q = p + FeedQ6_K::kHeadBytes;
+    // The block's sum per x row before its d_x: one FMA per sub-block instead of a multiply and an FMA.
+    __m512 blk[RX];
+    SKAINET_UNROLL
+    for (int j = 0; j < RX; ++j) blk[j] = _mm512_setzero_ps();
     // h and t as constants: the nibble choice and the qh shift become immediates, no branches.
     const auto quarter = [&]<int h, int t>() noexcept {
       __m512i v[8];
@@ -236,19 +240,22 @@ void feed_tile_q6_k(const std::byte* group, int64_t blocks, const std::byte* x, 
       for (int j = 0; j < RX; ++j) {
         const std::byte* xr = x + j * x_stride;
         const std::byte* xq = xr + 256 * b + 32 * (4 * h + t);
-        float dx;
-        std::memcpy(&dx, xr + L.d_off + 4 * b, 4);
-        const __m512 sdx = _mm512_set1_ps(dx);
         SKAINET_UNROLL
         for (int half = 0; half < 2; ++half) {
           __m512i s = _mm512_set1_epi32(-32 * bsum16_at(xr, L, 16 * b + sb + half));
           SKAINET_UNROLL
           for (int m = 4 * half; m < 4 * half + 4; ++m) s = _mm512_dpbusd_epi32(s, v[m], _mm512_set1_epi32(load_i32(xq + 4 * m)));
-          acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dsc[sb + half], sdx), acc[j]);
+          blk[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dsc[sb + half], blk[j]);
         }
       }
     };
     each_quarter(quarter);
+    SKAINET_UNROLL
+    for (int j = 0; j < RX; ++j) {
+      float dx;
+      std::memcpy(&dx, x + j * x_stride + L.d_off + 4 * b, 4);
+      acc[j] = _mm512_fmadd_ps(blk[j], _mm512_set1_ps(dx), acc[j]);
+    }
   }
 }
 
