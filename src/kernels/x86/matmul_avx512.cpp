@@ -187,6 +187,58 @@ void gemm_converted(const Gemv& g) noexcept {
     }
 }
 
+// Dense weights with a short k (attention's scores against the K cache: k is the head dimension;
+// small models' projections) against several x rows. A row-major dot product ends every (weight row,
+// x row) pair in a horizontal sum, which at k <= 128 costs as much as the products. Instead 32 weight
+// rows are transposed to floats once per call (wt[c] holds element c of the 32 rows) and each x row
+// runs k broadcast FMAs into 2 vectors of 32 outputs: no horizontal work at all.
+constexpr int64_t kShortK = 128;
+
+template <class W>
+void gemm_short_k(const Gemv& g) noexcept {
+  alignas(64) float wt[kShortK][32];
+  alignas(64) float row[kShortK + 16];
+  for (int64_t o0 = 0; o0 < g.rows; o0 += 32) {
+    const int64_t rows = std::min<int64_t>(32, g.rows - o0);
+    for (int64_t i = 0; i < 32; ++i) {
+      if (i < rows)
+        for (int64_t c = 0; c < g.k; c += 16) _mm512_store_ps(row + c, W::at(g.w + (o0 + i) * g.w_stride, c, tail_mask(g.k - c)));
+      for (int64_t c = 0; c < g.k; ++c) wt[c][i] = i < rows ? row[c] : 0.0f;
+    }
+    const __mmask16 m0 = tail_mask(rows), m1 = tail_mask(std::max<int64_t>(rows - 16, 0));
+    const auto run = [&]<int R>(int64_t r) noexcept {
+      __m512 acc[R][2];
+      SKAINET_UNROLL
+      for (int j = 0; j < R; ++j) acc[j][0] = acc[j][1] = _mm512_setzero_ps();
+      for (int64_t c = 0; c < g.k; ++c) {
+        const __m512 w0 = _mm512_load_ps(wt[c]), w1 = _mm512_load_ps(wt[c] + 16);
+        SKAINET_UNROLL
+        for (int j = 0; j < R; ++j) {
+          const __m512 xv = _mm512_set1_ps(reinterpret_cast<const float*>(g.x + (r + j) * g.x_stride)[c]);
+          acc[j][0] = _mm512_fmadd_ps(xv, w0, acc[j][0]);
+          acc[j][1] = _mm512_fmadd_ps(xv, w1, acc[j][1]);
+        }
+      }
+      SKAINET_UNROLL
+      for (int j = 0; j < R; ++j) {
+        float* out = reinterpret_cast<float*>(g.out + (r + j) * g.out_row) + o0;
+        _mm512_mask_storeu_ps(out, m0, acc[j][0]);
+        _mm512_mask_storeu_ps(out + 16, m1, acc[j][1]);
+      }
+    };
+    int64_t r = 0;
+    for (; r + 4 <= g.n; r += 4) run.template operator()<4>(r);
+    for (; r < g.n; ++r) run.template operator()<1>(r);
+  }
+}
+
+// The dense entries: short k with several x rows as above, else the tiles.
+template <class W, GemvFn Tiles>
+void gemm_dense(const Gemv& g) noexcept {
+  if (g.n >= 2 && g.k <= kShortK && g.out_col == 4) return gemm_short_k<W>(g);
+  Tiles(g);
+}
+
 // GemmT on up to 4 x rows and 64 output columns at a time: each weight row c (64 columns, 4
 // vectors) is loaded once and multiplied by every x row's x[r][c], R * 4 accumulators in registers.
 template <class W, int R>
@@ -238,9 +290,9 @@ const IsaKernels kAvx512Kernels = {
     "avx512",
     &quantize_q8x32,
     &quantize_q8x256,
-    &gemm<&tile_dense<F32Load>, 4, 4, &dot_dense<F32Load>, Act::None>,
-    &gemm_converted<F16Load>,
-    &gemm_converted<BF16Load>,
+    &gemm_dense<F32Load, &gemm<&tile_dense<F32Load>, 4, 4, &dot_dense<F32Load>, Act::None>>,
+    &gemm_dense<F16Load, &gemm_converted<F16Load>>,
+    &gemm_dense<BF16Load, &gemm_converted<BF16Load>>,
     gemm_legacy<Q4_0Dec, &dot_q4_0_x2>,
     gemm_legacy<Q4_1Dec, &dot_legacy<Q4_1Dec>>,
     gemm_legacy<Q5_0Dec, &dot_legacy<Q5_0Dec>>,
