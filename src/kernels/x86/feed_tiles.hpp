@@ -530,11 +530,7 @@ void gemm_feed(const Gemv& g) noexcept {
     for (; r + kFeedRx <= g.n; r += kFeedRx) feed_tile_store<F, kFeedRx>(g, group, blocks, o, r, L);
     feed_rest<F, kFeedRx / 2>(g, group, blocks, o, r, L);
   }
-  for (; o < g.rows; ++o)
-    for (int64_t r = 0; r < g.n; ++r) {
-      const float v = Dot(g.w + o * g.w_stride, g.x + r * g.x_stride, g.k, L);
-      std::memcpy(g.out + r * g.out_row + o * g.out_col, &v, 4);
-    }
+  dot_rows<Dot>(g, o, L);
 }
 
 }  // namespace

@@ -184,14 +184,7 @@ void multiply_k_rows(const DecodedK<RW>& t, const std::byte* x, int64_t x_stride
       for (int i = 0; i < RW; ++i) acc[i][j] = Vec::fnma(Vec::load(t.m[i] + e), xs, acc[i][j]);
     }
   }
-  SKAINET_UNROLL
-  for (int j = 0; j < RX; ++j)
-    SKAINET_UNROLL
-    for (int i = 0; i < RW; ++i) {
-      const float v = Vec::sum(acc[i][j]);
-      float& o = out[j * out_row + i];
-      o = first ? v : o + v;
-    }
+  store_sums<RW, RX>(acc, out, out_row, first);
 }
 
 // gemv's contract (isa.hpp) for the K formats: per tile of RW weight rows and chunk of blocks, decode
@@ -214,11 +207,7 @@ void gemm_k_rows(const Gemv& g) noexcept {
       for (; r < g.n; ++r) multiply_k_rows<RW, 1>(t, g.x + r * g.x_stride, g.x_stride, L, out + r * out_row, out_row, b0 == 0);
     }
   }
-  for (int64_t o = rows_tiled; o < g.rows; ++o)
-    for (int64_t r = 0; r < g.n; ++r) {
-      const float v = Dot(g.w + o * g.w_stride, g.x + r * g.x_stride, g.k, L);
-      std::memcpy(g.out + r * g.out_row + o * g.out_col, &v, 4);
-    }
+  dot_rows<Dot>(g, rows_tiled, L);
 }
 
 template <class D, DotFn Dot>

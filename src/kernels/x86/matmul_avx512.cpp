@@ -154,21 +154,13 @@ void multiply_converted(const float (&wf)[kConvertedRows][kConvertedChunk], int6
       for (int j = 0; j < RX; ++j) acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
     }
   }
-  SKAINET_UNROLL
-  for (int j = 0; j < RX; ++j)
-    SKAINET_UNROLL
-    for (int i = 0; i < RW; ++i) {
-      const float v = Vec::sum(acc[i][j]);
-      float& o = out[j * out_row + i];
-      o = first ? v : o + v;
-    }
+  store_sums<RW, RX>(acc, out, out_row, first);
 }
 
 template <class W>
 void gemm_converted(const Gemv& g) noexcept {
   constexpr int RW = kConvertedRows;
   if (g.n < 2 || g.out_col != 4) return gemm<&tile_dense<W>, 4, 4, &dot_dense<W>, Act::None>(g);
-  const ActLayout none{};
   const int64_t rows_tiled = g.rows - g.rows % RW, out_row = g.out_row / 4;
   alignas(64) float wf[RW][kConvertedChunk];
   for (int64_t o = 0; o < rows_tiled; o += RW) {
@@ -184,11 +176,7 @@ void gemm_converted(const Gemv& g) noexcept {
       if (r < g.n) multiply_converted<1>(wf, len, x + r * g.x_stride, g.x_stride, out + r * out_row, out_row, e0 == 0);
     }
   }
-  for (int64_t o = rows_tiled; o < g.rows; ++o)
-    for (int64_t r = 0; r < g.n; ++r) {
-      const float v = dot_dense<W>(g.w + o * g.w_stride, g.x + r * g.x_stride, g.k, none);
-      std::memcpy(g.out + r * g.out_row + o * g.out_col, &v, 4);
-    }
+  dot_rows<&dot_dense<W>>(g, rows_tiled, ActLayout{});
 }
 
 // Dense weights with a short k (attention's scores against the K cache: k is the head dimension;

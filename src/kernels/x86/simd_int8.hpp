@@ -230,26 +230,40 @@ float dot_legacy(const std::byte* w, const std::byte* xr, int64_t k, const ActLa
   return hsum(_mm256_add_ps(acc0, acc1)) + (c0 + c1);
 }
 
-float dot_q8_0(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
+// Q8_0 as a "decoder": signed quants, no offset term (the prefill tiles use it too).
+struct Q8_0Dec {
+  static constexpr int64_t kBytes = sizeof(BlockQ8_0);
+  static constexpr bool kSigned = true;
+  static __m256i quants(const std::byte* b) noexcept { return loadu(b + 2); }
+};
+
+// A format of 32-element blocks with an F16 scale and signed quants (Q8_0; IQ4_NL's levels),
+// against Q8x32: two blocks per iteration into two accumulators.
+template <class D>
+float dot_signed(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
   const Act32 a = act32(xr, L);
   const int64_t nb = k / 32;
-  constexpr int64_t kB = sizeof(BlockQ8_0);
+  constexpr int64_t kB = D::kBytes;
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   int64_t b = 0;
   for (; b + 1 < nb; b += 2) {
     const std::byte* p0 = w + b * kB;
     const std::byte* p1 = p0 + kB;
-    const __m256i i0 = mul_sum_s8(loadu(p0 + 2), loadu(a.q + 32 * b));
-    const __m256i i1 = mul_sum_s8(loadu(p1 + 2), loadu(a.q + 32 * b + 32));
+    const __m256i i0 = mul_sum_s8(D::quants(p0), loadu(a.q + 32 * b));
+    const __m256i i1 = mul_sum_s8(D::quants(p1), loadu(a.q + 32 * b + 32));
     acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p0) * a.d[b]), _mm256_cvtepi32_ps(i0), acc0);
     acc1 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p1) * a.d[b + 1]), _mm256_cvtepi32_ps(i1), acc1);
   }
   if (b < nb) {
     const std::byte* p0 = w + b * kB;
-    const __m256i i0 = mul_sum_s8(loadu(p0 + 2), loadu(a.q + 32 * b));
+    const __m256i i0 = mul_sum_s8(D::quants(p0), loadu(a.q + 32 * b));
     acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p0) * a.d[b]), _mm256_cvtepi32_ps(i0), acc0);
   }
   return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+float dot_q8_0(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
+  return dot_signed<Q8_0Dec>(w, xr, k, L);
 }
 
 // ---- K formats against Q8x256 ----
@@ -368,17 +382,22 @@ float dot_q6_k(const std::byte* w, const std::byte* xr, int64_t k, const ActLayo
 
 using DotFn = float (*)(const std::byte* w, const std::byte* x, int64_t k, const ActLayout& L) noexcept;
 
-// Each weight row is read once and dotted with every x row while it sits in L1.
-template <DotFn Dot, Act A>
-void gemv(const Gemv& g) noexcept {
-  const ActLayout L = act_layout(A, g.k);
-  for (int64_t o = 0; o < g.rows; ++o) {
+// Weight rows [from, g.rows), each read once and dotted with every x row while it sits in L1 (the
+// whole of decode; the rows a prefill tile leaves over).
+template <DotFn Dot>
+void dot_rows(const Gemv& g, int64_t from, const ActLayout& L) noexcept {
+  for (int64_t o = from; o < g.rows; ++o) {
     const std::byte* wr = g.w + o * g.w_stride;
     for (int64_t r = 0; r < g.n; ++r) {
       const float v = Dot(wr, g.x + r * g.x_stride, g.k, L);
       std::memcpy(g.out + r * g.out_row + o * g.out_col, &v, 4);
     }
   }
+}
+
+template <DotFn Dot, Act A>
+void gemv(const Gemv& g) noexcept {
+  dot_rows<Dot>(g, 0, act_layout(A, g.k));
 }
 
 }  // namespace

@@ -14,26 +14,13 @@ inline __m256i iq4_levels32(const std::byte* p) noexcept {
   return _mm256_shuffle_epi8(_mm256_set_m128i(table, table), nibbles32(p));
 }
 
+struct IQ4_NLDec {
+  static constexpr int64_t kBytes = sizeof(BlockIQ4_NL);
+  static __m256i quants(const std::byte* b) noexcept { return iq4_levels32(b + 2); }
+};
+
 float dot_iq4_nl(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
-  const Act32 a = act32(xr, L);
-  constexpr int64_t kB = sizeof(BlockIQ4_NL);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  const int64_t nb = k / 32;
-  int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    const std::byte* p0 = w + b * kB;
-    const std::byte* p1 = p0 + kB;
-    const __m256i i0 = mul_sum_s8(iq4_levels32(p0 + 2), loadu(a.q + 32 * b));
-    const __m256i i1 = mul_sum_s8(iq4_levels32(p1 + 2), loadu(a.q + 32 * b + 32));
-    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p0) * a.d[b]), _mm256_cvtepi32_ps(i0), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p1) * a.d[b + 1]), _mm256_cvtepi32_ps(i1), acc1);
-  }
-  if (b < nb) {
-    const std::byte* p0 = w + b * kB;
-    const __m256i i0 = mul_sum_s8(iq4_levels32(p0 + 2), loadu(a.q + 32 * b));
-    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p0) * a.d[b]), _mm256_cvtepi32_ps(i0), acc0);
-  }
-  return hsum(_mm256_add_ps(acc0, acc1));
+  return dot_signed<IQ4_NLDec>(w, xr, k, L);
 }
 
 // Per super-block: the 8 sub-block sums times their 6-bit scales (ls - 32) in int32 lanes (at most

@@ -115,12 +115,6 @@ struct Vec {
   }
 };
 #endif
-// Q8_0 as a "decoder" for the tile: signed quants, no offset term.
-struct Q8_0Dec {
-  static constexpr int64_t kBytes = sizeof(BlockQ8_0);
-  static constexpr bool kSigned = true;
-  static __m256i quants(const std::byte* b) noexcept { return loadu(b + 2); }
-};
 
 template <class D>
 constexpr bool is_signed() noexcept {
@@ -136,6 +130,19 @@ inline float dot_floats(const float* a, const float* b, int64_t n) noexcept {
   float tail = 0.0f;
   for (; i < n; ++i) tail += a[i] * b[i];
   return hsum(acc) + tail;
+}
+
+// A chunk's sums into out[j * out_row + i]: the first chunk of k stores, later ones add.
+template <int RW, int RX>
+void store_sums(const typename Vec::F (&acc)[RW][RX], float* out, int64_t out_row, bool first) noexcept {
+  SKAINET_UNROLL
+  for (int j = 0; j < RX; ++j)
+    SKAINET_UNROLL
+    for (int i = 0; i < RW; ++i) {
+      const float v = Vec::sum(acc[i][j]);
+      float& o = out[j * out_row + i];
+      o = first ? v : o + v;
+    }
 }
 
 // RW weight rows' blocks [b0, b0 + steps * kBlocks), decoded once: quants ready for the integer dot,
@@ -228,11 +235,7 @@ void gemm_legacy_rows(const Gemv& g) noexcept {
       for (; r < g.n; ++r) multiply_rows<D, RW, 1>(t, g.x + r * g.x_stride, g.x_stride, L, out + r * out_row, out_row, b0 == 0);
     }
   }
-  for (int64_t o = rows_tiled; o < g.rows; ++o)
-    for (int64_t r = 0; r < g.n; ++r) {
-      const float v = Dot(g.w + o * g.w_stride, g.x + r * g.x_stride, g.k, L);
-      std::memcpy(g.out + r * g.out_row + o * g.out_col, &v, 4);
-    }
+  dot_rows<Dot>(g, rows_tiled, L);
 }
 
 using TileFn = void (*)(const std::byte*, int64_t, const std::byte*, int64_t, int64_t, const ActLayout&, float*) noexcept;
