@@ -51,10 +51,15 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<uint64_t> epoch_{0};
-  std::atomic<int> busy_workers_{0};
+  // kOpen while the current job takes helpers, plus the number of workers inside it. A worker joins
+  // only while it is open; the dispatcher closes it once every chunk is claimed and then waits for
+  // the joined ones alone, never for a worker the OS has not scheduled yet (on a machine busy with
+  // other processes that wait was a time slice per dispatch).
+  static constexpr uint32_t kOpen = 1u << 31;
+  std::atomic<uint32_t> join_{0};
   std::atomic<int> sleeping_{0};
   std::atomic<bool> stop_{false};
-  // The current job (written before epoch_ is advanced, read after it is seen).
+  // The current job (written before join_ opens, read by a worker after it joined).
   TaskFn fn_ = nullptr;
   void* context_ = nullptr;
   int64_t n_ = 0;

@@ -77,8 +77,15 @@ void ThreadPool::worker_loop() {
     }
     if (stop_.load()) return;
     seen = epoch;
+    // Join the job if it still takes helpers (it may already be a later one: fine, its fields are
+    // set before it opens). A closed job is finished or about to be: nothing to do.
+    uint32_t state = join_.load(std::memory_order_relaxed);
+    while ((state & kOpen) && !join_.compare_exchange_weak(state, state + 1, std::memory_order_acquire,
+                                                          std::memory_order_relaxed)) {
+    }
+    if (!(state & kOpen)) continue;
     work_chunks();
-    busy_workers_.fetch_sub(1, std::memory_order_release);
+    join_.fetch_sub(1, std::memory_order_release);
   }
 }
 
@@ -99,7 +106,7 @@ void ThreadPool::run(int64_t n, int64_t grain, TaskFn fn, void* context) noexcep
   n_ = n;
   grain_ = grain;
   next_.store(0, std::memory_order_relaxed);
-  busy_workers_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  join_.store(kOpen, std::memory_order_release);
   {
     // Advanced under the mutex so a worker about to sleep either sees it or is woken below.
     std::lock_guard<std::mutex> lock(mutex_);
@@ -107,7 +114,9 @@ void ThreadPool::run(int64_t n, int64_t grain, TaskFn fn, void* context) noexcep
   }
   if (sleeping_.load() > 0) wake_.notify_all();
   work_chunks();
-  for (int spins = 0; busy_workers_.load(std::memory_order_acquire) != 0; ++spins) {
+  // Every chunk is claimed: close the job and wait only for the workers that joined it.
+  join_.fetch_and(~kOpen, std::memory_order_relaxed);
+  for (int spins = 0; join_.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins < kDispatcherSpins) cpu_relax();
     else std::this_thread::yield();
   }
