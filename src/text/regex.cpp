@@ -339,16 +339,21 @@ class RegexMatcher {
 
 Regex::Regex(std::string_view pattern) { RegexParser(*this, pattern).parse(); }
 
-std::optional<Regex::Match> Regex::search(std::span<const uint32_t> text, size_t from) const {
+std::optional<size_t> Regex::match_at(std::span<const uint32_t> text, size_t start, bool allow_empty) const {
   RegexMatcher m(*this, text);
+  size_t end = start;
+  auto done = [&](size_t e) {
+    if (e == start && !allow_empty) return false;
+    end = e;
+    return true;
+  };
+  if (m.alternation(0, start, Cont(done))) return end;
+  return std::nullopt;
+}
+
+std::optional<Regex::Match> Regex::search(std::span<const uint32_t> text, size_t from) const {
   for (size_t start = from; start < text.size(); ++start) {
-    size_t end = start;
-    auto done = [&](size_t e) {
-      if (e == start) return false;  // empty matches never split anything
-      end = e;
-      return true;
-    };
-    if (m.alternation(0, start, Cont(done))) return Match{start, end};
+    if (std::optional<size_t> end = match_at(text, start, false)) return Match{start, *end};
   }
   return std::nullopt;
 }
@@ -359,13 +364,24 @@ std::vector<size_t> Regex::split(std::span<const uint32_t> text, std::span<const
   size_t base = 0;
   for (size_t len : pieces) {
     const std::span<const uint32_t> piece = text.subspan(base, len);
-    size_t last = 0;
-    while (last < len) {
-      const std::optional<Match> m = search(piece, last);
+    // As std::regex_iterator walks (what llama.cpp splits with): an empty match still ends the gap
+    // before it; after one, the next match must be non-empty at that point or start one further on.
+    size_t last = 0, from = 0;
+    bool after_empty = false;
+    for (;;) {
+      std::optional<Match> m;
+      if (after_empty) {
+        if (std::optional<size_t> end = match_at(piece, from, false)) m = Match{from, *end};
+        else ++from;
+      }
+      for (size_t start = from; !m && start <= len; ++start) {
+        if (std::optional<size_t> end = match_at(piece, start, true)) m = Match{start, *end};
+      }
       if (!m) break;
       if (m->begin > last) out.push_back(m->begin - last);
-      out.push_back(m->end - m->begin);
-      last = m->end;
+      if (m->end > m->begin) out.push_back(m->end - m->begin);  // an empty word would merge to nothing
+      last = from = m->end;
+      after_empty = m->end == m->begin;
     }
     if (last < len) out.push_back(len - last);
     base += len;
