@@ -281,7 +281,8 @@ class RegexParser {
 
 class RegexMatcher {
  public:
-  RegexMatcher(const Regex& re, std::span<const uint32_t> text) : re_(re), text_(text) {}
+  RegexMatcher(const Regex& re, std::span<const uint32_t> text)
+      : re_(re), text_(text), stack_top_(reinterpret_cast<uintptr_t>(__builtin_frame_address(0))) {}
 
   bool alternation(uint32_t index, size_t pos, Cont k) const {
     for (const Regex::Sequence& seq : re_.alternations_[index].branches) {
@@ -293,9 +294,25 @@ class RegexMatcher {
  private:
   const Regex& re_;
   std::span<const uint32_t> text_;
+  uintptr_t stack_top_;
+
+  // Matching recurses once per quantified-group iteration whose width varies, so a long enough word
+  // would overflow the stack; past this much stack it is refused instead (about ten thousand
+  // iterations; worker threads have 8 MiB).
+  static constexpr uintptr_t kStackBudget = 2u << 20;
+
+  void check_stack(size_t pos) const {
+    const uintptr_t here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+    if (stack_top_ > here && stack_top_ - here > kStackBudget) {
+      throw InvalidArgument("regex '" + re_.pattern_ + "': a piece of " + std::to_string(text_.size()) +
+                            " code points needs more than " + std::to_string(kStackBudget >> 20) +
+                            " MiB of matcher stack (at code point " + std::to_string(pos) + ")");
+    }
+  }
 
   bool sequence(const Regex::Sequence& seq, size_t i, size_t pos, Cont k) const {
     if (i == seq.size()) return k(pos);
+    check_stack(pos);
     const Regex::Term& t = seq[i];
     auto next = [&](size_t p) { return sequence(seq, i + 1, p, k); };
     switch (t.kind) {
@@ -310,6 +327,7 @@ class RegexMatcher {
         return false;
       }
       case Regex::Term::Group:
+        if (const uint32_t w = re_.widths_[t.index]; w != Regex::kVariableWidth && w > 0) return repeat_fixed(t, w, pos, Cont(next));
         return repeat(t, pos, 0, Cont(next));
       case Regex::Term::LookAhead:
       case Regex::Term::NegLookAhead: {
@@ -321,6 +339,19 @@ class RegexMatcher {
         return pos == 0 && next(pos);
       case Regex::Term::End:
         return pos == text_.size() && next(pos);
+    }
+    return false;
+  }
+
+  // A group that always spans w code points (such as llama.cpp's ((?=[\p{L}])([^a-z]))*): its
+  // iterations can be counted in a loop, as a character class's are, instead of one recursion each.
+  bool repeat_fixed(const Regex::Term& t, uint32_t w, size_t pos, Cont k) const {
+    auto accept = [](size_t) { return true; };
+    uint32_t n = 0;
+    while (n < t.max && pos + (size_t{n} + 1) * w <= text_.size() && alternation(t.index, pos + size_t{n} * w, Cont(accept))) ++n;
+    if (n < t.min) return false;
+    for (uint32_t m = n + 1; m-- > t.min;) {  // greedy: most iterations first
+      if (k(pos + size_t{m} * w)) return true;
     }
     return false;
   }
@@ -337,7 +368,36 @@ class RegexMatcher {
   }
 };
 
-Regex::Regex(std::string_view pattern) { RegexParser(*this, pattern).parse(); }
+Regex::Regex(std::string_view pattern) : pattern_(pattern) {
+  RegexParser(*this, pattern).parse();
+  // Children are numbered after their parents, so one backward pass sees every group's children first.
+  widths_.assign(alternations_.size(), kVariableWidth);
+  for (size_t a = alternations_.size(); a-- > 0;) {
+    uint32_t width = kVariableWidth;
+    bool first = true;
+    for (const Sequence& seq : alternations_[a].branches) {
+      uint64_t w = 0;
+      for (const Term& t : seq) {
+        if (t.kind == Term::Char || t.kind == Term::Group) {
+          const uint64_t one = t.kind == Term::Char ? 1 : widths_[t.index];
+          if (t.min != t.max || one == kVariableWidth) {
+            w = kVariableWidth;
+            break;
+          }
+          w += one * t.min;
+          if (w >= kVariableWidth) break;
+        }
+      }
+      if (w >= kVariableWidth || (!first && w != width)) {
+        width = kVariableWidth;
+        break;
+      }
+      width = static_cast<uint32_t>(w);
+      first = false;
+    }
+    widths_[a] = width;
+  }
+}
 
 std::optional<size_t> Regex::match_at(std::span<const uint32_t> text, size_t start, bool allow_empty) const {
   RegexMatcher m(*this, text);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -60,8 +61,11 @@ class Regex {
  private:
   friend class RegexParser;
   friend class RegexMatcher;
+  static constexpr uint32_t kVariableWidth = UINT32_MAX;
+  std::string pattern_;
   std::vector<Class> classes_;
   std::vector<Alternation> alternations_;  // [0] is the whole pattern
+  std::vector<uint32_t> widths_;           // per alternation: code points every match spans, or kVariableWidth
 };
 
 }  // namespace skainet::text

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "skainet/base.hpp"
 #include "text/pre_tokenizer.hpp"
 #include "text/regex.hpp"
 #include "text/unicode.hpp"
@@ -62,6 +63,19 @@ TEST(Regex, ZeroWidthMatchSplits) {
   EXPECT_EQ(Regex("(?=(\\d{3})+(?!\\d))").split(c, whole), (std::vector<size_t>{1, 3, 3}));
   // An empty match at every position splits between every code point, as std::regex does.
   EXPECT_EQ(Regex("x*").split(c, whole), (std::vector<size_t>{1, 1, 1, 1, 1, 1, 1}));
+}
+
+TEST(Regex, LongWordsNeverOverflowTheStack) {
+  // gpt-4o / tekken's letter groups span one code point each: counted in a loop, any length works.
+  const std::string letters(200000, 'a');
+  EXPECT_EQ(split_lengths(PreTokenizer::Gpt4o, letters), (std::vector<size_t>{200000}));
+  EXPECT_EQ(split_lengths(PreTokenizer::Tekken, letters), (std::vector<size_t>{200000}));
+  // exaone-moe's words-joined-by-spaces group varies in width and recurses per iteration: a piece
+  // past the matcher's stack budget is an error, not a crash.
+  std::string words;
+  for (int i = 0; i < 20000; ++i) words += "ab ";
+  EXPECT_THROW(split_lengths(PreTokenizer::ExaoneMoe, words), InvalidArgument);
+  EXPECT_EQ(split_lengths(PreTokenizer::ExaoneMoe, "ab ab ab"), (std::vector<size_t>{8}));
 }
 
 struct Case {
