@@ -3,7 +3,10 @@
 // compares whole tokenizations against llama-tokenize).
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <ostream>
 #include <set>
+#include <string>
 
 #include "skainet/base.hpp"
 #include "text/pre_tokenizer.hpp"
@@ -84,6 +87,9 @@ struct Case {
   std::vector<size_t> want;  // piece lengths in code points, worked out by hand from the regexes
 };
 
+// Stable test names for ctest (the default printer dumps the struct's bytes, pointers included).
+void PrintTo(const Case& c, std::ostream* os) { *os << pre_tokenizer_name(c.pre); }
+
 class PreTokenizerHandSplits : public ::testing::TestWithParam<Case> {};
 
 TEST_P(PreTokenizerHandSplits, Split) {
@@ -117,7 +123,13 @@ INSTANTIATE_TEST_SUITE_P(
         Case{PreTokenizer::Youtu, "한국어abc", {3, 3}},
         Case{PreTokenizer::Qwen35, "e\xcc\x81x", {3}},
         Case{PreTokenizer::Qwen2, "e\xcc\x81x", {1, 2}},  // the mark leads the next word
-        Case{PreTokenizer::Ufakzeka, "Ali'nin", {3, 4}}));
+        Case{PreTokenizer::Ufakzeka, "Ali'nin", {3, 4}}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      std::string name(pre_tokenizer_name(info.param.pre));
+      for (char& ch : name)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return name + "_" + std::to_string(info.index);
+    });
 
 }  // namespace
 }  // namespace skainet::text
