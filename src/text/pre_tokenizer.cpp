@@ -78,6 +78,9 @@ constexpr Alias kAliases[] = {
     {"jais", PreTokenizer::Gpt2}, {"trillion", PreTokenizer::Gpt2}, {"a.x-4.0", PreTokenizer::Gpt2},
     {"mellum", PreTokenizer::Gpt2}, {"modern-bert", PreTokenizer::Gpt2}, {"exaone4", PreTokenizer::Gpt2},
     {"granite-docling", PreTokenizer::Gpt2},
+    // llama.cpp also sets add_sep for these; its BPE tokenize never reads it (only rerank prompt
+    // building does), so the ids are gpt-2's.
+    {"jina-v1-en", PreTokenizer::Gpt2}, {"jina-v2-code", PreTokenizer::Gpt2}, {"roberta-bpe", PreTokenizer::Gpt2},
     {"llama3", PreTokenizer::Llama3, kIgnoreMerges | kAddBos},
     {"llama-v3", PreTokenizer::Llama3, kIgnoreMerges | kAddBos},
     {"llama-bpe", PreTokenizer::Llama3, kIgnoreMerges | kAddBos},
@@ -134,9 +137,6 @@ constexpr Refusal kRefused[] = {
     {"sarvam-moe", "SPM-style BPE over raw UTF-8 with spaces as U+2581 (no byte encoding) is not implemented"},
     {"whitespace", "BPE over raw UTF-8 words (no byte encoding) is not implemented"},
     {"kimi-k2", "llama.cpp splits it with a hand-written routine, not a regex list; not implemented"},
-    {"jina-v1-en", "the SEP token llama.cpp appends (add_sep) is not implemented"},
-    {"jina-v2-code", "the SEP token llama.cpp appends (add_sep) is not implemented"},
-    {"roberta-bpe", "the SEP token llama.cpp appends (add_sep) is not implemented"},
 };
 
 }  // namespace

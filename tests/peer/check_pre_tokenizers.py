@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Every tokenizer.ggml.pre value against the peer's llama-tokenize (label `peer`).
 
-For each supported name (`skainet tokenize --list-pre` is not needed: the names are read from
-src/text/pre_tokenizer.cpp's kAliases table), a copy of a real vocabulary from ../shared/models/vocab
-is written into WORK that differs only in tokenizer.ggml.pre, and the same text (the vocabularies'
-.inp cases plus digits, CJK, newlines, apostrophes, emoji, code) is tokenized by both engines with
-BOS as the vocabulary asks and special tokens parsed. The ids must be equal. All cases go through
+For each supported name (read from the kAliases table in src/text/pre_tokenizer.cpp), a copy of a
+real vocabulary from ../shared/models/vocab is written into WORK that differs only in
+tokenizer.ggml.pre, and the same text (the vocabularies' .inp cases plus digits, CJK, newlines,
+apostrophes, emoji, code) is tokenized by both engines with BOS as the vocabulary asks and special
+tokens parsed. The ids must be equal. All cases go through
 one run per engine and name (a run costs about half a second); on a difference each case is run on
 its own to name the ones that differ.
 
@@ -78,7 +78,8 @@ class PreSplicer:
 def run(cmd, text):
     r = subprocess.run(cmd, capture_output=True)
     if r.returncode != 0:
-        return "error: " + r.stderr.decode(errors="replace").strip().splitlines()[-1:][0] if r.stderr else "error"
+        tail = r.stderr.decode(errors="replace").strip().splitlines()
+        return "error: " + (tail[-1] if tail else "exit %d" % r.returncode)
     lines = [l for l in r.stdout.decode().splitlines() if l.startswith("[")]
     return lines[-1] if lines else "no output"
 

@@ -49,10 +49,11 @@ TEST(PreTokenizerTable, FlagsFollowTheName) {
   EXPECT_EQ(find_pre_tokenizer("exaone4")->pre, PreTokenizer::Gpt2);
   EXPECT_EQ(find_pre_tokenizer("grok-2")->pre, PreTokenizer::Qwen2);
   EXPECT_EQ(find_pre_tokenizer("llama4")->pre, PreTokenizer::Gpt4o);
+  EXPECT_EQ(find_pre_tokenizer("roberta-bpe")->pre, PreTokenizer::Gpt2);
 }
 
 TEST(PreTokenizerTable, RefusedNamesSayWhy) {
-  for (std::string_view name : {"gemma4", "sarvam-moe", "whitespace", "kimi-k2", "roberta-bpe"}) {
+  for (std::string_view name : {"gemma4", "granite-embed-multi-311m", "sarvam-moe", "whitespace", "kimi-k2"}) {
     EXPECT_EQ(find_pre_tokenizer(name), std::nullopt) << name;
     EXPECT_FALSE(pre_tokenizer_refusal(name).empty()) << name;
   }
