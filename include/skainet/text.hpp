@@ -67,6 +67,7 @@ enum class PreTokenizer : uint8_t {
   Laguna,           // "laguna"
   ExaoneMoe,        // "exaone-moe"
   Minicpm5,         // "minicpm5"
+  KimiK2,           // "kimi-k2"
 };
 std::string_view pre_tokenizer_name(PreTokenizer p) noexcept;
 

@@ -14,6 +14,15 @@ constexpr std::string_view kQwen2 = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[
 constexpr std::string_view kCjkDeepseek = "[一-龥ࠀ-一가-퟿]+";
 constexpr std::string_view kCjkDeepseek3 = "[一-龥぀-ゟ゠-ヿ]+";
 constexpr std::string_view kPoro = " ?[^(\\s|.,!?…。，、।۔،)]+";
+// kimi-k2: llama.cpp runs a hand-written splitter (unicode.cpp, unicode_regex_split_custom_kimi_k2)
+// in place of the model's regex; this is the regex that splitter implements: Han runs (its
+// unicode_cpt_is_han ranges), then words of other letters (no marks), contractions, digits by three,
+// punctuation and whitespace as in llama3.
+constexpr std::string_view kKimiK2 =
+    "[\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df\U0002a700-\U0002ebef\uf900-\ufaff\U0002f800-\U0002fa1f]+|"
+    "[^\\r\\n\\p{L}\\p{N}]?(?:(?![\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df\U0002a700-\U0002ebef\uf900-\ufaff\U0002f800-\U0002fa1f])\\p{L})+"
+    "(?:'[sStTmMdD]|'[rR][eE]|'[vV][eE]|'[lL][lL])?|"
+    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 // llama.cpp splits these digits with a hand-written loop (runs of \p{N} in groups of three from the
 // right, the first group taking the remainder); this regex gives the same split.
 constexpr std::string_view kDigitsByThreeFromRight = "\\p{N}{1,3}(?=(?:\\p{N}{3})*(?!\\p{N}))";
@@ -54,6 +63,7 @@ std::vector<std::string_view> pre_tokenizer_patterns(PreTokenizer p) {
     case PreTokenizer::Laguna: return {"[^\\n]+|[\\n]+", kQwen2};
     case PreTokenizer::ExaoneMoe: return {"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"};
     case PreTokenizer::Minicpm5: return {"\\p{N}{1,3}", "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
+    case PreTokenizer::KimiK2: return {kKimiK2};
     case PreTokenizer::Default: break;
   }
   return {"[\\p{P}\\$\\+<=>\\^~\\|]+", kGpt2, "\\p{N}+", "[0-9][0-9][0-9]"};
@@ -125,6 +135,7 @@ constexpr Alias kAliases[] = {
     {"laguna", PreTokenizer::Laguna},
     {"exaone-moe", PreTokenizer::ExaoneMoe},
     {"minicpm5", PreTokenizer::Minicpm5, kIgnoreMerges},
+    {"kimi-k2", PreTokenizer::KimiK2},
 };
 
 struct Refusal {
@@ -136,7 +147,6 @@ constexpr Refusal kRefused[] = {
     {"granite-embed-multi-311m", "SPM-style BPE over raw UTF-8 with spaces as U+2581 (no byte encoding) is not implemented"},
     {"sarvam-moe", "SPM-style BPE over raw UTF-8 with spaces as U+2581 (no byte encoding) is not implemented"},
     {"whitespace", "BPE over raw UTF-8 words (no byte encoding) is not implemented"},
-    {"kimi-k2", "llama.cpp splits it with a hand-written routine, not a regex list; not implemented"},
 };
 
 }  // namespace

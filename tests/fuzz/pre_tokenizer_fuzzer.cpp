@@ -17,7 +17,7 @@ namespace skainet::fuzz {
 namespace {
 
 // Every regex list (the enum is dense, Default first).
-constexpr size_t kKinds = static_cast<size_t>(text::PreTokenizer::Minicpm5) + 1;
+constexpr size_t kKinds = static_cast<size_t>(text::PreTokenizer::KimiK2) + 1;
 
 const std::vector<text::PreTokenizerSplitter>& splitters() {
   static const std::vector<text::PreTokenizerSplitter> all = [] {
