@@ -39,13 +39,35 @@ enum class VocabModel : uint8_t {
 // How BPE text is split into words before merging (tokenizer.ggml.pre). Each is llama.cpp's list of
 // regexes for that name; SPM vocabularies have no pre-tokenizer (Default).
 enum class PreTokenizer : uint8_t {
-  Default,        // "default" (or absent)
-  Gpt2,           // "gpt-2", "phi-2", "mpt", "olmo", "jais", ...
-  Llama3,         // "llama-bpe", "llama3", "llama-v3", "falcon3", "pixtral", ...
-  Qwen2,          // "qwen2", "stablelm2", "hunyuan"
-  DeepseekCoder,  // "deepseek-coder"
-  Falcon,         // "falcon"
-  Starcoder,      // "starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva"
+  Default,          // "default" (or absent)
+  Gpt2,             // "gpt-2", "phi-2", "mpt", "olmo", "jais", "exaone4", ...
+  Llama3,           // "llama-bpe", "llama3", "llama-v3", "falcon3", "pixtral", "dbrx", "glm4", ...
+  Qwen2,            // "qwen2", "stablelm2", "hunyuan", "grok-2", "megrez", ...
+  DeepseekCoder,    // "deepseek-coder"
+  Falcon,           // "falcon"
+  Starcoder,        // "starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva"
+  DeepseekLlm,      // "deepseek-llm"
+  Deepseek3,        // "deepseek-v3", "hunyuan-dense", "joyai-llm", "hy_v4"
+  Spark25,          // "spark2_5"
+  Youtu,            // "youtu"
+  Jais2,            // "jais-2"
+  Qwen35,           // "qwen35"
+  Poro,             // "poro-chat", "bloom", "gpt3-finnish"
+  Viking,           // "viking"
+  Tekken,           // "tekken"
+  Chameleon,        // "chameleon"
+  Gpt4o,            // "gpt-4o", "llama4", "minimax-m2", "kanana2", "talkie"
+  GraniteEmbMulti,  // "granite-embed-multi-97m"
+  TinyAya,          // "tiny_aya", "cohere2moe"
+  Superbpe,         // "superbpe"
+  Bailingmoe,       // "bailingmoe", "bailingmoe2", "llada-moe"
+  SeedCoder,        // "seed-coder"
+  Ufakzeka,         // "ufakzeka"
+  Afmoe,            // "afmoe"
+  Laguna,           // "laguna"
+  ExaoneMoe,        // "exaone-moe"
+  Minicpm5,         // "minicpm5"
+  KimiK2,           // "kimi-k2"
 };
 std::string_view pre_tokenizer_name(PreTokenizer p) noexcept;
 

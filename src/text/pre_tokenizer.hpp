@@ -12,11 +12,20 @@
 
 namespace skainet::text {
 
-// nullopt for a name we have no regexes for.
+// A tokenizer.ggml.pre name: its regex list and the settings llama.cpp ties to the name (the same
+// list can come with different settings: "dbrx" has llama3's regexes but merges every word).
+struct PreTokenizerSpec {
+  PreTokenizer pre = PreTokenizer::Default;
+  bool ignore_merges = false;  // a word that is itself a token is emitted without merging
+  bool add_bos = false;        // default for add_bos when the file has no tokenizer.ggml.add_bos_token
+};
+// nullopt for a name we have no regexes for ("" is Default).
+std::optional<PreTokenizerSpec> find_pre_tokenizer(std::string_view name) noexcept;
 std::optional<PreTokenizer> parse_pre_tokenizer(std::string_view name) noexcept;
-// Extra settings llama.cpp ties to the name.
-bool pre_tokenizer_ignores_merges(PreTokenizer p) noexcept;
-bool pre_tokenizer_adds_bos(PreTokenizer p) noexcept;
+// Why a name llama.cpp knows is refused here; empty for names nobody knows (and supported ones).
+std::string_view pre_tokenizer_refusal(std::string_view name) noexcept;
+// Every supported name, in table order.
+std::vector<std::string_view> pre_tokenizer_names();
 std::vector<std::string_view> pre_tokenizer_patterns(PreTokenizer p);
 
 class PreTokenizerSplitter {

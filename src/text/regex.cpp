@@ -281,7 +281,8 @@ class RegexParser {
 
 class RegexMatcher {
  public:
-  RegexMatcher(const Regex& re, std::span<const uint32_t> text) : re_(re), text_(text) {}
+  RegexMatcher(const Regex& re, std::span<const uint32_t> text)
+      : re_(re), text_(text), stack_top_(reinterpret_cast<uintptr_t>(__builtin_frame_address(0))) {}
 
   bool alternation(uint32_t index, size_t pos, Cont k) const {
     for (const Regex::Sequence& seq : re_.alternations_[index].branches) {
@@ -293,9 +294,25 @@ class RegexMatcher {
  private:
   const Regex& re_;
   std::span<const uint32_t> text_;
+  uintptr_t stack_top_;
+
+  // Matching recurses once per quantified-group iteration whose width varies, so a long enough word
+  // would overflow the stack; past this much stack it is refused instead (about ten thousand
+  // iterations; worker threads have 8 MiB).
+  static constexpr uintptr_t kStackBudget = 2u << 20;
+
+  void check_stack(size_t pos) const {
+    const uintptr_t here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+    if (stack_top_ > here && stack_top_ - here > kStackBudget) {
+      throw InvalidArgument("regex '" + re_.pattern_ + "': a piece of " + std::to_string(text_.size()) +
+                            " code points needs more than " + std::to_string(kStackBudget >> 20) +
+                            " MiB of matcher stack (at code point " + std::to_string(pos) + ")");
+    }
+  }
 
   bool sequence(const Regex::Sequence& seq, size_t i, size_t pos, Cont k) const {
     if (i == seq.size()) return k(pos);
+    check_stack(pos);
     const Regex::Term& t = seq[i];
     auto next = [&](size_t p) { return sequence(seq, i + 1, p, k); };
     switch (t.kind) {
@@ -310,6 +327,7 @@ class RegexMatcher {
         return false;
       }
       case Regex::Term::Group:
+        if (const uint32_t w = re_.widths_[t.index]; w != Regex::kVariableWidth && w > 0) return repeat_fixed(t, w, pos, Cont(next));
         return repeat(t, pos, 0, Cont(next));
       case Regex::Term::LookAhead:
       case Regex::Term::NegLookAhead: {
@@ -321,6 +339,19 @@ class RegexMatcher {
         return pos == 0 && next(pos);
       case Regex::Term::End:
         return pos == text_.size() && next(pos);
+    }
+    return false;
+  }
+
+  // A group that always spans w code points (such as llama.cpp's ((?=[\p{L}])([^a-z]))*): its
+  // iterations can be counted in a loop, as a character class's are, instead of one recursion each.
+  bool repeat_fixed(const Regex::Term& t, uint32_t w, size_t pos, Cont k) const {
+    auto accept = [](size_t) { return true; };
+    uint32_t n = 0;
+    while (n < t.max && pos + (size_t{n} + 1) * w <= text_.size() && alternation(t.index, pos + size_t{n} * w, Cont(accept))) ++n;
+    if (n < t.min) return false;
+    for (uint32_t m = n + 1; m-- > t.min;) {  // greedy: most iterations first
+      if (k(pos + size_t{m} * w)) return true;
     }
     return false;
   }
@@ -337,18 +368,52 @@ class RegexMatcher {
   }
 };
 
-Regex::Regex(std::string_view pattern) { RegexParser(*this, pattern).parse(); }
+Regex::Regex(std::string_view pattern) : pattern_(pattern) {
+  RegexParser(*this, pattern).parse();
+  // Children are numbered after their parents, so one backward pass sees every group's children first.
+  widths_.assign(alternations_.size(), kVariableWidth);
+  for (size_t a = alternations_.size(); a-- > 0;) {
+    uint32_t width = kVariableWidth;
+    bool first = true;
+    for (const Sequence& seq : alternations_[a].branches) {
+      uint64_t w = 0;
+      for (const Term& t : seq) {
+        if (t.kind == Term::Char || t.kind == Term::Group) {
+          const uint64_t one = t.kind == Term::Char ? 1 : widths_[t.index];
+          if (t.min != t.max || one == kVariableWidth) {
+            w = kVariableWidth;
+            break;
+          }
+          w += one * t.min;
+          if (w >= kVariableWidth) break;
+        }
+      }
+      if (w >= kVariableWidth || (!first && w != width)) {
+        width = kVariableWidth;
+        break;
+      }
+      width = static_cast<uint32_t>(w);
+      first = false;
+    }
+    widths_[a] = width;
+  }
+}
+
+std::optional<size_t> Regex::match_at(std::span<const uint32_t> text, size_t start, bool allow_empty) const {
+  RegexMatcher m(*this, text);
+  size_t end = start;
+  auto done = [&](size_t e) {
+    if (e == start && !allow_empty) return false;
+    end = e;
+    return true;
+  };
+  if (m.alternation(0, start, Cont(done))) return end;
+  return std::nullopt;
+}
 
 std::optional<Regex::Match> Regex::search(std::span<const uint32_t> text, size_t from) const {
-  RegexMatcher m(*this, text);
   for (size_t start = from; start < text.size(); ++start) {
-    size_t end = start;
-    auto done = [&](size_t e) {
-      if (e == start) return false;  // empty matches never split anything
-      end = e;
-      return true;
-    };
-    if (m.alternation(0, start, Cont(done))) return Match{start, end};
+    if (std::optional<size_t> end = match_at(text, start, false)) return Match{start, *end};
   }
   return std::nullopt;
 }
@@ -359,13 +424,24 @@ std::vector<size_t> Regex::split(std::span<const uint32_t> text, std::span<const
   size_t base = 0;
   for (size_t len : pieces) {
     const std::span<const uint32_t> piece = text.subspan(base, len);
-    size_t last = 0;
-    while (last < len) {
-      const std::optional<Match> m = search(piece, last);
+    // As std::regex_iterator walks (what llama.cpp splits with): an empty match still ends the gap
+    // before it; after one, the next match must be non-empty at that point or start one further on.
+    size_t last = 0, from = 0;
+    bool after_empty = false;
+    for (;;) {
+      std::optional<Match> m;
+      if (after_empty) {
+        if (std::optional<size_t> end = match_at(piece, from, false)) m = Match{from, *end};
+        else ++from;
+      }
+      for (size_t start = from; !m && start <= len; ++start) {
+        if (std::optional<size_t> end = match_at(piece, start, true)) m = Match{start, *end};
+      }
       if (!m) break;
       if (m->begin > last) out.push_back(m->begin - last);
-      out.push_back(m->end - m->begin);
-      last = m->end;
+      if (m->end > m->begin) out.push_back(m->end - m->begin);  // an empty word would merge to nothing
+      last = from = m->end;
+      after_empty = m->end == m->begin;
     }
     if (last < len) out.push_back(len - last);
     base += len;

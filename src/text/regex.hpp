@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -29,8 +30,12 @@ class Regex {
   // Leftmost non-empty match in text[from, text.size()); lookaheads see up to text.size().
   std::optional<Match> search(std::span<const uint32_t> text, size_t from) const;
 
+  // The end of the match that starts exactly at text[start], if any (an empty one only when allowed).
+  std::optional<size_t> match_at(std::span<const uint32_t> text, size_t start, bool allow_empty) const;
+
   // One piece per match and one per stretch between matches, as llama.cpp's regex split does; the
-  // pieces (lengths in code points) tile the text. Each input piece is searched on its own.
+  // pieces (lengths in code points) tile the text. Each input piece is searched on its own. A
+  // zero-width match (a bare lookahead) splits where it matches.
   std::vector<size_t> split(std::span<const uint32_t> text, std::span<const size_t> pieces) const;
 
   struct ClassItem {
@@ -56,8 +61,11 @@ class Regex {
  private:
   friend class RegexParser;
   friend class RegexMatcher;
+  static constexpr uint32_t kVariableWidth = UINT32_MAX;
+  std::string pattern_;
   std::vector<Class> classes_;
   std::vector<Alternation> alternations_;  // [0] is the whole pattern
+  std::vector<uint32_t> widths_;           // per alternation: code points every match spans, or kVariableWidth
 };
 
 }  // namespace skainet::text

@@ -133,11 +133,15 @@ Vocab Vocab::from_gguf(const gguf::Header& h) {
     v.add_bos = true;
     v.add_space_prefix = true;
   } else {
-    const std::optional<PreTokenizer> pre = parse_pre_tokenizer(v.pre_name);
-    if (!pre) fail(VocabErrorKind::UnknownPreTokenizer, kPre, "'" + v.pre_name + "' has no pre-tokenizer regexes here");
-    v.pre = *pre;
-    v.ignore_merges = pre_tokenizer_ignores_merges(v.pre);
-    v.add_bos = pre_tokenizer_adds_bos(v.pre);
+    const std::optional<PreTokenizerSpec> pre = find_pre_tokenizer(v.pre_name);
+    if (!pre) {
+      const std::string_view why = pre_tokenizer_refusal(v.pre_name);
+      fail(VocabErrorKind::UnknownPreTokenizer, kPre,
+           "'" + v.pre_name + "' " + (why.empty() ? std::string("has no pre-tokenizer regexes here") : std::string(why)));
+    }
+    v.pre = pre->pre;
+    v.ignore_merges = pre->ignore_merges;
+    v.add_bos = pre->add_bos;
     v.bos = 11, v.eos = 11;
     const std::vector<gguf::Scalar>& merges = array_of(require(h, kMerges), kMerges, gguf::ValueType::String, false);
     v.merges.reserve(merges.size());

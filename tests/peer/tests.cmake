@@ -15,6 +15,12 @@ if(SKAINET_PEER_BIN)
         $<TARGET_FILE:skainet> ${SKAINET_PEER_BIN} ${SKAINET_SHARED_MODELS}
         ${CMAKE_BINARY_DIR}/peer-check)
     set_tests_properties(peer_quantized_loads PROPERTIES LABELS peer TIMEOUT 300)
+    # Every tokenizer.ggml.pre name: ids equal to llama-tokenize's on a vocabulary that differs from
+    # ggml-vocab-llama-bpe.gguf only in that key (written under the build dir at test time).
+    add_test(NAME peer_pre_tokenizers
+      COMMAND ${SKAINET_VENV_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_pre_tokenizers.py
+        $<TARGET_FILE:skainet> ${SKAINET_PEER_BIN} ${SKAINET_SHARED_MODELS}/vocab ${CMAKE_BINARY_DIR}/peer-pre-tokenizers)
+    set_tests_properties(peer_pre_tokenizers PROPERTIES LABELS peer TIMEOUT 900)
     include(${CMAKE_CURRENT_LIST_DIR}/logits.cmake)
   endif()
 endif()
