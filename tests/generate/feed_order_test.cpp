@@ -1,8 +1,8 @@
 // A model whose matmul weights are repacked to a kernel-feed order at load (the default profile on a
 // machine whose kernels read one) predicts the same greedy tokens as the same file held in file
-// order (teacher-forced along the file-order run): stories260K quantized to Q8_0 and Q4_0 (its 172-row FFN leaves a row-major tail after the
-// 16-row groups), and a bigram-planted TinyLlama-shaped model (2 of its 22 layers) in Q4_0, Q8_0 and
-// Q4_K_M (its Q4_K weights repacked, its Q6_K ones in file order).
+// order, teacher-forced along the file-order run: stories260K quantized to Q8_0 and Q4_0 (its 172-row
+// FFN leaves a row-major tail after the 16-row groups), and a bigram-planted TinyLlama-shaped model
+// (2 of its 22 layers) in Q4_0, Q8_0 and Q4_K_M (Q4_K and Q6_K weights, both repacked).
 #include <filesystem>
 #include <string>
 #include <vector>
