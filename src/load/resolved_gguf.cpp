@@ -1,10 +1,10 @@
 #include <fcntl.h>
 
 #include <chrono>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <optional>
-#include <cstring>
 
 #include <fmt/format.h>
 
@@ -80,11 +80,10 @@ void read_converted(const base::FileReader& file, const Decision& d, const Tenso
   });
 }
 
-// The file's row-major blocks into the plan's kernel-feed order, a whole number of row groups per
-// chunk (each chunk repacks on its own to the same bytes as the whole would).
-// Groups of rows read and repacked in chunks of about kRepackChunkBytes, split over the pool's
-// threads when there is one: the copy out of the page cache, the kernel zeroing the new pages on
-// first touch and the repack itself all run on every thread.
+// The file's row-major blocks into the plan's kernel-feed order, in chunks of a whole number of row
+// groups (each chunk repacks on its own to the same bytes as the whole would) of about
+// kRepackChunkBytes, split over the pool's threads when there is one: the copy out of the page cache,
+// the kernel zeroing the new pages on first touch and the repack itself all run on every thread.
 constexpr uint64_t kRepackChunkBytes = 1u << 20;
 
 void read_repacked(const base::FileReader& file, const Decision& d, const Tensor& out, base::ThreadPool* pool) {
@@ -160,8 +159,11 @@ LoadedModel ResolvedGguf::load(memory::ModelScope& scope, const LoadOptions& opt
   uint64_t total = 0;
   for (const auto& d : plan_.tensors) total += d.spec.bytes;
   base::Progress progress("loading", options.progress ? total : 0);
+  // Threads for the repacks, started only when the plan has one.
   std::optional<base::ThreadPool> pool;
-  if (options.threads > 1) pool.emplace(options.threads);
+  bool any_repacked = false;
+  for (const auto& d : plan_.tensors) any_repacked |= d.held_order != BlockOrder::RowMajor;
+  if (any_repacked && options.threads > 1) pool.emplace(options.threads);
   std::vector<std::byte> stage;
   std::vector<float> row;
 
