@@ -29,6 +29,14 @@ inline int64_t row_offset(const Shape& s, const Strides& st, int64_t r) noexcept
 
 inline int64_t inner_stride(const Tensor& t) noexcept { return t.rank() ? t.stride(t.rank() - 1) : 0; }
 
+// How many of a softmax row's n columns it sees: all, or (causal) row r's query index plus the
+// offset plus one, clamped to [0, n]. `queries` is the second-innermost dimension.
+inline int64_t softmax_visible(const SoftmaxParams& p, int64_t r, int64_t queries, int64_t n) noexcept {
+  if (!p.causal) return n;
+  const int64_t limit = r % queries + p.offset + 1;
+  return limit < 0 ? 0 : (limit < n ? limit : n);
+}
+
 // b's byte strides laid over `shape` (right-aligned); dims that b lacks or holds as 1 repeat (stride 0).
 inline Strides broadcast_strides(const Shape& shape, const Tensor& b) noexcept {
   Strides out{};

@@ -78,11 +78,7 @@ void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcep
   for (int64_t r = 0; r < rows; ++r) {
     const float* px = f32(x.raw() + row_offset(x.shape(), x.strides(), r));
     float* po = f32(out.raw_mut() + row_offset(out.shape(), out.strides(), r));
-    int64_t visible = n;
-    if (p.causal) {
-      const int64_t limit = r % queries + p.offset + 1;
-      visible = limit < 0 ? 0 : (limit < n ? limit : n);
-    }
+    const int64_t visible = softmax_visible(p, r, queries, n);
     float mx = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < visible; ++j) mx = std::fmax(mx, px[j * sx] * p.scale);
     double sum = 0.0;

@@ -208,12 +208,10 @@ void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcep
   if (inner_stride(x) != 4 || inner_stride(out) != 4) return ref::softmax(x, p, out);
   const int64_t rows = row_count(x.shape()), n = x.shape().back();
   const int64_t queries = x.rank() >= 2 ? x.dim(x.rank() - 2) : 1;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t limit = p.causal ? r % queries + p.offset + 1 : n;
+  for (int64_t r = 0; r < rows; ++r)
     K->softmax_row(reinterpret_cast<const float*>(x.raw() + row_offset(x.shape(), x.strides(), r)),
                    reinterpret_cast<float*>(out.raw_mut() + row_offset(out.shape(), out.strides(), r)),
-                   std::clamp<int64_t>(limit, 0, n), n, p.scale);
-  }
+                   softmax_visible(p, r, queries, n), n, p.scale);
 }
 
 template <const IsaKernels* K>
