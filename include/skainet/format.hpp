@@ -71,7 +71,7 @@ uint64_t row_bytes(GgmlType type, uint64_t elements);
 // How the blocks of a 2-D packed weight [out, in] are ordered in memory. Files are always RowMajor.
 // Interleaved16 (a kernel-feed order, made by a load-time repack: kernels::ref::repack_rows): rows in
 // groups of 16; within a group, block by block, the 16 rows' scales (in units interleaved across the
-// rows: kernels/ref/repack.cpp) and then their quants in 4-byte chunks across the rows (chunk c of
+// rows: kernels/feed_layout.hpp) and then their quants in 4-byte chunks across the rows (chunk c of
 // row r at 64 c + 4 r after the scales), so one 512-bit load feeds one integer
 // lane per row. Rows past the last whole group stay row-major after the groups. Same bytes per row
 // as the file, so a row still starts at row * row_bytes when it begins a group or the tail.

@@ -13,6 +13,7 @@
 // AVX2 runs the same layout as two 8-row halves on vpmaddubsw.
 #pragma once
 
+#include "kernels/feed_layout.hpp"
 #include "kernels/x86/simd_tiles.hpp"
 
 namespace skainet::kernels::x86 {
@@ -24,22 +25,21 @@ inline int32_t load_i32(const void* p) noexcept {
   return v;
 }
 
-// The two formats: bytes of one block of one row, and of one block of a 16-row group (16 F16
-// scales, then the quants in 4-byte chunks across the rows); the shift that turns -sum(q_x) into the
-// offset term.
+// The formats (their layouts: kernels/feed_layout.hpp): the activation, bytes of one block of a
+// 16-row group and of its 16 heads; for Q4_0/Q8_0 the shift that turns -sum(q_x) into the offset term.
 struct FeedQ4_0 {
   static constexpr Act kAct = Act::Q8x32;
   static constexpr int64_t kElems = 32;
-  static constexpr int64_t kRowBlock = sizeof(BlockQ4_0);
-  static constexpr int64_t kGroupBlock = kInterleaveRows * kRowBlock;
+  static constexpr int64_t kGroupBlock = kInterleaveRows * sizeof(BlockQ4_0);
+  static constexpr int64_t kHeadBytes = feed_heads_bytes(kFeedQ4_0);
   static constexpr int kOffsetShift = 3;  // quants are stored 0..15 for -8..7
 };
 struct FeedQ8_0 {
   static constexpr Act kAct = Act::Q8x32;
   static constexpr int64_t kElems = 32;
-  static constexpr int64_t kRowBlock = sizeof(BlockQ8_0);
-  static constexpr int64_t kGroupBlock = kInterleaveRows * kRowBlock;
-  static constexpr int kOffsetShift = 7;  // quants are stored 0..255 for -128..127
+  static constexpr int64_t kGroupBlock = kInterleaveRows * sizeof(BlockQ8_0);
+  static constexpr int64_t kHeadBytes = feed_heads_bytes(kFeedQ8_0);
+  static constexpr int kOffsetShift = 7;  // quants are stored 0..255 for -128..127 (kFeedQ8_0.flip)
 };
 // Q4_K against Q8x256: a group block is the 16 rows' heads as 4 words each (d | dmin << 16, then
 // the 12 bytes of packed 6-bit scales), 64-byte vectors of one word for 16 rows, then 32 quant chunks.
@@ -48,9 +48,8 @@ struct FeedQ8_0 {
 struct FeedQ4_K {
   static constexpr Act kAct = Act::Q8x256;
   static constexpr int64_t kElems = 256;
-  static constexpr int64_t kRowBlock = sizeof(BlockQ4_K);
-  static constexpr int64_t kGroupBlock = kInterleaveRows * kRowBlock;
-  static constexpr int64_t kHeadBytes = kInterleaveRows * 16;
+  static constexpr int64_t kGroupBlock = kInterleaveRows * sizeof(BlockQ4_K);
+  static constexpr int64_t kHeadBytes = feed_heads_bytes(kFeedQ4_K);
 };
 
 // Q6_K against Q8x256: a group block is the 16 rows' heads in 2-byte units (units 0..7: scales 2u,
@@ -60,10 +59,10 @@ struct FeedQ4_K {
 struct FeedQ6_K {
   static constexpr Act kAct = Act::Q8x256;
   static constexpr int64_t kElems = 256;
-  static constexpr int64_t kRowBlock = sizeof(BlockQ6_K);
-  static constexpr int64_t kGroupBlock = kInterleaveRows * kRowBlock;
-  static constexpr int64_t kHeadBytes = kInterleaveRows * 18;
-  static constexpr int64_t kQhChunk = 32;
+  static constexpr int64_t kGroupBlock = kInterleaveRows * sizeof(BlockQ6_K);
+  static constexpr int64_t kHeadBytes = feed_heads_bytes(kFeedQ6_K);
+  static constexpr int64_t kD = kInterleaveRows * (offsetof(BlockQ6_K, d) - offsetof(BlockQ6_K, scales));  // d's head unit
+  static constexpr int64_t kQhChunk = offsetof(BlockQ6_K, qh) / kFeedChunk;  // the first qh chunk
 };
 
 inline int32_t bsum16_at(const std::byte* xr, const ActLayout& L, int64_t i) noexcept {
@@ -118,7 +117,7 @@ void feed_tile(const std::byte* group, int64_t blocks, const std::byte* x, int64
     const std::byte* p = group + b * F::kGroupBlock;
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     __m512i v[8];
-    feed_weights(F{}, p + 2 * kInterleaveRows, v);
+    feed_weights(F{}, p + F::kHeadBytes, v);
     SKAINET_UNROLL
     for (int j = 0; j < RX; ++j) {
       const std::byte* xr = x + j * x_stride;
@@ -212,7 +211,7 @@ void feed_tile_q6_k(const std::byte* group, int64_t blocks, const std::byte* x, 
   for (int j = 0; j < RX; ++j) acc[j] = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* p = group + b * FeedQ6_K::kGroupBlock;
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 256)));
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + FeedQ6_K::kD)));
     __m512 dsc[16];
     SKAINET_UNROLL
     for (int u = 0; u < 8; ++u) {
@@ -323,7 +322,7 @@ void feed_tile(const std::byte* group, int64_t blocks, const std::byte* x, int64
     for (int h = 0; h < 2; ++h) {
       const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * h)));
       __m256i v[8];
-      feed_weights(F{}, p + 2 * kInterleaveRows, h, v);
+      feed_weights(F{}, p + F::kHeadBytes, h, v);
       SKAINET_UNROLL
       for (int j = 0; j < RX; ++j) {
         const std::byte* xr = x + j * x_stride;
@@ -429,7 +428,7 @@ void feed_tile_q6_k(const std::byte* group, int64_t blocks, const std::byte* x, 
     const std::byte* q = p + FeedQ6_K::kHeadBytes;
     SKAINET_UNROLL
     for (int rh = 0; rh < 2; ++rh) {  // rows 8 rh .. 8 rh + 7
-      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 256 + 16 * rh)));
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + FeedQ6_K::kD + 16 * rh)));
       __m256 dsc[16];
       SKAINET_UNROLL
       for (int u = 0; u < 8; ++u) {
