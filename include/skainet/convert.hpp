@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "skainet/arch.hpp"
 #include "skainet/format.hpp"
 #include "skainet/gguf.hpp"
 
@@ -100,32 +101,28 @@ struct Report {
 
 // ---- synth ---------------------------------------------------------------------------------
 
-struct LlamaShape {
-  uint32_t dim = 0, layers = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, ctx = 0;
-  float rope_base = 10000.0f;
-  float rms_eps = 1e-5f;
-  friend bool operator==(const LlamaShape&, const LlamaShape&) = default;
-};
-// "tiny" (dim 256, 2 layers: fast tests, K-quants fit), "stories15M", "tinyllama-1.1b".
-std::optional<LlamaShape> find_preset(std::string_view name) noexcept;
+// A preset's hyper-parameters (ModelShape's numbers; synth puts them in the family of
+// SynthOptions::arch): "tiny" (dim 256, 2 layers: fast tests, K-quants fit), "stories15M",
+// "tinyllama-1.1b". head_dim 0: dim / heads.
+std::optional<arch::ModelShape> find_preset(std::string_view name) noexcept;
 std::vector<std::string_view> preset_names();
 
 struct SynthOptions {
-  LlamaShape shape;
+  arch::ModelShape shape;  // its numbers; architecture, family and features follow `arch`
   Scheme scheme = *find_scheme("F32");
   uint64_t seed = 0;
   std::optional<std::filesystem::path> vocab_from;  // copy its tokenizer.* keys; vocab follows it
   std::string name = "skainet-synth";               // general.name
   unsigned threads = 0;                             // 0: all hardware threads
   bool progress = false;                            // a progress bar on stderr (when a terminal)
-  // "llama", or "qwen2": the same blocks plus q/k/v biases, NeoX RoPE (metadata keys under "qwen2.").
+  // A general.architecture with a family (arch::families()): the tensors and keys written are its own.
   std::string arch = "llama";
   // Plant a bigram table: each token gets a pseudo-random successor whose output row leans toward the
   // token's embedding, so every step has a decisive top-1 as a trained model's does (docs/cli.md).
   bool bigram = false;
 };
 
-// Writes a llama-architecture GGUF with seeded pseudo-random weights (matmuls ~N(0, 0.02), norms
+// Writes a GGUF of `arch` (its tensors and keys, arch::layer_tensors) with seeded pseudo-random weights (matmuls ~N(0, 0.02), norms
 // ~1; with `bigram`, see BigramPlant). The bytes depend only on the options, not on the thread count.
 Report synth(const std::filesystem::path& out, const SynthOptions& options);
 
@@ -139,7 +136,7 @@ struct BigramPlant {
   uint64_t predecessor(uint64_t u) const noexcept;
   uint64_t successor(uint64_t t) const noexcept;
 };
-BigramPlant bigram_plant(const LlamaShape& shape);
+BigramPlant bigram_plant(const arch::ModelShape& shape);
 
 // The built-in SentencePiece-style vocabulary (tokenizer.ggml.model "llama"): <unk>, <s>, </s>, the
 // 256 byte tokens <0x00>..<0xFF>, then pieces ("▁", characters, "▁"+word pieces) up to n_vocab.

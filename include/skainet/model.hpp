@@ -1,6 +1,7 @@
-// skainet::model — the llama-family transformer (LLaMA 1/2/3, TinyLlama, Mistral-style GQA, SmolLM,
-// Qwen2 with its biases) over weights a ResolvedGguf loaded. It binds views and owns nothing but its
-// layer slab; every op goes through the ExecutionContext, so the same code runs eagerly or recorded.
+// skainet::model — the llama-family transformer, in every family of arch::families() (LLaMA 1/2/3,
+// TinyLlama, Mistral, SmolLM; Qwen2 with its biases; Qwen3 with its q/k norms), over weights a
+// ResolvedGguf loaded. It binds views and owns nothing but its layer slab; every op goes through the
+// ExecutionContext, so the same code runs eagerly or recorded.
 //
 //   model::Llama llama(shape, model::LlamaWeights::bind(loaded, shape), kv, plan.prefill->layer_bytes);
 //   memory::ForwardScope step({.slab_bytes = plan.prefill->step_bytes});
@@ -26,7 +27,8 @@ namespace skainet::model {
 
 struct LayerWeights {
   Tensor attn_norm, wq, wk, wv, wo;
-  Tensor bq, bk, bv;  // Qwen2 only
+  Tensor bq, bk, bv;          // Qwen2 (and llama files that carry them)
+  Tensor q_norm, k_norm;      // Qwen3: per-head RMS norm weights [head_dim]
   Tensor ffn_norm, w_gate, w_up, w_down;
 };
 
@@ -35,11 +37,8 @@ struct LlamaWeights {
   std::vector<LayerWeights> layers;
   // Binds every tensor the architecture needs, checking its shape; Error naming each missing or
   // mis-shaped tensor (all of them, not just the first).
-  static LlamaWeights bind(const load::LoadedModel& loaded, const plan::ModelShape& shape);
+  static LlamaWeights bind(const load::LoadedModel& loaded, const arch::ModelShape& shape);
 };
-
-// Architectures whose GGUF tensors this model reads.
-bool supports_architecture(std::string_view arch) noexcept;
 
 // Which positions forward() returns logits for: the last (generation) or every one (a recorded
 // prefill, conformity checks). All is outside the plan's step slab estimate: its extra demand is
@@ -48,7 +47,7 @@ enum class Logits : uint8_t { Last, All };
 
 class Llama {
  public:
-  Llama(plan::ModelShape shape, LlamaWeights weights, load::KvCacheStore& kv, uint64_t layer_slab_bytes);
+  Llama(arch::ModelShape shape, LlamaWeights weights, load::KvCacheStore& kv, uint64_t layer_slab_bytes);
 
   // Runs `tokens` at positions [pos, pos + n): writes their K/V into the cache and returns the logits
   // of the last token, F32 [1, vocab] (or of every token, [n, vocab]), drawn from the active scope.
@@ -57,7 +56,7 @@ class Llama {
   Tensor forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens, int64_t pos,
                  Logits which = Logits::Last);
 
-  const plan::ModelShape& shape() const noexcept { return shape_; }
+  const arch::ModelShape& shape() const noexcept { return shape_; }
   uint32_t ctx_size() const noexcept { return kv_.ctx(); }
   const memory::ForwardStats& layer_stats() const noexcept { return layer_scope_.stats(); }
 
@@ -65,7 +64,7 @@ class Llama {
   Tensor layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, int64_t pos);
   Tensor attention(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, int64_t pos);
 
-  plan::ModelShape shape_;
+  arch::ModelShape shape_;
   LlamaWeights w_;
   load::KvCacheStore& kv_;
   memory::ForwardScope layer_scope_;

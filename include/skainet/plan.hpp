@@ -15,55 +15,11 @@
 #include <string_view>
 #include <vector>
 
+#include "skainet/arch.hpp"
 #include "skainet/gguf.hpp"
 #include "skainet/placement.hpp"
 
 namespace skainet::plan {
-
-// The llama-family hyper-parameters the plan (and the model) need, read from "<arch>.*" keys.
-struct ModelShape {
-  std::string architecture;
-  uint32_t layers = 0, dim = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0, ctx_train = 0;
-  uint32_t rope_dims = 0;
-  float rope_base = 10000.0f;
-  float rms_eps = 1e-5f;
-  bool qkv_bias = false;   // Qwen2: attn_q/k/v carry biases
-  bool neox_rope = false;  // rotate pairs (i, i + d/2) instead of adjacent pairs (Qwen2 and others)
-  float rope_scale = 1.0f; // linear RoPE scaling: positions are divided by this
-  // FormatError (MissingKey / WrongValueType) naming the key when a required one is absent.
-  static ModelShape from_header(const gguf::Header& h);
-  friend bool operator==(const ModelShape&, const ModelShape&) = default;
-};
-
-// The tensors a llama-family model binds: one table, read by the plan (to check a header before any
-// allocation) and by model::LlamaWeights::bind. Shapes in ggml order, as the GGUF header stores them.
-bool supports_architecture(std::string_view arch) noexcept;  // llama, mistral, qwen2
-struct RequiredTensor {
-  std::string name;             // full name, or the suffix after "blk.N." in layer_tensors
-  std::vector<uint64_t> shape;  // ggml order (innermost first)
-  bool optional = false;        // bound when present (output.weight falls back to token_embd)
-};
-std::vector<RequiredTensor> model_tensors(const ModelShape& s);
-std::vector<RequiredTensor> layer_tensors(const ModelShape& s);
-std::string layer_tensor_name(uint32_t layer, std::string_view suffix);
-
-enum class TensorProblemKind : uint8_t { Missing, WrongShape };
-struct TensorProblem {
-  TensorProblemKind kind;
-  std::string name;
-  std::vector<uint64_t> expected, found;  // found: empty when missing
-  friend bool operator==(const TensorProblem&, const TensorProblem&) = default;
-};
-struct TensorCheck {
-  uint64_t required = 0, present = 0, missing = 0, wrong_shape = 0;
-  std::vector<TensorProblem> examples;  // the first few problems, at most max_examples
-  bool ok() const noexcept { return missing == 0 && wrong_shape == 0; }
-  std::string describe(const ModelShape& s) const;  // bounded: counts and the examples
-};
-// Checks the header's tensors against the architecture, in time bounded by the header's tensor
-// count (not by block_count).
-TensorCheck check_tensors(const gguf::Header& h, const ModelShape& s, size_t max_examples = 10);
-class TensorMismatchError : public Error { using Error::Error; };
 
 struct KvCachePlan {
   GgmlType type = GgmlType::F16;
@@ -91,7 +47,7 @@ struct SlabPlan {
   uint64_t total() const noexcept { return step_bytes + layer_bytes; }
   friend bool operator==(const SlabPlan&, const SlabPlan&) = default;
 };
-SlabPlan estimate_slabs(const ModelShape& m, uint32_t tokens, uint32_t ctx);
+SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t ctx);
 
 struct Totals {
   uint64_t file = 0;       // all tensor bytes in the file
@@ -139,7 +95,7 @@ struct MemoryPlan {
   uint64_t file_size = 0;
   uint64_t header_bytes_read = 0;
   std::string profile;
-  std::optional<ModelShape> model;  // absent for files that are not a llama-family model
+  std::optional<arch::ModelShape> model;  // absent for files that are not a llama-family model
   std::vector<placement::Decision> tensors;
   std::optional<KvCachePlan> kv;         // one slot's KV cache
   std::optional<SlabPlan> decode, prefill;  // one slot's slabs

@@ -9,6 +9,7 @@
 
 #include "cli.hpp"
 #include "llama_compat.hpp"
+#include "skainet/arch.hpp"
 #include "skainet/gguf.hpp"
 
 namespace skainet::cli {
@@ -17,6 +18,8 @@ namespace {
 constexpr size_t kArrayHead = 5;      // array items shown
 constexpr size_t kStringWidth = 60;   // characters of a long string shown in text
 
+// What the header says, each value optional: inspect shows a file whose keys are missing or broken
+// (arch::ModelShape, which the plan reads, refuses such a file).
 struct Hparams {
   std::string architecture;
   std::optional<uint64_t> layers, dim, heads, kv_heads, ffn, vocab, ctx;
@@ -43,23 +46,23 @@ std::optional<Hparams> hparams_of(const gguf::Header& h) {
   if (arch == nullptr || arch->type != gguf::ValueType::String) return std::nullopt;
   Hparams p;
   p.architecture = std::get<std::string>(arch->scalar);
-  const std::string a = p.architecture + ".";
-  p.layers = find_int(h, a + "block_count");
-  p.dim = find_int(h, a + "embedding_length");
-  p.heads = find_int(h, a + "attention.head_count");
-  p.kv_heads = find_int(h, a + "attention.head_count_kv");
+  const std::string& a = p.architecture;
+  p.layers = find_int(h, arch::key(a, arch::Key::BlockCount));
+  p.dim = find_int(h, arch::key(a, arch::Key::EmbeddingLength));
+  p.heads = find_int(h, arch::key(a, arch::Key::HeadCount));
+  p.kv_heads = find_int(h, arch::key(a, arch::Key::HeadCountKv));
   if (!p.kv_heads) p.kv_heads = p.heads;  // llama.cpp's default: no grouping
-  p.ffn = find_int(h, a + "feed_forward_length");
-  p.vocab = find_int(h, a + "vocab_size");
+  p.ffn = find_int(h, arch::key(a, arch::Key::FeedForwardLength));
+  p.vocab = find_int(h, arch::key(a, arch::Key::VocabSize));
   if (const gguf::Value* tokens = h.find("tokenizer.ggml.tokens"); !p.vocab && tokens && tokens->is_array())
     p.vocab = tokens->items.size();
-  p.ctx = find_int(h, a + "context_length");
-  p.rope_base = find_real(h, a + "rope.freq_base");
+  p.ctx = find_int(h, arch::key(a, arch::Key::ContextLength));
+  p.rope_base = find_real(h, arch::key(a, arch::Key::RopeFreqBase));
   if (!p.rope_base) {
     p.rope_base = 10000.0;  // llama.cpp's default when the key is absent
     p.rope_base_default = true;
   }
-  p.rms_eps = find_real(h, a + "attention.layer_norm_rms_epsilon");
+  p.rms_eps = find_real(h, arch::key(a, arch::Key::RmsEpsilon));
   return p;
 }
 

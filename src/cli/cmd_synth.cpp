@@ -1,4 +1,5 @@
-// `skainet synth OUT.gguf`: a llama model with seeded random weights, for tests and benchmarks.
+// `skainet synth OUT.gguf`: a model of any family the engine runs, with seeded random weights, for
+// tests and benchmarks.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -9,23 +10,26 @@ namespace skainet::cli {
 Subcommand add_synth(CLI::App& app) {
   struct Options {
     std::string out, preset = "tiny", type = "F32", vocab_from, name = "skainet-synth", arch = "llama";
-    std::optional<uint32_t> dim, layers, heads, kv_heads, ffn, vocab, ctx;
+    std::optional<uint32_t> dim, layers, heads, kv_heads, head_dim, ffn, vocab, ctx;
     uint64_t seed = 0;
     unsigned threads = 0;
     bool verbose = false, bigram = false;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("synth", "Write a llama-architecture GGUF with seeded pseudo-random weights");
+  CLI::App* sub = app.add_subcommand("synth", "Write a GGUF of a supported architecture with seeded pseudo-random weights");
   sub->add_option("OUT", o->out, "Output GGUF file")->required();
   sub->add_option("--preset", o->preset, fmt::format("Model shape: {}", fmt::join(convert::preset_names(), ", ")))
       ->capture_default_str();
   sub->add_option("--type", o->type, "Weight type: " + convert::scheme_names())
       ->capture_default_str();
-  sub->add_option("--arch", o->arch, "Architecture: llama, or qwen2 (q/k/v biases, NeoX RoPE)")->capture_default_str();
+  std::string families;
+  for (const arch::FamilyInfo& f : arch::families()) families += fmt::format("\n  {}: {}", f.name, f.summary);
+  sub->add_option("--arch", o->arch, "Architecture (general.architecture):" + families)->capture_default_str();
   sub->add_option("--dim", o->dim, "Embedding size (overrides the preset)");
   sub->add_option("--layers", o->layers, "Block count");
   sub->add_option("--heads", o->heads, "Attention heads");
   sub->add_option("--kv-heads", o->kv_heads, "Key/value heads (grouped-query attention)");
+  sub->add_option("--head-dim", o->head_dim, "Size of one head (default: dim / heads)");
   sub->add_option("--ffn", o->ffn, "Feed-forward size");
   sub->add_option("--vocab", o->vocab, "Vocabulary size of the built-in vocabulary (at least 259)");
   sub->add_option("--ctx", o->ctx, "Context length");
@@ -49,7 +53,8 @@ Subcommand add_synth(CLI::App& app) {
             if (o->kv_heads) s.shape.kv_heads = *o->kv_heads;
             if (o->ffn) s.shape.ffn = *o->ffn;
             if (o->vocab) s.shape.vocab = *o->vocab;
-            if (o->ctx) s.shape.ctx = *o->ctx;
+            if (o->ctx) s.shape.ctx_train = *o->ctx;
+            if (o->head_dim) s.shape.head_dim = *o->head_dim;
             if (o->heads && !o->kv_heads) s.shape.kv_heads = *o->heads;  // no grouping unless asked
             if (!o->vocab_from.empty()) {
               if (o->vocab) throw InvalidArgument("--vocab and --vocab-from exclude each other: the vocabulary size follows --vocab-from");

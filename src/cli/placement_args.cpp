@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "skainet/arch.hpp"
+
 namespace skainet::cli {
 
 void PlacementArgs::add_to(CLI::App* cmd) {
@@ -11,7 +13,8 @@ void PlacementArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--kv-type", kv_type, "KV cache type: f16 (default) or f32");
   cmd->add_option("--prefill-chunk", prefill_chunk, "tokens per prefill step (default: the profile's)");
   cmd->add_option("--weight-form", weight_form, "uniform form for all weights, e.g. f32,heap");
-  cmd->add_option("--override-tensor", overrides, "REGEX=FORM, first match wins, e.g. ffn_down=f32,heap");
+  cmd->add_option("--override-tensor", overrides,
+                  fmt::format("REGEX=FORM, first match wins, e.g. {}=f32,heap", arch::role_name(arch::Role::FfnDown)));
 }
 
 void PlacementArgs::add_slots_to(CLI::App* cmd) {

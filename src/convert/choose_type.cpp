@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "skainet/arch.hpp"
 #include "skainet/convert.hpp"
 
 namespace skainet::convert {
@@ -55,16 +55,6 @@ bool use_more_bits(int layer, int n_layers) {
   return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
 }
 
-// "blk.12.ffn_down.weight" -> 12; -1 when the name carries no layer index.
-int layer_of(std::string_view name) {
-  if (!name.starts_with("blk.")) return -1;
-  int layer = -1;
-  const char* first = name.data() + 4;
-  const auto [end, ec] = std::from_chars(first, name.data() + name.size(), layer);
-  if (ec != std::errc() || end == first || *end != '.') return -1;
-  return layer;
-}
-
 bool is_float(GgmlType t) {
   return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16 || type_traits(t).quantized;
 }
@@ -74,31 +64,34 @@ bool is_float(GgmlType t) {
 std::pair<GgmlType, TypeRule> mix_type(const Scheme& s, std::string_view name, uint64_t row, uint32_t n_layers,
                                        uint32_t n_gqa) {
   using enum FileType;
+  using arch::Role;
   const FileType ft = s.file_type;
-  if (name == "output.weight") {
+  const std::optional<arch::TensorName> parsed = arch::parse_tensor_name(name);
+  const auto is = [&](Role r) { return parsed && parsed->role == r; };
+  if (is(Role::Output)) {
     // llama.cpp tests the row against the base type's block, before its own fallback.
     if (row % type_traits(s.base).block_elements != 0) return {GgmlType::Q8_0, TypeRule::OutputTensor};
     return {GgmlType::Q6_K, TypeRule::OutputTensor};
   }
-  const int layer = layer_of(name);
+  const int layer = parsed && parsed->layer ? static_cast<int>(*parsed->layer) : -1;
   const int n = static_cast<int>(n_layers);
   const bool iq4 = ft == MostlyIQ4_NL || ft == MostlyIQ4_XS;
   auto more = [](GgmlType t) { return std::pair{t, TypeRule::MoreBits}; };
-  if (layer >= 0 && contains(name, "attn_v.weight")) {
+  if (is(Role::AttnV)) {
     if (ft == MostlyQ2_K) return more(n_gqa >= 4 ? GgmlType::Q4_K : GgmlType::Q3_K);
     if (ft == MostlyQ3_K_M) return more(layer < 2 ? GgmlType::Q5_K : GgmlType::Q4_K);
     if (ft == MostlyQ3_K_L) return more(GgmlType::Q5_K);
     if (iq4 && n_gqa >= 4) return more(GgmlType::Q5_K);
     if ((ft == MostlyQ4_K_M || ft == MostlyQ5_K_M) && use_more_bits(layer, n)) return more(GgmlType::Q6_K);
     if (ft == MostlyQ4_K_S && layer < 4) return more(GgmlType::Q5_K);
-  } else if (layer >= 0 && contains(name, "ffn_down")) {
+  } else if (is(Role::FfnDown)) {
     if (ft == MostlyQ2_K) return more(GgmlType::Q3_K);
     if (ft == MostlyQ3_K_M) return more(layer < n / 16 ? GgmlType::Q5_K : GgmlType::Q4_K);
     if (ft == MostlyQ3_K_L) return more(GgmlType::Q5_K);
     if ((ft == MostlyQ4_K_M || ft == MostlyQ5_K_M) && use_more_bits(layer, n)) return more(GgmlType::Q6_K);
     if (iq4 && layer < n / 8) return more(GgmlType::Q5_K);
     if (ft == MostlyQ4_K_S && layer < n / 8) return more(GgmlType::Q5_K);
-  } else if (layer >= 0 && contains(name, "attn_output.weight")) {
+  } else if (is(Role::AttnOutput)) {
     if (ft == MostlyQ2_K) return more(GgmlType::Q3_K);
     if (ft == MostlyQ3_K_M) return more(GgmlType::Q4_K);
     if (ft == MostlyQ3_K_L) return more(GgmlType::Q5_K);
@@ -165,8 +158,9 @@ std::string_view fallback_reason_name(FallbackReason r) noexcept {
 }
 
 bool is_quantizable(std::string_view name, std::span<const uint64_t> shape) noexcept {
+  const auto parsed = arch::parse_tensor_name(name);
   return ends_with(name, "weight") && shape.size() >= 2 && !contains(name, "_norm.weight") &&
-         !contains(name, "ffn_gate_inp.weight");
+         !(parsed && parsed->role == arch::Role::FfnGateInp);
 }
 
 TensorChoice choose_type(const Scheme& scheme, std::string_view name, std::span<const uint64_t> shape,

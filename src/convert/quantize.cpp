@@ -22,12 +22,10 @@ namespace {
 // highest "blk.N." in the tensor names.
 uint32_t layer_count(const gguf::Header& h) {
   if (const gguf::Value* arch = h.find("general.architecture"); arch != nullptr && arch->type == gguf::ValueType::String)
-    if (auto n = h.find_u32(std::get<std::string>(arch->scalar) + ".block_count")) return *n;
+    if (auto n = h.find_u32(arch::key(std::get<std::string>(arch->scalar), arch::Key::BlockCount))) return *n;
   uint32_t n = 0;
-  for (const gguf::TensorInfo& t : h.tensors) {
-    unsigned layer = 0;
-    if (std::sscanf(t.name.c_str(), "blk.%u.", &layer) == 1) n = std::max(n, layer + 1);
-  }
+  for (const gguf::TensorInfo& t : h.tensors)
+    if (const auto layer = arch::layer_of(t.name)) n = std::max(n, *layer + 1);
   return n;
 }
 
@@ -36,8 +34,8 @@ uint32_t gqa_of(const gguf::Header& h) {
   const gguf::Value* arch = h.find("general.architecture");
   if (arch == nullptr || arch->type != gguf::ValueType::String) return 1;
   const std::string a = std::get<std::string>(arch->scalar);
-  const auto heads = h.find_u32(a + ".attention.head_count");
-  const auto kv = h.find_u32(a + ".attention.head_count_kv");
+  const auto heads = h.find_u32(arch::key(a, arch::Key::HeadCount));
+  const auto kv = h.find_u32(arch::key(a, arch::Key::HeadCountKv));
   return heads && kv && *kv > 0 ? *heads / *kv : 1;
 }
 

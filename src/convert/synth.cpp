@@ -1,5 +1,5 @@
-// Synthetic llama models: the tensor names, shapes (ggml order) and metadata keys llama.cpp writes,
-// filled with seeded noise. Each row draws from its own counter-based stream keyed by (seed, tensor
+// Synthetic models of any family: the tensors and metadata keys of its arch table (names, shapes
+// in ggml order, keys as llama.cpp writes them), filled with seeded noise. Each row draws from its own counter-based stream keyed by (seed, tensor
 // name, row), so the file is the same whatever the thread count or tensor order.
 #include <chrono>
 #include <cmath>
@@ -50,7 +50,7 @@ struct Planned {
   float mean = 0.0f, sigma = 0.02f;
 };
 
-void check_shape(const LlamaShape& s) {
+void check_shape(const arch::ModelShape& s) {
   const auto positive = [](uint32_t v, std::string_view what) {
     if (v == 0) throw InvalidArgument(fmt::format("synth: {} must be positive", what));
   };
@@ -60,20 +60,19 @@ void check_shape(const LlamaShape& s) {
   positive(s.kv_heads, "kv-heads");
   positive(s.ffn, "ffn");
   positive(s.vocab, "vocab");
-  positive(s.ctx, "ctx");
-  if (s.dim % s.heads != 0) throw InvalidArgument(fmt::format("synth: dim {} is not a multiple of heads {}", s.dim, s.heads));
+  positive(s.ctx_train, "ctx");
+  positive(s.head_dim, "head-dim");
   if (s.heads % s.kv_heads != 0)
     throw InvalidArgument(fmt::format("synth: heads {} is not a multiple of kv-heads {}", s.heads, s.kv_heads));
-  if ((s.dim / s.heads) % 2 != 0)
-    throw InvalidArgument(fmt::format("synth: head size {} (dim {} / heads {}) must be even for RoPE", s.dim / s.heads, s.dim, s.heads));
+  if (s.head_dim % 2 != 0) throw InvalidArgument(fmt::format("synth: head size {} must be even for RoPE", s.head_dim));
 }
 
-std::vector<Planned> plan_tensors(const LlamaShape& s, const Scheme& scheme, bool qkv_bias) {
-  const uint64_t dim = s.dim, kv_dim = uint64_t{s.dim} / s.heads * s.kv_heads, ffn = s.ffn, vocab = s.vocab;
+// The family's tensors, in its table's order (llama.cpp's converter order).
+std::vector<Planned> plan_tensors(const arch::ModelShape& s, const Scheme& scheme) {
   std::vector<Planned> out;
-  auto add = [&](std::string name, std::vector<uint64_t> shape) {
+  auto add = [&](std::string name, const arch::TensorSpec& spec) {
     Planned p;
-    p.choice = choose_type(scheme, name, shape, GgmlType::F32, s.layers, s.heads / s.kv_heads);
+    p.choice = choose_type(scheme, name, spec.shape, GgmlType::F32, s.layers, s.heads / s.kv_heads);
     if (name.find("norm") != std::string::npos) {
       p.mean = 1.0f;
       p.sigma = 0.05f;
@@ -82,25 +81,10 @@ std::vector<Planned> plan_tensors(const LlamaShape& s, const Scheme& scheme, boo
     }
     out.push_back(std::move(p));
   };
-  // The order llama.cpp's converter writes for llama checkpoints (as in stories260K.gguf).
-  add("token_embd.weight", {dim, vocab});
-  add("output_norm.weight", {dim});
-  add("output.weight", {dim, vocab});
-  for (uint32_t l = 0; l < s.layers; ++l) {
-    const std::string b = fmt::format("blk.{}.", l);
-    add(b + "attn_q.weight", {dim, dim});
-    if (qkv_bias) add(b + "attn_q.bias", {dim});
-    add(b + "attn_k.weight", {dim, kv_dim});
-    if (qkv_bias) add(b + "attn_k.bias", {kv_dim});
-    add(b + "attn_v.weight", {dim, kv_dim});
-    if (qkv_bias) add(b + "attn_v.bias", {kv_dim});
-    add(b + "attn_output.weight", {dim, dim});
-    add(b + "attn_norm.weight", {dim});
-    add(b + "ffn_gate.weight", {dim, ffn});
-    add(b + "ffn_down.weight", {ffn, dim});
-    add(b + "ffn_up.weight", {dim, ffn});
-    add(b + "ffn_norm.weight", {dim});
-  }
+  for (const arch::TensorSpec& t : arch::model_tensors(s)) add(std::string(t.name()), t);
+  const std::vector<arch::TensorSpec> per_layer = arch::layer_tensors(s);
+  for (uint32_t l = 0; l < s.layers; ++l)
+    for (const arch::TensorSpec& t : per_layer) add(arch::layer_tensor_name(l, t.role), t);
   return out;
 }
 
@@ -124,11 +108,18 @@ uint64_t elements_of(const std::vector<uint64_t>& shape) {
 
 }  // namespace
 
-std::optional<LlamaShape> find_preset(std::string_view name) noexcept {
-  // {dim, layers, heads, kv_heads, ffn, vocab, ctx}
-  if (name == "tiny") return LlamaShape{256, 2, 4, 2, 512, 512, 256};
-  if (name == "stories15M") return LlamaShape{288, 6, 6, 6, 768, 32000, 256};
-  if (name == "tinyllama-1.1b") return LlamaShape{2048, 22, 32, 4, 5632, 32000, 2048};
+std::optional<arch::ModelShape> find_preset(std::string_view name) noexcept {
+  const auto shape = [](uint32_t dim, uint32_t layers, uint32_t heads, uint32_t kv_heads, uint32_t ffn, uint32_t vocab,
+                        uint32_t ctx) {
+    arch::ModelShape s;
+    s.architecture = arch::family_info(arch::Family::Llama).name;
+    s.dim = dim, s.layers = layers, s.heads = heads, s.kv_heads = kv_heads, s.ffn = ffn, s.vocab = vocab;
+    s.ctx_train = ctx;
+    return s;
+  };
+  if (name == "tiny") return shape(256, 2, 4, 2, 512, 512, 256);
+  if (name == "stories15M") return shape(288, 6, 6, 6, 768, 32000, 256);
+  if (name == "tinyllama-1.1b") return shape(2048, 22, 32, 4, 5632, 32000, 2048);
   return std::nullopt;
 }
 
@@ -148,7 +139,7 @@ uint64_t BigramPlant::successor(uint64_t t) const noexcept {
 // 1.4) above the runner-up, far beyond the <= 0.1 sd by which 8-bit activation rounding moves a logit
 // (2-layer Q8_0 against llama.cpp), while the layers still set every other logit (and a tenth of the
 // winner's).
-BigramPlant bigram_plant(const LlamaShape& shape) {
+BigramPlant bigram_plant(const arch::ModelShape& shape) {
   BigramPlant p;
   p.vocab = shape.vocab;
   p.embedding_sigma = 8.0f * std::sqrt(static_cast<float>(shape.layers) / static_cast<float>(shape.dim));
@@ -162,7 +153,15 @@ BigramPlant bigram_plant(const LlamaShape& shape) {
 
 Report synth(const std::filesystem::path& out, const SynthOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  LlamaShape shape = options.shape;
+  // The family's own tensors and keys around the given numbers; head_dim 0 means dim / heads.
+  arch::ModelShape shape = arch::ModelShape::of_family(options.arch);
+  const arch::ModelShape& n = options.shape;
+  shape.dim = n.dim, shape.layers = n.layers, shape.heads = n.heads, shape.kv_heads = n.kv_heads, shape.ffn = n.ffn;
+  shape.vocab = n.vocab, shape.ctx_train = n.ctx_train, shape.rope_base = n.rope_base, shape.rms_eps = n.rms_eps;
+  if (n.head_dim == 0 && n.heads != 0 && n.dim % n.heads != 0)
+    throw InvalidArgument(fmt::format("synth: dim {} is not a multiple of heads {} (or give the head size)", n.dim, n.heads));
+  shape.head_dim = n.head_dim != 0 ? n.head_dim : n.heads != 0 ? n.dim / n.heads : 0;
+  shape.rope_dims = shape.head_dim;
   std::vector<gguf::KeyValue> vocab;
   if (options.vocab_from) {
     const gguf::Header source = gguf::read_header(*options.vocab_from);
@@ -170,32 +169,20 @@ Report synth(const std::filesystem::path& out, const SynthOptions& options) {
     shape.vocab = static_cast<uint32_t>(source.find("tokenizer.ggml.tokens")->items.size());
   }
   check_shape(shape);
-  if (options.arch != "llama" && options.arch != "qwen2")
-    throw InvalidArgument(fmt::format("synth: architecture '{}' is not one it writes (llama, qwen2)", options.arch));
   if (!options.vocab_from) vocab = builtin_vocabulary(shape.vocab);
 
   gguf::Writer writer(out);
-  const std::string& a = options.arch;
-  writer.set("general.architecture", gguf::Value::string(a));
+  writer.set("general.architecture", gguf::Value::string(shape.architecture));
   writer.set("general.name", gguf::Value::string(options.name));
-  writer.set(a + ".context_length", gguf::Value::u32(shape.ctx));
-  writer.set(a + ".embedding_length", gguf::Value::u32(shape.dim));
-  writer.set(a + ".block_count", gguf::Value::u32(shape.layers));
-  writer.set(a + ".feed_forward_length", gguf::Value::u32(shape.ffn));
-  writer.set(a + ".rope.dimension_count", gguf::Value::u32(shape.dim / shape.heads));
-  writer.set(a + ".attention.head_count", gguf::Value::u32(shape.heads));
-  writer.set(a + ".attention.head_count_kv", gguf::Value::u32(shape.kv_heads));
-  writer.set(a + ".attention.layer_norm_rms_epsilon", gguf::Value::f32(shape.rms_eps));
-  writer.set(a + ".rope.freq_base", gguf::Value::f32(shape.rope_base));
-  writer.set(a + ".vocab_size", gguf::Value::u32(shape.vocab));
+  for (gguf::KeyValue& kv : shape.metadata()) writer.set(std::move(kv.key), std::move(kv.value));
   writer.set("general.file_type", gguf::Value::u32(static_cast<uint32_t>(options.scheme.file_type)));
   writer.set("general.quantization_version", gguf::Value::u32(2));
   for (gguf::KeyValue& kv : vocab) writer.set(std::move(kv.key), std::move(kv.value));
 
-  std::vector<Planned> plan = plan_tensors(shape, options.scheme, options.arch == "qwen2");
+  std::vector<Planned> plan = plan_tensors(shape, options.scheme);
   const std::optional<BigramPlant> plant = options.bigram ? std::optional(bigram_plant(shape)) : std::nullopt;
   for (Planned& p : plan)
-    if (plant && p.choice.name == "token_embd.weight") p.sigma = plant->embedding_sigma;
+    if (plant && p.choice.name == arch::role_name(arch::Role::TokenEmbedding)) p.sigma = plant->embedding_sigma;
   Report report;
   report.output = out;
   for (const Planned& p : plan) {
@@ -216,8 +203,8 @@ Report synth(const std::filesystem::path& out, const SynthOptions& options) {
     const GgmlType type = p.choice.type;
     const uint64_t row_size = row_bytes(type, row);
     const uint64_t tensor_seed = seed ^ fnv1a(p.choice.name);
-    const bool lean = plant && p.choice.name == "output.weight";
-    const uint64_t embd_seed = seed ^ fnv1a("token_embd.weight");
+    const bool lean = plant && p.choice.name == arch::role_name(arch::Role::Output);
+    const uint64_t embd_seed = seed ^ fnv1a(arch::role_name(arch::Role::TokenEmbedding));
     detail::parallel_for(rows, threads, std::max<uint64_t>(1, 65536 / row), [&](uint64_t begin, uint64_t end) {
       std::vector<float> buffer(type == GgmlType::F32 ? 0 : row), embedding(lean ? row : 0);
       for (uint64_t r = begin; r < end; ++r) {

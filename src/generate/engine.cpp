@@ -16,9 +16,9 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& path, const En
   if (!e->plan.model || !e->plan.kv)
     throw Error(fmt::format("{}: not a llama-family model (no general.architecture with hyper-parameters and tensors)",
                             path.string()));
-  if (!model::supports_architecture(e->plan.model->architecture))
-    throw Error(fmt::format("{}: architecture '{}' is not supported (supported: llama, mistral, qwen2)", path.string(),
-                            e->plan.model->architecture));
+  if (!e->plan.model->family)
+    throw Error(fmt::format("{}: architecture '{}' is not supported (supported: {})", path.string(),
+                            e->plan.model->architecture, arch::supported_architectures()));
   if (!options.force && e->plan.has_warning(plan::PlanWarningKind::ExceedsAvailableMemory)) {
     const uint64_t available = *options.plan.available_memory;
     throw load::BudgetError(fmt::format("{}: the plan{} needs {} resident but the machine has {} available now (MemAvailable); "

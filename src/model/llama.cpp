@@ -7,7 +7,7 @@
 
 namespace skainet::model {
 
-Llama::Llama(plan::ModelShape shape, LlamaWeights weights, load::KvCacheStore& kv, uint64_t layer_slab_bytes)
+Llama::Llama(arch::ModelShape shape, LlamaWeights weights, load::KvCacheStore& kv, uint64_t layer_slab_bytes)
     : shape_(std::move(shape)), w_(std::move(weights)), kv_(kv), layer_scope_({.slab_bytes = layer_slab_bytes}) {}
 
 Tensor Llama::forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens, int64_t pos, Logits which) {
@@ -41,14 +41,18 @@ Tensor Llama::layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, 
   Tensor q = ops::matmul(ctx, h, w.wq);
   Tensor k = ops::matmul(ctx, h, w.wk);
   Tensor v = ops::matmul(ctx, h, w.wv);
-  if (shape_.qkv_bias) {
+  if (shape_.features.qkv_bias) {
     q = ops::add(ctx, q, w.bq);
     k = ops::add(ctx, k, w.bk);
     v = ops::add(ctx, v, w.bv);
   }
+  if (shape_.features.qk_norm) {  // each head's vector normalized on its own, before RoPE
+    q = ops::rms_norm(ctx, q.reshape({n * heads, hd}), w.q_norm, shape_.rms_eps).reshape({n, heads * hd});
+    k = ops::rms_norm(ctx, k.reshape({n * kv_heads, hd}), w.k_norm, shape_.rms_eps).reshape({n, kv_heads * hd});
+  }
   const kernels::RopeParams rope{.base = shape_.rope_base,
                                  .dims = static_cast<int64_t>(shape_.rope_dims),
-                                 .neox = shape_.neox_rope,
+                                 .neox = shape_.features.neox_rope,
                                  .freq_scale = 1.0f / shape_.rope_scale};
   q = ops::rope(ctx, q.reshape({n, heads, hd}), pos, rope).reshape({n, heads * hd});
   k = ops::rope(ctx, k.reshape({n, kv_heads, hd}), pos, rope).reshape({n, kv_heads * hd});

@@ -20,7 +20,7 @@ class Binder {
     return *t;
   }
   Tensor optional(const std::string& name, Shape shape) { return m_.find(name) ? need(name, shape) : Tensor{}; }
-  void finish(const plan::ModelShape& s) const {
+  void finish(const arch::ModelShape& s) const {
     if (!problems_.empty())
       throw Error(fmt::format("{} model (layers {}, dim {}, heads {}/{}, ffn {}, vocab {}) does not match its tensors:{}",
                               s.architecture, s.layers, s.dim, s.heads, s.kv_heads, s.ffn, s.vocab, problems_));
@@ -33,46 +33,52 @@ class Binder {
 
 }  // namespace
 
-bool supports_architecture(std::string_view arch) noexcept { return plan::supports_architecture(arch); }
-
-// Names and shapes come from the plan's table (plan::model_tensors / layer_tensors), the one the plan
-// checks the header against before anything is allocated; this only routes each entry to its field.
-LlamaWeights LlamaWeights::bind(const load::LoadedModel& loaded, const plan::ModelShape& s) {
-  if (!supports_architecture(s.architecture))
-    throw Error(fmt::format("architecture '{}' is not supported (supported: llama, mistral, qwen2)", s.architecture));
+// Names and shapes come from the architecture's table (arch::model_tensors / layer_tensors), the one
+// the plan checks the header against before anything is allocated; this only routes each role to its
+// field.
+LlamaWeights LlamaWeights::bind(const load::LoadedModel& loaded, const arch::ModelShape& s) {
+  if (!s.family)
+    throw Error(fmt::format("architecture '{}' is not supported (supported: {})", s.architecture, arch::supported_architectures()));
   Binder b(loaded);
-  auto bind = [&](const std::string& name, const plan::RequiredTensor& r) {
+  auto bind = [&](const std::string& name, const arch::TensorSpec& r) {
     const Shape shape = Shape::from_ggml(r.shape);
     return r.optional ? b.optional(name, shape) : b.need(name, shape);
   };
   LlamaWeights w;
-  for (const auto& r : plan::model_tensors(s)) {
-    const Tensor t = bind(r.name, r);
-    if (r.name == "token_embd.weight") w.tok_embd = t;
-    else if (r.name == "output_norm.weight") w.output_norm = t;
-    else if (r.name == "output.weight") w.output = t;
+  for (const auto& r : arch::model_tensors(s)) {
+    const Tensor t = bind(std::string(r.name()), r);
+    switch (r.role) {
+      case arch::Role::TokenEmbedding: w.tok_embd = t; break;
+      case arch::Role::OutputNorm: w.output_norm = t; break;
+      case arch::Role::Output: w.output = t; break;
+      default: throw Error(fmt::format("internal: the model has no field for '{}'", r.name()));
+    }
   }
   if (!w.output.defined()) w.output = w.tok_embd;
-  const std::vector<plan::RequiredTensor> per_layer = plan::layer_tensors(s);
+  const std::vector<arch::TensorSpec> per_layer = arch::layer_tensors(s);
   w.layers.reserve(s.layers);
   for (uint32_t l = 0; l < s.layers; ++l) {
     LayerWeights lw;
     for (const auto& r : per_layer) {
-      Tensor* field = r.name == "attn_norm.weight"     ? &lw.attn_norm
-                      : r.name == "attn_q.weight"      ? &lw.wq
-                      : r.name == "attn_k.weight"      ? &lw.wk
-                      : r.name == "attn_v.weight"      ? &lw.wv
-                      : r.name == "attn_output.weight" ? &lw.wo
-                      : r.name == "attn_q.bias"        ? &lw.bq
-                      : r.name == "attn_k.bias"        ? &lw.bk
-                      : r.name == "attn_v.bias"        ? &lw.bv
-                      : r.name == "ffn_norm.weight"    ? &lw.ffn_norm
-                      : r.name == "ffn_gate.weight"    ? &lw.w_gate
-                      : r.name == "ffn_up.weight"      ? &lw.w_up
-                      : r.name == "ffn_down.weight"    ? &lw.w_down
-                                                       : nullptr;
-      if (!field) throw Error(fmt::format("internal: the tensor table names '{}', which the model has no field for", r.name));
-      *field = bind(plan::layer_tensor_name(l, r.name), r);
+      Tensor* field = nullptr;
+      switch (r.role) {
+        case arch::Role::AttnNorm: field = &lw.attn_norm; break;
+        case arch::Role::AttnQ: field = &lw.wq; break;
+        case arch::Role::AttnK: field = &lw.wk; break;
+        case arch::Role::AttnV: field = &lw.wv; break;
+        case arch::Role::AttnOutput: field = &lw.wo; break;
+        case arch::Role::AttnQBias: field = &lw.bq; break;
+        case arch::Role::AttnKBias: field = &lw.bk; break;
+        case arch::Role::AttnVBias: field = &lw.bv; break;
+        case arch::Role::AttnQNorm: field = &lw.q_norm; break;
+        case arch::Role::AttnKNorm: field = &lw.k_norm; break;
+        case arch::Role::FfnNorm: field = &lw.ffn_norm; break;
+        case arch::Role::FfnGate: field = &lw.w_gate; break;
+        case arch::Role::FfnUp: field = &lw.w_up; break;
+        case arch::Role::FfnDown: field = &lw.w_down; break;
+        default: throw Error(fmt::format("internal: the model has no field for '{}'", r.name()));
+      }
+      *field = bind(arch::layer_tensor_name(l, r.role), r);
     }
     w.layers.push_back(std::move(lw));
   }

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
+#include "skainet/arch.hpp"
 #include "skainet/placement.hpp"
 
 namespace skainet::placement {
@@ -66,14 +67,16 @@ std::string WeightForm::to_string() const {
 TensorRole role_of(const gguf::TensorInfo& info) noexcept {
   const std::string_view name = info.name;
   if (info.shape.size() <= 1 || ends_with(name, ".bias") || ends_with(name, "_norm.weight")) return TensorRole::Vector;
-  if (name.starts_with("token_embd.")) return TensorRole::Embedding;
+  if (const auto parsed = arch::parse_tensor_name(name); parsed && parsed->role == arch::Role::TokenEmbedding)
+    return TensorRole::Embedding;
   return TensorRole::MatmulWeight;
 }
 
 TensorOverride TensorOverride::parse(std::string_view text) {
   const size_t eq = text.rfind('=');
   if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size())
-    throw InvalidArgument(fmt::format("--override-tensor '{}': expected REGEX=FORM, e.g. 'ffn_down=f32,heap'", text));
+    throw InvalidArgument(fmt::format("--override-tensor '{}': expected REGEX=FORM, e.g. '{}=f32,heap'", text,
+                                      arch::role_name(arch::Role::FfnDown)));
   TensorOverride o;
   o.pattern = std::string(text.substr(0, eq));
   o.form = WeightForm::parse(text.substr(eq + 1));

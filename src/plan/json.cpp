@@ -162,11 +162,12 @@ std::string to_json(const MemoryPlan& p) {
   j["header_bytes_read"] = p.header_bytes_read;
   j["profile"] = p.profile;
   if (p.model) {
-    const ModelShape& m = *p.model;
+    const arch::ModelShape& m = *p.model;
     j["model"] = {{"architecture", m.architecture}, {"layers", m.layers}, {"dim", m.dim}, {"heads", m.heads},
                   {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim}, {"ffn", m.ffn}, {"vocab", m.vocab},
                   {"ctx_train", m.ctx_train}, {"rope_dims", m.rope_dims}, {"rope_base", m.rope_base},
-                  {"rms_eps", m.rms_eps}, {"qkv_bias", m.qkv_bias}, {"neox_rope", m.neox_rope},
+                  {"rms_eps", m.rms_eps}, {"qkv_bias", m.features.qkv_bias}, {"neox_rope", m.features.neox_rope},
+                  {"qk_norm", m.features.qk_norm},
                   {"rope_scale", m.rope_scale}};
   }
   j["tensors"] = json::array();
@@ -202,7 +203,7 @@ MemoryPlan from_json(std::string_view text) {
     p.profile = j.at("profile");
     if (j.contains("model")) {
       const json& m = j["model"];
-      ModelShape s;
+      arch::ModelShape s;
       s.architecture = m.at("architecture");
       s.layers = number<uint32_t>(m, "layers"); s.dim = number<uint32_t>(m, "dim");
       s.heads = number<uint32_t>(m, "heads"); s.kv_heads = number<uint32_t>(m, "kv_heads");
@@ -210,7 +211,9 @@ MemoryPlan from_json(std::string_view text) {
       s.vocab = number<uint32_t>(m, "vocab"); s.ctx_train = number<uint32_t>(m, "ctx_train");
       s.rope_dims = number<uint32_t>(m, "rope_dims"); s.rope_base = number<float>(m, "rope_base");
       s.rms_eps = number<float>(m, "rms_eps"); s.rope_scale = number<float>(m, "rope_scale");
-      s.qkv_bias = m.at("qkv_bias"); s.neox_rope = m.at("neox_rope");
+      if (const arch::FamilyInfo* f = arch::find_family(s.architecture)) s.family = f->family;
+      s.features.qkv_bias = m.at("qkv_bias"); s.features.neox_rope = m.at("neox_rope");
+      s.features.qk_norm = m.value("qk_norm", false);  // absent from plans written before Qwen3
       p.model = s;
     }
     for (const auto& d : j.at("tensors")) p.tensors.push_back(decision_from(d));

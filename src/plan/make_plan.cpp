@@ -15,10 +15,10 @@ bool looks_like_model(const gguf::Header& h) {
   if (h.tensors.empty()) return false;
   const auto* arch = h.find("general.architecture");
   if (!arch || arch->type != gguf::ValueType::String) return false;
-  return h.find(std::get<std::string>(arch->scalar) + ".block_count") != nullptr;
+  return h.find(arch::key(std::get<std::string>(arch->scalar), arch::Key::BlockCount)) != nullptr;
 }
 
-KvCachePlan plan_kv(const ModelShape& m, uint32_t ctx, GgmlType type, const placement::MemoryProfile& profile) {
+KvCachePlan plan_kv(const arch::ModelShape& m, uint32_t ctx, GgmlType type, const placement::MemoryProfile& profile) {
   KvCachePlan kv;
   kv.type = type;
   kv.layers = m.layers;
@@ -109,15 +109,17 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
   for (const auto& info : header.tensors) p.tensors.push_back(placement::decide(info, facts, profile, platform, overrides));
 
   if (looks_like_model(header)) {
-    p.model = ModelShape::from_header(header);
+    p.model = arch::ModelShape::from_header(header);
     // Before anything sized by the hyper-parameters (KV cache, per-layer slab lists) is built: a
     // header claiming 20000 layers over 5 layers of tensors is refused here (issue 10, defect 4).
-    if (supports_architecture(p.model->architecture)) {
-      const TensorCheck check = check_tensors(header, *p.model);
-      if (!check.ok()) throw TensorMismatchError(fmt::format("{}: {}", p.file, check.describe(*p.model)));
+    if (p.model->family) {
+      const arch::TensorCheck check = arch::check_tensors(header, *p.model);
+      if (!check.ok()) throw arch::TensorMismatchError(fmt::format("{}: {}", p.file, check.describe(*p.model)));
     }
     const uint32_t ctx = options.ctx ? options.ctx : std::min(p.model->ctx_train, kDefaultMaxContext);
-    if (ctx == 0) throw InvalidArgument(fmt::format("{}: the model's context_length is 0; give --ctx", p.file));
+    if (ctx == 0)
+      throw InvalidArgument(fmt::format("{}: the model's {} is 0; give --ctx", p.file,
+                                        arch::key(p.model->architecture, arch::Key::ContextLength)));
     p.kv = plan_kv(*p.model, ctx, options.kv_type.value_or(profile.kv_type), profile);
     p.decode = estimate_slabs(*p.model, 1, ctx);
     const uint32_t chunk = std::min(options.prefill_chunk.value_or(profile.prefill_chunk), ctx);
@@ -150,7 +152,7 @@ std::string_view plan_warning_kind_name(PlanWarningKind k) noexcept {
 std::string describe(const PlanWarning& w) {
   switch (w.kind) {
     case PlanWarningKind::ContextBeyondTraining:
-      return fmt::format("context {} is beyond the {} tokens the model was trained on (context_length): positions past "
+      return fmt::format("context {} is beyond the {} tokens the model was trained on: positions past "
                          "it are untrained, output degrades",
                          w.value, w.limit);
     case PlanWarningKind::ExceedsAvailableMemory:

@@ -32,7 +32,7 @@ std::string render_text(const MemoryPlan& p) {
                      p.tensors.size(), format_bytes(p.header_bytes_read));
   out += fmt::format("profile   {}\n", p.profile);
   if (p.model) {
-    const ModelShape& m = *p.model;
+    const arch::ModelShape& m = *p.model;
     out += fmt::format("model     {}: {} layers, dim {}, {}/{} heads (head dim {}), ffn {}, vocab {}, trained ctx {}\n",
                        m.architecture, m.layers, m.dim, m.heads, m.kv_heads, m.head_dim, m.ffn, m.vocab, m.ctx_train);
   }

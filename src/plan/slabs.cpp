@@ -17,7 +17,7 @@ void add(std::vector<ActivationBuffer>& list, uint64_t& total, std::string name,
 
 // Mirrors, buffer for buffer, what model::Llama::forward draws from its two slabs (F32 activations).
 // A test in the model checks a real step against it, so the two cannot drift apart silently.
-SlabPlan estimate_slabs(const ModelShape& m, uint32_t tokens, uint32_t ctx) {
+SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t ctx) {
   SlabPlan s;
   s.tokens = tokens;
   const uint64_t n = tokens;
@@ -33,10 +33,14 @@ SlabPlan estimate_slabs(const ModelShape& m, uint32_t tokens, uint32_t ctx) {
   add(s.layer, s.layer_bytes, "q [n, heads*head_dim]", n * q_width);
   add(s.layer, s.layer_bytes, "k [n, kv_heads*head_dim]", n * kv_width);
   add(s.layer, s.layer_bytes, "v [n, kv_heads*head_dim]", n * kv_width);
-  if (m.qkv_bias) {
+  if (m.features.qkv_bias) {
     add(s.layer, s.layer_bytes, "q + bias", n * q_width);
     add(s.layer, s.layer_bytes, "k + bias", n * kv_width);
     add(s.layer, s.layer_bytes, "v + bias", n * kv_width);
+  }
+  if (m.features.qk_norm) {
+    add(s.layer, s.layer_bytes, "q normed per head", n * q_width);
+    add(s.layer, s.layer_bytes, "k normed per head", n * kv_width);
   }
   add(s.layer, s.layer_bytes, "q roped", n * q_width);
   add(s.layer, s.layer_bytes, "k roped", n * kv_width);

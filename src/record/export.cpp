@@ -73,10 +73,10 @@ std::string ExportReport::text() const {
 ExportReport export_model(const std::filesystem::path& gguf, const ExportOptions& o) {
   if (!o.prefill && !o.decode) throw InvalidArgument("export: no entry function asked for (--entry prefill,decode)");
   const gguf::Header header = gguf::read_header(gguf);
-  const plan::ModelShape shape = plan::ModelShape::from_header(header);
-  if (!model::supports_architecture(shape.architecture))
-    throw Error(fmt::format("export {}: architecture '{}' is not supported (supported: llama, mistral, qwen2)",
-                            gguf.string(), shape.architecture));
+  const arch::ModelShape shape = arch::ModelShape::from_header(header);
+  if (!shape.family)
+    throw Error(fmt::format("export {}: architecture '{}' is not supported (supported: {})", gguf.string(),
+                            shape.architecture, arch::supported_architectures()));
   const plan::MemoryPlan plan =
       plan::make_plan(header, placement::MemoryProfile::preset(o.profile), export_platform(), o.overrides, o.plan);
   if (!plan.kv) throw Error(fmt::format("export {}: the plan has no KV cache", gguf.string()));

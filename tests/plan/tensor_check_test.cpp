@@ -13,6 +13,7 @@
 
 using namespace skainet;
 using namespace skainet::plan;
+using namespace skainet::arch;
 
 namespace {
 
@@ -45,7 +46,7 @@ class TensorCheckTest : public ::testing::Test {
 
 TEST_F(TensorCheckTest, HugeBlockCountIsRefusedFromTheHeaderWithABoundedMessage) {
   const gguf::Header h = header_with("llama.block_count", 20000);
-  const ModelShape shape = ModelShape::from_header(h);
+  const arch::ModelShape shape = arch::ModelShape::from_header(h);
   ASSERT_EQ(shape.layers, 20000u);
   const auto start = std::chrono::steady_clock::now();
   const TensorCheck c = check_tensors(h, shape);
@@ -55,26 +56,26 @@ TEST_F(TensorCheckTest, HugeBlockCountIsRefusedFromTheHeaderWithABoundedMessage)
   EXPECT_EQ(c.wrong_shape, 0u);
   ASSERT_EQ(c.examples.size(), 10u);
   EXPECT_EQ(c.examples[0].kind, TensorProblemKind::Missing);
-  EXPECT_EQ(c.examples[0].name, "blk.5.attn_norm.weight");
-  EXPECT_EQ(c.examples[0].expected, (std::vector<uint64_t>{64}));
+  EXPECT_EQ(c.examples[0].name, "blk.5.attn_q.weight");
+  EXPECT_EQ(c.examples[0].expected, (std::vector<uint64_t>{64, 64}));
 
   try {
     make_plan(h, placement::MemoryProfile::preset("default"), placement::Platform::detect(), {}, {});
     FAIL() << "planned a model whose tensors are missing";
   } catch (const TensorMismatchError& e) {
     EXPECT_LT(e.message().size(), 2000u) << e.message();
-    EXPECT_NE(e.message().find("blk.5.attn_norm.weight"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("blk.5.attn_q.weight"), std::string::npos) << e.message();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
 
   // Even 4 billion layers cost one pass over the header.
   const gguf::Header huge = header_with("llama.block_count", 4000000000u);
-  EXPECT_EQ(check_tensors(huge, ModelShape::from_header(huge)).examples.size(), 10u);
+  EXPECT_EQ(check_tensors(huge, arch::ModelShape::from_header(huge)).examples.size(), 10u);
 }
 
 TEST_F(TensorCheckTest, WrongShapesAreNamedWithExpectedAndFound) {
   const gguf::Header h = header_with("llama.feed_forward_length", 100);
-  const TensorCheck c = check_tensors(h, ModelShape::from_header(h));
+  const TensorCheck c = check_tensors(h, arch::ModelShape::from_header(h));
   EXPECT_EQ(c.missing, 0u);
   EXPECT_EQ(c.wrong_shape, 15u);  // ffn_gate, ffn_up, ffn_down in 5 layers
   ASSERT_FALSE(c.examples.empty());
@@ -85,5 +86,5 @@ TEST_F(TensorCheckTest, WrongShapesAreNamedWithExpectedAndFound) {
 
 TEST_F(TensorCheckTest, TheRealModelPasses) {
   const gguf::Header h = gguf::read_header(kStories);
-  EXPECT_TRUE(check_tensors(h, ModelShape::from_header(h)).ok());
+  EXPECT_TRUE(check_tensors(h, arch::ModelShape::from_header(h)).ok());
 }

@@ -1,0 +1,133 @@
+// skainet::arch — what each model architecture is, in one place: the `general.architecture` names it
+// answers to, the hyper-parameter keys it reads, the features of its forward pass, and the table of
+// tensors it binds (names, shapes derived from the hyper-parameters, which are optional). Plan,
+// loader, model, synth, quantize and inspect ask this module; no tensor name or hyper-parameter key is
+// spelled anywhere else in src/ (tests/arch/spelled_once.sh checks it in the default suite).
+//
+//   gguf::Header h = gguf::read_header("model.gguf");
+//   arch::ModelShape s = arch::ModelShape::from_header(h);     // FormatError naming a missing key
+//   if (!s.family) ...                                         // an architecture no forward pass runs
+//   arch::TensorCheck c = arch::check_tensors(h, s);           // every missing / mis-shaped tensor
+//   for (const arch::TensorSpec& t : arch::layer_tensors(s)) arch::layer_tensor_name(3, t.role);
+//
+// Adding a family: a row in families.cpp (names, features), its extra tensors in tensors.cpp, its
+// extra keys in shape.cpp, then its forward pass in model/ (docs/architecture.md, "Where new things go").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "skainet/gguf.hpp"
+
+namespace skainet::arch {
+
+// The forward passes the engine has. Architectures that share one (llama, mistral) share the value.
+enum class Family : uint8_t { Llama, Qwen2, Qwen3 };
+
+// What distinguishes a family's forward pass from the llama one, as data the model reads.
+struct Features {
+  bool neox_rope = false;  // rotate pairs (i, i + d/2) instead of adjacent pairs
+  bool qkv_bias = false;   // attn_q/k/v carry biases (Qwen2)
+  bool qk_norm = false;    // per-head RMS norm of q and k before RoPE (Qwen3)
+  friend bool operator==(const Features&, const Features&) = default;
+};
+
+struct FamilyInfo {
+  Family family;
+  std::string_view name;                         // the canonical general.architecture value
+  std::span<const std::string_view> also;        // other values with the same forward pass
+  Features features;
+  std::string_view summary;                      // one line for --help and refusals
+};
+std::span<const FamilyInfo> families() noexcept;
+// The family a general.architecture value runs as; nullptr when the engine has no forward pass for it.
+const FamilyInfo* find_family(std::string_view architecture) noexcept;
+const FamilyInfo& family_info(Family f) noexcept;
+std::string supported_architectures();  // "llama, mistral, qwen2, qwen3"
+
+// Hyper-parameter keys, each "<architecture>.<suffix>" in GGUF.
+enum class Key : uint8_t {
+  ContextLength, EmbeddingLength, BlockCount, FeedForwardLength, HeadCount, HeadCountKv, KeyLength,
+  ValueLength, RmsEpsilon, RopeDimensionCount, RopeFreqBase, RopeScalingType, RopeScalingFactor, VocabSize,
+};
+std::string key(std::string_view architecture, Key k);
+
+// The hyper-parameters every part above reads (plan sizes the KV cache and slabs from them, the
+// model runs them, synth writes them). One struct for all families; features absent from a family
+// keep their neutral values.
+struct ModelShape {
+  std::string architecture;           // general.architecture as written
+  std::optional<Family> family;       // unset: no forward pass here (the plan still reads the keys)
+  Features features;
+  uint32_t layers = 0, dim = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0, ctx_train = 0;
+  uint32_t rope_dims = 0;
+  float rope_base = 10000.0f;
+  float rms_eps = 1e-5f;
+  float rope_scale = 1.0f;  // linear RoPE scaling: positions are divided by this
+  uint32_t q_dim() const noexcept { return heads * head_dim; }
+  uint32_t kv_dim() const noexcept { return kv_heads * head_dim; }
+  // FormatError (MissingKey / WrongValueType) naming the key when a required one is absent.
+  static ModelShape from_header(const gguf::Header& h);
+  // The shape of a new model of `architecture` (synth): family and features from the table, head_dim
+  // and rope_dims from dim / heads. InvalidArgument for an architecture without a family.
+  static ModelShape of_family(std::string_view architecture);
+  // The "<arch>.*" keys from_header reads back to this shape (synth writes them).
+  std::vector<gguf::KeyValue> metadata() const;
+  friend bool operator==(const ModelShape&, const ModelShape&) = default;
+};
+
+// What a tensor does in the forward pass. Names are spelled once, in tensors.cpp.
+enum class Role : uint8_t {
+  TokenEmbedding, OutputNorm, Output,  // one per model
+  AttnNorm, AttnQ, AttnK, AttnV, AttnOutput, AttnQBias, AttnKBias, AttnVBias, AttnQNorm, AttnKNorm,
+  FfnNorm, FfnGate, FfnUp, FfnDown,
+  FfnGateInp,  // a mixture-of-experts router: no family here has one; quantize's rules name it
+};
+std::string_view role_name(Role r) noexcept;  // "attn_q.weight"; the model's own: "token_embd.weight"
+bool is_layer_role(Role r) noexcept;
+std::string layer_tensor_name(uint32_t layer, Role r);  // "blk.3.attn_q.weight"
+
+// A tensor name split into its layer (none for the model's own tensors) and role; nullopt for a name
+// no family uses.
+struct TensorName {
+  std::optional<uint32_t> layer;
+  Role role;
+  friend bool operator==(const TensorName&, const TensorName&) = default;
+};
+std::optional<TensorName> parse_tensor_name(std::string_view name) noexcept;
+// The layer of any "blk.N.…" name, known role or not (quantize counts layers of unknown families).
+std::optional<uint32_t> layer_of(std::string_view name) noexcept;
+
+struct TensorSpec {
+  Role role;
+  std::vector<uint64_t> shape;  // ggml order (innermost first), as the GGUF header stores it
+  bool optional = false;        // bound when present (output.weight falls back to token_embd)
+  std::string_view name() const noexcept { return role_name(role); }
+};
+// The tensors `s.family` binds, in the order synth writes them. Empty without a family.
+std::vector<TensorSpec> model_tensors(const ModelShape& s);
+std::vector<TensorSpec> layer_tensors(const ModelShape& s);
+
+enum class TensorProblemKind : uint8_t { Missing, WrongShape };
+struct TensorProblem {
+  TensorProblemKind kind;
+  std::string name;
+  std::vector<uint64_t> expected, found;  // found: empty when missing
+  friend bool operator==(const TensorProblem&, const TensorProblem&) = default;
+};
+struct TensorCheck {
+  uint64_t required = 0, present = 0, missing = 0, wrong_shape = 0;
+  std::vector<TensorProblem> examples;  // the first few problems, at most max_examples
+  bool ok() const noexcept { return missing == 0 && wrong_shape == 0; }
+  std::string describe(const ModelShape& s) const;  // bounded: counts and the examples
+};
+// Checks the header's tensors against the architecture, in time bounded by the header's tensor
+// count (not by block_count).
+TensorCheck check_tensors(const gguf::Header& h, const ModelShape& s, size_t max_examples = 10);
+class TensorMismatchError : public Error { using Error::Error; };
+
+}  // namespace skainet::arch

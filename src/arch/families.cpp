@@ -1,0 +1,49 @@
+// The families the engine runs, one row each. A new family is a row here, its tensors in
+// tensors.cpp, any key of its own in shape.cpp and its forward pass in model/.
+#include <array>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "skainet/arch.hpp"
+
+namespace skainet::arch {
+namespace {
+
+constexpr std::array<std::string_view, 1> kLlamaAlso = {"mistral"};
+
+constexpr std::array<FamilyInfo, 3> kFamilies = {{
+    {Family::Llama, "llama", kLlamaAlso, {}, "LLaMA 1/2/3, TinyLlama, Mistral, SmolLM"},
+    {Family::Qwen2, "qwen2", {}, {.neox_rope = true, .qkv_bias = true}, "Qwen2, Qwen2.5: q/k/v biases, NeoX RoPE"},
+    {Family::Qwen3, "qwen3", {}, {.neox_rope = true, .qk_norm = true}, "Qwen3: per-head q/k RMS norm, NeoX RoPE"},
+}};
+
+}  // namespace
+
+std::span<const FamilyInfo> families() noexcept { return kFamilies; }
+
+const FamilyInfo* find_family(std::string_view architecture) noexcept {
+  for (const FamilyInfo& f : kFamilies) {
+    if (f.name == architecture) return &f;
+    for (std::string_view other : f.also)
+      if (other == architecture) return &f;
+  }
+  return nullptr;
+}
+
+const FamilyInfo& family_info(Family family) noexcept {
+  for (const FamilyInfo& f : kFamilies)
+    if (f.family == family) return f;
+  return kFamilies[0];  // unreachable: every enumerator has a row (tests/arch checks)
+}
+
+std::string supported_architectures() {
+  std::vector<std::string_view> names;
+  for (const FamilyInfo& f : kFamilies) {
+    names.push_back(f.name);
+    names.insert(names.end(), f.also.begin(), f.also.end());
+  }
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+}  // namespace skainet::arch

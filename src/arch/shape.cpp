@@ -1,0 +1,106 @@
+// The hyper-parameters of a model: the one place their GGUF keys are spelled, read (from_header)
+// and written (metadata, for synth) with llama.cpp's defaults for the optional ones.
+#include <array>
+
+#include <fmt/format.h>
+
+#include "skainet/arch.hpp"
+
+namespace skainet::arch {
+namespace {
+
+constexpr std::array<std::string_view, 14> kKeySuffix = {
+    "context_length",        "embedding_length",           "block_count",
+    "feed_forward_length",   "attention.head_count",       "attention.head_count_kv",
+    "attention.key_length",  "attention.value_length",     "attention.layer_norm_rms_epsilon",
+    "rope.dimension_count",  "rope.freq_base",             "rope.scaling.type",
+    "rope.scaling.factor",   "vocab_size",
+};
+static_assert(kKeySuffix.size() == static_cast<size_t>(Key::VocabSize) + 1);
+
+}  // namespace
+
+std::string key(std::string_view architecture, Key k) {
+  return fmt::format("{}.{}", architecture, kKeySuffix[static_cast<size_t>(k)]);
+}
+
+ModelShape ModelShape::from_header(const gguf::Header& h) {
+  ModelShape m;
+  m.architecture = h.get_string("general.architecture");
+  if (const FamilyInfo* f = find_family(m.architecture)) {
+    m.family = f->family;
+    m.features = f->features;
+  }
+  const auto k = [&](Key which) { return key(m.architecture, which); };
+  m.layers = h.get_u32(k(Key::BlockCount));
+  m.dim = h.get_u32(k(Key::EmbeddingLength));
+  m.heads = h.get_u32(k(Key::HeadCount));
+  m.kv_heads = h.find_u32(k(Key::HeadCountKv)).value_or(m.heads);
+  m.ffn = h.get_u32(k(Key::FeedForwardLength));
+  m.ctx_train = h.get_u32(k(Key::ContextLength));
+  if (m.heads == 0 || m.kv_heads == 0 || m.heads % m.kv_heads != 0)
+    throw gguf::FormatError(gguf::FormatErrorKind::WrongValueType,
+                            fmt::format("{}: {} {} is not a positive multiple of {} {}", h.path.string(),
+                                        k(Key::HeadCount), m.heads, k(Key::HeadCountKv), m.kv_heads));
+  m.head_dim = h.find_u32(k(Key::KeyLength)).value_or(m.dim / m.heads);
+  if (const auto v = h.find_u32(k(Key::ValueLength)); v && *v != m.head_dim)
+    throw gguf::FormatError(gguf::FormatErrorKind::WrongValueType,
+                            fmt::format("{}: {} {} differs from {} {}; the KV cache needs them equal", h.path.string(),
+                                        k(Key::ValueLength), *v, k(Key::KeyLength), m.head_dim));
+  // llama.cpp's llama graph takes q/k/v biases when a file has them (Qwen2's always has).
+  if (h.find_tensor(layer_tensor_name(0, Role::AttnQBias))) m.features.qkv_bias = true;
+  m.rope_dims = h.find_u32(k(Key::RopeDimensionCount)).value_or(m.head_dim);
+  m.rope_base = h.find_f32(k(Key::RopeFreqBase)).value_or(10000.0f);
+  m.rms_eps = h.find_f32(k(Key::RmsEpsilon)).value_or(1e-5f);
+  if (const auto* type = h.find(k(Key::RopeScalingType));
+      type && type->type == gguf::ValueType::String && std::get<std::string>(type->scalar) == "linear")
+    m.rope_scale = h.find_f32(k(Key::RopeScalingFactor)).value_or(1.0f);
+  if (auto v = h.find_u32(k(Key::VocabSize))) {
+    m.vocab = *v;
+  } else if (const auto* t = h.find_tensor(role_name(Role::TokenEmbedding)); t && t->shape.size() == 2) {
+    m.vocab = static_cast<uint32_t>(t->shape[1]);
+  } else if (const auto* tokens = h.find("tokenizer.ggml.tokens"); tokens && tokens->is_array()) {
+    m.vocab = static_cast<uint32_t>(tokens->items.size());
+  }
+  return m;
+}
+
+ModelShape ModelShape::of_family(std::string_view architecture) {
+  const FamilyInfo* f = find_family(architecture);
+  if (!f)
+    throw InvalidArgument(
+        fmt::format("architecture '{}' has no forward pass here (supported: {})", architecture, supported_architectures()));
+  ModelShape m;
+  m.architecture = std::string(architecture);
+  m.family = f->family;
+  m.features = f->features;
+  return m;
+}
+
+std::vector<gguf::KeyValue> ModelShape::metadata() const {
+  const auto k = [&](Key which) { return key(architecture, which); };
+  std::vector<gguf::KeyValue> kv = {
+      {k(Key::ContextLength), gguf::Value::u32(ctx_train)},
+      {k(Key::EmbeddingLength), gguf::Value::u32(dim)},
+      {k(Key::BlockCount), gguf::Value::u32(layers)},
+      {k(Key::FeedForwardLength), gguf::Value::u32(ffn)},
+      {k(Key::RopeDimensionCount), gguf::Value::u32(rope_dims)},
+      {k(Key::HeadCount), gguf::Value::u32(heads)},
+      {k(Key::HeadCountKv), gguf::Value::u32(kv_heads)},
+      {k(Key::RmsEpsilon), gguf::Value::f32(rms_eps)},
+      {k(Key::RopeFreqBase), gguf::Value::f32(rope_base)},
+      {k(Key::VocabSize), gguf::Value::u32(vocab)},
+  };
+  // Written only where it differs from what dim / heads implies (Qwen3's 128 at any width).
+  if (heads == 0 || head_dim != dim / heads) {
+    kv.push_back({k(Key::KeyLength), gguf::Value::u32(head_dim)});
+    kv.push_back({k(Key::ValueLength), gguf::Value::u32(head_dim)});
+  }
+  if (rope_scale != 1.0f) {
+    kv.push_back({k(Key::RopeScalingType), gguf::Value::string("linear")});
+    kv.push_back({k(Key::RopeScalingFactor), gguf::Value::f32(rope_scale)});
+  }
+  return kv;
+}
+
+}  // namespace skainet::arch
