@@ -26,13 +26,15 @@
 namespace skainet::arch {
 
 // The forward passes the engine has. Architectures that share one (llama, mistral) share the value.
-enum class Family : uint8_t { Llama, Qwen2, Qwen3 };
+enum class Family : uint8_t { Llama, Qwen2, Qwen3, Phi3 };
 
 // What distinguishes a family's forward pass from the llama one, as data the model reads.
 struct Features {
   bool neox_rope = false;  // rotate pairs (i, i + d/2) instead of adjacent pairs
   bool qkv_bias = false;   // attn_q/k/v carry biases (Qwen2)
   bool qk_norm = false;    // per-head RMS norm of q and k before RoPE (Qwen3)
+  bool fused_qkv = false;  // one attn_qkv weight whose rows are q, k, v (Phi-3)
+  bool fused_gate_up = false;  // ffn_up holds the gate rows, then the up rows (Phi-3)
   friend bool operator==(const Features&, const Features&) = default;
 };
 
@@ -86,8 +88,12 @@ enum class Role : uint8_t {
   AttnNorm, AttnQ, AttnK, AttnV, AttnOutput, AttnQBias, AttnKBias, AttnVBias, AttnQNorm, AttnKNorm,
   FfnNorm, FfnGate, FfnUp, FfnDown,
   FfnGateInp,  // a mixture-of-experts router: no family here has one; quantize's rules name it
+  AttnQkv,     // fused q, k, v (Phi-3)
+  RopeFactorsLong, RopeFactorsShort,  // Phi-3's LongRoPE factors: refused (TensorProblemKind::Unsupported)
 };
 std::string_view role_name(Role r) noexcept;  // "attn_q.weight"; the model's own: "token_embd.weight"
+// Why the engine refuses a tensor of this role ("LongRoPE scaling"), empty when it does not.
+std::string_view unsupported_feature(Role r) noexcept;
 bool is_layer_role(Role r) noexcept;
 std::string layer_tensor_name(uint32_t layer, Role r);  // "blk.3.attn_q.weight"
 
@@ -112,7 +118,9 @@ struct TensorSpec {
 std::vector<TensorSpec> model_tensors(const ModelShape& s);
 std::vector<TensorSpec> layer_tensors(const ModelShape& s);
 
-enum class TensorProblemKind : uint8_t { Missing, WrongShape };
+// Unsupported: a tensor the family's files may carry for a feature this engine lacks (the message
+// names the feature).
+enum class TensorProblemKind : uint8_t { Missing, WrongShape, Unsupported };
 struct TensorProblem {
   TensorProblemKind kind;
   std::string name;
@@ -120,9 +128,9 @@ struct TensorProblem {
   friend bool operator==(const TensorProblem&, const TensorProblem&) = default;
 };
 struct TensorCheck {
-  uint64_t required = 0, present = 0, missing = 0, wrong_shape = 0;
+  uint64_t required = 0, present = 0, missing = 0, wrong_shape = 0, unsupported = 0;
   std::vector<TensorProblem> examples;  // the first few problems, at most max_examples
-  bool ok() const noexcept { return missing == 0 && wrong_shape == 0; }
+  bool ok() const noexcept { return missing == 0 && wrong_shape == 0 && unsupported == 0; }
   std::string describe(const ModelShape& s) const;  // bounded: counts and the examples
 };
 // Checks the header's tensors against the architecture, in time bounded by the header's tensor

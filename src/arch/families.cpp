@@ -12,10 +12,12 @@ namespace {
 
 constexpr std::array<std::string_view, 1> kLlamaAlso = {"mistral"};
 
-constexpr std::array<FamilyInfo, 3> kFamilies = {{
+constexpr std::array<FamilyInfo, 4> kFamilies = {{
     {Family::Llama, "llama", kLlamaAlso, {}, "LLaMA 1/2/3, TinyLlama, Mistral, SmolLM"},
     {Family::Qwen2, "qwen2", {}, {.neox_rope = true, .qkv_bias = true}, "Qwen2, Qwen2.5: q/k/v biases, NeoX RoPE"},
     {Family::Qwen3, "qwen3", {}, {.neox_rope = true, .qk_norm = true}, "Qwen3: per-head q/k RMS norm, NeoX RoPE"},
+    {Family::Phi3, "phi3", {}, {.neox_rope = true, .fused_qkv = true, .fused_gate_up = true},
+     "Phi-3, Phi-3.5, Phi-4: fused qkv and gate/up weights, NeoX RoPE (without LongRoPE factors)"},
 }};
 
 }  // namespace

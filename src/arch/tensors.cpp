@@ -19,8 +19,9 @@ struct RoleRow {
   Role role;
   std::string_view name;
   bool per_layer;
+  std::string_view unsupported = {};  // the feature a file carrying it needs, which the engine lacks
 };
-constexpr std::array<RoleRow, 18> kRoles = {{
+constexpr std::array<RoleRow, 21> kRoles = {{
     {Role::TokenEmbedding, "token_embd.weight", false},
     {Role::OutputNorm, "output_norm.weight", false},
     {Role::Output, "output.weight", false},
@@ -39,6 +40,9 @@ constexpr std::array<RoleRow, 18> kRoles = {{
     {Role::FfnUp, "ffn_up.weight", true},
     {Role::FfnDown, "ffn_down.weight", true},
     {Role::FfnGateInp, "ffn_gate_inp.weight", true},
+    {Role::AttnQkv, "attn_qkv.weight", true},
+    {Role::RopeFactorsLong, "rope_factors_long.weight", false, "LongRoPE scaling (Phi-3 128k)"},
+    {Role::RopeFactorsShort, "rope_factors_short.weight", false, "LongRoPE scaling (Phi-3 128k)"},
 }};
 
 constexpr bool rows_follow_the_enum() {
@@ -55,6 +59,7 @@ std::string dims_text(const std::vector<uint64_t>& d) { return fmt::format("[{}]
 }  // namespace
 
 std::string_view role_name(Role r) noexcept { return row_of(r).name; }
+std::string_view unsupported_feature(Role r) noexcept { return row_of(r).unsupported; }
 bool is_layer_role(Role r) noexcept { return row_of(r).per_layer; }
 std::string layer_tensor_name(uint32_t layer, Role r) { return fmt::format("{}{}.{}", kLayerPrefix, layer, role_name(r)); }
 
@@ -94,20 +99,25 @@ std::vector<TensorSpec> model_tensors(const ModelShape& s) {
 // projection followed by its bias, then the norms of the block.
 std::vector<TensorSpec> layer_tensors(const ModelShape& s) {
   if (!s.family) return {};
-  const uint64_t d = s.dim, f = s.ffn, q = s.q_dim(), kv = s.kv_dim(), hd = s.head_dim;
-  const bool bias = s.features.qkv_bias;
+  const Features& f = s.features;
+  const uint64_t d = s.dim, ff = s.ffn, q = s.q_dim(), kv = s.kv_dim(), hd = s.head_dim;
   std::vector<TensorSpec> t;
-  for (const auto& [weight, bias_role, width] :
-       {std::tuple{Role::AttnQ, Role::AttnQBias, q}, {Role::AttnK, Role::AttnKBias, kv}, {Role::AttnV, Role::AttnVBias, kv}}) {
-    t.push_back({weight, {d, width}});
-    if (bias) t.push_back({bias_role, {width}});
+  if (f.fused_qkv) {
+    t.push_back({Role::AttnQkv, {d, q + 2 * kv}});
+  } else {
+    for (const auto& [weight, bias, width] :
+         {std::tuple{Role::AttnQ, Role::AttnQBias, q}, {Role::AttnK, Role::AttnKBias, kv}, {Role::AttnV, Role::AttnVBias, kv}}) {
+      t.push_back({weight, {d, width}});
+      if (f.qkv_bias) t.push_back({bias, {width}});
+    }
   }
-  if (s.features.qk_norm) {
+  if (f.qk_norm) {
     t.push_back({Role::AttnQNorm, {hd}});
     t.push_back({Role::AttnKNorm, {hd}});
   }
-  t.insert(t.end(), {{Role::AttnOutput, {q, d}}, {Role::AttnNorm, {d}}, {Role::FfnGate, {d, f}},
-                     {Role::FfnDown, {f, d}}, {Role::FfnUp, {d, f}}, {Role::FfnNorm, {d}}});
+  t.insert(t.end(), {{Role::AttnOutput, {q, d}}, {Role::AttnNorm, {d}}});
+  if (!f.fused_gate_up) t.push_back({Role::FfnGate, {d, ff}});
+  t.insert(t.end(), {{Role::FfnDown, {ff, d}}, {Role::FfnUp, {d, f.fused_gate_up ? 2 * ff : ff}}, {Role::FfnNorm, {d}}});
   return t;
 }
 
@@ -133,6 +143,11 @@ TensorCheck check_tensors(const gguf::Header& h, const ModelShape& s, size_t max
   for (const auto& info : h.tensors) {
     const auto parsed = parse_tensor_name(info.name);
     if (!parsed || (parsed->layer && *parsed->layer >= s.layers)) continue;
+    if (!unsupported_feature(parsed->role).empty()) {
+      ++c.unsupported;
+      if (c.examples.size() < max_examples) c.examples.push_back({TensorProblemKind::Unsupported, info.name, {}, info.shape});
+      continue;
+    }
     for (const auto& r : parsed->layer ? per_layer : globals)
       if (r.role == parsed->role) expect(info, r);
   }
@@ -159,14 +174,23 @@ std::string TensorCheck::describe(const ModelShape& s) const {
       "{} model (layers {}, dim {}, heads {}/{}, ffn {}, vocab {}) does not match its tensors: {} of {} required "
       "tensors missing, {} with the wrong shape",
       s.architecture, s.layers, s.dim, s.heads, s.kv_heads, s.ffn, s.vocab, missing, required, wrong_shape);
+  if (unsupported > 0) out += fmt::format(", {} for a feature this engine lacks", unsupported);
   for (const auto& p : examples) {
-    if (p.kind == TensorProblemKind::Missing)
-      out += fmt::format("\n  missing tensor '{}' (expected {})", p.name, dims_text(p.expected));
-    else
-      out += fmt::format("\n  tensor '{}' is {}, expected {}", p.name, dims_text(p.found), dims_text(p.expected));
+    switch (p.kind) {
+      case TensorProblemKind::Missing:
+        out += fmt::format("\n  missing tensor '{}' (expected {})", p.name, dims_text(p.expected));
+        break;
+      case TensorProblemKind::WrongShape:
+        out += fmt::format("\n  tensor '{}' is {}, expected {}", p.name, dims_text(p.found), dims_text(p.expected));
+        break;
+      case TensorProblemKind::Unsupported:
+        out += fmt::format("\n  tensor '{}' needs {}, which is not supported", p.name,
+                           unsupported_feature(parse_tensor_name(p.name)->role));
+        break;
+    }
   }
-  if (missing + wrong_shape > examples.size())
-    out += fmt::format("\n  ... and {} more", missing + wrong_shape - examples.size());
+  if (missing + wrong_shape + unsupported > examples.size())
+    out += fmt::format("\n  ... and {} more", missing + wrong_shape + unsupported - examples.size());
   return out;
 }
 

@@ -59,9 +59,11 @@ LlamaWeights LlamaWeights::bind(const load::LoadedModel& loaded, const arch::Mod
   w.layers.reserve(s.layers);
   for (uint32_t l = 0; l < s.layers; ++l) {
     LayerWeights lw;
+    Tensor qkv, gate_up;  // fused weights (Phi-3), split into views of their row ranges below
     for (const auto& r : per_layer) {
       Tensor* field = nullptr;
       switch (r.role) {
+        case arch::Role::AttnQkv: field = &qkv; break;
         case arch::Role::AttnNorm: field = &lw.attn_norm; break;
         case arch::Role::AttnQ: field = &lw.wq; break;
         case arch::Role::AttnK: field = &lw.wk; break;
@@ -74,11 +76,22 @@ LlamaWeights LlamaWeights::bind(const load::LoadedModel& loaded, const arch::Mod
         case arch::Role::AttnKNorm: field = &lw.k_norm; break;
         case arch::Role::FfnNorm: field = &lw.ffn_norm; break;
         case arch::Role::FfnGate: field = &lw.w_gate; break;
-        case arch::Role::FfnUp: field = &lw.w_up; break;
+        case arch::Role::FfnUp: field = s.features.fused_gate_up ? &gate_up : &lw.w_up; break;
         case arch::Role::FfnDown: field = &lw.w_down; break;
         default: throw Error(fmt::format("internal: the model has no field for '{}'", r.name()));
       }
       *field = bind(arch::layer_tensor_name(l, r.role), r);
+    }
+    // Rows are output features, so each part of a fused weight is a row range: the same matmuls as
+    // separate weights, with no copy.
+    if (qkv.defined() && qkv.dim(0) == int64_t{s.q_dim()} + 2 * int64_t{s.kv_dim()}) {
+      lw.wq = qkv.rows(0, s.q_dim());
+      lw.wk = qkv.rows(s.q_dim(), s.kv_dim());
+      lw.wv = qkv.rows(s.q_dim() + s.kv_dim(), s.kv_dim());
+    }
+    if (gate_up.defined() && gate_up.dim(0) == 2 * int64_t{s.ffn}) {
+      lw.w_gate = gate_up.rows(0, s.ffn);
+      lw.w_up = gate_up.rows(s.ffn, s.ffn);
     }
     w.layers.push_back(std::move(lw));
   }

@@ -110,8 +110,12 @@ Tensor Tensor::narrow(int dim, int64_t start, int64_t length) const {
   if (start < 0 || length < 0 || start > shape_[dim] || length > shape_[dim] - start)
     throw InvalidArgument(fmt::format("narrow({}, {}, {}) out of range for {}", dim, start, length, describe()));
   const TypeTraits& t = type_traits(type_);
-  if (order_ != BlockOrder::RowMajor)
-    throw InvalidArgument(fmt::format("narrow of {} in a kernel-feed block order", describe()));
+  // A kernel-feed order splits between its row groups only (a fused weight's parts, e.g. Phi-3's
+  // attn_qkv): the view is then itself whole groups, plus the row-major tail when it reaches the end.
+  if (order_ != BlockOrder::RowMajor &&
+      (dim != 0 || start % kInterleaveRows != 0 || (length % kInterleaveRows != 0 && start + length != shape_[0])))
+    throw InvalidArgument(fmt::format("narrow({}, {}, {}) of {} in a kernel-feed block order: only whole {}-row groups",
+                                      dim, start, length, describe(), kInterleaveRows));
   Tensor v = *this;
   v.shape_ = shape_.with(dim, length);
   if (t.quantized && dim == rank() - 1) {

@@ -35,6 +35,10 @@ if(peer_ok)
   # Tolerances: measured values and margins are in docs/benchmarks.md ("Logits against llama.cpp").
   set(SKAINET_LOGITS_SHAPE --preset tinyllama-1.1b --layers 2 CACHE STRING
       "skainet synth shape options of the peer logits tests")
+  # The families after Llama, each with its family's real vocabulary (Qwen3: Qwen2's, 151936 tokens),
+  # at a width that keeps the F32 embedding and output at 300 MB each: 8/4 heads, 2 layers. Qwen3's
+  # head size (128) is not dim / heads, as in the real models.
+  set(SKAINET_FAMILY_SHAPE --preset tiny --dim 512 --heads 8 --kv-heads 4 --ffn 1024 --layers 2 --ctx 512)
   # Qwen2 (q/k/v biases, NeoX RoPE) at the same shape with the GPT-2 byte-level BPE vocabulary, so the
   # prompt ids differ: "Once upon a time" is [7454, 2402, 257, 640] there, no BOS.
   # TYPE@peer cases: files llama-quantize makes from the F16 bigram synth (Q2_K, Q3_K_M, IQ4_NL, IQ4_XS,
@@ -44,7 +48,8 @@ if(peer_ok)
                "random_F32;random;near-ties;F32;2e-3;5e-4" "random_Q8_0;random;near-ties;Q8_0;5e-2;1.5e-2"
                "qwen2_F32;qwen2;strict;F32;1e-3;2.5e-4" "qwen2_Q8_0;qwen2;strict;Q8_0;3e-2;1e-2"
                "peer_Q2_K;bigram;strict;Q2_K@peer;5e-2;1.5e-2" "peer_Q3_K_M;bigram;strict;Q3_K_M@peer;5e-2;1.5e-2"
-               "peer_IQ4_NL;bigram;strict;IQ4_NL@peer;5e-2;1.5e-2" "peer_IQ4_XS;bigram;strict;IQ4_XS@peer;5e-2;1.5e-2")
+               "peer_IQ4_NL;bigram;strict;IQ4_NL@peer;5e-2;1.5e-2" "peer_IQ4_XS;bigram;strict;IQ4_XS@peer;5e-2;1.5e-2"
+               "qwen3_F32;qwen3;strict;F32;1e-3;2.5e-4" "qwen3_Q8_0;qwen3;strict;Q8_0;3e-2;1e-2")
     list(GET case 0 name)
     list(GET case 1 weights)
     list(GET case 2 top1)
@@ -60,6 +65,10 @@ if(peer_ok)
       list(APPEND shape --bigram --arch qwen2)
       set(vocab gpt-2)
       list(APPEND env "SKAINET_LOGITS_IDS=7454,2402,257,640")
+    elseif(weights STREQUAL "qwen3")
+      set(shape ${SKAINET_FAMILY_SHAPE} --head-dim 128 --bigram --arch qwen3)
+      set(vocab qwen2)
+      list(APPEND env "SKAINET_LOGITS_IDS=12522,5193,264,882")
     endif()
     add_test(NAME peer_logits_${name}
       COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_logits.sh $<TARGET_FILE:skainet> $<TARGET_FILE:peer_logits>
