@@ -26,18 +26,27 @@ struct RopeParams {
   float freq_scale = 1.0f;  // linear RoPE scaling: the angle uses pos * freq_scale
 };
 
+// Row i (second-innermost index) is the query at position p = i + offset. The scores are s = x * scale,
+// capped to softcap * tanh(s / softcap) when softcap > 0 (Gemma 2's attn_logit_softcapping), and the
+// softmax runs over the columns the query sees: with `causal` those j <= p, with a `window` > 0 those
+// p - j < window (llama.cpp's LLAMA_SWA_TYPE_STANDARD); the others come out 0.
 struct SoftmaxParams {
-  float scale = 1.0f;   // applied to the input before the softmax
-  bool causal = false;  // row i (second-innermost index) sees columns j <= i + offset
+  float scale = 1.0f;
+  bool causal = false;
   int64_t offset = 0;
+  int64_t window = 0;  // 0: no sliding window
+  float softcap = 0;   // 0: no capping
 };
 
 // Attention over a KV cache (ops::attention): query head h reads KV head h / (heads / kv_heads); query
-// t (of n) sees cells up to offset + t.
+// t (of n) is at position offset + t and sees the cells its SoftmaxParams would (causal; within
+// `window` when that is > 0), with the scores capped when softcap > 0.
 struct AttentionParams {
   int64_t heads = 0, kv_heads = 0, head_dim = 0;
   float scale = 1.0f;
   int64_t offset = 0;
+  int64_t window = 0;  // 0: no sliding window
+  float softcap = 0;   // 0: no capping
 };
 
 struct KernelTable {
@@ -50,11 +59,18 @@ struct KernelTable {
   void (*scale)(const Tensor& x, float s, const Tensor& out) noexcept;
   void (*silu)(const Tensor& x, const Tensor& out) noexcept;
   void (*swiglu)(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept;
+  // gelu(gate) * up, GELU the tanh approximation (ggml_gelu_f32, computed in F32: see the reference).
+  void (*geglu)(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept;
+  // cap * tanh(x * (1 / cap)) elementwise (Gemma 2's final logit soft-capping); cap > 0.
+  void (*softcap)(const Tensor& x, float cap, const Tensor& out) noexcept;
   // Over the innermost dim. weight may be undefined (no scaling).
   void (*rms_norm)(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) noexcept;
-  // Adjacent pairs (2i, 2i+1) rotated by pos * base^(-2i/dims); the token of a row is its index in dim 0
+  // Adjacent pairs (2i, 2i+1) (NeoX: (i, i + dims/2)) rotated by pos * freq_scale * base^(-2i/dims),
+  // divided by freq_factors[i] when freq_factors (F32 [dims/2]) is defined (ggml_rope_ext's freq
+  // factors: Llama 3.1's rope_freqs, Phi-3's rope factors); the token of a row is its index in dim 0
   // (rank >= 2) plus pos0.
-  void (*rope)(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& out) noexcept;
+  void (*rope)(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& freq_factors,
+               const Tensor& out) noexcept;
   void (*softmax)(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcept;
   // out[i, :] = table[ids[i], :] as F32 (packed rows dequantized). out inner dim contiguous.
   void (*gather_rows)(const Tensor& table, const int32_t* ids, int64_t n, const Tensor& out) noexcept;
@@ -97,8 +113,10 @@ void mul(const Tensor& a, const Tensor& b, const Tensor& out) noexcept;
 void scale(const Tensor& x, float s, const Tensor& out) noexcept;
 void silu(const Tensor& x, const Tensor& out) noexcept;
 void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept;
+void geglu(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept;
+void softcap(const Tensor& x, float cap, const Tensor& out) noexcept;
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) noexcept;
-void rope(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& out) noexcept;
+void rope(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& freq_factors, const Tensor& out) noexcept;
 void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcept;
 void gather_rows(const Tensor& table, const int32_t* ids, int64_t n, const Tensor& out) noexcept;
 void copy(const Tensor& src, const Tensor& dst) noexcept;

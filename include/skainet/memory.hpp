@@ -158,6 +158,7 @@ Tensor retain(const Tensor& t, Scope& to);
 // the eager one, op for op.
 enum class OpKind : uint8_t {
   Matmul, Add, Mul, Scale, Silu, Swiglu, RmsNorm, Rope, Softmax, Attention, GatherRows, Copy, WriteRows,
+  Geglu, Softcap,
 };
 std::string_view op_kind_name(OpKind k) noexcept;
 
@@ -167,7 +168,7 @@ struct OpCall {
   const Tensor& output;  // the op's output, or the destination it writes into (Copy, WriteRows)
   // Attributes; which apply depends on the kind.
   float eps = 0;          // RmsNorm
-  float factor = 1;       // Scale
+  float factor = 1;       // Scale; Softcap's cap
   // Rope's first position, Attention's offset, WriteRows' first row: always a position of the
   // forward pass, so a recorder may make it the runtime position argument.
   int64_t position = 0;

@@ -35,18 +35,28 @@ Tensor mul(ExecutionContext& ctx, const Tensor& a, const Tensor& b);
 Tensor scale(ExecutionContext& ctx, const Tensor& x, float s);
 Tensor silu(ExecutionContext& ctx, const Tensor& x);
 Tensor swiglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up);  // silu(gate) * up
+// gelu(gate) * up, GELU's tanh approximation as ggml_gelu_f32 writes it (Gemma's feed-forward).
+Tensor geglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up);
+// cap * tanh(x / cap) (computed as llama.cpp does, x * (1 / cap)); cap finite and > 0 (Gemma 2's
+// final logits).
+Tensor softcap(ExecutionContext& ctx, const Tensor& x, float cap);
 
 // y = x / sqrt(mean(x²) + eps) * weight over the innermost dim; weight F32 [d] or undefined.
 Tensor rms_norm(ExecutionContext& ctx, const Tensor& x, const Tensor& weight, float eps);
-// x F32 [n, d] or [n, heads, d]: token t (index in dim 0) at position pos0 + t.
-Tensor rope(ExecutionContext& ctx, const Tensor& x, int64_t pos0, const RopeParams& params);
+// x F32 [n, d] or [n, heads, d]: token t (index in dim 0) at position pos0 + t. freq_factors, when
+// defined, is F32 [dims / 2]: pair i's angle is divided by freq_factors[i] (ggml_rope_ext's freq
+// factors: Llama 3.1's rope_freqs.weight, Phi-3's rope factors).
+Tensor rope(ExecutionContext& ctx, const Tensor& x, int64_t pos0, const RopeParams& params,
+            const Tensor& freq_factors = Tensor());
+// window >= 0 and softcap finite and >= 0 (0: none), see SoftmaxParams.
 Tensor softmax(ExecutionContext& ctx, const Tensor& x, const SoftmaxParams& params = {});
 
-// softmax(q kᵀ · scale) v per head, causal (query t sees cells up to offset + t), grouped-query: query
-// head h reads KV head h / (heads / kv_heads). q F32 [n, heads * head_dim]; keys and values dense
-// [cells, kv_heads * head_dim] (e.g. F16 cache rows; the whole cache may be passed: only cells up to
-// offset + n - 1 are read). Draws scores [heads, n, offset + n] (turned into
-// probabilities in place) and the output [n, heads * head_dim]; heads run in parallel.
+// softmax(q kᵀ · scale) v per head, causal (query t sees cells up to offset + t; with a window only the
+// last `window` of them), the scores capped first when softcap > 0, grouped-query: query head h reads
+// KV head h / (heads / kv_heads). q F32 [n, heads * head_dim]; keys and values dense
+// [cells, kv_heads * head_dim] (e.g. F16 cache rows; the whole cache may be passed: only cells from
+// the first query's window start to offset + n - 1 are read). Draws scores [heads, n, seen cells]
+// (turned into probabilities in place) and the output [n, heads * head_dim]; heads run in parallel.
 Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, const Tensor& values,
                  const AttentionParams& params);
 

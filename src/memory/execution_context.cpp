@@ -48,6 +48,8 @@ std::string_view op_kind_name(OpKind k) noexcept {
     case OpKind::GatherRows: return "gather_rows";
     case OpKind::Copy: return "copy";
     case OpKind::WriteRows: return "write_rows";
+    case OpKind::Geglu: return "geglu";
+    case OpKind::Softcap: return "softcap";
   }
   return "?";
 }

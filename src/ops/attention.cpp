@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "ops/checks.hpp"
@@ -25,6 +27,8 @@ Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, con
     if (t->rank() != 2 || t->dim(1) != p.kv_heads * hd || t->dim(0) != keys.dim(0) || t->packed())
       throw InvalidArgument(fmt::format("{}: keys {} and values {} should be dense [cells, {}]", kOp,
                                         keys.shape().to_string(), values.shape().to_string(), p.kv_heads * hd));
+  require_window(p.window, kOp);
+  require_softcap(p.softcap, kOp, true);
   const int64_t n = q.dim(0), group = p.heads / p.kv_heads;
   if (p.offset < 0 || p.offset + n > keys.dim(0))
     throw InvalidArgument(fmt::format("{}: {} queries at offset {} need {} cells, keys have {}", kOp, n, p.offset,
@@ -33,14 +37,17 @@ Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, con
   const Tensor* in[] = {&q, &keys, &values};
   if (recorded(ctx, {.kind = memory::OpKind::Attention, .inputs = in, .output = out, .position = p.offset, .attention = p}))
     return out;
-  // Causality: no query sees a cell past offset + n - 1, so only those cells are read (the caller may
-  // pass the whole cache).
-  const int64_t cells = p.offset + n;
-  const Tensor visible_keys = keys.rows(0, cells), visible_values = values.rows(0, cells);
+  // Causality: no query sees a cell past offset + n - 1, and with a window none before the first
+  // query's window, offset - window + 1; only the cells between are read (the caller may pass the
+  // whole cache). The softmax then counts positions from the first of them.
+  const int64_t first = p.window > 0 ? std::max<int64_t>(0, p.offset - p.window + 1) : 0;
+  const int64_t cells = p.offset + n - first;
+  const Tensor visible_keys = keys.rows(first, cells), visible_values = values.rows(first, cells);
 
   const Tensor scores = ctx.scope().allocate({p.heads, n, cells}, GgmlType::F32, "attention scores");
   const kernels::KernelTable& k = ctx.kernels();
-  const SoftmaxParams softmax{.scale = p.scale, .causal = true, .offset = p.offset};
+  const SoftmaxParams softmax{
+      .scale = p.scale, .causal = true, .offset = p.offset - first, .window = p.window, .softcap = p.softcap};
   ctx.pool().parallel_for(p.heads, 1, [&](int64_t h0, int64_t h1) noexcept {
     for (int64_t h = h0; h < h1; ++h) {
       const int64_t g = h / group;

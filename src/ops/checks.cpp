@@ -1,3 +1,5 @@
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "ops/checks.hpp"
@@ -45,6 +47,17 @@ void require_inner_contiguous(const Tensor& t, std::string_view op, std::string_
   if (t.rank() > 0 && t.dim(-1) > 1 && !t.packed() && t.stride(-1) != static_cast<int64_t>(t.element_size()))
     throw InvalidArgument(fmt::format("{}: argument '{}' needs a contiguous innermost dimension; {} has stride {} (copy it first)",
                                       op, arg, t.describe(), t.stride(-1)));
+}
+
+void require_softcap(float cap, std::string_view op, bool zero_means_none) {
+  if (zero_means_none && cap == 0) return;
+  if (!std::isfinite(cap) || cap <= 0)
+    throw InvalidArgument(fmt::format("{}: soft-capping value {} should be finite and > 0{}", op, cap,
+                                      zero_means_none ? " (0: none)" : ""));
+}
+
+void require_window(int64_t window, std::string_view op) {
+  if (window < 0) throw InvalidArgument(fmt::format("{}: sliding window {} should be >= 0 (0: none)", op, window));
 }
 
 }  // namespace skainet::ops::detail

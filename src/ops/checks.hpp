@@ -15,6 +15,10 @@ void require_writable(const Tensor& t, std::string_view op);                    
 void require_same_shape(const Tensor& a, const Tensor& b, std::string_view op);
 void require_broadcast(const Tensor& a, const Tensor& b, std::string_view op);  // b → a's shape
 void require_inner_contiguous(const Tensor& t, std::string_view op, std::string_view arg);
+// A soft-capping value: finite and > 0 (or 0, "none", where `zero_means_none`).
+void require_softcap(float cap, std::string_view op, bool zero_means_none);
+// A sliding window: >= 0 (0: none).
+void require_window(int64_t window, std::string_view op);
 
 // A recorded (symbolic) tensor reaching a kernel: it has no bytes.
 [[noreturn]] void symbolic_in_eager_op(const memory::OpCall& call, const Tensor& t);

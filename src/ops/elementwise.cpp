@@ -37,6 +37,26 @@ Tensor swiglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up) {
   return out;
 }
 
+Tensor geglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up) {
+  require_f32(gate, "ops::geglu", "gate");
+  require_f32(up, "ops::geglu", "up");
+  require_same_shape(gate, up, "ops::geglu");
+  Tensor out = output(ctx, gate.shape(), "ops::geglu");
+  const Tensor* in[] = {&gate, &up};
+  if (!recorded(ctx, {.kind = memory::OpKind::Geglu, .inputs = in, .output = out})) ctx.kernels().geglu(gate, up, out);
+  return out;
+}
+
+Tensor softcap(ExecutionContext& ctx, const Tensor& x, float cap) {
+  require_f32(x, "ops::softcap", "x");
+  require_softcap(cap, "ops::softcap", false);
+  Tensor out = output(ctx, x.shape(), "ops::softcap");
+  const Tensor* in[] = {&x};
+  if (!recorded(ctx, {.kind = memory::OpKind::Softcap, .inputs = in, .output = out, .factor = cap}))
+    ctx.kernels().softcap(x, cap, out);
+  return out;
+}
+
 Tensor scale(ExecutionContext& ctx, const Tensor& x, float s) {
   require_f32(x, "ops::scale", "x");
   Tensor out = output(ctx, x.shape(), "ops::scale");

@@ -21,7 +21,7 @@ Tensor rms_norm(ExecutionContext& ctx, const Tensor& x, const Tensor& weight, fl
   return out;
 }
 
-Tensor rope(ExecutionContext& ctx, const Tensor& x, int64_t pos0, const RopeParams& params) {
+Tensor rope(ExecutionContext& ctx, const Tensor& x, int64_t pos0, const RopeParams& params, const Tensor& freq_factors) {
   constexpr std::string_view kOp = "ops::rope";
   require_f32(x, kOp, "x");
   const int64_t d = x.shape().back();
@@ -30,16 +30,25 @@ Tensor rope(ExecutionContext& ctx, const Tensor& x, int64_t pos0, const RopePara
     throw InvalidArgument(fmt::format("{}: {} rotated dims of {}: must be even and at most the innermost dim", kOp,
                                       dims, x.shape().to_string()));
   if (pos0 < 0) throw InvalidArgument(fmt::format("{}: negative position {}", kOp, pos0));
+  if (freq_factors.defined()) {
+    require_f32(freq_factors, kOp, "freq_factors");
+    if (freq_factors.rank() != 1 || freq_factors.dim(0) != dims / 2)
+      throw InvalidArgument(fmt::format("{}: freq_factors {} should be [{}] (one per rotated pair)", kOp,
+                                        freq_factors.shape().to_string(), dims / 2));
+  }
   Tensor out = output(ctx, x.shape(), kOp);
-  const Tensor* in[] = {&x};
-  if (!recorded(ctx, {.kind = memory::OpKind::Rope, .inputs = in, .output = out, .position = pos0, .rope = params}))
-    ctx.kernels().rope(x, pos0, params, out);
+  const Tensor* in[] = {&x, &freq_factors};
+  if (!recorded(ctx, {.kind = memory::OpKind::Rope, .inputs = {in, freq_factors.defined() ? 2u : 1u}, .output = out,
+                      .position = pos0, .rope = params}))
+    ctx.kernels().rope(x, pos0, params, freq_factors, out);
   return out;
 }
 
 Tensor softmax(ExecutionContext& ctx, const Tensor& x, const SoftmaxParams& params) {
   constexpr std::string_view kOp = "ops::softmax";
   require_f32(x, kOp, "x");
+  require_window(params.window, kOp);
+  require_softcap(params.softcap, kOp, true);
   Tensor out = output(ctx, x.shape(), kOp);
   const Tensor* in[] = {&x};
   if (!recorded(ctx, {.kind = memory::OpKind::Softmax, .inputs = in, .output = out, .softmax = params}))

@@ -1,7 +1,9 @@
 // Each recorded op as StableHLO, computing what the eager kernel computes (src/kernels/ref) in f32.
 // Builder calls are sequenced one per statement: the emitted text must not depend on the order in
 // which a compiler evaluates function arguments.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include <fmt/format.h>
@@ -28,6 +30,11 @@ hlo::Value Lowering::op(const Node& n) {
       const hlo::Value g = silu(value(n.inputs[0]));
       return f_.multiply(g, value(n.inputs[1]));
     }
+    case OpKind::Geglu: {
+      const hlo::Value g = gelu(value(n.inputs[0]));
+      return f_.multiply(g, value(n.inputs[1]));
+    }
+    case OpKind::Softcap: return softcap(value(n.inputs[0]), o.factor);
     case OpKind::RmsNorm: return rms_norm(n);
     case OpKind::Rope: return rope(n);
     case OpKind::Attention: return attention(n);
@@ -46,6 +53,26 @@ hlo::Value Lowering::op(const Node& n) {
 hlo::Value Lowering::silu(const hlo::Value& x) {
   const hlo::Value sig = f_.unary("logistic", x);
   return f_.multiply(x, sig);
+}
+
+// ggml_gelu_f32 (the reference kernel's gelu_of): 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x²))).
+hlo::Value Lowering::gelu(const hlo::Value& x) {
+  const hlo::Value ax = f_.multiply(splat(0.044715f, x.type), x);
+  const hlo::Value ax2 = f_.multiply(ax, x);
+  const hlo::Value inner = f_.add(splat(1.0f, x.type), ax2);
+  const hlo::Value cx = f_.multiply(splat(0.79788456080286535587989211986876f, x.type), x);
+  const hlo::Value arg = f_.multiply(cx, inner);
+  const hlo::Value t = f_.unary("tanh", arg);
+  const hlo::Value one_t = f_.add(splat(1.0f, x.type), t);
+  const hlo::Value half_x = f_.multiply(splat(0.5f, x.type), x);
+  return f_.multiply(half_x, one_t);
+}
+
+// cap * tanh(x * (1 / cap)), as the reference kernel (and llama.cpp's graph) computes it.
+hlo::Value Lowering::softcap(const hlo::Value& x, float cap) {
+  const hlo::Value scaled = f_.multiply(x, splat(1.0f / cap, x.type));
+  const hlo::Value t = f_.unary("tanh", scaled);
+  return f_.multiply(t, splat(cap, x.type));
 }
 
 hlo::Value Lowering::binary(const Node& n, std::string_view name) {
@@ -101,8 +128,9 @@ hlo::Value Lowering::rms_norm(const Node& n) {
   return y;
 }
 
-// Angles as the reference kernel takes them: (pos0 + t) · freq_scale · base^(-2i/dims), pairs (2i, 2i+1)
-// or, NeoX-style, (i, i + dims/2); dims past the rotated ones pass through.
+// Angles as the reference kernel takes them: (pos0 + t) · freq_scale · base^(-2i/dims), divided by the
+// freq_factors weight's entry i when the op has one (inputs[1]), pairs (2i, 2i+1) or, NeoX-style,
+// (i, i + dims/2); dims past the rotated ones pass through.
 hlo::Value Lowering::rope(const Node& n) {
   const TapeOp& o = *n.op;
   const hlo::Value& x_in = value(n.inputs[0]);
@@ -124,7 +152,13 @@ hlo::Value Lowering::rope(const Node& n) {
   const hlo::Value freq = f_.constant_floats(inv_freq);
   const hlo::Value pos_b = f_.broadcast_in_dim(pos_f, {tokens, half}, {0});
   const hlo::Value freq_b = f_.broadcast_in_dim(freq, {tokens, half}, {1});
-  const hlo::Value angle = f_.multiply(pos_b, freq_b);
+  hlo::Value angle = f_.multiply(pos_b, freq_b);
+  if (n.inputs.size() > 1) {
+    const Node& fn = g_.nodes[static_cast<size_t>(n.inputs[1])];
+    const hlo::Value factors = fn.kind == NodeKind::Parameter ? dense_weight(n.inputs[1]) : value(n.inputs[1]);
+    const hlo::Value factors_b = f_.broadcast_in_dim(factors, {tokens, half}, {1});
+    angle = f_.divide(angle, factors_b);
+  }
   const hlo::Value cos_t = f_.unary("cosine", angle);
   const hlo::Value sin_t = f_.unary("sine", angle);
   const hlo::Value c = f_.broadcast_in_dim(cos_t, {tokens, heads, half}, {0, 2});
@@ -163,7 +197,8 @@ hlo::Value Lowering::rope(const Node& n) {
 }
 
 // softmax(q kᵀ · scale) v per head over the cache cells a query may see (cell j for query t when
-// j <= pos + t); query head h reads KV head h / (heads / kv_heads).
+// j <= pos + t and, with a window, pos + t - j < window), the scores capped first when softcap > 0;
+// query head h reads KV head h / (heads / kv_heads).
 hlo::Value Lowering::attention(const Node& n) {
   const kernels::AttentionParams& p = n.op->attention;
   const hlo::Value& q = value(n.inputs[0]);
@@ -186,14 +221,24 @@ hlo::Value Lowering::attention(const Node& n) {
   const hlo::Value q3 = f_.reshape(q, {tokens, H, hd});
   const hlo::Value raw_scores = f_.dot_general(q3, keys, {1}, {1}, {2}, {2}, {{H, tokens, cells}, hlo::Elem::F32});
   const hlo::Value scale = splat(p.scale, raw_scores.type);
-  const hlo::Value scores = f_.multiply(raw_scores, scale);
+  hlo::Value scores = f_.multiply(raw_scores, scale);
+  if (p.softcap > 0) scores = softcap(scores, p.softcap);
 
   const hlo::Value query = f_.iota({{tokens, cells}, hlo::Elem::I32}, 0);
   const hlo::Value cell = f_.iota({{tokens, cells}, hlo::Elem::I32}, 1);
   const hlo::Value first = position(n.op->position);
   const hlo::Value first_b = f_.broadcast_in_dim(first, {tokens, cells}, {});
   const hlo::Value last_seen = f_.add(query, first_b);
-  const hlo::Value visible = f_.compare(cell, last_seen, "LE");
+  hlo::Value visible = f_.compare(cell, last_seen, "LE");
+  if (p.window > 0) {
+    // Every cell is read (no slicing from the window start): with a runtime position the start is
+    // not static, and a masked cell costs only its share of the dot products.
+    const hlo::Value behind = f_.subtract(last_seen, cell);
+    const hlo::Value window = f_.constant_i32(static_cast<int32_t>(std::min<int64_t>(p.window, INT32_MAX)));
+    const hlo::Value window_b = f_.broadcast_in_dim(window, {tokens, cells}, {});
+    const hlo::Value in_window = f_.compare(behind, window_b, "LT");
+    visible = f_.and_(visible, in_window);
+  }
   const hlo::Value visible_b = f_.broadcast_in_dim(visible, {H, tokens, cells}, {1, 2});
   const hlo::Value hidden = splat(-std::numeric_limits<float>::infinity(), scores.type);
   const hlo::Value masked = f_.select(visible_b, scores, hidden);

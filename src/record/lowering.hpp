@@ -37,6 +37,8 @@ class Lowering {
   hlo::Value attention(const Node& n);
   hlo::Value gather(const Node& n);
   hlo::Value silu(const hlo::Value& x);
+  hlo::Value gelu(const hlo::Value& x);
+  hlo::Value softcap(const hlo::Value& x, float cap);
 
   const hlo::Value& value(int node) const;
   hlo::Value raw_weight(int node);

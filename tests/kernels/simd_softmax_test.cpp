@@ -1,8 +1,10 @@
 // Every table's softmax (the SIMD levels' vector exp) against the reference's: row lengths around
-// the vector widths, causal rows with offsets (some rows see nothing, some everything), in place and
-// not, a strided view (which goes to the reference), and rows with very large, very negative and
-// -inf scores. The vector exp is within ~2e-7 relative of libm's and the sums are float, so every
-// probability is within 1e-6 relative (plus 1e-30 for what underflows) of the reference's.
+// the vector widths, causal rows with offsets (some rows see nothing, some everything), sliding
+// windows and soft-capped scores, in place and not, a strided view (which goes to the reference), and
+// rows with very large, very negative and -inf scores. The vector exp is within ~2e-7 relative of
+// libm's and the sums are float, so every probability is within 1e-6 relative (plus 1e-30 for what
+// underflows) of the reference's. Capped, the vector tanh is a few ulp from libm's, so the score
+// cap * tanh(s / cap) is off by up to a few ulp of the cap: 1e-5 relative there.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -31,13 +33,13 @@ Rows make_rows(int64_t queries, int64_t n, uint32_t seed, float spread) {
   return r;
 }
 
-void expect_close(const Tensor& got, const Tensor& want, const std::string& where) {
+void expect_close(const Tensor& got, const Tensor& want, const std::string& where, double rel = 1e-6) {
   for (int64_t q = 0; q < got.dim(0); ++q)
     for (int64_t j = 0; j < got.dim(1); ++j) {
       float g, w;
       std::memcpy(&g, got.raw() + q * got.stride(0) + j * got.stride(1), 4);
       std::memcpy(&w, want.raw() + q * want.stride(0) + j * want.stride(1), 4);
-      ASSERT_NEAR(g, w, 1e-6 * std::fabs(w) + 1e-30) << where << " q=" << q << " j=" << j;
+      ASSERT_NEAR(g, w, rel * std::fabs(w) + 1e-30) << where << " q=" << q << " j=" << j;
     }
 }
 
@@ -64,6 +66,59 @@ TEST(SimdSoftmax, MatchesReferenceOnEveryLevel) {
             expect_close(in_place.t, want.t, where + " in place");
             if (HasFatalFailure()) return;
           }
+  }
+}
+
+TEST(SimdSoftmax, WindowsAndSoftcapMatchReferenceOnEveryLevel) {
+  for (IsaLevel level : kIsaLevels) {
+    const KernelTable* table = table_for(level);
+    if (!table) continue;
+    for (int64_t n : {1, 7, 9, 17, 33, 100})
+      for (int64_t queries : {1, 5})
+        for (int64_t offset : {int64_t{-2}, int64_t{0}, int64_t{3}, n - 1})
+          for (int64_t window : {0, 1, 3, 20})
+            for (float softcap : {0.0f, 0.75f, 5.0f})
+              for (bool causal : {true, false}) {
+                const std::string where = std::string(isa_level_name(level)) + " n=" + std::to_string(n) +
+                                          " queries=" + std::to_string(queries) + " offset=" + std::to_string(offset) +
+                                          " window=" + std::to_string(window) + " softcap=" + std::to_string(softcap) +
+                                          (causal ? " causal" : "");
+                const SoftmaxParams p{.scale = 0.7f, .causal = causal, .offset = offset, .window = window, .softcap = softcap};
+                const auto seed = static_cast<uint32_t>(n * 7 + queries + window);
+                Rows x = make_rows(queries, n, seed, 40.0f), want = make_rows(queries, n, seed, 0.0f),
+                     out = make_rows(queries, n, seed, 0.0f), in_place = make_rows(queries, n, seed, 40.0f);
+                ref::softmax(x.t, p, want.t);
+                table->softmax(x.t, p, out.t);
+                const double rel = softcap > 0 ? 1e-5 : 1e-6;
+                expect_close(out.t, want.t, where, rel);
+                table->softmax(in_place.t, p, in_place.t);
+                expect_close(in_place.t, want.t, where + " in place", rel);
+                if (HasFatalFailure()) return;
+              }
+  }
+}
+
+// The visibility rule by hand: query q (position q + offset) sees columns c <= q + offset with
+// q + offset - c < window; capped scores are cap * tanh(scale x / cap).
+TEST(SimdSoftmax, WindowAndSoftcapByHand) {
+  for (IsaLevel level : kIsaLevels) {
+    const KernelTable* table = table_for(level);
+    if (!table) continue;
+    // Two queries at positions 3 and 4 over 6 columns, window 2: columns {2, 3} and {3, 4}.
+    std::vector<float> v = {0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5};
+    std::vector<float> o(v.size(), -1.0f);
+    const Tensor x(Storage::borrow(v.data(), v.size() * 4, true, "x"), Shape{2, 6}, GgmlType::F32);
+    const Tensor out(Storage::borrow(o.data(), o.size() * 4, true, "out"), Shape{2, 6}, GgmlType::F32);
+    table->softmax(x, {.scale = 1.0f, .causal = true, .offset = 3, .window = 2}, out);
+    const double e = std::exp(1.0), lo = 1 / (1 + e), hi = e / (1 + e);
+    const std::vector<double> want = {0, 0, lo, hi, 0, 0, 0, 0, 0, lo, hi, 0};
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(o[i], want[i], 1e-6) << isa_level_name(level) << " " << i;
+    // Capped at 2 with scale 0.5: scores 2 tanh(0.5 x / 2) over one row of 6, not causal.
+    table->softmax(x, {.scale = 0.5f, .softcap = 2.0f}, out);
+    double sum = 0;
+    for (int c = 0; c < 6; ++c) sum += std::exp(2 * std::tanh(0.25 * c));
+    for (int c = 0; c < 6; ++c)
+      EXPECT_NEAR(o[static_cast<size_t>(c)], std::exp(2 * std::tanh(0.25 * c)) / sum, 1e-6) << isa_level_name(level) << " " << c;
   }
 }
 

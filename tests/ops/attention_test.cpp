@@ -8,20 +8,24 @@ using memory::ExecutionContext;
 
 namespace {
 
-// softmax(q kᵀ · scale) v for query head h on KV head h / group, causal from `offset`, in double.
+// softmax(q kᵀ · scale) v for query head h on KV head h / group, causal from `offset` (within the
+// window when there is one, capped scores when softcap > 0), in double.
 double reference(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionParams& p, int64_t t,
                  int64_t h, int64_t j) {
   const int64_t hd = p.head_dim, g = h / (p.heads / p.kv_heads), visible = std::min(k.dim(0), p.offset + t + 1);
-  std::vector<double> s(static_cast<size_t>(visible));
+  const int64_t first = p.window > 0 ? std::max<int64_t>(0, p.offset + t - p.window + 1) : 0;
+  std::vector<double> s(static_cast<size_t>(visible - first));
   double mx = -INFINITY, sum = 0, out = 0;
-  for (int64_t c = 0; c < visible; ++c) {
+  for (int64_t c = first; c < visible; ++c) {
     double d = 0;
     for (int64_t i = 0; i < hd; ++i) d += get(q, {t, h * hd + i}) * get(k, {c, g * hd + i});
-    s[static_cast<size_t>(c)] = d * p.scale;
-    mx = std::max(mx, s[static_cast<size_t>(c)]);
+    d *= p.scale;
+    if (p.softcap > 0) d = p.softcap * std::tanh(d / p.softcap);
+    s[static_cast<size_t>(c - first)] = d;
+    mx = std::max(mx, d);
   }
   for (double& e : s) sum += (e = std::exp(e - mx));
-  for (int64_t c = 0; c < visible; ++c) out += s[static_cast<size_t>(c)] / sum * get(v, {c, g * hd + j});
+  for (int64_t c = first; c < visible; ++c) out += s[static_cast<size_t>(c - first)] / sum * get(v, {c, g * hd + j});
   return out;
 }
 
@@ -45,6 +49,48 @@ TEST(Attention, GroupedCausalHeadsOnEveryTableAndCacheType) {
     }
 }
 
+// Sliding windows (Gemma 2/3's local layers) and soft-capped scores (Gemma 2), with offsets where the
+// first query's window starts past cell 0 (the op then reads only from there).
+TEST(Attention, SlidingWindowAndSoftcapOnEveryTable) {
+  for (const kernels::KernelTable* table : {&kernels::reference_table(), &kernels::best_table()})
+    for (GgmlType cache : {GgmlType::F32, GgmlType::F16})
+      for (int64_t offset : {0, 2, 6})
+        for (int64_t window : {0, 1, 3, 20})
+          for (float softcap : {0.0f, 0.9f}) {
+            const ops::AttentionParams p{.heads = 4, .kv_heads = 2, .head_dim = 8, .scale = 0.7f, .offset = offset,
+                                         .window = window, .softcap = softcap};
+            ExecutionContext ctx(2, *table);
+            const Tensor q = random_view(Shape{3, 32}, Layout::Offset, 4, -2.0f, 2.0f);
+            const Tensor k = ops::convert(ctx, random_view(Shape{10, 16}, Layout::Offset, 5, -2.0f, 2.0f), cache);
+            const Tensor v = ops::convert(ctx, random_view(Shape{10, 16}, Layout::Offset, 6), cache);
+            const Tensor out = ops::attention(ctx, q, k, v, p);
+            for_each_index(out.shape(), [&](const Index& i) {
+              ASSERT_NEAR(get(out, i), reference(q, k, v, p, i[0], i[1] / 8, i[1] % 8), 1e-5)
+                  << table->name << " " << type_name(cache) << " offset=" << offset << " window=" << window
+                  << " softcap=" << softcap << " t=" << i[0] << " col=" << i[1];
+            });
+            // A window no query reaches past is no window, bit for bit.
+            if (window == 20 && softcap == 0.0f) {
+              ops::AttentionParams none = p;
+              none.window = 0;
+              EXPECT_EQ(to_vector(out), to_vector(ops::attention(ctx, q, k, v, none)));
+            }
+          }
+}
+
+// By hand: one head of size 1, keys 0..4, values 10..14, query 1 at position 4 with window 2 sees
+// cells 3 and 4 (scores 3 and 4): out = (13 e^3 + 14 e^4) / (e^3 + e^4).
+TEST(Attention, WindowByHand) {
+  ExecutionContext ctx;
+  std::vector<float> qv = {1.0f}, kv = {0, 1, 2, 3, 4}, vv = {10, 11, 12, 13, 14};
+  const Tensor q(Storage::borrow(qv.data(), 4, false, "q"), Shape{1, 1}, GgmlType::F32);
+  const Tensor k(Storage::borrow(kv.data(), 20, false, "k"), Shape{5, 1}, GgmlType::F32);
+  const Tensor v(Storage::borrow(vv.data(), 20, false, "v"), Shape{5, 1}, GgmlType::F32);
+  const Tensor out = ops::attention(ctx, q, k, v, {.heads = 1, .kv_heads = 1, .head_dim = 1, .offset = 4, .window = 2});
+  const double e3 = std::exp(3.0), e4 = std::exp(4.0);
+  EXPECT_NEAR(get(out, {0, 0}), (13 * e3 + 14 * e4) / (e3 + e4), 1e-5);
+}
+
 TEST(Attention, RefusesShapesThatDoNotMatchTheHeads) {
   ExecutionContext ctx;
   const Tensor q = random_view(Shape{2, 16}, Layout::Contiguous, 1);
@@ -52,4 +98,6 @@ TEST(Attention, RefusesShapesThatDoNotMatchTheHeads) {
   EXPECT_THROW(ops::attention(ctx, q, kv, kv, {.heads = 2, .kv_heads = 1, .head_dim = 4}), InvalidArgument);  // q 16 != 8
   EXPECT_THROW(ops::attention(ctx, q, kv, kv, {.heads = 4, .kv_heads = 3, .head_dim = 4}), InvalidArgument);  // 4 % 3
   EXPECT_NO_THROW(ops::attention(ctx, q, kv, kv, {.heads = 4, .kv_heads = 2, .head_dim = 4}));
+  EXPECT_THROW(ops::attention(ctx, q, kv, kv, {.heads = 4, .kv_heads = 2, .head_dim = 4, .window = -1}), InvalidArgument);
+  EXPECT_THROW(ops::attention(ctx, q, kv, kv, {.heads = 4, .kv_heads = 2, .head_dim = 4, .softcap = -1.0f}), InvalidArgument);
 }

@@ -2,6 +2,7 @@
 // reading/writing one float in any dense float type. Private to src/kernels.
 #pragma once
 
+#include <cmath>
 #include <cstring>
 
 #include "skainet/kernel_ops.hpp"
@@ -29,12 +30,27 @@ inline int64_t row_offset(const Shape& s, const Strides& st, int64_t r) noexcept
 
 inline int64_t inner_stride(const Tensor& t) noexcept { return t.rank() ? t.stride(t.rank() - 1) : 0; }
 
-// How many of a softmax row's n columns it sees: all, or (causal) row r's query index plus the
-// offset plus one, clamped to [0, n]. `queries` is the second-innermost dimension.
-inline int64_t softmax_visible(const SoftmaxParams& p, int64_t r, int64_t queries, int64_t n) noexcept {
-  if (!p.causal) return n;
-  const int64_t limit = r % queries + p.offset + 1;
-  return limit < 0 ? 0 : (limit < n ? limit : n);
+// The columns [begin, end) of its n that a softmax row sees (SoftmaxParams): row r is the query at
+// position r % queries + offset (`queries` is the second-innermost dimension); causal, it sees up
+// to its position, with a window only the `window` columns up to it. Empty when begin == end.
+struct VisibleColumns {
+  int64_t begin, end;
+};
+inline VisibleColumns softmax_visible(const SoftmaxParams& p, int64_t r, int64_t queries, int64_t n) noexcept {
+  const auto clamp = [](int64_t v, int64_t hi) noexcept { return v < 0 ? 0 : (v < hi ? v : hi); };
+  const int64_t pos = r % queries + p.offset;
+  const int64_t end = p.causal ? clamp(pos + 1, n) : n;
+  const int64_t begin = p.window > 0 ? clamp(pos - p.window + 1, end) : 0;
+  return {begin, end};
+}
+
+// The score a softmax exponentiates: x * scale, capped (kCap: p.softcap > 0) as llama.cpp builds it
+// (ggml_scale by 1 / softcap, ggml_tanh, ggml_scale by softcap). A template, so that the uncapped
+// loops are the expressions they always were (the compiler fuses x * scale - max into one FMA there).
+template <bool kCap>
+inline float softmax_score(const SoftmaxParams& p, float x) noexcept {
+  if constexpr (kCap) return p.softcap * std::tanh(x * p.scale * (1.0f / p.softcap));
+  else return x * p.scale;
 }
 
 // b's byte strides laid over `shape` (right-aligned); dims that b lacks or holds as 1 repeat (stride 0).

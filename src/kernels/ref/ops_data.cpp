@@ -52,7 +52,7 @@ void gather_rows(const Tensor& table, const int32_t* ids, int64_t n, const Tenso
 }
 
 const KernelTable kReference = {
-    &matmul, &add, &mul, &scale, &silu, &swiglu, &rms_norm, &rope, &softmax, &gather_rows, &copy,
+    &matmul, &add, &mul, &scale, &silu, &swiglu, &geglu, &softcap, &rms_norm, &rope, &softmax, &gather_rows, &copy,
 };
 
 }  // namespace skainet::kernels::ref

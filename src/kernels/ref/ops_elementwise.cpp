@@ -37,6 +37,14 @@ void unary(const Tensor& x, const Tensor& out, F f) noexcept {
 
 inline float silu_of(float v) noexcept { return v / (1.0f + std::exp(-v)); }
 
+// ggml_gelu_f32, constants and association as ggml writes them. ggml's CPU path looks gelu up in a
+// table indexed by the fp16-rounded input (GGML_GELU_FP16); here it is computed in F32 at the input
+// itself, so results differ from ggml's by that rounding (|x| < 10; both are exact beyond).
+inline float gelu_of(float x) noexcept {
+  constexpr float kGeluCoefA = 0.044715f, kSqrt2OverPi = 0.79788456080286535587989211986876f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kGeluCoefA * x * x)));
+}
+
 }  // namespace
 
 void add(const Tensor& a, const Tensor& b, const Tensor& out) noexcept {
@@ -49,6 +57,17 @@ void mul(const Tensor& a, const Tensor& b, const Tensor& out) noexcept {
 
 void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept {
   binary(gate, up, out, [](float g, float u) { return silu_of(g) * u; });
+}
+
+void geglu(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept {
+  binary(gate, up, out, [](float g, float u) { return gelu_of(g) * u; });
+}
+
+// As llama.cpp builds it: ggml_scale by 1 / cap (a multiplication, not a division), ggml_tanh,
+// ggml_scale by cap.
+void softcap(const Tensor& x, float cap, const Tensor& out) noexcept {
+  const float inv = 1.0f / cap;
+  unary(x, out, [cap, inv](float v) { return cap * std::tanh(v * inv); });
 }
 
 void scale(const Tensor& x, float s, const Tensor& out) noexcept {

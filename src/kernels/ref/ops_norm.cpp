@@ -24,7 +24,7 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
   }
 }
 
-void rope(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& out) noexcept {
+void rope(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& freq_factors, const Tensor& out) noexcept {
   const int64_t rows = row_count(x.shape());
   const int64_t n = x.shape().back();
   const int64_t dims = p.dims > 0 ? p.dims : n;
@@ -39,9 +39,14 @@ void rope(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& out)
   float cs[kCachedPairs], sn[kCachedPairs];
   const bool use_cache = half <= kCachedPairs;
   int64_t cached = -1;
+  const float* ff = freq_factors.defined() ? f32(freq_factors.raw()) : nullptr;
+  const int64_t sf = ff ? inner_stride(freq_factors) / 4 : 0;
   const auto angle = [&](int64_t token, int64_t i, float& c, float& s) noexcept {
     const double pos = static_cast<double>(pos0 + token) * p.freq_scale;
-    const double theta = pos * std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(i) / static_cast<double>(dims));
+    double theta = pos * std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(i) / static_cast<double>(dims));
+    // ggml_rope_cache_init divides pair i's frequency by its factor (NeoX pairs too: factor i for
+    // the pair (i, i + dims/2)).
+    if (ff) theta /= static_cast<double>(ff[i * sf]);
     c = static_cast<float>(std::cos(theta));
     s = static_cast<float>(std::sin(theta));
   };
@@ -70,7 +75,10 @@ void rope(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& out)
   }
 }
 
-void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcept {
+namespace {
+
+template <bool kCap>
+void softmax_rows(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcept {
   const int64_t rows = row_count(x.shape());
   const int64_t n = x.shape().back();
   const int64_t sx = inner_stride(x) / 4, so = inner_stride(out) / 4;
@@ -78,19 +86,28 @@ void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcep
   for (int64_t r = 0; r < rows; ++r) {
     const float* px = f32(x.raw() + row_offset(x.shape(), x.strides(), r));
     float* po = f32(out.raw_mut() + row_offset(out.shape(), out.strides(), r));
-    const int64_t visible = softmax_visible(p, r, queries, n);
+    const auto [begin, end] = softmax_visible(p, r, queries, n);
     float mx = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < visible; ++j) mx = std::fmax(mx, px[j * sx] * p.scale);
+    for (int64_t j = begin; j < end; ++j) mx = std::fmax(mx, softmax_score<kCap>(p, px[j * sx]));
     double sum = 0.0;
-    for (int64_t j = 0; j < visible; ++j) {
-      const float e = std::exp(px[j * sx] * p.scale - mx);
+    for (int64_t j = begin; j < end; ++j) {
+      const float e = std::exp(softmax_score<kCap>(p, px[j * sx]) - mx);
       po[j * so] = e;
       sum += e;
     }
     const float inv = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
-    for (int64_t j = 0; j < visible; ++j) po[j * so] *= inv;
-    for (int64_t j = visible; j < n; ++j) po[j * so] = 0.0f;
+    for (int64_t j = begin; j < end; ++j) po[j * so] *= inv;
+    // Out of place or in place alike: the hidden columns are written after the visible ones are read.
+    for (int64_t j = 0; j < begin; ++j) po[j * so] = 0.0f;
+    for (int64_t j = end; j < n; ++j) po[j * so] = 0.0f;
   }
+}
+
+}  // namespace
+
+void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcept {
+  if (p.softcap > 0) softmax_rows<true>(x, p, out);
+  else softmax_rows<false>(x, p, out);
 }
 
 }  // namespace skainet::kernels::ref

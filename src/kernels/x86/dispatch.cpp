@@ -208,10 +208,12 @@ void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcep
   if (inner_stride(x) != 4 || inner_stride(out) != 4) return ref::softmax(x, p, out);
   const int64_t rows = row_count(x.shape()), n = x.shape().back();
   const int64_t queries = x.rank() >= 2 ? x.dim(x.rank() - 2) : 1;
-  for (int64_t r = 0; r < rows; ++r)
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto [begin, end] = softmax_visible(p, r, queries, n);
     K->softmax_row(reinterpret_cast<const float*>(x.raw() + row_offset(x.shape(), x.strides(), r)),
-                   reinterpret_cast<float*>(out.raw_mut() + row_offset(out.shape(), out.strides(), r)),
-                   softmax_visible(p, r, queries, n), n, p.scale);
+                   reinterpret_cast<float*>(out.raw_mut() + row_offset(out.shape(), out.strides(), r)), begin, end,
+                   n, p.scale, p.softcap);
+  }
 }
 
 template <const IsaKernels* K>

@@ -102,8 +102,10 @@ struct IsaKernels {
   GemmTFn f32_t, f16_t;                        // dense, output dimension contiguous
   GemvFn q4_0_feed, q8_0_feed;                 // BlockOrder::Interleaved16, x Q8x32 (feed_tiles.hpp)
   GemvFn q4_k_feed, q6_k_feed;                 // BlockOrder::Interleaved16, x Q8x256
-  // out[j] = softmax(scale * x)[j] over j < visible, 0 up to n; contiguous rows, out may be x.
-  void (*softmax_row)(const float* x, float* out, int64_t visible, int64_t n, float scale) noexcept;
+  // out[j] = softmax(score(x))[j] over j in [begin, end), 0 for the other j < n, score(v) = scale * v
+  // capped to softcap * tanh(score / softcap) when softcap > 0; contiguous rows, out may be x.
+  void (*softmax_row)(const float* x, float* out, int64_t begin, int64_t end, int64_t n, float scale,
+                      float softcap) noexcept;
   GemvFn iq4_nl, iq4_xs;                       // x Q8x32 / Q8x256, one-row dots only (simd_iq4.hpp)
   GemvFn q2_k, q3_k;                           // x Q8x256, one-row dots only (simd_q23_k.hpp)
 };

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 
 namespace skainet::kernels::x86 {
@@ -54,6 +55,17 @@ struct SoftmaxVec {
     const F y = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(y, n);
   }
+  static F abs(F v) noexcept { return _mm512_abs_ps(v); }
+  // v with the sign of `sign` (v >= 0).
+  static F copysign(F v, F sign) noexcept {
+    const __m512i bit = _mm512_and_si512(_mm512_castps_si512(sign), _mm512_set1_epi32(std::numeric_limits<int32_t>::min()));
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), bit));
+  }
+  static F div(F a, F b) noexcept { return _mm512_div_ps(a, b); }
+  static F fmadd(F a, F b, F c) noexcept { return _mm512_fmadd_ps(a, b, c); }
+  static F select_lt(F a, F b, F if_lt, F otherwise) noexcept {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), otherwise, if_lt);
+  }
 };
 #else
 struct SoftmaxVec {
@@ -85,34 +97,77 @@ struct SoftmaxVec {
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
   }
+  static F abs(F v) noexcept { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+  static F copysign(F v, F sign) noexcept { return _mm256_or_ps(v, _mm256_and_ps(sign, _mm256_set1_ps(-0.0f))); }
+  static F div(F a, F b) noexcept { return _mm256_div_ps(a, b); }
+  static F fmadd(F a, F b, F c) noexcept { return _mm256_fmadd_ps(a, b, c); }
+  static F select_lt(F a, F b, F if_lt, F otherwise) noexcept {
+    return _mm256_blendv_ps(otherwise, if_lt, _mm256_cmp_ps(a, b, _CMP_LT_OQ));
+  }
 };
 #endif
 
-// out[j] = exp(scale x[j] - max) / sum for j < visible, 0 for visible <= j < n. out may be x.
-void softmax_row(const float* x, float* out, int64_t visible, int64_t n, float scale) noexcept {
+// tanh as Cephes' tanhf computes it: below |x| = 0.625 its odd polynomial (relative error about
+// 2e-7; 1 - t would cancel there), above (1 - t) / (1 + t) with t = e^-2|x| (the vector exp takes
+// x <= 0), the sign put back. Within a few ulp of libm's tanhf.
+template <class V>
+typename V::F vec_tanh(typename V::F x) noexcept {
+  const typename V::F a = V::abs(x), one = V::set1(1.0f);
+  const typename V::F t = V::exp(V::mul(a, V::set1(-2.0f)));
+  const typename V::F big = V::div(V::sub(one, t), V::add(one, t));
+  const typename V::F z = V::mul(x, x);
+  typename V::F p = V::set1(-5.70498872745e-3f);
+  for (float c : {2.06390887954e-2f, -5.37397155531e-2f, 1.33314422036e-1f, -3.33332819422e-1f})
+    p = V::fmadd(p, z, V::set1(c));
+  const typename V::F small = V::fmadd(V::mul(p, z), x, x);
+  return V::select_lt(a, V::set1(0.625f), small, V::copysign(big, x));
+}
+
+// The scores of x[j, j + lanes) under mask m: scale x, capped (cap * tanh(s * inv_cap)) when kCap.
+template <bool kCap>
+typename SoftmaxVec::F softmax_scores(const float* x, typename SoftmaxVec::M m, typename SoftmaxVec::F scale,
+                                      typename SoftmaxVec::F cap, typename SoftmaxVec::F inv_cap) noexcept {
+  using V = SoftmaxVec;
+  const typename V::F s = V::mul(V::load(x, m), scale);
+  if constexpr (kCap) return V::mul(cap, vec_tanh<V>(V::mul(s, inv_cap)));
+  else return s;
+}
+
+// out[j] = exp(score(x[j]) - max) / sum for j in [begin, end), 0 for the other j < n. out may be x.
+template <bool kCap>
+void softmax_row_of(const float* x, float* out, int64_t begin, int64_t end, int64_t n, float scale,
+                    float softcap) noexcept {
   using V = SoftmaxVec;
   constexpr int L = V::kLanes;
-  const typename V::F s = V::set1(scale);
+  const typename V::F s = V::set1(scale), cap = V::set1(softcap), inv_cap = V::set1(kCap ? 1.0f / softcap : 0.0f);
   typename V::F mx = V::set1(-std::numeric_limits<float>::infinity());
-  for (int64_t j = 0; j < visible; j += L) {
-    const typename V::M m = V::mask(visible - j);
-    mx = V::max(mx, V::blend(m, mx, V::mul(V::load(x + j, m), s)));
+  for (int64_t j = begin; j < end; j += L) {
+    const typename V::M m = V::mask(end - j);
+    mx = V::max(mx, V::blend(m, mx, softmax_scores<kCap>(x + j, m, s, cap, inv_cap)));
   }
   const typename V::F top = V::set1(V::hmax(mx));
   typename V::F sum = V::set1(0.0f);
-  for (int64_t j = 0; j < visible; j += L) {
-    const typename V::M m = V::mask(visible - j);
-    const typename V::F e = V::exp(V::sub(V::mul(V::load(x + j, m), s), top));
+  for (int64_t j = begin; j < end; j += L) {
+    const typename V::M m = V::mask(end - j);
+    const typename V::F e = V::exp(V::sub(softmax_scores<kCap>(x + j, m, s, cap, inv_cap), top));
     V::store(out + j, e, m);
     sum = V::add(sum, V::blend(m, V::set1(0.0f), e));
   }
   const float total = V::hsum(sum);
   const typename V::F inv = V::set1(total > 0.0f ? 1.0f / total : 0.0f);
-  for (int64_t j = 0; j < visible; j += L) {
-    const typename V::M m = V::mask(visible - j);
+  for (int64_t j = begin; j < end; j += L) {
+    const typename V::M m = V::mask(end - j);
     V::store(out + j, V::mul(V::load(out + j, m), inv), m);
   }
-  for (int64_t j = visible; j < n; ++j) out[j] = 0.0f;
+  for (int64_t j = 0; j < begin; ++j) out[j] = 0.0f;
+  for (int64_t j = end; j < n; ++j) out[j] = 0.0f;
+}
+
+// softcap > 0 caps the scores (SoftmaxParams); the uncapped row runs the loop it always did.
+void softmax_row(const float* x, float* out, int64_t begin, int64_t end, int64_t n, float scale,
+                 float softcap) noexcept {
+  if (softcap > 0) softmax_row_of<true>(x, out, begin, end, n, scale, softcap);
+  else softmax_row_of<false>(x, out, begin, end, n, scale, softcap);
 }
 
 }  // namespace
