@@ -35,6 +35,7 @@ struct Features {
   bool qk_norm = false;    // per-head RMS norm of q and k before RoPE (Qwen3)
   bool fused_qkv = false;  // one attn_qkv weight whose rows are q, k, v (Phi-3)
   bool fused_gate_up = false;  // ffn_up holds the gate rows, then the up rows (Phi-3)
+  bool rope_freqs = false;  // rope_freqs.weight divides each pair's angle (Llama 3.1+; from the file)
   friend bool operator==(const Features&, const Features&) = default;
 };
 
@@ -49,7 +50,21 @@ std::span<const FamilyInfo> families() noexcept;
 // The family a general.architecture value runs as; nullptr when the engine has no forward pass for it.
 const FamilyInfo* find_family(std::string_view architecture) noexcept;
 const FamilyInfo& family_info(Family f) noexcept;
-std::string supported_architectures();  // "llama, mistral, qwen2, qwen3"
+std::string supported_architectures();  // "llama, mistral, qwen2, qwen3, phi3"
+
+// Members of a family whose files differ from it in more than sizes (synth --arch takes them too):
+// "llama3" is a llama file with Llama 3's RoPE base and its rope_freqs.
+struct Variant {
+  std::string_view name, architecture;
+  float rope_base = 10000.0f;
+  bool llama3_rope_freqs = false;
+  std::string_view summary;
+};
+std::span<const Variant> variants() noexcept;
+
+// Llama 3.1's RoPE frequency divisors (rope_freqs.weight, as llama.cpp's converter computes them from
+// rope_scaling: factor 8, low/high frequency factors 1 and 4, original context 8192).
+std::vector<float> llama3_rope_freqs(uint32_t rope_dims, float rope_base);
 
 // Hyper-parameter keys, each "<architecture>.<suffix>" in GGUF.
 enum class Key : uint8_t {
@@ -74,9 +89,9 @@ struct ModelShape {
   uint32_t kv_dim() const noexcept { return kv_heads * head_dim; }
   // FormatError (MissingKey / WrongValueType) naming the key when a required one is absent.
   static ModelShape from_header(const gguf::Header& h);
-  // The shape of a new model of `architecture` (synth): family and features from the table, head_dim
-  // and rope_dims from dim / heads. InvalidArgument for an architecture without a family.
-  static ModelShape of_family(std::string_view architecture);
+  // The shape of a new model of `architecture` or a variant's name (synth): family, features and the
+  // variant's RoPE from the tables. InvalidArgument for a name with no family.
+  static ModelShape of_family(std::string_view name);
   // The "<arch>.*" keys from_header reads back to this shape (synth writes them).
   std::vector<gguf::KeyValue> metadata() const;
   friend bool operator==(const ModelShape&, const ModelShape&) = default;
@@ -89,6 +104,7 @@ enum class Role : uint8_t {
   FfnNorm, FfnGate, FfnUp, FfnDown,
   FfnGateInp,  // a mixture-of-experts router: no family here has one; quantize's rules name it
   AttnQkv,     // fused q, k, v (Phi-3)
+  RopeFreqs,   // Llama 3.1+: per-pair RoPE frequency divisors [rope_dims / 2]
   RopeFactorsLong, RopeFactorsShort,  // Phi-3's LongRoPE factors: refused (TensorProblemKind::Unsupported)
 };
 std::string_view role_name(Role r) noexcept;  // "attn_q.weight"; the model's own: "token_embd.weight"

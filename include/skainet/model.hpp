@@ -34,6 +34,7 @@ struct LayerWeights {
 
 struct LlamaWeights {
   Tensor tok_embd, output_norm, output;  // output is tok_embd when the model ties them
+  Tensor rope_freqs;                     // Llama 3.1+: RoPE frequency divisors, or undefined
   std::vector<LayerWeights> layers;
   // Binds every tensor the architecture needs, checking its shape; Error naming each missing or
   // mis-shaped tensor (all of them, not just the first).

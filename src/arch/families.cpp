@@ -1,6 +1,7 @@
 // The families the engine runs, one row each. A new family is a row here, its tensors in
 // tensors.cpp, any key of its own in shape.cpp and its forward pass in model/.
 #include <array>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,6 +21,10 @@ constexpr std::array<FamilyInfo, 4> kFamilies = {{
      "Phi-3, Phi-3.5, Phi-4: fused qkv and gate/up weights, NeoX RoPE (without LongRoPE factors)"},
 }};
 
+constexpr std::array<Variant, 1> kVariants = {{
+    {"llama3", "llama", 500000.0f, true, "Llama 3.1+: RoPE base 500000 and rope_freqs (frequency scaling)"},
+}};
+
 }  // namespace
 
 std::span<const FamilyInfo> families() noexcept { return kFamilies; }
@@ -37,6 +42,28 @@ const FamilyInfo& family_info(Family family) noexcept {
   for (const FamilyInfo& f : kFamilies)
     if (f.family == family) return f;
   return kFamilies[0];  // unreachable: every enumerator has a row (tests/arch checks)
+}
+
+std::span<const Variant> variants() noexcept { return kVariants; }
+
+std::vector<float> llama3_rope_freqs(uint32_t rope_dims, float rope_base) {
+  constexpr double kFactor = 8, kLowFreqFactor = 1, kHighFreqFactor = 4, kOriginalContext = 8192;
+  constexpr double kTwoPi = 6.283185307179586;
+  const double low_wavelen = kOriginalContext / kLowFreqFactor, high_wavelen = kOriginalContext / kHighFreqFactor;
+  std::vector<float> f;
+  for (uint32_t i = 0; i < rope_dims; i += 2) {
+    const double freq = 1.0 / std::pow(static_cast<double>(rope_base), static_cast<double>(i) / rope_dims);
+    const double wavelen = kTwoPi / freq;
+    if (wavelen < high_wavelen) {
+      f.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      f.push_back(static_cast<float>(kFactor));
+    } else {
+      const double smooth = (kOriginalContext / wavelen - kLowFreqFactor) / (kHighFreqFactor - kLowFreqFactor);
+      f.push_back(static_cast<float>(1.0 / ((1 - smooth) / kFactor + smooth)));
+    }
+  }
+  return f;
 }
 
 std::string supported_architectures() {

@@ -18,6 +18,12 @@ constexpr std::array<std::string_view, 14> kKeySuffix = {
 };
 static_assert(kKeySuffix.size() == static_cast<size_t>(Key::VocabSize) + 1);
 
+std::string variant_names() {
+  std::string names;
+  for (const Variant& v : variants()) names += fmt::format("{}{}", names.empty() ? "" : ", ", v.name);
+  return names;
+}
+
 }  // namespace
 
 std::string key(std::string_view architecture, Key k) {
@@ -49,6 +55,7 @@ ModelShape ModelShape::from_header(const gguf::Header& h) {
                                         k(Key::ValueLength), *v, k(Key::KeyLength), m.head_dim));
   // llama.cpp's llama graph takes q/k/v biases when a file has them (Qwen2's always has).
   if (h.find_tensor(layer_tensor_name(0, Role::AttnQBias))) m.features.qkv_bias = true;
+  if (m.family == Family::Llama && h.find_tensor(role_name(Role::RopeFreqs))) m.features.rope_freqs = true;
   m.rope_dims = h.find_u32(k(Key::RopeDimensionCount)).value_or(m.head_dim);
   m.rope_base = h.find_f32(k(Key::RopeFreqBase)).value_or(10000.0f);
   m.rms_eps = h.find_f32(k(Key::RmsEpsilon)).value_or(1e-5f);
@@ -65,15 +72,23 @@ ModelShape ModelShape::from_header(const gguf::Header& h) {
   return m;
 }
 
-ModelShape ModelShape::of_family(std::string_view architecture) {
+ModelShape ModelShape::of_family(std::string_view name) {
+  const Variant* variant = nullptr;
+  for (const Variant& v : variants())
+    if (v.name == name) variant = &v;
+  const std::string_view architecture = variant ? variant->architecture : name;
   const FamilyInfo* f = find_family(architecture);
   if (!f)
-    throw InvalidArgument(
-        fmt::format("architecture '{}' has no forward pass here (supported: {})", architecture, supported_architectures()));
+    throw InvalidArgument(fmt::format("architecture '{}' has no forward pass here (supported: {}; variants: {})", name,
+                                      supported_architectures(), variant_names()));
   ModelShape m;
   m.architecture = std::string(architecture);
   m.family = f->family;
   m.features = f->features;
+  if (variant) {
+    m.rope_base = variant->rope_base;
+    m.features.rope_freqs = variant->llama3_rope_freqs;
+  }
   return m;
 }
 

@@ -21,7 +21,7 @@ struct RoleRow {
   bool per_layer;
   std::string_view unsupported = {};  // the feature a file carrying it needs, which the engine lacks
 };
-constexpr std::array<RoleRow, 21> kRoles = {{
+constexpr std::array<RoleRow, 22> kRoles = {{
     {Role::TokenEmbedding, "token_embd.weight", false},
     {Role::OutputNorm, "output_norm.weight", false},
     {Role::Output, "output.weight", false},
@@ -41,6 +41,7 @@ constexpr std::array<RoleRow, 21> kRoles = {{
     {Role::FfnDown, "ffn_down.weight", true},
     {Role::FfnGateInp, "ffn_gate_inp.weight", true},
     {Role::AttnQkv, "attn_qkv.weight", true},
+    {Role::RopeFreqs, "rope_freqs.weight", false},
     {Role::RopeFactorsLong, "rope_factors_long.weight", false, "LongRoPE scaling (Phi-3 128k)"},
     {Role::RopeFactorsShort, "rope_factors_short.weight", false, "LongRoPE scaling (Phi-3 128k)"},
 }};
@@ -92,7 +93,9 @@ std::optional<TensorName> parse_tensor_name(std::string_view name) noexcept {
 std::vector<TensorSpec> model_tensors(const ModelShape& s) {
   if (!s.family) return {};
   const uint64_t d = s.dim, v = s.vocab;
-  return {{Role::TokenEmbedding, {d, v}}, {Role::OutputNorm, {d}}, {Role::Output, {d, v}, true}};
+  std::vector<TensorSpec> t = {{Role::TokenEmbedding, {d, v}}, {Role::OutputNorm, {d}}, {Role::Output, {d, v}, true}};
+  if (s.features.rope_freqs) t.push_back({Role::RopeFreqs, {s.rope_dims / 2}});
+  return t;
 }
 
 // The order llama.cpp's converter writes a llama checkpoint in (as in stories260K.gguf): each

@@ -24,6 +24,7 @@ Subcommand add_synth(CLI::App& app) {
       ->capture_default_str();
   std::string families;
   for (const arch::FamilyInfo& f : arch::families()) families += fmt::format("\n  {}: {}", f.name, f.summary);
+  for (const arch::Variant& v : arch::variants()) families += fmt::format("\n  {}: {}", v.name, v.summary);
   sub->add_option("--arch", o->arch, "Architecture (general.architecture):" + families)->capture_default_str();
   sub->add_option("--dim", o->dim, "Embedding size (overrides the preset)");
   sub->add_option("--layers", o->layers, "Block count");

@@ -1,6 +1,7 @@
 // Synthetic models of any family: the tensors and metadata keys of its arch table (names, shapes
 // in ggml order, keys as llama.cpp writes them), filled with seeded noise. Each row draws from its own counter-based stream keyed by (seed, tensor
 // name, row), so the file is the same whatever the thread count or tensor order.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -48,6 +49,7 @@ void fill_row(float* out, uint64_t n, uint64_t stream, float mean, float sigma) 
 struct Planned {
   TensorChoice choice;
   float mean = 0.0f, sigma = 0.02f;
+  std::vector<float> values;  // a tensor whose values are the family's (rope_freqs), not noise
 };
 
 void check_shape(const arch::ModelShape& s) {
@@ -81,7 +83,10 @@ std::vector<Planned> plan_tensors(const arch::ModelShape& s, const Scheme& schem
     }
     out.push_back(std::move(p));
   };
-  for (const arch::TensorSpec& t : arch::model_tensors(s)) add(std::string(t.name()), t);
+  for (const arch::TensorSpec& t : arch::model_tensors(s)) {
+    add(std::string(t.name()), t);
+    if (t.role == arch::Role::RopeFreqs) out.back().values = arch::llama3_rope_freqs(s.rope_dims, s.rope_base);
+  }
   const std::vector<arch::TensorSpec> per_layer = arch::layer_tensors(s);
   for (uint32_t l = 0; l < s.layers; ++l)
     for (const arch::TensorSpec& t : per_layer) add(arch::layer_tensor_name(l, t.role), t);
@@ -157,7 +162,7 @@ Report synth(const std::filesystem::path& out, const SynthOptions& options) {
   arch::ModelShape shape = arch::ModelShape::of_family(options.arch);
   const arch::ModelShape& n = options.shape;
   shape.dim = n.dim, shape.layers = n.layers, shape.heads = n.heads, shape.kv_heads = n.kv_heads, shape.ffn = n.ffn;
-  shape.vocab = n.vocab, shape.ctx_train = n.ctx_train, shape.rope_base = n.rope_base, shape.rms_eps = n.rms_eps;
+  shape.vocab = n.vocab, shape.ctx_train = n.ctx_train, shape.rms_eps = n.rms_eps;
   if (n.head_dim == 0 && n.heads != 0 && n.dim % n.heads != 0)
     throw InvalidArgument(fmt::format("synth: dim {} is not a multiple of heads {} (or give the head size)", n.dim, n.heads));
   shape.head_dim = n.head_dim != 0 ? n.head_dim : n.heads != 0 ? n.dim / n.heads : 0;
@@ -210,7 +215,10 @@ Report synth(const std::filesystem::path& out, const SynthOptions& options) {
       for (uint64_t r = begin; r < end; ++r) {
         std::byte* target = dst.data() + r * row_size;
         float* values = type == GgmlType::F32 ? reinterpret_cast<float*>(target) : buffer.data();
-        fill_row(values, row, tensor_seed + r * kGolden * 3, p.mean, p.sigma);
+        if (!p.values.empty())
+          std::copy_n(p.values.begin() + static_cast<std::ptrdiff_t>(r * row), row, values);
+        else
+          fill_row(values, row, tensor_seed + r * kGolden * 3, p.mean, p.sigma);
         if (lean) {  // the same draw as token_embd's row of the predecessor
           fill_row(embedding.data(), row, embd_seed + plant->predecessor(r) * kGolden * 3, 0.0f, plant->embedding_sigma);
           for (uint64_t j = 0; j < row; ++j) values[j] += plant->lean * embedding[j];

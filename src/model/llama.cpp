@@ -54,8 +54,8 @@ Tensor Llama::layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, 
                                  .dims = static_cast<int64_t>(shape_.rope_dims),
                                  .neox = shape_.features.neox_rope,
                                  .freq_scale = 1.0f / shape_.rope_scale};
-  q = ops::rope(ctx, q.reshape({n, heads, hd}), pos, rope).reshape({n, heads * hd});
-  k = ops::rope(ctx, k.reshape({n, kv_heads, hd}), pos, rope).reshape({n, kv_heads * hd});
+  q = ops::rope(ctx, q.reshape({n, heads, hd}), pos, rope, w_.rope_freqs).reshape({n, heads * hd});
+  k = ops::rope(ctx, k.reshape({n, kv_heads, hd}), pos, rope, w_.rope_freqs).reshape({n, kv_heads * hd});
   ops::write_rows(ctx, k, kv_.k(l), pos);
   ops::write_rows(ctx, v, kv_.v(l), pos);
 

@@ -51,6 +51,7 @@ LlamaWeights LlamaWeights::bind(const load::LoadedModel& loaded, const arch::Mod
       case arch::Role::TokenEmbedding: w.tok_embd = t; break;
       case arch::Role::OutputNorm: w.output_norm = t; break;
       case arch::Role::Output: w.output = t; break;
+      case arch::Role::RopeFreqs: w.rope_freqs = t; break;
       default: throw Error(fmt::format("internal: the model has no field for '{}'", r.name()));
     }
   }

@@ -107,11 +107,12 @@ TEST(Generate, DecodeStepsMakeNoHeapAllocationsInSteadyState) {
 }
 
 // `synth --bigram` plants a successor per token (convert::BigramPlant) strong enough that greedy
-// decoding follows it whatever the weight type and architecture (qwen2: biases, NeoX RoPE): the property the peer logits tests rely on to compare
-// top-1s against llama.cpp on a synthetic model (docs/benchmarks.md).
+// decoding follows it whatever the weight type and architecture (qwen2: biases, NeoX RoPE; qwen3: q/k
+// norms; phi3: fused weights; llama3: rope_freqs): the property the peer logits tests rely on to
+// compare top-1s against llama.cpp on a synthetic model (docs/benchmarks.md).
 TEST(Generate, SynthBigramModelFollowsItsPlantedSuccessors) {
   test::TempDir dir("bigram");
-  for (const char* arch : {"llama", "qwen2"})
+  for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "llama3"})
   for (const char* type : {"F32", "Q8_0", "Q4_0", "Q2_K", "Q3_K_M", "IQ4_NL", "IQ4_XS"}) {
     SCOPED_TRACE(std::string(arch) + " " + type);
     convert::SynthOptions s;
@@ -141,4 +142,51 @@ TEST(Generate, SynthBigramModelFollowsItsPlantedSuccessors) {
       previous = ids[i];
     }
   }
+}
+
+// Llama 3's rope_freqs reach the rotation: overwriting them with ones moves the logits at positions
+// where the scaled low frequencies have turned (the peer test's 37 positions are too few to tell).
+TEST(Generate, Llama3RopeFreqsDivideTheAngles) {
+  test::TempDir dir("llama3");
+  convert::SynthOptions s;
+  s.arch = "llama3";
+  s.shape = *convert::find_preset("tiny");
+  s.seed = 5;
+  s.threads = 2;
+  const fs::path scaled = dir.path() / "scaled.gguf", plain = dir.path() / "plain.gguf";
+  convert::synth(scaled, s);
+  fs::copy_file(scaled, plain);
+  {
+    const gguf::Header h = gguf::read_header(plain);
+    const gguf::TensorInfo* freqs = h.find_tensor("rope_freqs.weight");
+    ASSERT_NE(freqs, nullptr);
+    std::vector<float> ones(static_cast<size_t>(freqs->elements()), 1.0f);
+    std::fstream f(plain, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(freqs->file_offset));
+    f.write(reinterpret_cast<const char*>(ones.data()), static_cast<std::streamsize>(ones.size() * sizeof(float)));
+  }
+  auto last_logits = [](const fs::path& file) {
+    generate::EngineOptions o;
+    o.plan.ctx = 256;
+    o.plan.prefill_chunk = 240;
+    o.threads = 2;
+    o.progress = false;
+    auto e = generate::Engine::open(file, o);
+    std::vector<int32_t> prompt(240);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(3 + (i * 37) % 500);
+    std::vector<float> out;
+    memory::ForwardScope step({.slab_bytes = e->step_slab_bytes()});
+    e->ctx->step(step, [&] {
+      const Tensor logits = e->llama->forward(*e->ctx, prompt, 0);
+      out.assign(logits.data<float>(), logits.data<float>() + logits.numel());
+    });
+    return out;
+  };
+  const std::vector<float> a = last_logits(scaled), b = last_logits(plain);
+  float diff = 0, peak = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(a[i] - b[i]));
+    peak = std::max(peak, std::abs(a[i]));
+  }
+  EXPECT_GT(diff, 1e-3f * peak) << "the logits do not depend on rope_freqs";
 }

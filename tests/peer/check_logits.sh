@@ -79,6 +79,13 @@ if [ -x "${SKAINET_PEER_BIN:-}/llama-tokenize" ]; then
   if [ "$got" != "$ids" ]; then echo "llama-tokenize gives [$got], expected [$ids]" >&2; exit 1; fi
 fi
 
+# SKAINET_LOGITS_REPEAT=N: the prompt N times over, so the steps run at positions in the hundreds,
+# where RoPE's low frequencies (and their scaling: Llama 3's rope_freqs) move the logits.
+if [ -n "${SKAINET_LOGITS_REPEAT:-}" ]; then
+  ids=$(for _ in $(seq "$SKAINET_LOGITS_REPEAT"); do printf '%s,' "$ids"; done)
+  ids=${ids%,}
+fi
+
 ref=$work/peer-$type.bin ours=$work/skainet-$type.bin
 t0=$(date +%s.%N)
 "$peer_logits" "$model" "$ref" "$ids" "$steps" "$threads"
