@@ -26,7 +26,7 @@
 namespace skainet::arch {
 
 // The forward passes the engine has. Architectures that share one (llama, mistral) share the value.
-enum class Family : uint8_t { Llama, Qwen2, Qwen3, Phi3 };
+enum class Family : uint8_t { Llama, Qwen2, Qwen3, Phi3, Gemma2, Gemma3 };
 
 // What distinguishes a family's forward pass from the llama one, as data the model reads.
 struct Features {
@@ -36,6 +36,10 @@ struct Features {
   bool fused_qkv = false;  // one attn_qkv weight whose rows are q, k, v (Phi-3)
   bool fused_gate_up = false;  // ffn_up holds the gate rows, then the up rows (Phi-3)
   bool rope_freqs = false;  // rope_freqs.weight divides each pair's angle (Llama 3.1+; from the file)
+  bool embed_scale = false;  // the embeddings are multiplied by sqrt(dim) (Gemma)
+  bool post_norms = false;   // attention and FFN outputs are RMS-normed before the residual add (Gemma 2/3)
+  bool geglu = false;        // GELU(gate) * up instead of SiLU (Gemma)
+  bool tied_output = false;  // the output is always token_embd; an output.weight is not read (Gemma 2)
   friend bool operator==(const Features&, const Features&) = default;
 };
 
@@ -70,6 +74,7 @@ std::vector<float> llama3_rope_freqs(uint32_t rope_dims, float rope_base);
 enum class Key : uint8_t {
   ContextLength, EmbeddingLength, BlockCount, FeedForwardLength, HeadCount, HeadCountKv, KeyLength,
   ValueLength, RmsEpsilon, RopeDimensionCount, RopeFreqBase, RopeScalingType, RopeScalingFactor, VocabSize,
+  SlidingWindow, SlidingWindowPattern, RopeFreqBaseSwa, AttnLogitSoftcapping, FinalLogitSoftcapping,
 };
 std::string key(std::string_view architecture, Key k);
 
@@ -85,6 +90,16 @@ struct ModelShape {
   float rope_base = 10000.0f;
   float rms_eps = 1e-5f;
   float rope_scale = 1.0f;  // linear RoPE scaling: positions are divided by this
+  // Sliding-window layers (Gemma): a query sees the last `sliding_window` positions (0: none). Every
+  // `swa_pattern`-th layer (the last of each run) is global, the others windowed, as llama.cpp's
+  // set_swa_pattern; windowed layers rotate with their own RoPE base and scale.
+  uint32_t sliding_window = 0, swa_pattern = 0;
+  float rope_base_swa = 10000.0f, rope_scale_swa = 1.0f;
+  float attention_scale = 0.0f;  // q·k multiplier; 0: 1 / sqrt(head_dim)
+  float attn_softcap = 0.0f, final_softcap = 0.0f;  // cap * tanh(x / cap) of scores / logits; 0: none
+  bool is_swa_layer(uint32_t layer) const noexcept {
+    return sliding_window > 0 && (swa_pattern == 0 || layer % swa_pattern < swa_pattern - 1);
+  }
   uint32_t q_dim() const noexcept { return heads * head_dim; }
   uint32_t kv_dim() const noexcept { return kv_heads * head_dim; }
   // FormatError (MissingKey / WrongValueType) naming the key when a required one is absent.
@@ -106,6 +121,7 @@ enum class Role : uint8_t {
   AttnQkv,     // fused q, k, v (Phi-3)
   RopeFreqs,   // Llama 3.1+: per-pair RoPE frequency divisors [rope_dims / 2]
   RopeFactorsLong, RopeFactorsShort,  // Phi-3's LongRoPE factors: refused (TensorProblemKind::Unsupported)
+  AttnPostNorm, FfnPostNorm,          // Gemma 2/3: norms of the attention and FFN outputs
 };
 std::string_view role_name(Role r) noexcept;  // "attn_q.weight"; the model's own: "token_embd.weight"
 // Why the engine refuses a tensor of this role ("LongRoPE scaling"), empty when it does not.

@@ -1,6 +1,7 @@
 // The hyper-parameters of a model: the one place their GGUF keys are spelled, read (from_header)
 // and written (metadata, for synth) with llama.cpp's defaults for the optional ones.
 #include <array>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -9,14 +10,40 @@
 namespace skainet::arch {
 namespace {
 
-constexpr std::array<std::string_view, 14> kKeySuffix = {
+constexpr std::array<std::string_view, 19> kKeySuffix = {
     "context_length",        "embedding_length",           "block_count",
     "feed_forward_length",   "attention.head_count",       "attention.head_count_kv",
     "attention.key_length",  "attention.value_length",     "attention.layer_norm_rms_epsilon",
     "rope.dimension_count",  "rope.freq_base",             "rope.scaling.type",
-    "rope.scaling.factor",   "vocab_size",
+    "rope.scaling.factor",   "vocab_size",                 "attention.sliding_window",
+    "attention.sliding_window_pattern", "rope.freq_base_swa", "attn_logit_softcapping",
+    "final_logit_softcapping",
 };
-static_assert(kKeySuffix.size() == static_cast<size_t>(Key::VocabSize) + 1);
+static_assert(kKeySuffix.size() == static_cast<size_t>(Key::FinalLogitSoftcapping) + 1);
+
+// Gemma's hyper-parameters that llama.cpp takes from its own defaults and the layer count rather than
+// the file (load_arch_hparams of gemma2.cpp / gemma3.cpp): window, pattern, caps, per-layer RoPE, and
+// the query scale of the 27B models (1 / sqrt(dim / heads) instead of 1 / sqrt(head_dim)).
+void read_gemma(const gguf::Header& h, ModelShape& m) {
+  const auto k = [&](Key which) { return key(m.architecture, which); };
+  const bool gemma2 = m.family == Family::Gemma2;
+  if (gemma2) {
+    m.sliding_window = h.find_u32(k(Key::SlidingWindow)).value_or(4096);
+    m.swa_pattern = h.find_u32(k(Key::SlidingWindowPattern)).value_or(2);
+    m.attn_softcap = h.find_f32(k(Key::AttnLogitSoftcapping)).value_or(50.0f);
+    m.final_softcap = h.find_f32(k(Key::FinalLogitSoftcapping)).value_or(30.0f);
+    m.rope_base_swa = h.find_f32(k(Key::RopeFreqBaseSwa)).value_or(m.rope_base);
+    m.rope_scale_swa = m.rope_scale;
+  } else {
+    m.sliding_window = h.find_u32(k(Key::SlidingWindow)).value_or(0);
+    m.swa_pattern = m.sliding_window > 0 ? h.find_u32(k(Key::SlidingWindowPattern)).value_or(6) : 0;
+    m.final_softcap = h.find_f32(k(Key::FinalLogitSoftcapping)).value_or(0.0f);
+    m.rope_base_swa = h.find_f32(k(Key::RopeFreqBaseSwa)).value_or(10000.0f);
+    m.rope_scale_swa = 1.0f;
+  }
+  const bool is_27b = m.layers == (gemma2 ? 46u : 62u);
+  m.attention_scale = 1.0f / std::sqrt(static_cast<float>(is_27b ? m.dim / m.heads : m.head_dim));
+}
 
 std::string variant_names() {
   std::string names;
@@ -62,6 +89,7 @@ ModelShape ModelShape::from_header(const gguf::Header& h) {
   if (const auto* type = h.find(k(Key::RopeScalingType));
       type && type->type == gguf::ValueType::String && std::get<std::string>(type->scalar) == "linear")
     m.rope_scale = h.find_f32(k(Key::RopeScalingFactor)).value_or(1.0f);
+  if (m.family == Family::Gemma2 || m.family == Family::Gemma3) read_gemma(h, m);
   if (auto v = h.find_u32(k(Key::VocabSize))) {
     m.vocab = *v;
   } else if (const auto* t = h.find_tensor(role_name(Role::TokenEmbedding)); t && t->shape.size() == 2) {
@@ -89,6 +117,11 @@ ModelShape ModelShape::of_family(std::string_view name) {
     m.rope_base = variant->rope_base;
     m.features.rope_freqs = variant->llama3_rope_freqs;
   }
+  if (m.family == Family::Gemma2) {  // Gemma 2 2B's, at any size
+    m.sliding_window = 4096, m.swa_pattern = 2, m.attn_softcap = 50.0f, m.final_softcap = 30.0f;
+  } else if (m.family == Family::Gemma3) {  // Gemma 3 1B's: 512 window, global RoPE base 1e6
+    m.sliding_window = 512, m.swa_pattern = 6, m.rope_base = 1000000.0f, m.rms_eps = 1e-6f;
+  }
   return m;
 }
 
@@ -110,6 +143,13 @@ std::vector<gguf::KeyValue> ModelShape::metadata() const {
   if (heads == 0 || head_dim != dim / heads) {
     kv.push_back({k(Key::KeyLength), gguf::Value::u32(head_dim)});
     kv.push_back({k(Key::ValueLength), gguf::Value::u32(head_dim)});
+  }
+  if (family == Family::Gemma2 || family == Family::Gemma3) {  // llama.cpp's defaults, written out
+    kv.push_back({k(Key::SlidingWindow), gguf::Value::u32(sliding_window)});
+    kv.push_back({k(Key::SlidingWindowPattern), gguf::Value::u32(swa_pattern)});
+    kv.push_back({k(Key::RopeFreqBaseSwa), gguf::Value::f32(rope_base_swa)});
+    if (family == Family::Gemma2) kv.push_back({k(Key::AttnLogitSoftcapping), gguf::Value::f32(attn_softcap)});
+    kv.push_back({k(Key::FinalLogitSoftcapping), gguf::Value::f32(final_softcap)});
   }
   if (rope_scale != 1.0f) {
     kv.push_back({k(Key::RopeScalingType), gguf::Value::string("linear")});

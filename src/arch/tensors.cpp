@@ -21,7 +21,7 @@ struct RoleRow {
   bool per_layer;
   std::string_view unsupported = {};  // the feature a file carrying it needs, which the engine lacks
 };
-constexpr std::array<RoleRow, 22> kRoles = {{
+constexpr std::array<RoleRow, 24> kRoles = {{
     {Role::TokenEmbedding, "token_embd.weight", false},
     {Role::OutputNorm, "output_norm.weight", false},
     {Role::Output, "output.weight", false},
@@ -44,6 +44,8 @@ constexpr std::array<RoleRow, 22> kRoles = {{
     {Role::RopeFreqs, "rope_freqs.weight", false},
     {Role::RopeFactorsLong, "rope_factors_long.weight", false, "LongRoPE scaling (Phi-3 128k)"},
     {Role::RopeFactorsShort, "rope_factors_short.weight", false, "LongRoPE scaling (Phi-3 128k)"},
+    {Role::AttnPostNorm, "post_attention_norm.weight", true},
+    {Role::FfnPostNorm, "post_ffw_norm.weight", true},
 }};
 
 constexpr bool rows_follow_the_enum() {
@@ -93,7 +95,8 @@ std::optional<TensorName> parse_tensor_name(std::string_view name) noexcept {
 std::vector<TensorSpec> model_tensors(const ModelShape& s) {
   if (!s.family) return {};
   const uint64_t d = s.dim, v = s.vocab;
-  std::vector<TensorSpec> t = {{Role::TokenEmbedding, {d, v}}, {Role::OutputNorm, {d}}, {Role::Output, {d, v}, true}};
+  std::vector<TensorSpec> t = {{Role::TokenEmbedding, {d, v}}, {Role::OutputNorm, {d}}};
+  if (!s.features.tied_output) t.push_back({Role::Output, {d, v}, true});
   if (s.features.rope_freqs) t.push_back({Role::RopeFreqs, {s.rope_dims / 2}});
   return t;
 }
@@ -119,8 +122,10 @@ std::vector<TensorSpec> layer_tensors(const ModelShape& s) {
     t.push_back({Role::AttnKNorm, {hd}});
   }
   t.insert(t.end(), {{Role::AttnOutput, {q, d}}, {Role::AttnNorm, {d}}});
+  if (f.post_norms) t.push_back({Role::AttnPostNorm, {d}});
   if (!f.fused_gate_up) t.push_back({Role::FfnGate, {d, ff}});
   t.insert(t.end(), {{Role::FfnDown, {ff, d}}, {Role::FfnUp, {d, f.fused_gate_up ? 2 * ff : ff}}, {Role::FfnNorm, {d}}});
+  if (f.post_norms) t.push_back({Role::FfnPostNorm, {d}});
   return t;
 }
 

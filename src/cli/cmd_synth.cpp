@@ -10,7 +10,7 @@ namespace skainet::cli {
 Subcommand add_synth(CLI::App& app) {
   struct Options {
     std::string out, preset = "tiny", type = "F32", vocab_from, name = "skainet-synth", arch = "llama";
-    std::optional<uint32_t> dim, layers, heads, kv_heads, head_dim, ffn, vocab, ctx;
+    std::optional<uint32_t> dim, layers, heads, kv_heads, head_dim, ffn, vocab, ctx, window;
     uint64_t seed = 0;
     unsigned threads = 0;
     bool verbose = false, bigram = false;
@@ -31,6 +31,7 @@ Subcommand add_synth(CLI::App& app) {
   sub->add_option("--heads", o->heads, "Attention heads");
   sub->add_option("--kv-heads", o->kv_heads, "Key/value heads (grouped-query attention)");
   sub->add_option("--head-dim", o->head_dim, "Size of one head (default: dim / heads)");
+  sub->add_option("--sliding-window", o->window, "Window of the sliding-window layers (Gemma; default: the family's)");
   sub->add_option("--ffn", o->ffn, "Feed-forward size");
   sub->add_option("--vocab", o->vocab, "Vocabulary size of the built-in vocabulary (at least 259)");
   sub->add_option("--ctx", o->ctx, "Context length");
@@ -56,6 +57,7 @@ Subcommand add_synth(CLI::App& app) {
             if (o->vocab) s.shape.vocab = *o->vocab;
             if (o->ctx) s.shape.ctx_train = *o->ctx;
             if (o->head_dim) s.shape.head_dim = *o->head_dim;
+            if (o->window) s.shape.sliding_window = *o->window;
             if (o->heads && !o->kv_heads) s.shape.kv_heads = *o->heads;  // no grouping unless asked
             if (!o->vocab_from.empty()) {
               if (o->vocab) throw InvalidArgument("--vocab and --vocab-from exclude each other: the vocabulary size follows --vocab-from");

@@ -22,6 +22,7 @@ Tensor Llama::forward(memory::ExecutionContext& ctx, std::span<const int32_t> to
 
   memory::Scope& step = ctx.scope();
   Tensor x = ops::gather_rows(ctx, w_.tok_embd, tokens);
+  if (shape_.features.embed_scale) x = ops::scale(ctx, x, std::sqrt(static_cast<float>(shape_.dim)));
   for (uint32_t l = 0; l < shape_.layers; ++l) {
     // Each layer's temporaries die at its end; only the residual stream moves on, retained into the
     // step scope (the sanctioned escape).
@@ -29,7 +30,8 @@ Tensor Llama::forward(memory::ExecutionContext& ctx, std::span<const int32_t> to
   }
   const Tensor rows = which == Logits::All ? x : x.rows(n - 1, 1);
   const Tensor h = ops::rms_norm(ctx, rows, w_.output_norm, shape_.rms_eps);
-  return ops::matmul(ctx, h, w_.output);
+  const Tensor logits = ops::matmul(ctx, h, w_.output);
+  return shape_.final_softcap > 0 ? ops::softcap(ctx, logits, shape_.final_softcap) : logits;
 }
 
 Tensor Llama::layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, int64_t pos) {
@@ -50,21 +52,27 @@ Tensor Llama::layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, 
     q = ops::rms_norm(ctx, q.reshape({n * heads, hd}), w.q_norm, shape_.rms_eps).reshape({n, heads * hd});
     k = ops::rms_norm(ctx, k.reshape({n * kv_heads, hd}), w.k_norm, shape_.rms_eps).reshape({n, kv_heads * hd});
   }
-  const kernels::RopeParams rope{.base = shape_.rope_base,
+  const bool windowed = shape_.is_swa_layer(l);
+  const kernels::RopeParams rope{.base = windowed ? shape_.rope_base_swa : shape_.rope_base,
                                  .dims = static_cast<int64_t>(shape_.rope_dims),
                                  .neox = shape_.features.neox_rope,
-                                 .freq_scale = 1.0f / shape_.rope_scale};
+                                 .freq_scale = 1.0f / (windowed ? shape_.rope_scale_swa : shape_.rope_scale)};
   q = ops::rope(ctx, q.reshape({n, heads, hd}), pos, rope, w_.rope_freqs).reshape({n, heads * hd});
   k = ops::rope(ctx, k.reshape({n, kv_heads, hd}), pos, rope, w_.rope_freqs).reshape({n, kv_heads * hd});
   ops::write_rows(ctx, k, kv_.k(l), pos);
   ops::write_rows(ctx, v, kv_.v(l), pos);
 
   const Tensor attn = attention(ctx, l, q, pos);
-  const Tensor x1 = ops::add(ctx, x, ops::matmul(ctx, attn, w.wo));
+  Tensor attn_out = ops::matmul(ctx, attn, w.wo);
+  if (shape_.features.post_norms) attn_out = ops::rms_norm(ctx, attn_out, w.attn_post_norm, shape_.rms_eps);
+  const Tensor x1 = ops::add(ctx, x, attn_out);
   const Tensor h2 = ops::rms_norm(ctx, x1, w.ffn_norm, shape_.rms_eps);
   const Tensor gate = ops::matmul(ctx, h2, w.w_gate);
   const Tensor up = ops::matmul(ctx, h2, w.w_up);
-  return ops::add(ctx, x1, ops::matmul(ctx, ops::swiglu(ctx, gate, up), w.w_down));
+  const Tensor act = shape_.features.geglu ? ops::geglu(ctx, gate, up) : ops::swiglu(ctx, gate, up);
+  Tensor ffn_out = ops::matmul(ctx, act, w.w_down);
+  if (shape_.features.post_norms) ffn_out = ops::rms_norm(ctx, ffn_out, w.ffn_post_norm, shape_.rms_eps);
+  return ops::add(ctx, x1, ffn_out);
 }
 
 // Attention over cache cells [0, pos + n), causal within the new tokens: the whole cache is passed and
@@ -75,8 +83,11 @@ Tensor Llama::attention(memory::ExecutionContext& ctx, uint32_t l, const Tensor&
                         {.heads = shape_.heads,
                          .kv_heads = shape_.kv_heads,
                          .head_dim = shape_.head_dim,
-                         .scale = 1.0f / std::sqrt(static_cast<float>(shape_.head_dim)),
-                         .offset = pos});
+                         .scale = shape_.attention_scale > 0 ? shape_.attention_scale
+                                                             : 1.0f / std::sqrt(static_cast<float>(shape_.head_dim)),
+                         .offset = pos,
+                         .window = shape_.is_swa_layer(l) ? int64_t{shape_.sliding_window} : 0,
+                         .softcap = shape_.attn_softcap});
 }
 
 }  // namespace skainet::model

@@ -79,6 +79,8 @@ LlamaWeights LlamaWeights::bind(const load::LoadedModel& loaded, const arch::Mod
         case arch::Role::FfnGate: field = &lw.w_gate; break;
         case arch::Role::FfnUp: field = s.features.fused_gate_up ? &gate_up : &lw.w_up; break;
         case arch::Role::FfnDown: field = &lw.w_down; break;
+        case arch::Role::AttnPostNorm: field = &lw.attn_post_norm; break;
+        case arch::Role::FfnPostNorm: field = &lw.ffn_post_norm; break;
         default: throw Error(fmt::format("internal: the model has no field for '{}'", r.name()));
       }
       *field = bind(arch::layer_tensor_name(l, r.role), r);

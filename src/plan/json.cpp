@@ -167,8 +167,14 @@ std::string to_json(const MemoryPlan& p) {
                   {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim}, {"ffn", m.ffn}, {"vocab", m.vocab},
                   {"ctx_train", m.ctx_train}, {"rope_dims", m.rope_dims}, {"rope_base", m.rope_base},
                   {"rms_eps", m.rms_eps}, {"qkv_bias", m.features.qkv_bias}, {"neox_rope", m.features.neox_rope},
-                  {"qk_norm", m.features.qk_norm},
-                  {"rope_scale", m.rope_scale}};
+                  {"qk_norm", m.features.qk_norm}, {"fused_qkv", m.features.fused_qkv},
+                  {"fused_gate_up", m.features.fused_gate_up}, {"rope_freqs", m.features.rope_freqs},
+                  {"embed_scale", m.features.embed_scale}, {"post_norms", m.features.post_norms},
+                  {"geglu", m.features.geglu}, {"tied_output", m.features.tied_output},
+                  {"rope_scale", m.rope_scale}, {"sliding_window", m.sliding_window}, {"swa_pattern", m.swa_pattern},
+                  {"rope_base_swa", m.rope_base_swa}, {"rope_scale_swa", m.rope_scale_swa},
+                  {"attention_scale", m.attention_scale}, {"attn_softcap", m.attn_softcap},
+                  {"final_softcap", m.final_softcap}};
   }
   j["tensors"] = json::array();
   for (const auto& d : p.tensors) j["tensors"].push_back(decision_json(d));
@@ -213,7 +219,19 @@ MemoryPlan from_json(std::string_view text) {
       s.rms_eps = number<float>(m, "rms_eps"); s.rope_scale = number<float>(m, "rope_scale");
       if (const arch::FamilyInfo* f = arch::find_family(s.architecture)) s.family = f->family;
       s.features.qkv_bias = m.at("qkv_bias"); s.features.neox_rope = m.at("neox_rope");
-      s.features.qk_norm = m.value("qk_norm", false);  // absent from plans written before Qwen3
+      // Absent from plans written before the families after Qwen2: their neutral values.
+      arch::Features& f = s.features;
+      f.qk_norm = m.value("qk_norm", false), f.fused_qkv = m.value("fused_qkv", false);
+      f.fused_gate_up = m.value("fused_gate_up", false), f.rope_freqs = m.value("rope_freqs", false);
+      f.embed_scale = m.value("embed_scale", false), f.post_norms = m.value("post_norms", false);
+      f.geglu = m.value("geglu", false), f.tied_output = m.value("tied_output", false);
+      s.sliding_window = m.contains("sliding_window") ? number<uint32_t>(m, "sliding_window") : 0;
+      s.swa_pattern = m.contains("swa_pattern") ? number<uint32_t>(m, "swa_pattern") : 0;
+      s.rope_base_swa = m.contains("rope_base_swa") ? number<float>(m, "rope_base_swa") : 10000.0f;
+      s.rope_scale_swa = m.contains("rope_scale_swa") ? number<float>(m, "rope_scale_swa") : 1.0f;
+      s.attention_scale = m.contains("attention_scale") ? number<float>(m, "attention_scale") : 0.0f;
+      s.attn_softcap = m.contains("attn_softcap") ? number<float>(m, "attn_softcap") : 0.0f;
+      s.final_softcap = m.contains("final_softcap") ? number<float>(m, "final_softcap") : 0.0f;
       p.model = s;
     }
     for (const auto& d : j.at("tensors")) p.tensors.push_back(decision_from(d));

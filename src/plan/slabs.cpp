@@ -25,9 +25,11 @@ SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t ctx
   const uint64_t kv_width = uint64_t{m.kv_heads} * m.head_dim;
 
   add(s.step, s.step_bytes, "embeddings [n, dim]", n * m.dim);
+  if (m.features.embed_scale) add(s.step, s.step_bytes, "embeddings * sqrt(dim) [n, dim]", n * m.dim);
   for (uint32_t l = 0; l < m.layers; ++l) add(s.step, s.step_bytes, "residual of layer " + std::to_string(l) + " [n, dim]", n * m.dim);
   add(s.step, s.step_bytes, "output norm [1, dim]", m.dim);
   add(s.step, s.step_bytes, "logits [1, vocab]", m.vocab);
+  if (m.final_softcap > 0) add(s.step, s.step_bytes, "logits soft-capped [1, vocab]", m.vocab);
 
   add(s.layer, s.layer_bytes, "attn norm [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "q [n, heads*head_dim]", n * q_width);
@@ -47,12 +49,14 @@ SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t ctx
   add(s.layer, s.layer_bytes, "attention scores/probs [heads, n, ctx]", uint64_t{m.heads} * n * ctx);
   add(s.layer, s.layer_bytes, "attention out [n, heads*head_dim]", n * q_width);
   add(s.layer, s.layer_bytes, "attn output proj [n, dim]", n * m.dim);
+  if (m.features.post_norms) add(s.layer, s.layer_bytes, "attn post norm [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "residual [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "ffn norm [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "ffn gate [n, ffn]", n * m.ffn);
   add(s.layer, s.layer_bytes, "ffn up [n, ffn]", n * m.ffn);
-  add(s.layer, s.layer_bytes, "swiglu [n, ffn]", n * m.ffn);
+  add(s.layer, s.layer_bytes, m.features.geglu ? "geglu [n, ffn]" : "swiglu [n, ffn]", n * m.ffn);
   add(s.layer, s.layer_bytes, "ffn down [n, dim]", n * m.dim);
+  if (m.features.post_norms) add(s.layer, s.layer_bytes, "ffn post norm [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "residual out [n, dim]", n * m.dim);
   return s;
 }

@@ -36,10 +36,10 @@ if(peer_ok)
   set(SKAINET_LOGITS_SHAPE --preset tinyllama-1.1b --layers 2 CACHE STRING
       "skainet synth shape options of the peer logits tests")
   # The families after Llama, each with its family's real vocabulary (Qwen3: Qwen2's, 151936 tokens;
-  # Phi-3: its own SPM one, 32064; Llama 3: llama-bpe, 128256),
+  # Phi-3: its own SPM one, 32064; Llama 3: llama-bpe, 128256; Gemma: LLaMA's SPM one, the nearest),
   # at a width that keeps the F32 embedding and output at 300 MB each: 8/4 heads, 2 layers. Qwen3's
   # head size (128) is not dim / heads, as in the real models.
-  set(SKAINET_FAMILY_SHAPE --preset tiny --dim 512 --heads 8 --kv-heads 4 --ffn 1024 --layers 2 --ctx 512)
+  set(SKAINET_FAMILY_SHAPE --preset tiny --dim 512 --heads 8 --kv-heads 4 --ffn 1024 --ctx 512)
   # Qwen2 (q/k/v biases, NeoX RoPE) at the same shape with the GPT-2 byte-level BPE vocabulary, so the
   # prompt ids differ: "Once upon a time" is [7454, 2402, 257, 640] there, no BOS.
   # TYPE@peer cases: files llama-quantize makes from the F16 bigram synth (Q2_K, Q3_K_M, IQ4_NL, IQ4_XS,
@@ -52,7 +52,9 @@ if(peer_ok)
                "peer_IQ4_NL;bigram;strict;IQ4_NL@peer;5e-2;1.5e-2" "peer_IQ4_XS;bigram;strict;IQ4_XS@peer;5e-2;1.5e-2"
                "qwen3_F32;qwen3;strict;F32;1e-3;2.5e-4" "qwen3_Q8_0;qwen3;strict;Q8_0;3e-2;1e-2"
                "phi3_F32;phi3;strict;F32;1e-3;2.5e-4" "phi3_Q8_0;phi3;strict;Q8_0;3e-2;1e-2"
-               "llama3_F32;llama3;strict;F32;1e-4;2.5e-5" "llama3_Q8_0;llama3;strict;Q8_0;3e-2;1e-2")
+               "llama3_F32;llama3;strict;F32;1e-4;2.5e-5" "llama3_Q8_0;llama3;strict;Q8_0;3e-2;1e-2"
+               "gemma2_F32;gemma2;strict;F32;1e-3;2.5e-4" "gemma2_Q8_0;gemma2;strict;Q8_0;3e-2;1e-2"
+               "gemma3_F32;gemma3;strict;F32;1e-3;2.5e-4" "gemma3_Q8_0;gemma3;strict;Q8_0;3e-2;1e-2")
     list(GET case 0 name)
     list(GET case 1 weights)
     list(GET case 2 top1)
@@ -69,18 +71,27 @@ if(peer_ok)
       set(vocab gpt-2)
       list(APPEND env "SKAINET_LOGITS_IDS=7454,2402,257,640")
     elseif(weights STREQUAL "qwen3")
-      set(shape ${SKAINET_FAMILY_SHAPE} --head-dim 128 --bigram --arch qwen3)
+      set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --head-dim 128 --bigram --arch qwen3)
       set(vocab qwen2)
       list(APPEND env "SKAINET_LOGITS_IDS=12522,5193,264,882")
     elseif(weights STREQUAL "phi3")
-      set(shape ${SKAINET_FAMILY_SHAPE} --bigram --arch phi3)
+      set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --bigram --arch phi3)
       set(vocab phi-3)
     elseif(weights STREQUAL "llama3")
       # 400 prompt positions: Llama 3's rope_freqs scale frequencies that turn too slowly to matter in
       # 37 (measured: without them the F32 logits part by 8.7e-4, with them by 2.9e-6; hence 1e-4).
-      set(shape ${SKAINET_FAMILY_SHAPE} --bigram --arch llama3)
+      set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --bigram --arch llama3)
       set(vocab llama-bpe)
       list(APPEND env "SKAINET_LOGITS_IDS=128000,12805,5304,264,892" "SKAINET_LOGITS_REPEAT=80")
+    elseif(weights MATCHES "^gemma")
+      # A 16-position window, so the 37 positions cross it; Gemma 3 at 6 layers for one global layer
+      # (5 of 6 are windowed). No Gemma vocabulary is beside us: LLaMA's SPM one stands in.
+      set(shape ${SKAINET_FAMILY_SHAPE} --sliding-window 16 --bigram --arch ${weights})
+      if(weights STREQUAL "gemma3")
+        list(APPEND shape --layers 6 --head-dim 128)
+      else()
+        list(APPEND shape --layers 2)
+      endif()
     endif()
     add_test(NAME peer_logits_${name}
       COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_logits.sh $<TARGET_FILE:skainet> $<TARGET_FILE:peer_logits>
