@@ -3,12 +3,13 @@
 #include <gtest/gtest.h>
 
 #include "skainet/arch.hpp"
+#include "temp_dir.hpp"
 
 using namespace skainet;
 using namespace skainet::arch;
 
 TEST(Families, EveryFamilyHasOneRowAndItsOtherNamesFindIt) {
-  for (Family f : {Family::Llama, Family::Qwen2, Family::Qwen3}) {
+  for (Family f : {Family::Llama, Family::Qwen2, Family::Qwen3, Family::Phi3, Family::Gemma2, Family::Gemma3}) {
     const FamilyInfo& info = family_info(f);
     EXPECT_EQ(info.family, f);
     EXPECT_EQ(find_family(info.name), &info);
@@ -16,7 +17,7 @@ TEST(Families, EveryFamilyHasOneRowAndItsOtherNamesFindIt) {
   }
   EXPECT_EQ(find_family("mistral")->family, Family::Llama);
   EXPECT_EQ(find_family("gemma"), nullptr);
-  EXPECT_EQ(supported_architectures(), "llama, mistral, qwen2, qwen3");
+  EXPECT_EQ(supported_architectures(), "llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3");
 }
 
 TEST(Keys, AreTheArchitecturesOwn) {
@@ -51,4 +52,36 @@ TEST(LayerTensors, FollowTheFamilysFeatures) {
   s.family.reset();
   EXPECT_TRUE(layer_tensors(s).empty());
   EXPECT_THROW(ModelShape::of_family("gemma"), InvalidArgument);
+}
+
+TEST(Shapes, GemmaWindowsFollowLlamaCppsPattern) {
+  ModelShape s = ModelShape::of_family("gemma3");
+  s.layers = 12;
+  std::vector<uint32_t> global;
+  for (uint32_t l = 0; l < s.layers; ++l)
+    if (!s.is_swa_layer(l)) global.push_back(l);
+  EXPECT_EQ(global, (std::vector<uint32_t>{5, 11}));  // every sixth layer, the last of each run
+  s = ModelShape::of_family("gemma2");
+  EXPECT_TRUE(s.is_swa_layer(0));
+  EXPECT_FALSE(s.is_swa_layer(1));
+  s.sliding_window = 0;
+  EXPECT_FALSE(s.is_swa_layer(0));
+}
+
+TEST(Shapes, MetadataReadsBackAsTheSameShape) {
+  for (const char* name : {"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "llama3"}) {
+    SCOPED_TRACE(name);
+    ModelShape s = ModelShape::of_family(name);
+    s.dim = 128, s.layers = 2, s.heads = 4, s.kv_heads = 2, s.head_dim = 64, s.rope_dims = 64, s.ffn = 256;
+    s.vocab = 300, s.ctx_train = 64;
+    const test::TempDir dir("arch-metadata");
+    gguf::Writer w(dir / "m.gguf");
+    w.set("general.architecture", gguf::Value::string(s.architecture));
+    for (gguf::KeyValue& kv : s.metadata()) w.set(std::move(kv.key), std::move(kv.value));
+    w.write([](size_t, std::span<std::byte>) {});
+    ModelShape back = ModelShape::from_header(gguf::read_header(dir / "m.gguf"));
+    back.features.rope_freqs = s.features.rope_freqs;  // read from the tensor, which this header lacks
+    if (s.family == Family::Gemma2 || s.family == Family::Gemma3) back.attention_scale = s.attention_scale = 0;
+    EXPECT_EQ(back, s);
+  }
 }

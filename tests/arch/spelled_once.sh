@@ -6,7 +6,7 @@
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$root"
-names='token_embd|output_norm|output\.weight|attn_(q|k|v|output|norm|qkv)|ffn_(gate|up|down|norm)|rope_freqs|"blk\.'
+names='token_embd|output_norm|output\.weight|attn_(q|k|v|output|norm|qkv)|ffn_(gate|up|down|norm)|rope_(freqs|factors)\.|post_(attention|ffw)_norm|"blk\.'
 keys='block_count|embedding_length|head_count|feed_forward_length|context_length|freq_base|layer_norm_rms_epsilon|dimension_count|key_length|value_length|rope\.scaling'
 found=$(grep -rnE --include='*.cpp' --include='*.hpp' "$names|$keys" src include \
           | grep -vE '^(src/arch/|include/skainet/arch\.hpp:)' \
