@@ -26,7 +26,7 @@
 namespace skainet::arch {
 
 // The forward passes the engine has. Architectures that share one (llama, mistral) share the value.
-enum class Family : uint8_t { Llama, Qwen2, Qwen3, Phi3, Gemma2, Gemma3 };
+enum class Family : uint8_t { Llama, Qwen2, Qwen3, Phi3, Gemma, Gemma2, Gemma3 };
 
 // What distinguishes a family's forward pass from the llama one, as data the model reads.
 struct Features {
@@ -54,7 +54,7 @@ std::span<const FamilyInfo> families() noexcept;
 // The family a general.architecture value runs as; nullptr when the engine has no forward pass for it.
 const FamilyInfo* find_family(std::string_view architecture) noexcept;
 const FamilyInfo& family_info(Family f) noexcept;
-std::string supported_architectures();  // "llama, mistral, qwen2, qwen3, phi3"
+std::string supported_architectures();  // "llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3"
 
 // Members of a family whose files differ from it in more than sizes (synth --arch takes them too):
 // "llama3" is a llama file with Llama 3's RoPE base and its rope_freqs.

@@ -13,12 +13,14 @@ namespace {
 
 constexpr std::array<std::string_view, 1> kLlamaAlso = {"mistral"};
 
-constexpr std::array<FamilyInfo, 6> kFamilies = {{
+constexpr std::array<FamilyInfo, 7> kFamilies = {{
     {Family::Llama, "llama", kLlamaAlso, {}, "LLaMA 1/2/3, TinyLlama, Mistral, SmolLM"},
     {Family::Qwen2, "qwen2", {}, {.neox_rope = true, .qkv_bias = true}, "Qwen2, Qwen2.5: q/k/v biases, NeoX RoPE"},
     {Family::Qwen3, "qwen3", {}, {.neox_rope = true, .qk_norm = true}, "Qwen3: per-head q/k RMS norm, NeoX RoPE"},
     {Family::Phi3, "phi3", {}, {.neox_rope = true, .fused_qkv = true, .fused_gate_up = true},
      "Phi-3, Phi-3.5, Phi-4: fused qkv and gate/up weights, NeoX RoPE (without LongRoPE factors)"},
+    {Family::Gemma, "gemma", {}, {.neox_rope = true, .embed_scale = true, .geglu = true, .tied_output = true},
+     "Gemma (1): GeGLU, embeddings scaled by sqrt(dim), tied output"},
     {Family::Gemma2, "gemma2", {},
      {.neox_rope = true, .embed_scale = true, .post_norms = true, .geglu = true, .tied_output = true},
      "Gemma 2: GeGLU, pre/post norms, score and logit soft-capping, sliding-window layers, tied output"},

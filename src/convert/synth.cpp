@@ -244,7 +244,11 @@ Report synth(const std::filesystem::path& out, const SynthOptions& options) {
   const arch::ModelShape& n = options.shape;
   shape.dim = n.dim, shape.layers = n.layers, shape.heads = n.heads, shape.kv_heads = n.kv_heads, shape.ffn = n.ffn;
   shape.vocab = n.vocab, shape.ctx_train = n.ctx_train;
-  if (n.sliding_window != 0) shape.sliding_window = n.sliding_window;  // else the family's
+  if (n.sliding_window != 0) {  // else the family's
+    if (shape.sliding_window == 0)
+      throw InvalidArgument(fmt::format("synth: architecture '{}' has no sliding-window layers", options.arch));
+    shape.sliding_window = n.sliding_window;
+  }
   if (n.head_dim == 0 && n.heads != 0 && n.dim % n.heads != 0)
     throw InvalidArgument(fmt::format("synth: dim {} is not a multiple of heads {} (or give the head size)", n.dim, n.heads));
   shape.head_dim = n.head_dim != 0 ? n.head_dim : n.heads != 0 ? n.dim / n.heads : 0;

@@ -9,15 +9,15 @@ using namespace skainet;
 using namespace skainet::arch;
 
 TEST(Families, EveryFamilyHasOneRowAndItsOtherNamesFindIt) {
-  for (Family f : {Family::Llama, Family::Qwen2, Family::Qwen3, Family::Phi3, Family::Gemma2, Family::Gemma3}) {
+  for (Family f : {Family::Llama, Family::Qwen2, Family::Qwen3, Family::Phi3, Family::Gemma, Family::Gemma2, Family::Gemma3}) {
     const FamilyInfo& info = family_info(f);
     EXPECT_EQ(info.family, f);
     EXPECT_EQ(find_family(info.name), &info);
     for (std::string_view other : info.also) EXPECT_EQ(find_family(other), &info);
   }
   EXPECT_EQ(find_family("mistral")->family, Family::Llama);
-  EXPECT_EQ(find_family("gemma"), nullptr);
-  EXPECT_EQ(supported_architectures(), "llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3");
+  EXPECT_EQ(find_family("gemma4"), nullptr);
+  EXPECT_EQ(supported_architectures(), "llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3");
 }
 
 TEST(Keys, AreTheArchitecturesOwn) {
@@ -51,7 +51,7 @@ TEST(LayerTensors, FollowTheFamilysFeatures) {
   EXPECT_EQ(layer_tensors(s)[3].shape, (std::vector<uint64_t>{32}));
   s.family.reset();
   EXPECT_TRUE(layer_tensors(s).empty());
-  EXPECT_THROW(ModelShape::of_family("gemma"), InvalidArgument);
+  EXPECT_THROW(ModelShape::of_family("gemma4"), InvalidArgument);
 }
 
 TEST(Shapes, GemmaWindowsFollowLlamaCppsPattern) {
@@ -69,7 +69,7 @@ TEST(Shapes, GemmaWindowsFollowLlamaCppsPattern) {
 }
 
 TEST(Shapes, MetadataReadsBackAsTheSameShape) {
-  for (const char* name : {"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "llama3"}) {
+  for (const char* name : {"llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "llama3"}) {
     SCOPED_TRACE(name);
     ModelShape s = ModelShape::of_family(name);
     s.dim = 128, s.layers = 2, s.heads = 4, s.kv_heads = 2, s.head_dim = 64, s.rope_dims = 64, s.ffn = 256;

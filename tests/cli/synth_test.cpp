@@ -122,8 +122,8 @@ TEST_F(Synth, Qwen2AddsQkvBiasesAndItsOwnKeys) {
     EXPECT_EQ(t->shape, (Shape{width}));
   }
   EXPECT_EQ(h.find_tensor("blk.0.attn_output.bias"), nullptr);
-  o.arch = "gemma";
-  EXPECT_THROW(convert::synth(path("gemma.gguf"), o), InvalidArgument);
+  o.arch = "gemma4";
+  EXPECT_THROW(convert::synth(path("gemma4.gguf"), o), InvalidArgument);
 }
 
 TEST_F(Synth, Q4KMRaisesAttnVAndFfnDownLikeLlamaCpp) {

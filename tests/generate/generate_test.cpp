@@ -108,12 +108,12 @@ TEST(Generate, DecodeStepsMakeNoHeapAllocationsInSteadyState) {
 
 // `synth --bigram` plants a successor per token (convert::BigramPlant) strong enough that greedy
 // decoding follows it whatever the weight type and architecture (qwen2: biases, NeoX RoPE; qwen3: q/k
-// norms; phi3: fused weights; llama3: rope_freqs; gemma2: tied output, planted through attention;
+// norms; phi3: fused weights; llama3: rope_freqs; gemma, gemma2: tied output, planted through attention;
 // gemma3): the property the peer logits tests rely on to
 // compare top-1s against llama.cpp on a synthetic model (docs/benchmarks.md).
 TEST(Generate, SynthBigramModelFollowsItsPlantedSuccessors) {
   test::TempDir dir("bigram");
-  for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "llama3", "gemma2", "gemma3"})
+  for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "llama3", "gemma", "gemma2", "gemma3"})
   for (const char* type : {"F32", "Q8_0", "Q4_0", "Q2_K", "Q3_K_M", "IQ4_NL", "IQ4_XS"}) {
     SCOPED_TRACE(std::string(arch) + " " + type);
     convert::SynthOptions s;

@@ -53,6 +53,7 @@ if(peer_ok)
                "qwen3_F32;qwen3;strict;F32;1e-3;2.5e-4" "qwen3_Q8_0;qwen3;strict;Q8_0;3e-2;1e-2"
                "phi3_F32;phi3;strict;F32;1e-3;2.5e-4" "phi3_Q8_0;phi3;strict;Q8_0;3e-2;1e-2"
                "llama3_F32;llama3;strict;F32;1e-4;2.5e-5" "llama3_Q8_0;llama3;strict;Q8_0;3e-2;1e-2"
+               "gemma_F32;gemma;strict;F32;1e-3;2.5e-4" "gemma_Q8_0;gemma;strict;Q8_0;3e-2;1e-2"
                "gemma2_F32;gemma2;strict;F32;1e-3;2.5e-4" "gemma2_Q8_0;gemma2;strict;Q8_0;3e-2;1e-2"
                "gemma3_F32;gemma3;strict;F32;1e-3;2.5e-4" "gemma3_Q8_0;gemma3;strict;Q8_0;3e-2;1e-2")
     list(GET case 0 name)
@@ -83,9 +84,12 @@ if(peer_ok)
       set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --bigram --arch llama3)
       set(vocab llama-bpe)
       list(APPEND env "SKAINET_LOGITS_IDS=128000,12805,5304,264,892" "SKAINET_LOGITS_REPEAT=80")
+    elseif(weights STREQUAL "gemma")
+      # No Gemma vocabulary is beside us: LLaMA's SPM one stands in (for Gemma 2 and 3 too).
+      set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --bigram --arch gemma)
     elseif(weights MATCHES "^gemma")
       # A 16-position window, so the 37 positions cross it; Gemma 3 at 6 layers for one global layer
-      # (5 of 6 are windowed). No Gemma vocabulary is beside us: LLaMA's SPM one stands in.
+      # (5 of 6 are windowed).
       set(shape ${SKAINET_FAMILY_SHAPE} --sliding-window 16 --bigram --arch ${weights})
       if(weights STREQUAL "gemma3")
         list(APPEND shape --layers 6 --head-dim 128)

@@ -106,8 +106,8 @@ struct IsaKernels {
   // capped to softcap * tanh(score / softcap) when softcap > 0; contiguous rows, out may be x.
   void (*softmax_row)(const float* x, float* out, int64_t begin, int64_t end, int64_t n, float scale,
                       float softcap) noexcept;
-  GemvFn iq4_nl, iq4_xs;                       // x Q8x32 / Q8x256, one-row dots only (simd_iq4.hpp)
-  GemvFn q2_k, q3_k;                           // x Q8x256, one-row dots only (simd_q23_k.hpp)
+  GemvFn iq4_nl, iq4_xs;                       // x Q8x32 (prefill: the legacy tiles) / Q8x256 (one-row dots only)
+  GemvFn q2_k, q3_k;                           // x Q8x256 (one-row dots simd_q23_k.hpp, tiles k_tiles.hpp)
 };
 
 // Defined in the ISA units (data, not code: safe to name from the baseline unit).

@@ -167,10 +167,10 @@ const IsaKernels kAvx2Kernels = {
     &gemm_feed<FeedQ4_K, &dot_q4_k>,
     &gemm_feed<FeedQ6_K, &dot_q6_k>,
     &softmax_row,
-    &gemv<&dot_iq4_nl, Act::Q8x32>,
+    gemm_legacy<IQ4_NLDec, &dot_iq4_nl>,
     &gemv<&dot_iq4_xs, Act::Q8x256>,
-    &gemv<&dot_q2_k, Act::Q8x256>,
-    &gemv<&dot_q3_k, Act::Q8x256>,
+    gemm_k<Q2_KDecode, &dot_q2_k>,
+    gemm_k<Q3_KDecode, &dot_q3_k>,
 };
 
 }  // namespace skainet::kernels::x86

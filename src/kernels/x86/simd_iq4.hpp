@@ -14,8 +14,11 @@ inline __m256i iq4_levels32(const std::byte* p) noexcept {
   return _mm256_shuffle_epi8(_mm256_set_m128i(table, table), nibbles32(p));
 }
 
+// A 32-element block with its F16 scale first and signed quants, as Q8_0: the legacy prefill tiles
+// (simd_tiles.hpp) read it as they read Q8_0.
 struct IQ4_NLDec {
   static constexpr int64_t kBytes = sizeof(BlockIQ4_NL);
+  static constexpr bool kSigned = true;
   static __m256i quants(const std::byte* b) noexcept { return iq4_levels32(b + 2); }
 };
 
