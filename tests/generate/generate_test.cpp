@@ -135,7 +135,11 @@ TEST(Generate, SynthBigramModelFollowsItsPlantedSuccessors) {
     text::Sampler greedy(e->tokenizer->vocab_size(), {.temperature = 0.0f});
     const std::vector<int32_t> prompt = e->tokenizer->encode("Once upon a time", true);
     std::vector<int32_t> ids;
-    e->generator(greedy).generate_ids(prompt, {.max_tokens = 24}, nullptr, &ids);
+    generate::Generator gen = e->generator(greedy);
+    gen.generate_ids(prompt, {.max_tokens = 24}, nullptr, &ids);
+    // The plan's slabs hold every family's step (its extra buffers are planned, not overflowed).
+    EXPECT_EQ(gen.step_stats().total_overflow_count, 0u);
+    EXPECT_EQ(e->llama->layer_stats().total_overflow_count, 0u);
     ASSERT_GE(ids.size(), 8u) << "the chain reached end-of-sequence early; pick another seed";
     int32_t previous = prompt.back();
     for (size_t i = 0; i < ids.size(); ++i) {
