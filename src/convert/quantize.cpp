@@ -84,12 +84,13 @@ Report quantize(const std::filesystem::path& in, const std::filesystem::path& ou
                                       out.string(), in.string()));
   const gguf::Header header = gguf::read_header(in);
   const uint32_t n_layers = layer_count(header), n_gqa = gqa_of(header);
+  const bool tied = header.find_tensor(arch::role_name(arch::Role::Output)) == nullptr;
 
   Report report;
   report.output = out;
   report.bytes_read_from = header.file_size;
   for (const gguf::TensorInfo& t : header.tensors) {
-    TensorChoice c = choose_type(options.scheme, t.name, t.shape, t.type, n_layers, n_gqa);
+    TensorChoice c = choose_type(options.scheme, t.name, t.shape, t.type, n_layers, n_gqa, tied);
     if (c.type != t.type && !decodable(t.type))
       throw InvalidArgument(fmt::format("{}: tensor '{}' is {}, which we cannot decode (no reference dequantizer); cannot re-encode it as {}",
                                         in.string(), t.name, type_name(t.type), type_name(c.type)));

@@ -148,6 +148,15 @@ TEST_F(Synth, Q4KMRaisesAttnVAndFfnDownLikeLlamaCpp) {
   const std::vector<uint64_t> out{2048, 32000};
   EXPECT_EQ(convert::choose_type(s, "output.weight", out, GgmlType::F32, 22).type, GgmlType::Q6_K);
   EXPECT_EQ(convert::choose_type(s, "token_embd.weight", out, GgmlType::F32, 22).type, GgmlType::Q4_K);
+  // A model without output.weight (tied, e.g. Gemma): its token_embd is the output, and gets its type;
+  // Phi-3's fused attn_qkv follows attn_v's rule (llama.cpp's category_is_attn_v; checked against
+  // llama-quantize on Phi-3 synths).
+  EXPECT_EQ(convert::choose_type(s, "token_embd.weight", out, GgmlType::F32, 22, 1, true).type, GgmlType::Q6_K);
+  const std::vector<uint64_t> qkv{2048, 6144};
+  EXPECT_EQ(convert::choose_type(s, "blk.3.attn_qkv.weight", qkv, GgmlType::F32, 22).type, GgmlType::Q4_K);
+  EXPECT_EQ(convert::choose_type(s, "blk.4.attn_qkv.weight", qkv, GgmlType::F32, 22).type, GgmlType::Q6_K);
+  EXPECT_EQ(convert::choose_type(*find_scheme("Q3_K_M"), "blk.1.attn_qkv.weight", qkv, GgmlType::F32, 22).type,
+            GgmlType::Q5_K);
 }
 
 TEST_F(Synth, LowBitMixesFollowLlamaCpp) {
