@@ -55,7 +55,9 @@ if(peer_ok)
                "llama3_F32;llama3;strict;F32;1e-4;2.5e-5" "llama3_Q8_0;llama3;strict;Q8_0;3e-2;1e-2"
                "gemma_F32;gemma;strict;F32;1e-3;2.5e-4" "gemma_Q8_0;gemma;strict;Q8_0;3e-2;1e-2"
                "gemma2_F32;gemma2;strict;F32;1e-3;2.5e-4" "gemma2_Q8_0;gemma2;strict;Q8_0;3e-2;1e-2"
-               "gemma3_F32;gemma3;strict;F32;1e-3;2.5e-4" "gemma3_Q8_0;gemma3;strict;Q8_0;3e-2;1e-2")
+               "gemma3_F32;gemma3;strict;F32;1e-3;2.5e-4" "gemma3_Q8_0;gemma3;strict;Q8_0;3e-2;1e-2"
+               # llama-quantize's mix on the families' own tensors (fused qkv; a tied token_embd)
+               "phi3_Q4_K_M;phi3;strict;Q4_K_M@peer;5e-2;1.5e-2" "gemma2_Q4_K_M;gemma2;strict;Q4_K_M@peer;5e-2;1.5e-2")
     list(GET case 0 name)
     list(GET case 1 weights)
     list(GET case 2 top1)
