@@ -126,8 +126,13 @@ void Lowering::cache_write(const Node& n) {
 }
 
 hlo::Value Lowering::view(const Node& n) {
-  const hlo::Value& base = value(n.inputs.at(0));
   const TensorRef& r = n.ref;
+  if (g_.nodes[static_cast<size_t>(n.inputs.at(0))].kind == NodeKind::Parameter) {  // rows of a weight
+    const int64_t cols = n.source_shape[1];
+    const auto first = static_cast<int64_t>(r.offset / row_bytes(r.type, static_cast<uint64_t>(cols)));
+    return f_.slice(dense_weight(n.inputs[0]), {first, 0}, {first + r.shape[0], cols});
+  }
+  const hlo::Value& base = value(n.inputs.at(0));
   const uint64_t es = type_traits(r.type).block_bytes;
   if (r.strides == contiguous_strides(r.shape, r.type)) {
     const int64_t first = static_cast<int64_t>(r.offset / es), count = r.shape.numel();

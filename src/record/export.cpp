@@ -77,12 +77,6 @@ ExportReport export_model(const std::filesystem::path& gguf, const ExportOptions
   if (!shape.family)
     throw Error(fmt::format("export {}: architecture '{}' is not supported (supported: {})", gguf.string(),
                             shape.architecture, arch::supported_architectures()));
-  // The eager model splits a fused weight into row views; the graph carries whole weights only.
-  if (shape.features.fused_qkv || shape.features.fused_gate_up)
-    throw Error(fmt::format("export {}: {}'s fused weights ({}, {}) are split into row views at run time, which the "
-                            "recorded path does not carry yet (run works; export does not)",
-                            gguf.string(), shape.architecture, arch::role_name(arch::Role::AttnQkv),
-                            arch::role_name(arch::Role::FfnUp)));
   const plan::MemoryPlan plan =
       plan::make_plan(header, placement::MemoryProfile::preset(o.profile), export_platform(), o.overrides, o.plan);
   if (!plan.kv) throw Error(fmt::format("export {}: the plan has no KV cache", gguf.string()));

@@ -9,6 +9,14 @@ bool whole(const TensorRef& r, const Source& s) {
   return r.offset == 0 && r.shape == s.shape && r.strides == contiguous_strides(s.shape, s.type);
 }
 
+// Whole rows of a 2-D weight, as the model binds the parts of a fused weight (Phi-3's q, k and v of
+// attn_qkv): the emitter slices them out of the weight's dense form.
+bool row_range(const TensorRef& r, const Source& s) {
+  if (r.shape.rank() != 2 || s.shape.rank() != 2 || r.shape[1] != s.shape[1]) return false;
+  return r.offset % row_bytes(s.type, static_cast<uint64_t>(s.shape[1])) == 0 &&
+         r.strides == contiguous_strides(s.shape, s.type);
+}
+
 class GraphBuilder {
  public:
   explicit GraphBuilder(const Tape& tape) : tape_(tape) { g_.tape = &tape; }
@@ -59,9 +67,11 @@ class GraphBuilder {
     const Source& s = source(r, what);
     const int b = base(r, s);
     if (whole(r, s)) return b;
+    if (s.kind == SourceKind::Weight && row_range(r, s))
+      return push(Node{.kind = NodeKind::View, .inputs = {b}, .shape = r.shape, .type = r.type, .ref = r, .source_shape = s.shape});
     if (s.kind == SourceKind::Weight || type_traits(r.type).quantized)
       throw Error(fmt::format("record {}: {} is a partial view of packed or weight storage '{}'; only whole weights "
-                              "are recorded", tape_.entry.name, what, s.name));
+                              "and row ranges of them are recorded", tape_.entry.name, what, s.name));
     return push(Node{.kind = NodeKind::View, .inputs = {b}, .shape = r.shape, .type = r.type, .ref = r, .source_shape = s.shape});
   }
 

@@ -224,10 +224,11 @@ INSTANTIATE_TEST_SUITE_P(Models, RecordedConformity,
                                            Case{"Q4_0", "q4_0", 3e-2},
                                            // q/k/v biases, NeoX RoPE, K formats in a whole model
                                            Case{"Qwen2_Q4_K_M", "Q4_K_M", 3e-2, "qwen2"},
-                                           // The families after Llama: q/k norms, rope_freqs, GeGLU,
-                                           // post norms, windows, soft caps, embedding scale, tied
-                                           // output (Phi-3's fused weights are refused: export_test)
+                                           // The families after Llama: q/k norms, fused weights (row
+                                           // ranges sliced from the dense weight), rope_freqs, GeGLU,
+                                           // post norms, windows, soft caps, embedding scale, tied output
                                            Case{"Qwen3_Q8_0", "Q8_0", 3e-2, "qwen3"},
+                                           Case{"Phi3_Q8_0", "Q8_0", 3e-2, "phi3"},
                                            Case{"Llama3_F32", std::nullopt, 1e-4, "llama3"},
                                            Case{"Gemma2_Q8_0", "Q8_0", 3e-2, "gemma2"},
                                            Case{"Gemma3_F32", std::nullopt, 1e-4, "gemma3"}),

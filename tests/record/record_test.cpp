@@ -188,26 +188,6 @@ TEST(Record, UnsupportedArchitectureIsRefusedBeforeWriting) {
   EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
-// Phi-3's fused weights run as row views of one weight; the graph carries whole weights only, so the
-// export says so by name before writing anything.
-TEST(Record, FusedWeightsAreRefusedByNameBeforeWriting) {
-  test::TempDir dir("record-phi3");
-  convert::SynthOptions s;
-  s.shape = *convert::find_preset("tiny");
-  s.arch = "phi3";
-  convert::synth(dir / "phi3.gguf", s);
-  ExportOptions o;
-  o.out_dir = dir / "out";
-  o.progress = false;
-  try {
-    export_model(dir / "phi3.gguf", o);
-    FAIL() << "exported a model with fused weights";
-  } catch (const Error& e) {
-    EXPECT_NE(e.message().find("attn_qkv.weight"), std::string::npos) << e.message();
-  }
-  EXPECT_FALSE(fs::exists(dir / "out"));
-}
-
 TEST(Record, TheEagerContextIsUntouchedAfterRecording) {
   const plan::MemoryPlan p = plan_for(kStories);
   SymbolicScope scope;
