@@ -212,7 +212,7 @@ TEST(Stories260K, GreedyReferenceTextRetokenizes) {
 }
 
 TEST(RoundTrip, LlamaSpmCasesDecodeToTheirInput) {
-  for (const char* name : {"llama-spm", "phi-3", "gpt-2", "deepseek-coder", "falcon"}) {
+  for (const char* name : {"llama-spm", "phi-3", "gpt-2", "deepseek-coder", "falcon", "llama-bpe", "qwen2"}) {
     const Tokenizer& tok = vocab(name);
     size_t i = 0;
     for (const testing::VocabCase& c : read_cases(name)) {
