@@ -39,7 +39,7 @@ struct Features {
   bool embed_scale = false;  // the embeddings are multiplied by sqrt(dim) (Gemma)
   bool post_norms = false;   // attention and FFN outputs are RMS-normed before the residual add (Gemma 2/3)
   bool geglu = false;        // GELU(gate) * up instead of SiLU (Gemma)
-  bool tied_output = false;  // the output is always token_embd; an output.weight is not read (Gemma 2)
+  bool tied_output = false;  // the output is always token_embd; an output.weight is not read (Gemma 1, 2)
   friend bool operator==(const Features&, const Features&) = default;
 };
 
