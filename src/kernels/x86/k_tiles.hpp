@@ -2,7 +2,8 @@
 // decoded once per matmul call, as simd_tiles.hpp does for the legacy formats. Decoding a K block
 // (6-bit scales unpacked, nibbles split, fifth or high bits merged) costs more than the products it
 // feeds for one activation row; done once per call it is shared by every row of the prompt.
-// Included after simd_tiles.hpp by the ISA units; internal linkage like it.
+// Included after simd_tiles.hpp by the ISA units; internal linkage like it. Q2_K's and Q3_K's decoders
+// live with their one-row dots (simd_q23_k.hpp), which share their bit and scale unpacking.
 //
 // The decoded form is the same for the five formats, so one multiply serves them:
 //   w[e] = d * sc[e / 2] * q[e] - m[e / 16]      (q unsigned, sc an int16 per pair of elements)
@@ -109,59 +110,6 @@ void decode_q6_k(const std::byte* p, uint8_t* q, int16_t* sc, float* m, float& d
   for (int t = 0; t < 16; ++t) m[t] = 32.0f * d * static_cast<float>(s[t]);
 }
 
-// One Q2_K block into the decoded form (element order as ggml's dequantize_row_q2_K: half h of 128
-// takes qs[32h, 32h + 32), its four 32-element runs the bit pairs 0..3).
-void decode_q2_k(const std::byte* p, uint8_t* q, int16_t* sc, float* m, float& d) noexcept {
-  const __m256i three = _mm256_set1_epi8(3);
-  uint8_t s[16];
-  std::memcpy(s, p + offsetof(BlockQ2_K, scales), 16);
-  d = half_at(p + offsetof(BlockQ2_K, d));
-  const float dmin = half_at(p + offsetof(BlockQ2_K, dmin));
-  for (int h = 0; h < 2; ++h) {
-    const __m256i v = loadu(p + offsetof(BlockQ2_K, qs) + 32 * h);
-    for (int j = 0; j < 4; ++j) store32(q + 128 * h + 32 * j, _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), three));
-  }
-  for (int t = 0; t < 16; t += 2) store32(sc + 8 * t, scale2(s[t] & 15, s[t + 1] & 15));
-  for (int t = 0; t < 16; ++t) m[t] = dmin * static_cast<float>(s[t] >> 4);
-}
-
-// One Q3_K block into the decoded form (ggml's dequantize_row_q3_K: the low bit pairs as Q2_K's, the
-// third bit of element 128h + 32j + l in bit 4h + j of hmask[l]; the 12 scale bytes unpacked to 16
-// 6-bit values as there).
-void decode_q3_k(const std::byte* p, uint8_t* q, int16_t* sc, float* m, float& d) noexcept {
-  const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
-  uint32_t a[4];
-  std::memcpy(a, p + offsetof(BlockQ3_K, scales), 12);
-  const uint32_t tmp = a[2];
-  constexpr uint32_t kLow2 = 0x03030303, kLow4 = 0x0f0f0f0f;
-  a[2] = ((a[0] >> 4) & kLow4) | (((tmp >> 4) & kLow2) << 4);
-  a[3] = ((a[1] >> 4) & kLow4) | (((tmp >> 6) & kLow2) << 4);
-  a[0] = (a[0] & kLow4) | ((tmp & kLow2) << 4);
-  a[1] = (a[1] & kLow4) | (((tmp >> 2) & kLow2) << 4);
-  uint8_t s[16];
-  std::memcpy(s, a, 16);
-  d = half_at(p + offsetof(BlockQ3_K, d));
-  const __m256i hm = loadu(p + offsetof(BlockQ3_K, hmask));
-  for (int h = 0; h < 2; ++h) {
-    const __m256i v = loadu(p + offsetof(BlockQ3_K, qs) + 32 * h);
-    for (int j = 0; j < 4; ++j) {
-      const int bit = 4 * h + j;  // hmask bit `bit` set: the value is the low pair as it is; clear: 4 less
-      const __m256i high = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(hm, bit), 2), four);
-      store32(q + 128 * h + 32 * j, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 2 * j), three), high));
-    }
-  }
-  for (int t = 0; t < 16; t += 2) store32(sc + 8 * t, scale2(s[t] - 32, s[t + 1] - 32));
-  for (int t = 0; t < 16; ++t) m[t] = 4.0f * d * static_cast<float>(s[t] - 32);
-}
-
-struct Q2_KDecode {
-  static constexpr int64_t kBytes = sizeof(BlockQ2_K);
-  static void block(const std::byte* p, uint8_t* q, int16_t* sc, float* m, float& d) noexcept { decode_q2_k(p, q, sc, m, d); }
-};
-struct Q3_KDecode {
-  static constexpr int64_t kBytes = sizeof(BlockQ3_K);
-  static void block(const std::byte* p, uint8_t* q, int16_t* sc, float* m, float& d) noexcept { decode_q3_k(p, q, sc, m, d); }
-};
 struct Q4_KDecode {
   static constexpr int64_t kBytes = sizeof(BlockQ4_K);
   static void block(const std::byte* p, uint8_t* q, int16_t* sc, float* m, float& d) noexcept {
