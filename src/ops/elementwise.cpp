@@ -17,6 +17,18 @@ Tensor binary(ExecutionContext& ctx, const Tensor& a, const Tensor& b, std::stri
   return out;
 }
 
+// A gated activation, act(gate) * up, same shapes (swiglu, geglu).
+Tensor gated(ExecutionContext& ctx, const Tensor& gate, const Tensor& up, std::string_view op, memory::OpKind kind,
+             void (*kernel)(const Tensor&, const Tensor&, const Tensor&) noexcept) {
+  require_f32(gate, op, "gate");
+  require_f32(up, op, "up");
+  require_same_shape(gate, up, op);
+  Tensor out = output(ctx, gate.shape(), op);
+  const Tensor* in[] = {&gate, &up};
+  if (!recorded(ctx, {.kind = kind, .inputs = in, .output = out})) kernel(gate, up, out);
+  return out;
+}
+
 }  // namespace
 
 Tensor add(ExecutionContext& ctx, const Tensor& a, const Tensor& b) {
@@ -28,23 +40,11 @@ Tensor mul(ExecutionContext& ctx, const Tensor& a, const Tensor& b) {
 }
 
 Tensor swiglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up) {
-  require_f32(gate, "ops::swiglu", "gate");
-  require_f32(up, "ops::swiglu", "up");
-  require_same_shape(gate, up, "ops::swiglu");
-  Tensor out = output(ctx, gate.shape(), "ops::swiglu");
-  const Tensor* in[] = {&gate, &up};
-  if (!recorded(ctx, {.kind = memory::OpKind::Swiglu, .inputs = in, .output = out})) ctx.kernels().swiglu(gate, up, out);
-  return out;
+  return gated(ctx, gate, up, "ops::swiglu", memory::OpKind::Swiglu, ctx.kernels().swiglu);
 }
 
 Tensor geglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up) {
-  require_f32(gate, "ops::geglu", "gate");
-  require_f32(up, "ops::geglu", "up");
-  require_same_shape(gate, up, "ops::geglu");
-  Tensor out = output(ctx, gate.shape(), "ops::geglu");
-  const Tensor* in[] = {&gate, &up};
-  if (!recorded(ctx, {.kind = memory::OpKind::Geglu, .inputs = in, .output = out})) ctx.kernels().geglu(gate, up, out);
-  return out;
+  return gated(ctx, gate, up, "ops::geglu", memory::OpKind::Geglu, ctx.kernels().geglu);
 }
 
 Tensor softcap(ExecutionContext& ctx, const Tensor& x, float cap) {
