@@ -95,6 +95,10 @@ hlo::Value Lowering::dense_weight(int node) {
   return v;
 }
 
+hlo::Value Lowering::operand(int node) {
+  return g_.nodes[static_cast<size_t>(node)].kind == NodeKind::Parameter ? dense_weight(node) : value(node);
+}
+
 hlo::Value Lowering::splat(float v, const hlo::TensorType& like) {
   const hlo::Value s = f_.constant_f32(v);
   return f_.broadcast_in_dim(s, like.dims, {});

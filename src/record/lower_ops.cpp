@@ -77,8 +77,7 @@ hlo::Value Lowering::softcap(const hlo::Value& x, float cap) {
 
 hlo::Value Lowering::binary(const Node& n, std::string_view name) {
   const hlo::Value& a = value(n.inputs[0]);
-  const Node& bn = g_.nodes[static_cast<size_t>(n.inputs[1])];
-  hlo::Value b = bn.kind == NodeKind::Parameter ? dense_weight(n.inputs[1]) : value(n.inputs[1]);
+  hlo::Value b = operand(n.inputs[1]);
   // b broadcasts right-aligned to a's shape (its dims of 1 repeat), as the eager op does.
   std::vector<int64_t> mapping;
   for (int64_t i = 0; i < b.type.rank(); ++i) mapping.push_back(a.type.rank() - b.type.rank() + i);
@@ -91,7 +90,7 @@ hlo::Value Lowering::matmul(const Node& n) {
   const Node& wn = g_.nodes[static_cast<size_t>(n.inputs[1])];
   if (wn.shape.rank() != 2)
     throw Error(fmt::format("record {}: batched matmul weights ({}) are not recorded", tape_.entry.name, wn.shape.to_string()));
-  const hlo::Value w = wn.kind == NodeKind::Parameter ? dense_weight(n.inputs[1]) : value(n.inputs[1]);
+  const hlo::Value w = operand(n.inputs[1]);
   const int64_t k = x.type.dims.back(), out = w.type.dims[0], rows = x.type.numel() / k;
   const hlo::Value x2 = f_.reshape(x, {rows, k});
   if (rows == 1) {
@@ -120,8 +119,7 @@ hlo::Value Lowering::rms_norm(const Node& n) {
   const hlo::Value inv_b = f_.broadcast_in_dim(inv, x.type.dims, outer_map);
   hlo::Value y = f_.multiply(x, inv_b);
   if (n.inputs.size() > 1) {
-    const Node& wn = g_.nodes[static_cast<size_t>(n.inputs[1])];
-    const hlo::Value w = wn.kind == NodeKind::Parameter ? dense_weight(n.inputs[1]) : value(n.inputs[1]);
+    const hlo::Value w = operand(n.inputs[1]);
     const hlo::Value wb = f_.broadcast_in_dim(w, x.type.dims, {r - 1});
     y = f_.multiply(y, wb);
   }
@@ -154,8 +152,7 @@ hlo::Value Lowering::rope(const Node& n) {
   const hlo::Value freq_b = f_.broadcast_in_dim(freq, {tokens, half}, {1});
   hlo::Value angle = f_.multiply(pos_b, freq_b);
   if (n.inputs.size() > 1) {
-    const Node& fn = g_.nodes[static_cast<size_t>(n.inputs[1])];
-    const hlo::Value factors = fn.kind == NodeKind::Parameter ? dense_weight(n.inputs[1]) : value(n.inputs[1]);
+    const hlo::Value factors = operand(n.inputs[1]);
     const hlo::Value factors_b = f_.broadcast_in_dim(factors, {tokens, half}, {1});
     angle = f_.divide(angle, factors_b);
   }

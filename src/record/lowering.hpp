@@ -43,6 +43,7 @@ class Lowering {
   const hlo::Value& value(int node) const;
   hlo::Value raw_weight(int node);
   hlo::Value dense_weight(int node);  // f32 [rows, cols] (or [d])
+  hlo::Value operand(int node);       // a weight's dense form, or an earlier node's value
   hlo::Value splat(float v, const hlo::TensorType& like);
   // The i32 scalar position `relative` to the entry's first position.
   hlo::Value position(int64_t relative);
