@@ -1,6 +1,7 @@
 // Synthetic models of any family: the tensors and metadata keys of its arch table (names, shapes
-// in ggml order, keys as llama.cpp writes them), filled with seeded noise. Each row draws from its own counter-based stream keyed by (seed, tensor
-// name, row), so the file is the same whatever the thread count or tensor order.
+// in ggml order, keys as llama.cpp writes them), filled with seeded noise. Each row draws from its own
+// counter-based stream keyed by (seed, tensor name, row), so the file is the same whatever the thread
+// count or tensor order.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -50,8 +51,8 @@ void fill_row(float* out, uint64_t n, uint64_t stream, float mean, float sigma) 
 struct Planned {
   TensorChoice choice;
   float mean = 0.0f, sigma = 0.02f;
-  std::vector<float> values;  // a tensor whose values are the family's (rope_freqs), not noise
-  std::function<void(uint64_t row, float* out)> make_row;  // a planted tensor's rows (tied_bigram)
+  // Rows that are not noise: the family's own values (rope_freqs) or a plant (plant_tied_bigram).
+  std::function<void(uint64_t row, float* out)> make_row;
 };
 
 void check_shape(const arch::ModelShape& s) {
@@ -87,7 +88,10 @@ std::vector<Planned> plan_tensors(const arch::ModelShape& s, const Scheme& schem
   };
   for (const arch::TensorSpec& t : arch::model_tensors(s)) {
     add(std::string(t.name()), t);
-    if (t.role == arch::Role::RopeFreqs) out.back().values = arch::llama3_rope_freqs(s.rope_dims, s.rope_base);
+    if (t.role == arch::Role::RopeFreqs)  // one row
+      out.back().make_row = [f = arch::llama3_rope_freqs(s.rope_dims, s.rope_base)](uint64_t, float* row) {
+        std::copy(f.begin(), f.end(), row);
+      };
   }
   const std::vector<arch::TensorSpec> per_layer = arch::layer_tensors(s);
   for (uint32_t l = 0; l < s.layers; ++l)
@@ -175,7 +179,7 @@ namespace {
 //       at dim 512), while t itself gets only the input's 0.6.
 // Every other post-norm is 0.1, so the layers' noise stays under the plant; their weights stay random.
 void plant_tied_bigram(const arch::ModelShape& s, std::vector<Planned>& plan, const BigramPlant& plant, uint64_t seed) {
-  const uint64_t half = s.dim / 2, hd = s.head_dim, group = s.heads / s.kv_heads;
+  const uint64_t half = s.dim / 2, hd = s.head_dim, kv_heads = s.kv_heads, group = s.heads / s.kv_heads;
   const float sigma = plant.embedding_sigma;
   const float c = std::sqrt(60.0f / std::sqrt(static_cast<float>(hd)));  // self score c² sqrt(hd)
   const uint64_t embd_seed = seed ^ fnv1a(arch::role_name(arch::Role::TokenEmbedding));
@@ -225,7 +229,7 @@ void plant_tied_bigram(const arch::ModelShape& s, std::vector<Planned>& plan, co
         p.make_row = [=](uint64_t m, float* out) {
           fill(out, 0.0f);
           if (m < half) return;
-          const uint64_t i = m - half, g = (i / hd) % s.kv_heads, j = i % hd;
+          const uint64_t i = m - half, g = (i / hd) % kv_heads, j = i % hd;
           if (coordinate(g, j) == i) out[g * group * hd + j] = 1.0f;
         };
         break;
@@ -275,9 +279,9 @@ Report synth(const std::filesystem::path& out, const SynthOptions& options) {
   const std::optional<BigramPlant> plant = options.bigram ? std::optional(bigram_plant(shape)) : std::nullopt;
   if (plant && shape.features.tied_output) {
     plant_tied_bigram(shape, plan, *plant, seed);
-  } else {
+  } else if (plant) {
     for (Planned& p : plan)
-      if (plant && p.choice.name == arch::role_name(arch::Role::TokenEmbedding)) p.sigma = plant->embedding_sigma;
+      if (p.choice.name == arch::role_name(arch::Role::TokenEmbedding)) p.sigma = plant->embedding_sigma;
   }
   Report report;
   report.output = out;
@@ -307,8 +311,6 @@ Report synth(const std::filesystem::path& out, const SynthOptions& options) {
         float* values = type == GgmlType::F32 ? reinterpret_cast<float*>(target) : buffer.data();
         if (p.make_row)
           p.make_row(r, values);
-        else if (!p.values.empty())
-          std::copy_n(p.values.begin() + static_cast<std::ptrdiff_t>(r * row), row, values);
         else
           fill_row(values, row, tensor_seed + r * kGolden * 3, p.mean, p.sigma);
         if (lean) {  // the same draw as token_embd's row of the predecessor
