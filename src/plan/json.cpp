@@ -44,6 +44,11 @@ template <class T>
 T number(const json& j, const char* key) {
   return as_number<T>(j.at(key), key);
 }
+// A key that older plans lack, read as `fallback` there.
+template <class T>
+T number_or(const json& j, const char* key, T fallback) {
+  return j.contains(key) ? number<T>(j, key) : fallback;
+}
 
 // Enums travel as their names; reading one back searches the (contiguous, zero-based) values.
 template <class E, class NameFn>
@@ -225,13 +230,13 @@ MemoryPlan from_json(std::string_view text) {
       f.fused_gate_up = m.value("fused_gate_up", false), f.rope_freqs = m.value("rope_freqs", false);
       f.embed_scale = m.value("embed_scale", false), f.post_norms = m.value("post_norms", false);
       f.geglu = m.value("geglu", false), f.tied_output = m.value("tied_output", false);
-      s.sliding_window = m.contains("sliding_window") ? number<uint32_t>(m, "sliding_window") : 0;
-      s.swa_pattern = m.contains("swa_pattern") ? number<uint32_t>(m, "swa_pattern") : 0;
-      s.rope_base_swa = m.contains("rope_base_swa") ? number<float>(m, "rope_base_swa") : 10000.0f;
-      s.rope_scale_swa = m.contains("rope_scale_swa") ? number<float>(m, "rope_scale_swa") : 1.0f;
-      s.attention_scale = m.contains("attention_scale") ? number<float>(m, "attention_scale") : 0.0f;
-      s.attn_softcap = m.contains("attn_softcap") ? number<float>(m, "attn_softcap") : 0.0f;
-      s.final_softcap = m.contains("final_softcap") ? number<float>(m, "final_softcap") : 0.0f;
+      s.sliding_window = number_or<uint32_t>(m, "sliding_window", 0);
+      s.swa_pattern = number_or<uint32_t>(m, "swa_pattern", 0);
+      s.rope_base_swa = number_or(m, "rope_base_swa", 10000.0f);
+      s.rope_scale_swa = number_or(m, "rope_scale_swa", 1.0f);
+      s.attention_scale = number_or(m, "attention_scale", 0.0f);
+      s.attn_softcap = number_or(m, "attn_softcap", 0.0f);
+      s.final_softcap = number_or(m, "final_softcap", 0.0f);
       p.model = s;
     }
     for (const auto& d : j.at("tensors")) p.tensors.push_back(decision_from(d));
