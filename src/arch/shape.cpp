@@ -21,23 +21,29 @@ constexpr std::array<std::string_view, 19> kKeySuffix = {
 };
 static_assert(kKeySuffix.size() == static_cast<size_t>(Key::FinalLogitSoftcapping) + 1);
 
-// Gemma's hyper-parameters that llama.cpp takes from its own defaults and the layer count rather than
-// the file (load_arch_hparams of gemma2.cpp / gemma3.cpp): window, pattern, caps, per-layer RoPE, and
-// the query scale of the 27B models (1 / sqrt(dim / heads) instead of 1 / sqrt(head_dim)).
+// Gemma's hyper-parameters where a file is silent: llama.cpp's defaults (load_arch_hparams of
+// gemma2.cpp / gemma3.cpp). Gemma 3 has no window unless the file gives one.
+struct GemmaDefaults {
+  uint32_t window, pattern;
+  float attn_softcap, final_softcap;
+};
+constexpr GemmaDefaults kGemma2Defaults{4096, 2, 50.0f, 30.0f}, kGemma3Defaults{0, 6, 0.0f, 0.0f};
+
+// Read as llama.cpp reads them, with the defaults above; the query scale of the 27B models
+// (1 / sqrt(dim / heads) instead of 1 / sqrt(head_dim)) comes from the layer count, as there.
 void read_gemma(const gguf::Header& h, ModelShape& m) {
   const auto k = [&](Key which) { return key(m.architecture, which); };
   const bool gemma2 = m.family == Family::Gemma2;
+  const GemmaDefaults& d = gemma2 ? kGemma2Defaults : kGemma3Defaults;
+  m.sliding_window = h.find_u32(k(Key::SlidingWindow)).value_or(d.window);
+  m.final_softcap = h.find_f32(k(Key::FinalLogitSoftcapping)).value_or(d.final_softcap);
   if (gemma2) {
-    m.sliding_window = h.find_u32(k(Key::SlidingWindow)).value_or(4096);
-    m.swa_pattern = h.find_u32(k(Key::SlidingWindowPattern)).value_or(2);
-    m.attn_softcap = h.find_f32(k(Key::AttnLogitSoftcapping)).value_or(50.0f);
-    m.final_softcap = h.find_f32(k(Key::FinalLogitSoftcapping)).value_or(30.0f);
+    m.swa_pattern = h.find_u32(k(Key::SlidingWindowPattern)).value_or(d.pattern);
+    m.attn_softcap = h.find_f32(k(Key::AttnLogitSoftcapping)).value_or(d.attn_softcap);
     m.rope_base_swa = h.find_f32(k(Key::RopeFreqBaseSwa)).value_or(m.rope_base);
     m.rope_scale_swa = m.rope_scale;
   } else {
-    m.sliding_window = h.find_u32(k(Key::SlidingWindow)).value_or(0);
-    m.swa_pattern = m.sliding_window > 0 ? h.find_u32(k(Key::SlidingWindowPattern)).value_or(6) : 0;
-    m.final_softcap = h.find_f32(k(Key::FinalLogitSoftcapping)).value_or(0.0f);
+    m.swa_pattern = m.sliding_window > 0 ? h.find_u32(k(Key::SlidingWindowPattern)).value_or(d.pattern) : 0;
     m.rope_base_swa = h.find_f32(k(Key::RopeFreqBaseSwa)).value_or(10000.0f);
     m.rope_scale_swa = 1.0f;
   }
@@ -117,10 +123,12 @@ ModelShape ModelShape::of_family(std::string_view name) {
     m.rope_base = variant->rope_base;
     m.features.rope_freqs = variant->llama3_rope_freqs;
   }
-  if (m.family == Family::Gemma2) {  // Gemma 2 2B's, at any size
-    m.sliding_window = 4096, m.swa_pattern = 2, m.attn_softcap = 50.0f, m.final_softcap = 30.0f;
-  } else if (m.family == Family::Gemma3) {  // Gemma 3 1B's: 512 window, global RoPE base 1e6
-    m.sliding_window = 512, m.swa_pattern = 6, m.rope_base = 1000000.0f, m.rms_eps = 1e-6f;
+  if (m.family == Family::Gemma2) {  // llama.cpp's defaults (Gemma 2 2B's values)
+    const GemmaDefaults& d = kGemma2Defaults;
+    m.sliding_window = d.window, m.swa_pattern = d.pattern, m.attn_softcap = d.attn_softcap;
+    m.final_softcap = d.final_softcap;
+  } else if (m.family == Family::Gemma3) {  // Gemma 3 1B's: a 512 window, global RoPE base 1e6
+    m.sliding_window = 512, m.swa_pattern = kGemma3Defaults.pattern, m.rope_base = 1000000.0f, m.rms_eps = 1e-6f;
   }
   return m;
 }
