@@ -1,5 +1,6 @@
 // GEMV and small-batch matmul through ops::matmul_into: x [n, k] F32 against a weight [out, k] in
-// each format, for every kernel table this CPU runs (reference, avx2, avx512), one thread.
+// each format, in file order and (the formats that have one) in the kernel-feed order, for every
+// kernel table this CPU runs (reference, avx2, avx512, amx), one thread; n = 128 is a prefill.
 // bytes_per_second counts the weight bytes streamed per call (once per call, whatever n is).
 //
 //   build/h-simd-rel/bench/bench_matmul --benchmark_filter='Q4_0/k2048/out5632'
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "skainet/kernel_ops.hpp"
+#include "skainet/kernels.hpp"
 #include "skainet/memory.hpp"
 #include "skainet/ops.hpp"
 
@@ -17,15 +19,19 @@ using namespace skainet;
 
 namespace {
 
-void run(benchmark::State& state, const kernels::KernelTable* table, GgmlType type, int64_t n, int64_t k,
-         int64_t out) {
+void run(benchmark::State& state, const kernels::KernelTable* table, GgmlType type, BlockOrder order, int64_t n,
+         int64_t k, int64_t out) {
   memory::ExecutionContext ctx(1, *table);
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 0.05f);
   std::vector<float> wv(static_cast<size_t>(out * k)), xv(static_cast<size_t>(n * k));
   for (auto& v : wv) v = dist(rng);
   for (auto& v : xv) v = dist(rng) * 20.0f;
-  const Tensor w = ctx.from_floats(wv, Shape{out, k}, type);
+  const Tensor file = ctx.from_floats(wv, Shape{out, k}, type);
+  std::vector<std::byte> fed(order == BlockOrder::RowMajor ? 0 : file.nbytes());
+  if (!fed.empty()) kernels::ref::repack_rows(type, order, file.raw(), fed.data(), out, k);
+  const Tensor w = fed.empty() ? file
+                               : Tensor(Storage::borrow(fed.data(), fed.size(), false, "w"), Shape{out, k}, type, 0, order);
   const Tensor x = ctx.from_floats(xv, Shape{n, k}, GgmlType::F32);
   const Tensor y = ctx.empty(Shape{n, out});
   for (auto _ : state) {
@@ -47,13 +53,16 @@ int main(int argc, char** argv) {
     if (!table) continue;
     for (GgmlType t : types)
       for (int64_t out : {2048, 5632})
-        for (int64_t n : {1, 16}) {
-          if (n > 1 && level == kernels::IsaLevel::Reference) continue;  // slow and not the point
-          const std::string name = std::string(type_name(t)) + "/k2048/out" + std::to_string(out) + "/n" +
-                                   std::to_string(n) + "/" + kernels::isa_level_name(level);
-          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { run(s, table, t, n, 2048, out); })
-              ->Unit(benchmark::kMicrosecond);
-        }
+        for (int64_t n : {1, 16, 128})
+          for (BlockOrder order : {BlockOrder::RowMajor, BlockOrder::Interleaved16}) {
+            if (n > 1 && level == kernels::IsaLevel::Reference) continue;  // slow and not the point
+            if (order != BlockOrder::RowMajor && !kernels::ref::can_repack(t, order)) continue;
+            const std::string name = std::string(type_name(t)) + "/k2048/out" + std::to_string(out) + "/n" +
+                                     std::to_string(n) + "/" + kernels::isa_level_name(level) +
+                                     (order == BlockOrder::RowMajor ? "" : "/feed");
+            benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { run(s, table, t, order, n, 2048, out); })
+                ->Unit(benchmark::kMicrosecond);
+          }
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

@@ -172,6 +172,9 @@ unsigned default_threads() noexcept;
 struct CpuFeatures {
   bool sse42 = false, avx = false, avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512vnni = false, avx512bf16 = false, avx_vnni = false;
+  // AMX tiles with int8 dot products, and the OS saving their state (XCR0). Using them also needs the
+  // process's permission (Linux arch_prctl), which the kernels ask for: see kernels/x86/dispatch.cpp.
+  bool amx_int8 = false;
   static const CpuFeatures& detected();
 };
 

@@ -97,13 +97,14 @@ const KernelTable& reference_table() noexcept;
 
 // SIMD levels with tables of their own (src/kernels/x86/). Entries a level does not accelerate are
 // the reference ones.
-enum class IsaLevel : uint8_t { Reference, Avx2, Avx512 };
-inline constexpr IsaLevel kIsaLevels[] = {IsaLevel::Reference, IsaLevel::Avx2, IsaLevel::Avx512};
+// Amx is Avx512's table with AMX-INT8 tiles for prefill on kernel-feed weights.
+enum class IsaLevel : uint8_t { Reference, Avx2, Avx512, Amx };
+inline constexpr IsaLevel kIsaLevels[] = {IsaLevel::Reference, IsaLevel::Avx2, IsaLevel::Avx512, IsaLevel::Amx};
 const char* isa_level_name(IsaLevel level) noexcept;
 // The table of `level`, or null when this build or this CPU lacks it (Reference always exists).
 const KernelTable* table_for(IsaLevel level) noexcept;
 // The fastest table this CPU runs (base::CpuFeatures::detected()); the ExecutionContext default.
-// The environment variable SKAINET_ISA=reference|avx2|avx512 picks a lower level (read once).
+// The environment variable SKAINET_ISA=reference|avx2|avx512|amx picks a lower level (read once).
 const KernelTable& best_table() noexcept;
 
 namespace ref {

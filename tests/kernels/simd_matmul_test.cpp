@@ -35,6 +35,7 @@ const x86::IsaKernels* isa_kernels(IsaLevel level) {
   if (!table_for(level)) return nullptr;
   if (level == IsaLevel::Avx2) return &x86::kAvx2Kernels;
   if (level == IsaLevel::Avx512) return &x86::kAvx512Kernels;
+  if (level == IsaLevel::Amx) return x86::amx_kernels();
 #endif
   return nullptr;
 }

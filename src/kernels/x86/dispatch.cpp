@@ -5,6 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "kernels/ref/ops_common.hpp"
 #include "kernels/x86/isa.hpp"
 #include "skainet/base.hpp"
@@ -244,13 +249,53 @@ bool has_avx512() noexcept {
   return has_avx2() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
 }
 
+// Linux hands out the AMX tile state only to a process that asks (ARCH_REQ_XCOMP_PERM for
+// XFEATURE_XTILEDATA, kernel 5.16 on); the permission then holds for all its threads. Asked once,
+// when the level is first looked at; a refusal (older kernel, a sandbox) leaves the level absent.
+bool amx_permitted() noexcept {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return ::syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
+bool has_amx() noexcept {
+  static const bool ok = has_avx512() && base::CpuFeatures::detected().amx_int8 && amx_permitted();
+  return ok;
+}
+
+#if defined(SKAINET_X86_KERNELS)
+// Copied here, in baseline code, from the ISA units' constant tables (initialized before any dynamic
+// initialization, so before this one).
+const IsaKernels amx_isa = [] {
+  IsaKernels k = x86::kAvx512Kernels;
+  k.name = "amx";
+  k.q4_0_feed = x86::kAmxFeedKernels.q4_0_feed;
+  k.q8_0_feed = x86::kAmxFeedKernels.q8_0_feed;
+  return k;
+}();
+#endif
+
 }  // namespace
+
+namespace x86 {
+const IsaKernels* amx_kernels() noexcept {
+#if defined(SKAINET_X86_KERNELS)
+  return has_amx() ? &amx_isa : nullptr;
+#else
+  return nullptr;
+#endif
+}
+}  // namespace x86
 
 const char* isa_level_name(IsaLevel level) noexcept {
   switch (level) {
     case IsaLevel::Reference: return "reference";
     case IsaLevel::Avx2: return "avx2";
     case IsaLevel::Avx512: return "avx512";
+    case IsaLevel::Amx: return "amx";
   }
   return "?";
 }
@@ -261,18 +306,20 @@ const KernelTable* table_for(IsaLevel level) noexcept {
   static const KernelTable avx512 = make_table<&x86::kAvx512Kernels>();
   if (level == IsaLevel::Avx2) return has_avx2() ? &avx2 : nullptr;
   if (level == IsaLevel::Avx512) return has_avx512() ? &avx512 : nullptr;
+  static const KernelTable amx = make_table<&amx_isa>();
+  if (level == IsaLevel::Amx) return has_amx() ? &amx : nullptr;
 #endif
   return level == IsaLevel::Reference ? &reference_table() : nullptr;
 }
 
 const KernelTable& best_table() noexcept {
   static const KernelTable* best = [] {
-    // SKAINET_ISA=reference|avx2|avx512 caps the choice (A/B measurements, bisecting a kernel).
+    // SKAINET_ISA=reference|avx2|avx512|amx caps the choice (A/B measurements, bisecting a kernel).
     if (const char* want = std::getenv("SKAINET_ISA"))
       for (IsaLevel l : kIsaLevels)
         if (std::strcmp(want, isa_level_name(l)) == 0)
           if (const KernelTable* t = table_for(l)) return t;
-    for (IsaLevel l : {IsaLevel::Avx512, IsaLevel::Avx2})
+    for (IsaLevel l : {IsaLevel::Amx, IsaLevel::Avx512, IsaLevel::Avx2})
       if (const KernelTable* t = table_for(l)) return t;
     return &reference_table();
   }();

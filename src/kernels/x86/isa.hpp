@@ -1,5 +1,6 @@
 // The contract between the x86 dispatch (x86/dispatch.cpp, compiled for the baseline CPU) and the
-// per-ISA translation units (matmul_avx2.cpp, matmul_avx512.cpp, compiled with -mavx2 / -mavx512*).
+// per-ISA translation units (matmul_avx2.cpp, matmul_avx512.cpp, matmul_amx.cpp, compiled with
+// -mavx2 / -mavx512* / -mamx-*).
 // Private to src/kernels.
 //
 // The ISA units see raw pointers only, never a Tensor: an inline function of a shared header that
@@ -110,8 +111,19 @@ struct IsaKernels {
   GemvFn q2_k, q3_k;                           // x Q8x256 (one-row dots simd_q23_k.hpp, tiles k_tiles.hpp)
 };
 
+// The AMX level's own entries (matmul_amx.cpp); dispatch.cpp puts them into a copy of the AVX-512
+// table, which the AMX kernels also call for what their tiles do not cover.
+struct AmxFeedKernels {
+  GemvFn q4_0_feed, q8_0_feed;  // BlockOrder::Interleaved16, x Q8x32
+};
+
 // Defined in the ISA units (data, not code: safe to name from the baseline unit).
 extern const IsaKernels kAvx2Kernels;
 extern const IsaKernels kAvx512Kernels;
+extern const AmxFeedKernels kAmxFeedKernels;
+
+// The AMX level's table (kAvx512Kernels with kAmxFeedKernels), or null when this CPU or the OS
+// does not let this process use AMX tiles. Defined in dispatch.cpp (baseline code).
+const IsaKernels* amx_kernels() noexcept;
 
 }  // namespace skainet::kernels::x86
