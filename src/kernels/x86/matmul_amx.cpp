@@ -1,5 +1,6 @@
-// AMX-INT8 prefill for Q4_0 and Q8_0 weights in the kernel-feed order (BlockOrder::Interleaved16):
-// the tile unit multiplies 16 activation rows by one block of a 16-row weight group per instruction.
+// AMX-INT8 prefill for Q4_0, Q8_0 and Q4_K weights in the kernel-feed order
+// (BlockOrder::Interleaved16): the tile unit multiplies 16 activation rows by 32 elements of a 16-row
+// weight group (a Q4_0/Q8_0 block, a Q4_K sub-block) per instruction.
 //
 // Why the feed order is already AMX's: a B tile holds, per tile row t, 4 consecutive bytes of K for
 // each of 16 columns, and a group block of the feed order holds, per 64-byte line c, the 4-byte chunk
@@ -9,22 +10,22 @@
 // 16 activation rows after it. The activation rows (Q8x32, isa.hpp) are the A tile: 16 rows of a
 // block's 32 signed bytes, one stride apart. Signed times signed leaves no offset term.
 //
-// Both formats scale every 32-element block of both operands, so each block's 16 x 16 integer tile
-// is stored and finished on AVX-512 (conversion, the 16 row scales times each activation row's):
-// that, not the tile multiply, is the cost per block. Two accumulator tiles alternate so that one
+// Q4_K's chunks hold two sub-blocks, in their low and high nibbles (feed_tiles.hpp, FeedQ4_K): each
+// becomes a B tile of 0..15, and its mins are subtracted apart, as the AVX-512 kernel does.
+//
+// Every format scales each 32 elements of the weight (and Q4_0/Q8_0 of the activation too), so each
+// 16 x 16 integer tile is stored and finished on AVX-512 (conversion, the 16 row scales, the
+// activation rows' scales): that, not the tile multiply, is the cost per tile. Two accumulator tiles alternate so that one
 // block's multiply runs while the one before is finished. Whatever the tiles do not cover (fewer than
 // 16 activation rows left, the row-major tail after the groups, an output with strided columns) goes
 // to the AVX-512 feed kernel, which is also the one-row (decode) path.
 #if defined(SKAINET_X86_KERNELS)
 
-#include <immintrin.h>
-
 #include <algorithm>
-#include <cstring>
 
-#include "kernels/feed_layout.hpp"
-#include "kernels/x86/isa.hpp"
-#include "skainet/blocks.hpp"
+#define SKAINET_X86_VNNI 1
+#include "kernels/x86/simd_int8.hpp"
+#include "kernels/x86/feed_tiles.hpp"  // the feed layouts' constants and Q4_K's scale unpacking
 
 namespace skainet::kernels::x86 {
 namespace {
@@ -33,15 +34,11 @@ constexpr int64_t kTile = kInterleaveRows;  // activation rows per A tile, weigh
 constexpr int64_t kBlock = 32;              // elements (and activation bytes) per block: K of a tile
 constexpr int64_t kTileBytes = 8 * 64;      // one B tile of K = 32: 8 rows of 16 x 4 bytes
 
-// Blocks of a group made into B tiles at a time: 64 tiles are 32 KiB, reused by every 16 activation
-// rows.
-constexpr int64_t kChunkBlocks = 64;
+// B tiles of a group made at a time: 64 are 32 KiB, reused by every 16 activation rows.
+constexpr int64_t kChunkTiles = 64;
 
-// The formats: bytes of one block of a 16-row group and of its 16 F16 scales in front, and how the
-// block's quant lines become a signed B tile.
-struct AmxQ4_0 {
-  static constexpr int64_t kGroupBlock = kInterleaveRows * sizeof(BlockQ4_0);
-  static constexpr int64_t kHeadBytes = feed_heads_bytes(kFeedQ4_0);
+// How the quant lines of a Q4_0/Q8_0 group block become a signed B tile.
+struct AmxQ4_0 : FeedQ4_0 {
   // 4 lines: chunk c of the 16 rows, low nibbles elements 4c.., high nibbles 16 + 4c..: tile rows c
   // and 4 + c, each nibble minus 8.
   static void b_tile(const std::byte* q, std::byte* tile) noexcept {
@@ -53,9 +50,7 @@ struct AmxQ4_0 {
     }
   }
 };
-struct AmxQ8_0 {
-  static constexpr int64_t kGroupBlock = kInterleaveRows * sizeof(BlockQ8_0);
-  static constexpr int64_t kHeadBytes = feed_heads_bytes(kFeedQ8_0);
+struct AmxQ8_0 : FeedQ8_0 {
   // 8 lines, chunk c of the 16 rows, stored unsigned (kFeedQ8_0.flip): tile row c, flipped back.
   static void b_tile(const std::byte* q, std::byte* tile) noexcept {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(kFeedQ8_0.flip));
@@ -89,79 +84,156 @@ TileConfig tile_config() noexcept {
   return c;
 }
 
-// acc[m] += tile[m] * the 16 row scales * activation row m's scale, for block b.
-inline void finish_block(const int32_t (&tile)[kTile][kTile], const std::byte* scales, const std::byte* x,
-                         int64_t x_stride, const ActLayout& L, int64_t b, __m512 (&acc)[kTile]) noexcept {
-  const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales)));
-  for (int m = 0; m < kTile; ++m) {
-    float dx;
-    std::memcpy(&dx, x + m * x_stride + L.d_off + 4 * b, 4);
-    acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(tile[m])), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc[m]);
+// Tile products i = 0 .. n-1 (A from a(i), its rows a_stride apart; B from b(i)), each handed to
+// finish(i, its 16 x 16 int32 tile) while product i + 1 runs in the other accumulator.
+template <class APtr, class BPtr, class Finish>
+inline void multiply_pipelined(int64_t n, const APtr& a, int64_t a_stride, const BPtr& b, const Finish& finish,
+                               int32_t (&c)[2][kTile][kTile]) noexcept {
+  _tile_loadd(SKAINET_TMM_A0, a(0), a_stride);
+  _tile_loadd(SKAINET_TMM_B0, b(0), 64);
+  _tile_zero(SKAINET_TMM_C0);
+  _tile_dpbssd(SKAINET_TMM_C0, SKAINET_TMM_A0, SKAINET_TMM_B0);
+  for (int64_t i = 0; i < n; i += 2) {
+    if (i + 1 < n) {
+      _tile_loadd(SKAINET_TMM_A1, a(i + 1), a_stride);
+      _tile_loadd(SKAINET_TMM_B1, b(i + 1), 64);
+      _tile_zero(SKAINET_TMM_C1);
+      _tile_dpbssd(SKAINET_TMM_C1, SKAINET_TMM_A1, SKAINET_TMM_B1);
+    }
+    _tile_stored(SKAINET_TMM_C0, c[0], 64);
+    finish(i, c[0]);
+    if (i + 1 >= n) break;
+    if (i + 2 < n) {
+      _tile_loadd(SKAINET_TMM_A0, a(i + 2), a_stride);
+      _tile_loadd(SKAINET_TMM_B0, b(i + 2), 64);
+      _tile_zero(SKAINET_TMM_C0);
+      _tile_dpbssd(SKAINET_TMM_C0, SKAINET_TMM_A0, SKAINET_TMM_B0);
+    }
+    _tile_stored(SKAINET_TMM_C1, c[1], 64);
+    finish(i + 1, c[1]);
   }
 }
 
+// Loads the tile configuration for this thread and releases the tiles when done.
+class Tiles {
+ public:
+  Tiles() noexcept {
+    const TileConfig config = tile_config();
+    _tile_loadconfig(&config);
+  }
+  ~Tiles() { _tile_release(); }
+  Tiles(const Tiles&) = delete;
+  Tiles& operator=(const Tiles&) = delete;
+};
+
 // out[r][o] for the first `groups` groups of weight rows and the first `rows` (a multiple of 16)
-// activation rows; out columns contiguous.
+// activation rows; out columns contiguous. Q4_0 and Q8_0: block b's tile times the 16 row scales
+// times each activation row's.
 template <class F>
 void amx_tiles(const Gemv& g, int64_t groups, int64_t rows) noexcept {
   const ActLayout L = act_layout(Act::Q8x32, g.k);
   const int64_t blocks = g.k / kBlock;
-  const TileConfig config = tile_config();
-  _tile_loadconfig(&config);
+  const Tiles tiles;
   alignas(64) int32_t c[2][kTile][kTile];
-  alignas(64) std::byte bt[kChunkBlocks][kTileBytes];
+  alignas(64) std::byte bt[kChunkTiles][kTileBytes];
   for (int64_t gi = 0; gi < groups; ++gi) {
     const std::byte* group = g.w + gi * kTile * g.w_stride;
-    for (int64_t b0 = 0; b0 < blocks; b0 += kChunkBlocks) {
-      const int64_t nb = std::min(kChunkBlocks, blocks - b0);
+    for (int64_t b0 = 0; b0 < blocks; b0 += kChunkTiles) {
+      const int64_t nb = std::min(kChunkTiles, blocks - b0);
       for (int64_t b = 0; b < nb; ++b) F::b_tile(group + (b0 + b) * F::kGroupBlock + F::kHeadBytes, bt[b]);
-      const auto scales = [&](int64_t b) noexcept { return group + (b0 + b) * F::kGroupBlock; };
       for (int64_t r = 0; r < rows; r += kTile) {
         const std::byte* x = g.x + r * g.x_stride;
-        const std::byte* xq = x + kBlock * b0;
         auto* out = reinterpret_cast<float*>(g.out + r * g.out_row) + gi * kTile;
         const int64_t out_row = g.out_row / 4;
         __m512 acc[kTile];
         for (int m = 0; m < kTile; ++m) acc[m] = b0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(out + m * out_row);
-        // Block b multiplies in C0 (b even) or C1 (b odd) while block b - 1 is finished.
-        _tile_loadd(SKAINET_TMM_A0, xq, g.x_stride);
-        _tile_loadd(SKAINET_TMM_B0, bt[0], 64);
-        _tile_zero(SKAINET_TMM_C0);
-        _tile_dpbssd(SKAINET_TMM_C0, SKAINET_TMM_A0, SKAINET_TMM_B0);
-        for (int64_t b = 0; b < nb; b += 2) {
-          if (b + 1 < nb) {
-            _tile_loadd(SKAINET_TMM_A1, xq + kBlock * (b + 1), g.x_stride);
-            _tile_loadd(SKAINET_TMM_B1, bt[b + 1], 64);
-            _tile_zero(SKAINET_TMM_C1);
-            _tile_dpbssd(SKAINET_TMM_C1, SKAINET_TMM_A1, SKAINET_TMM_B1);
+        const auto finish = [&](int64_t b, const int32_t (&tile)[kTile][kTile]) noexcept {
+          const std::byte* scales = group + (b0 + b) * F::kGroupBlock;
+          const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales)));
+          for (int m = 0; m < kTile; ++m) {
+            float dx;
+            std::memcpy(&dx, x + m * g.x_stride + L.d_off + 4 * (b0 + b), 4);
+            acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(tile[m])), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc[m]);
           }
-          _tile_stored(SKAINET_TMM_C0, c[0], 64);
-          finish_block(c[0], scales(b), x, g.x_stride, L, b0 + b, acc);
-          if (b + 1 >= nb) break;
-          if (b + 2 < nb) {
-            _tile_loadd(SKAINET_TMM_A0, xq + kBlock * (b + 2), g.x_stride);
-            _tile_loadd(SKAINET_TMM_B0, bt[b + 2], 64);
-            _tile_zero(SKAINET_TMM_C0);
-            _tile_dpbssd(SKAINET_TMM_C0, SKAINET_TMM_A0, SKAINET_TMM_B0);
-          }
-          _tile_stored(SKAINET_TMM_C1, c[1], 64);
-          finish_block(c[1], scales(b + 1), x, g.x_stride, L, b0 + b + 1, acc);
-        }
+        };
+        multiply_pipelined(
+            nb, [&](int64_t b) noexcept { return x + kBlock * (b0 + b); }, g.x_stride,
+            [&](int64_t b) noexcept { return bt[b]; }, finish, c);
         for (int m = 0; m < kTile; ++m) _mm512_storeu_ps(out + m * out_row, acc[m]);
       }
     }
   }
-  _tile_release();
+}
+
+// Q4_K: sub-block s of a block is the low (s even) or high nibbles of chunks 8 (s / 2) .. + 7.
+constexpr int64_t kQ4KChunkBlocks = kChunkTiles / 8;
+
+void q4_k_b_tiles(const std::byte* q, std::byte (*tiles)[kTileBytes]) noexcept {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  for (int h = 0; h < 4; ++h)
+    for (int t = 0; t < 8; ++t) {
+      const __m512i w = _mm512_loadu_si512(q + 64 * (8 * h + t));
+      _mm512_store_si512(tiles[2 * h] + 64 * t, _mm512_and_si512(w, low4));
+      _mm512_store_si512(tiles[2 * h + 1] + 64 * t, _mm512_and_si512(_mm512_srli_epi16(w, 4), low4));
+    }
+}
+
+// Per block: sum over its 8 sub-blocks of tile * d * sc (a lane per weight row), then times each
+// activation row's d, less the mins: dmin * mn against the activation's d * sum per sub-block.
+void amx_tiles_q4_k(const Gemv& g, int64_t groups, int64_t rows) noexcept {
+  const ActLayout L = act_layout(Act::Q8x256, g.k);
+  const int64_t blocks = g.k / FeedQ4_K::kElems;
+  const Tiles tiles;
+  alignas(64) int32_t c[2][kTile][kTile];
+  alignas(64) std::byte bt[kChunkTiles][kTileBytes];
+  __m512 dsc[kQ4KChunkBlocks][8], dmn[kQ4KChunkBlocks][8];
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    const std::byte* group = g.w + gi * kTile * g.w_stride;
+    for (int64_t b0 = 0; b0 < blocks; b0 += kQ4KChunkBlocks) {
+      const int64_t nb = std::min(kQ4KChunkBlocks, blocks - b0);
+      for (int64_t b = 0; b < nb; ++b) {
+        const std::byte* p = group + (b0 + b) * FeedQ4_K::kGroupBlock;
+        feed_k4_scales(p, dsc[b], dmn[b]);
+        q4_k_b_tiles(p + FeedQ4_K::kHeadBytes, bt + 8 * b);
+      }
+      for (int64_t r = 0; r < rows; r += kTile) {
+        const std::byte* x = g.x + r * g.x_stride;
+        auto* out = reinterpret_cast<float*>(g.out + r * g.out_row) + gi * kTile;
+        const int64_t out_row = g.out_row / 4;
+        for (int64_t b = 0; b < nb; ++b) {
+          __m512 acc[kTile];
+          for (int m = 0; m < kTile; ++m) acc[m] = _mm512_setzero_ps();
+          const auto finish = [&](int64_t s, const int32_t (&tile)[kTile][kTile]) noexcept {
+            for (int m = 0; m < kTile; ++m) acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(tile[m])), dsc[b][s], acc[m]);
+          };
+          const std::byte* xq = x + FeedQ4_K::kElems * (b0 + b);
+          multiply_pipelined(
+              8, [&](int64_t s) noexcept { return xq + kBlock * s; }, g.x_stride,
+              [&](int64_t s) noexcept { return bt[8 * b + s]; }, finish, c);
+          for (int m = 0; m < kTile; ++m) {
+            const std::byte* xr = x + m * g.x_stride;
+            const float* ds16 = reinterpret_cast<const float*>(xr + L.ds16_off) + 16 * (b0 + b);
+            float dx;
+            std::memcpy(&dx, xr + L.d_off + 4 * (b0 + b), 4);
+            __m512 sum = b0 + b == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(out + m * out_row);
+            sum = _mm512_fmadd_ps(acc[m], _mm512_set1_ps(dx), sum);
+            for (int s = 0; s < 8; ++s) sum = _mm512_fnmadd_ps(dmn[b][s], _mm512_set1_ps(ds16[2 * s] + ds16[2 * s + 1]), sum);
+            _mm512_storeu_ps(out + m * out_row, sum);
+          }
+        }
+      }
+    }
+  }
 }
 
 // gemv's contract (isa.hpp) on an Interleaved16 weight: the tiles take whole groups times whole 16s
 // of activation rows, `rest` (the AVX-512 feed kernel) the other activation rows and the row-major
 // tail of weight rows.
-template <class F>
+template <void (*Tiled)(const Gemv&, int64_t, int64_t) noexcept>
 void gemm_amx(const Gemv& g, GemvFn rest) noexcept {
   const int64_t groups = g.rows / kTile, rows = g.n / kTile * kTile;
   if (groups == 0 || rows == 0 || g.out_col != 4) return rest(g);
-  amx_tiles<F>(g, groups, rows);
+  Tiled(g, groups, rows);
   if (rows < g.n) {
     Gemv h = g;
     h.x += rows * g.x_stride;
@@ -179,8 +251,9 @@ void gemm_amx(const Gemv& g, GemvFn rest) noexcept {
   }
 }
 
-void q4_0_feed(const Gemv& g) noexcept { gemm_amx<AmxQ4_0>(g, kAvx512Kernels.q4_0_feed); }
-void q8_0_feed(const Gemv& g) noexcept { gemm_amx<AmxQ8_0>(g, kAvx512Kernels.q8_0_feed); }
+void q4_0_feed(const Gemv& g) noexcept { gemm_amx<&amx_tiles<AmxQ4_0>>(g, kAvx512Kernels.q4_0_feed); }
+void q8_0_feed(const Gemv& g) noexcept { gemm_amx<&amx_tiles<AmxQ8_0>>(g, kAvx512Kernels.q8_0_feed); }
+void q4_k_feed(const Gemv& g) noexcept { gemm_amx<&amx_tiles_q4_k>(g, kAvx512Kernels.q4_k_feed); }
 
 }  // namespace
 
@@ -191,7 +264,7 @@ void q8_0_feed(const Gemv& g) noexcept { gemm_amx<AmxQ8_0>(g, kAvx512Kernels.q8_
 #undef SKAINET_TMM_B0
 #undef SKAINET_TMM_B1
 
-const AmxFeedKernels kAmxFeedKernels = {&q4_0_feed, &q8_0_feed};
+const AmxFeedKernels kAmxFeedKernels = {&q4_0_feed, &q8_0_feed, &q4_k_feed};
 
 }  // namespace skainet::kernels::x86
 
