@@ -200,16 +200,13 @@ void amx_tiles_q4_k(const Gemv& g, int64_t groups, int64_t rows) noexcept {
         const std::byte* x = g.x + r * g.x_stride;
         auto* out = reinterpret_cast<float*>(g.out + r * g.out_row) + gi * kTile;
         const int64_t out_row = g.out_row / 4;
-        for (int64_t b = 0; b < nb; ++b) {
-          __m512 acc[kTile];
-          for (int m = 0; m < kTile; ++m) acc[m] = _mm512_setzero_ps();
-          const auto finish = [&](int64_t s, const int32_t (&tile)[kTile][kTile]) noexcept {
-            for (int m = 0; m < kTile; ++m) acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(tile[m])), dsc[b][s], acc[m]);
-          };
-          const std::byte* xq = x + FeedQ4_K::kElems * (b0 + b);
-          multiply_pipelined(
-              8, [&](int64_t s) noexcept { return xq + kBlock * s; }, g.x_stride,
-              [&](int64_t s) noexcept { return bt[8 * b + s]; }, finish, c);
+        __m512 acc[kTile];
+        for (int m = 0; m < kTile; ++m) acc[m] = _mm512_setzero_ps();
+        // Sub-block i of the chunk is sub-block i % 8 of block i / 8; its activation bytes follow on.
+        const auto finish = [&](int64_t i, const int32_t (&tile)[kTile][kTile]) noexcept {
+          const int64_t b = i / 8, s = i % 8;
+          for (int m = 0; m < kTile; ++m) acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(tile[m])), dsc[b][s], acc[m]);
+          if (s < 7) return;
           for (int m = 0; m < kTile; ++m) {
             const std::byte* xr = x + m * g.x_stride;
             const float* ds16 = reinterpret_cast<const float*>(xr + L.ds16_off) + 16 * (b0 + b);
@@ -217,10 +214,15 @@ void amx_tiles_q4_k(const Gemv& g, int64_t groups, int64_t rows) noexcept {
             std::memcpy(&dx, xr + L.d_off + 4 * (b0 + b), 4);
             __m512 sum = b0 + b == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(out + m * out_row);
             sum = _mm512_fmadd_ps(acc[m], _mm512_set1_ps(dx), sum);
-            for (int s = 0; s < 8; ++s) sum = _mm512_fnmadd_ps(dmn[b][s], _mm512_set1_ps(ds16[2 * s] + ds16[2 * s + 1]), sum);
+            for (int t = 0; t < 8; ++t) sum = _mm512_fnmadd_ps(dmn[b][t], _mm512_set1_ps(ds16[2 * t] + ds16[2 * t + 1]), sum);
             _mm512_storeu_ps(out + m * out_row, sum);
+            acc[m] = _mm512_setzero_ps();
           }
-        }
+        };
+        const std::byte* xq = x + FeedQ4_K::kElems * b0;
+        multiply_pipelined(
+            8 * nb, [&](int64_t i) noexcept { return xq + kBlock * i; }, g.x_stride,
+            [&](int64_t i) noexcept { return bt[i]; }, finish, c);
       }
     }
   }
