@@ -275,6 +275,7 @@ const IsaKernels amx_isa = [] {
   k.q4_0_feed = x86::kAmxFeedKernels.q4_0_feed;
   k.q8_0_feed = x86::kAmxFeedKernels.q8_0_feed;
   k.q4_k_feed = x86::kAmxFeedKernels.q4_k_feed;
+  k.q6_k_feed = x86::kAmxFeedKernels.q6_k_feed;
   return k;
 }();
 #endif

@@ -115,7 +115,7 @@ struct IsaKernels {
 // table, which the AMX kernels also call for what their tiles do not cover.
 struct AmxFeedKernels {
   GemvFn q4_0_feed, q8_0_feed;  // BlockOrder::Interleaved16, x Q8x32
-  GemvFn q4_k_feed;             // BlockOrder::Interleaved16, x Q8x256
+  GemvFn q4_k_feed, q6_k_feed;  // BlockOrder::Interleaved16, x Q8x256
 };
 
 // Defined in the ISA units (data, not code: safe to name from the baseline unit).

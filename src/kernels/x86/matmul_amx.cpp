@@ -76,11 +76,12 @@ struct alignas(64) TileConfig {  // the LDTILECFG operand, palette 1
 };
 static_assert(sizeof(TileConfig) == 64);
 
-TileConfig tile_config() noexcept {
+// Tiles of K elements (32, or Q6_K's 16): A 16 rows of K bytes, B K / 4 rows of 16 x 4 bytes.
+TileConfig tile_config(int k) noexcept {
   TileConfig c;
   for (int t : {SKAINET_TMM_C0, SKAINET_TMM_C1}) c.rows[t] = kTile, c.colsb[t] = 4 * kTile;
-  for (int t : {SKAINET_TMM_A0, SKAINET_TMM_A1}) c.rows[t] = kTile, c.colsb[t] = kBlock;
-  for (int t : {SKAINET_TMM_B0, SKAINET_TMM_B1}) c.rows[t] = kBlock / 4, c.colsb[t] = 4 * kTile;
+  for (int t : {SKAINET_TMM_A0, SKAINET_TMM_A1}) c.rows[t] = kTile, c.colsb[t] = static_cast<uint16_t>(k);
+  for (int t : {SKAINET_TMM_B0, SKAINET_TMM_B1}) c.rows[t] = static_cast<uint8_t>(k / 4), c.colsb[t] = 4 * kTile;
   return c;
 }
 
@@ -117,8 +118,8 @@ inline void multiply_pipelined(int64_t n, const APtr& a, int64_t a_stride, const
 // Loads the tile configuration for this thread and releases the tiles when done.
 class Tiles {
  public:
-  Tiles() noexcept {
-    const TileConfig config = tile_config();
+  explicit Tiles(int k) noexcept {
+    const TileConfig config = tile_config(k);
     _tile_loadconfig(&config);
   }
   ~Tiles() { _tile_release(); }
@@ -133,7 +134,7 @@ template <class F>
 void amx_tiles(const Gemv& g, int64_t groups, int64_t rows) noexcept {
   const ActLayout L = act_layout(Act::Q8x32, g.k);
   const int64_t blocks = g.k / kBlock;
-  const Tiles tiles;
+  const Tiles tiles(kBlock);
   alignas(64) int32_t c[2][kTile][kTile];
   alignas(64) std::byte bt[kChunkTiles][kTileBytes];
   for (int64_t gi = 0; gi < groups; ++gi) {
@@ -165,64 +166,103 @@ void amx_tiles(const Gemv& g, int64_t groups, int64_t rows) noexcept {
   }
 }
 
-// Q4_K: sub-block s of a block is the low (s even) or high nibbles of chunks 8 (s / 2) .. + 7.
-constexpr int64_t kQ4KChunkBlocks = kChunkTiles / 8;
-
-void q4_k_b_tiles(const std::byte* q, std::byte (*tiles)[kTileBytes]) noexcept {
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
-  for (int h = 0; h < 4; ++h)
-    for (int t = 0; t < 8; ++t) {
-      const __m512i w = _mm512_loadu_si512(q + 64 * (8 * h + t));
-      _mm512_store_si512(tiles[2 * h] + 64 * t, _mm512_and_si512(w, low4));
-      _mm512_store_si512(tiles[2 * h + 1] + 64 * t, _mm512_and_si512(_mm512_srli_epi16(w, 4), low4));
+// The K formats: per 256-element block, kSubs sub-blocks of kK elements, each a tile product with
+// its own scale (a lane per weight row); prepare() makes a block's B tiles and scales.
+struct AmxQ4_K : FeedQ4_K {
+  static constexpr int kSubs = 8, kK = 32;
+  static constexpr bool kMins = true;
+  // Sub-block s is the low (s even) or high nibbles of chunks 8 (s / 2) .. + 7: 0..15.
+  static void prepare(const std::byte* p, std::byte* tiles, __m512 (&dsc)[8], __m512 (&dmn)[8]) noexcept {
+    feed_k4_scales(p, dsc, dmn);
+    const std::byte* q = p + kHeadBytes;
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    for (int h = 0; h < 4; ++h)
+      for (int t = 0; t < 8; ++t) {
+        const __m512i w = _mm512_loadu_si512(q + 64 * (8 * h + t));
+        _mm512_store_si512(tiles + kTileBytes * (2 * h) + 64 * t, _mm512_and_si512(w, low4));
+        _mm512_store_si512(tiles + kTileBytes * (2 * h + 1) + 64 * t, _mm512_and_si512(_mm512_srli_epi16(w, 4), low4));
+      }
+  }
+};
+struct AmxQ6_K : FeedQ6_K {
+  static constexpr int kSubs = 16, kK = 16;
+  static constexpr bool kMins = false;
+  // Sub-block 8h + 2t + half is chunks m = 4 half .. + 3 of quarter (h, t) (feed_tiles.hpp's layout):
+  // 4 bits of ql and 2 of qh, less 32. Scales: d times the int8 scale of the sub-block.
+  static void prepare(const std::byte* p, std::byte* tiles, __m512 (&dsc)[16], __m512 (&)[1]) noexcept {
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kD)));
+    for (int u = 0; u < 8; ++u) {
+      const __m512i v = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * u)));
+      dsc[2 * u] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, 24), 24)));
+      dsc[2 * u + 1] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, 16), 24)));
     }
-}
+    const std::byte* q = p + kHeadBytes;
+    const __m512i low4 = _mm512_set1_epi8(0x0f), low2 = _mm512_set1_epi8(0x03), bias = _mm512_set1_epi8(32);
+    for (int h = 0; h < 2; ++h)
+      for (int t = 0; t < 4; ++t)
+        for (int m = 0; m < 8; ++m) {
+          const __m512i ql = _mm512_loadu_si512(q + 64 * (16 * h + 8 * (t & 1) + m));
+          const __m512i qh = _mm512_loadu_si512(q + 64 * (kQhChunk + 8 * h + m));
+          const __m512i nib = _mm512_and_si512(t < 2 ? ql : _mm512_srli_epi16(ql, 4), low4);
+          const __m512i hi = _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 2 * t), low2), 4);
+          const int sub = 8 * h + 2 * t + m / 4;
+          _mm512_store_si512(tiles + (kTileBytes / 2) * sub + 64 * (m % 4), _mm512_sub_epi8(_mm512_or_si512(nib, hi), bias));
+        }
+  }
+};
 
-// Per block: sum over its 8 sub-blocks of tile * d * sc (a lane per weight row), then times each
-// activation row's d, less the mins: dmin * mn against the activation's d * sum per sub-block.
-void amx_tiles_q4_k(const Gemv& g, int64_t groups, int64_t rows) noexcept {
+// Blocks whose B tiles are made at a time: 32 KiB of tiles (8 x 512 or 16 x 256 bytes a block), as
+// for Q4_0/Q8_0.
+constexpr int64_t kKChunkBlocks = 8;
+
+// Per block: the sum over its sub-blocks of tile * scale, times each activation row's d, less (Q4_K)
+// the mins: dmin * mn against the activation's d * sum of each 32.
+template <class F>
+void amx_tiles_k(const Gemv& g, int64_t groups, int64_t rows) noexcept {
+  static_assert(F::kSubs * F::kK == 256 && kKChunkBlocks * F::kSubs * F::kK / 4 * 64 <= kChunkTiles * kTileBytes);
+  constexpr int64_t kTileStride = F::kK / 4 * 64;  // bytes of one B tile
   const ActLayout L = act_layout(Act::Q8x256, g.k);
-  const int64_t blocks = g.k / FeedQ4_K::kElems;
-  const Tiles tiles;
+  const int64_t blocks = g.k / F::kElems;
+  const Tiles tiles(F::kK);
   alignas(64) int32_t c[2][kTile][kTile];
-  alignas(64) std::byte bt[kChunkTiles][kTileBytes];
-  __m512 dsc[kQ4KChunkBlocks][8], dmn[kQ4KChunkBlocks][8];
+  alignas(64) std::byte bt[kChunkTiles * kTileBytes];
+  __m512 dsc[kKChunkBlocks][F::kSubs], dmn[kKChunkBlocks][F::kMins ? 8 : 1];
   for (int64_t gi = 0; gi < groups; ++gi) {
     const std::byte* group = g.w + gi * kTile * g.w_stride;
-    for (int64_t b0 = 0; b0 < blocks; b0 += kQ4KChunkBlocks) {
-      const int64_t nb = std::min(kQ4KChunkBlocks, blocks - b0);
-      for (int64_t b = 0; b < nb; ++b) {
-        const std::byte* p = group + (b0 + b) * FeedQ4_K::kGroupBlock;
-        feed_k4_scales(p, dsc[b], dmn[b]);
-        q4_k_b_tiles(p + FeedQ4_K::kHeadBytes, bt + 8 * b);
-      }
+    for (int64_t b0 = 0; b0 < blocks; b0 += kKChunkBlocks) {
+      const int64_t nb = std::min(kKChunkBlocks, blocks - b0);
+      for (int64_t b = 0; b < nb; ++b)
+        F::prepare(group + (b0 + b) * F::kGroupBlock, bt + F::kSubs * kTileStride * b, dsc[b], dmn[b]);
       for (int64_t r = 0; r < rows; r += kTile) {
         const std::byte* x = g.x + r * g.x_stride;
         auto* out = reinterpret_cast<float*>(g.out + r * g.out_row) + gi * kTile;
         const int64_t out_row = g.out_row / 4;
         __m512 acc[kTile];
         for (int m = 0; m < kTile; ++m) acc[m] = _mm512_setzero_ps();
-        // Sub-block i of the chunk is sub-block i % 8 of block i / 8; its activation bytes follow on.
+        // Tile product i of the chunk is sub-block i % kSubs of block i / kSubs; its activation bytes
+        // follow on.
         const auto finish = [&](int64_t i, const int32_t (&tile)[kTile][kTile]) noexcept {
-          const int64_t b = i / 8, s = i % 8;
+          const int64_t b = i / F::kSubs, s = i % F::kSubs;
           for (int m = 0; m < kTile; ++m) acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(tile[m])), dsc[b][s], acc[m]);
-          if (s < 7) return;
+          if (s < F::kSubs - 1) return;
           for (int m = 0; m < kTile; ++m) {
             const std::byte* xr = x + m * g.x_stride;
-            const float* ds16 = reinterpret_cast<const float*>(xr + L.ds16_off) + 16 * (b0 + b);
             float dx;
             std::memcpy(&dx, xr + L.d_off + 4 * (b0 + b), 4);
             __m512 sum = b0 + b == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(out + m * out_row);
             sum = _mm512_fmadd_ps(acc[m], _mm512_set1_ps(dx), sum);
-            for (int t = 0; t < 8; ++t) sum = _mm512_fnmadd_ps(dmn[b][t], _mm512_set1_ps(ds16[2 * t] + ds16[2 * t + 1]), sum);
+            if constexpr (F::kMins) {
+              const float* ds16 = reinterpret_cast<const float*>(xr + L.ds16_off) + 16 * (b0 + b);
+              for (int t = 0; t < 8; ++t) sum = _mm512_fnmadd_ps(dmn[b][t], _mm512_set1_ps(ds16[2 * t] + ds16[2 * t + 1]), sum);
+            }
             _mm512_storeu_ps(out + m * out_row, sum);
             acc[m] = _mm512_setzero_ps();
           }
         };
-        const std::byte* xq = x + FeedQ4_K::kElems * b0;
+        const std::byte* xq = x + F::kElems * b0;
         multiply_pipelined(
-            8 * nb, [&](int64_t i) noexcept { return xq + kBlock * i; }, g.x_stride,
-            [&](int64_t i) noexcept { return bt[i]; }, finish, c);
+            F::kSubs * nb, [&](int64_t i) noexcept { return xq + F::kK * i; }, g.x_stride,
+            [&](int64_t i) noexcept { return bt + kTileStride * i; }, finish, c);
       }
     }
   }
@@ -255,7 +295,8 @@ void gemm_amx(const Gemv& g, GemvFn rest) noexcept {
 
 void q4_0_feed(const Gemv& g) noexcept { gemm_amx<&amx_tiles<AmxQ4_0>>(g, kAvx512Kernels.q4_0_feed); }
 void q8_0_feed(const Gemv& g) noexcept { gemm_amx<&amx_tiles<AmxQ8_0>>(g, kAvx512Kernels.q8_0_feed); }
-void q4_k_feed(const Gemv& g) noexcept { gemm_amx<&amx_tiles_q4_k>(g, kAvx512Kernels.q4_k_feed); }
+void q4_k_feed(const Gemv& g) noexcept { gemm_amx<&amx_tiles_k<AmxQ4_K>>(g, kAvx512Kernels.q4_k_feed); }
+void q6_k_feed(const Gemv& g) noexcept { gemm_amx<&amx_tiles_k<AmxQ6_K>>(g, kAvx512Kernels.q6_k_feed); }
 
 }  // namespace
 
@@ -266,7 +307,7 @@ void q4_k_feed(const Gemv& g) noexcept { gemm_amx<&amx_tiles_q4_k>(g, kAvx512Ker
 #undef SKAINET_TMM_B0
 #undef SKAINET_TMM_B1
 
-const AmxFeedKernels kAmxFeedKernels = {&q4_0_feed, &q8_0_feed, &q4_k_feed};
+const AmxFeedKernels kAmxFeedKernels = {&q4_0_feed, &q8_0_feed, &q4_k_feed, &q6_k_feed};
 
 }  // namespace skainet::kernels::x86
 
