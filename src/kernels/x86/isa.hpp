@@ -12,6 +12,10 @@
 #include <cstddef>
 #include <cstdint>
 
+// The ISA units' tile loops must be fully unrolled for the accumulators to live in registers (GCC
+// keeps an array of vectors in memory otherwise).
+#define SKAINET_UNROLL _Pragma("GCC unroll 16")
+
 namespace skainet::kernels::x86 {
 
 // The 8-bit activation a weight format is dotted against, once per matmul call:

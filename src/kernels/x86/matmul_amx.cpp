@@ -21,11 +21,12 @@
 // to the AVX-512 feed kernel, which is also the one-row (decode) path.
 #if defined(SKAINET_X86_KERNELS)
 
-#include <algorithm>
+#include <immintrin.h>
 
-#define SKAINET_X86_VNNI 1
-#include "kernels/x86/simd_int8.hpp"
-#include "kernels/x86/feed_tiles.hpp"  // the feed layouts' constants and Q4_K's scale unpacking
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/x86/feed_formats.hpp"
 
 namespace skainet::kernels::x86 {
 namespace {

@@ -15,10 +15,6 @@
 namespace skainet::kernels::x86 {
 namespace {
 
-// The tile loops must be fully unrolled for the accumulators to live in registers (GCC keeps an array
-// of vectors in memory otherwise).
-#define SKAINET_UNROLL _Pragma("GCC unroll 16")
-
 // The vector a tile step works on: one 32-element block per 256-bit register (AVX2), or two
 // consecutive blocks per 512-bit register (AVX-512: half the instructions per multiply-add). Per
 // (weight row, activation row) pair and step the cost is one integer dot, one conversion, one scale
