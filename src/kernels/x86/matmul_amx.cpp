@@ -86,31 +86,28 @@ TileConfig tile_config(int k) noexcept {
   return c;
 }
 
+// Starts tile product C = A x B (A from a, its rows a_stride apart; B from b): a macro, for the register
+// numbers.
+#define SKAINET_TILE_PRODUCT(C, A, B, a, a_stride, b) \
+  do {                                                 \
+    _tile_loadd(A, a, a_stride);                       \
+    _tile_loadd(B, b, 64);                             \
+    _tile_zero(C);                                     \
+    _tile_dpbssd(C, A, B);                             \
+  } while (false)
+
 // Tile products i = 0 .. n-1 (A from a(i), its rows a_stride apart; B from b(i)), each handed to
 // finish(i, its 16 x 16 int32 tile) while product i + 1 runs in the other accumulator.
 template <class APtr, class BPtr, class Finish>
 inline void multiply_pipelined(int64_t n, const APtr& a, int64_t a_stride, const BPtr& b, const Finish& finish,
                                int32_t (&c)[2][kTile][kTile]) noexcept {
-  _tile_loadd(SKAINET_TMM_A0, a(0), a_stride);
-  _tile_loadd(SKAINET_TMM_B0, b(0), 64);
-  _tile_zero(SKAINET_TMM_C0);
-  _tile_dpbssd(SKAINET_TMM_C0, SKAINET_TMM_A0, SKAINET_TMM_B0);
+  SKAINET_TILE_PRODUCT(SKAINET_TMM_C0, SKAINET_TMM_A0, SKAINET_TMM_B0, a(0), a_stride, b(0));
   for (int64_t i = 0; i < n; i += 2) {
-    if (i + 1 < n) {
-      _tile_loadd(SKAINET_TMM_A1, a(i + 1), a_stride);
-      _tile_loadd(SKAINET_TMM_B1, b(i + 1), 64);
-      _tile_zero(SKAINET_TMM_C1);
-      _tile_dpbssd(SKAINET_TMM_C1, SKAINET_TMM_A1, SKAINET_TMM_B1);
-    }
+    if (i + 1 < n) SKAINET_TILE_PRODUCT(SKAINET_TMM_C1, SKAINET_TMM_A1, SKAINET_TMM_B1, a(i + 1), a_stride, b(i + 1));
     _tile_stored(SKAINET_TMM_C0, c[0], 64);
     finish(i, c[0]);
     if (i + 1 >= n) break;
-    if (i + 2 < n) {
-      _tile_loadd(SKAINET_TMM_A0, a(i + 2), a_stride);
-      _tile_loadd(SKAINET_TMM_B0, b(i + 2), 64);
-      _tile_zero(SKAINET_TMM_C0);
-      _tile_dpbssd(SKAINET_TMM_C0, SKAINET_TMM_A0, SKAINET_TMM_B0);
-    }
+    if (i + 2 < n) SKAINET_TILE_PRODUCT(SKAINET_TMM_C0, SKAINET_TMM_A0, SKAINET_TMM_B0, a(i + 2), a_stride, b(i + 2));
     _tile_stored(SKAINET_TMM_C1, c[1], 64);
     finish(i + 1, c[1]);
   }
@@ -301,6 +298,7 @@ void q6_k_feed(const Gemv& g) noexcept { gemm_amx<&amx_tiles_k<AmxQ6_K>>(g, kAvx
 
 }  // namespace
 
+#undef SKAINET_TILE_PRODUCT
 #undef SKAINET_TMM_C0
 #undef SKAINET_TMM_C1
 #undef SKAINET_TMM_A0
