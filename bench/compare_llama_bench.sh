@@ -25,6 +25,7 @@ runs=5 pp=128 tg=32 threads=2
 shapes="tinyllama 100m" types="Q4_0 Q8_0" sources="synth peerq"
 python=$root/build/venv/bin/python
 quick=0
+peer_args=""  # extra llama-bench flags, e.g. "--repack 0" (its AMX path crashes: docs/benchmarks.md)
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=1; runs=3; shapes="100m"; types="Q8_0 Q4_0"; sources="synth" ;;
@@ -39,6 +40,7 @@ while [ $# -gt 0 ]; do
     --types) types=$2; shift ;;
     --sources) sources=$2; shift ;;
     --python) python=$2; shift ;;
+    --peer-args) peer_args=$2; shift ;;
     -h|--help) sed -n 2,20p "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -86,7 +88,7 @@ run_one() {
   if [ "$engine" = skainet ]; then
     /usr/bin/time -v -o "$tv" "$skainet" bench -m "$f" -p "$pp" -n "$tg" -r 1 -t "$threads" -o json >"$json" 2>>"$log" || rc=$?
   else
-    /usr/bin/time -v -o "$tv" "$peer_bin/llama-bench" -m "$f" -p "$pp" -n "$tg" -r 1 -t "$threads" -o json >"$json" 2>>"$log" || rc=$?
+    /usr/bin/time -v -o "$tv" "$peer_bin/llama-bench" -m "$f" -p "$pp" -n "$tg" -r 1 -t "$threads" $peer_args -o json >"$json" 2>>"$log" || rc=$?
   fi
   "$python" "$root/bench/tools/compare_summary.py" record --engine "$engine" --key "$key" --run "$i" --rc "$rc" \
     --bench-json "$json" --time-v "$tv" >>"$raw"
@@ -100,7 +102,7 @@ run_startup() {
   if [ "$engine" = skainet ]; then
     /usr/bin/time -v -o "$tv" "$skainet" bench -m "$f" -p 0 -n 1 -r 1 -t "$threads" -o json >/dev/null 2>>"$log" || rc=$?
   else
-    /usr/bin/time -v -o "$tv" "$peer_bin/llama-bench" -m "$f" -p 0 -n 1 -r 1 -t "$threads" -o json >/dev/null 2>>"$log" || rc=$?
+    /usr/bin/time -v -o "$tv" "$peer_bin/llama-bench" -m "$f" -p 0 -n 1 -r 1 -t "$threads" $peer_args -o json >/dev/null 2>>"$log" || rc=$?
   fi
   "$python" "$root/bench/tools/compare_summary.py" record --engine "$engine" --key "$key" --run "$i" --rc "$rc" \
     --startup --time-v "$tv" >>"$raw"
@@ -137,7 +139,7 @@ bw_after=$("$bw_bin" 1024 7 1 2 | tr '\n' ' ')
 
 report=$("$python" "$root/bench/tools/compare_summary.py" report --raw "$raw" --bandwidth "$bw_before" \
   --bandwidth-after "$bw_after" --threads "$threads" --runs "$runs" --pp "$pp" --tg "$tg" \
-  --command "bench/compare_llama_bench.sh $( [ $quick = 1 ] && echo --quick ) --runs $runs -p $pp -n $tg -t $threads --shapes \"$shapes\" --types \"$types\" --sources \"$sources\"" \
+  --command "bench/compare_llama_bench.sh $( [ $quick = 1 ] && echo --quick ) --runs $runs -p $pp -n $tg -t $threads --shapes \"$shapes\" --types \"$types\" --sources \"$sources\"$( [ -n "$peer_args" ] && echo " --peer-args \"$peer_args\"" )" \
   --peer-commit "$(cat "$peer_bin/../../llama.cpp-commit" 2>/dev/null || echo unknown)")
 echo "$report"
 [ -z "$out" ] || echo "$report" >"$out"
