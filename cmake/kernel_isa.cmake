@@ -13,4 +13,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND
   set_source_files_properties(${PROJECT_SOURCE_DIR}/src/kernels/x86/matmul_amx.cpp
     TARGET_DIRECTORY skainet_kernels PROPERTIES
     COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512vnni;-mamx-tile;-mamx-int8;$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>")
+  set_source_files_properties(${PROJECT_SOURCE_DIR}/src/kernels/x86/matmul_amx_bf16.cpp
+    TARGET_DIRECTORY skainet_kernels PROPERTIES
+    COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512bf16;-mamx-tile;-mamx-bf16;$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized;-Wno-uninitialized>")
 endif()

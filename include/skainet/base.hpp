@@ -175,6 +175,7 @@ struct CpuFeatures {
   // AMX tiles with int8 dot products, and the OS saving their state (XCR0). Using them also needs the
   // process's permission (Linux arch_prctl), which the kernels ask for: see kernels/x86/dispatch.cpp.
   bool amx_int8 = false;
+  bool amx_bf16 = false;  // AMX tiles with BF16 dot products (same OS state as amx_int8)
   static const CpuFeatures& detected();
 };
 

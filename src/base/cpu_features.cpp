@@ -38,6 +38,7 @@ CpuFeatures detect() {
     f.avx512vnni = (c & (1u << 11)) && zmm;
     const bool tiles = (xcr0 & 0x60000) == 0x60000;  // XTILECFG and XTILEDATA
     f.amx_int8 = (d & (1u << 24)) && (d & (1u << 25)) && tiles;  // AMX-TILE and AMX-INT8
+    f.amx_bf16 = (d & (1u << 24)) && (d & (1u << 22)) && tiles;  // AMX-TILE and AMX-BF16
   }
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
     f.avx_vnni = (a & (1u << 4)) && ymm;

@@ -81,6 +81,8 @@ std::string Platform::isa_summary() const {
   add(isa.avx512vnni, "avx512vnni");
   add(isa.avx512bf16, "avx512bf16");
   add(isa.avx_vnni, "avxvnni");
+  add(isa.amx_int8, "amx-int8");
+  add(isa.amx_bf16, "amx-bf16");
   return s.empty() ? "baseline" : s;
 }
 

@@ -203,6 +203,27 @@ TEST_P(SimdMatmul, MatchesReferenceOnEveryLevel) {
           }
 }
 
+// Dense F16/BF16 weights against 16 and more x rows: on the AMX level the BF16 tiles (whole 16s of
+// weight and x rows, k in steps of 32 converted 512 at a time, accumulators spilled every 256 x
+// rows) and what they leave to AVX-512 (x rows past the last 16, weight rows past the last 16, k not
+// a multiple of 32); the other levels' prefill tiles at these sizes too.
+TEST(SimdMatmulDense, ManyRowsMatchReferenceOnEveryLevel) {
+  struct Size {
+    int64_t k, out_rows, n;
+  };
+  // The runner splits the weight rows in 2 chunks a thread: at least 64 rows give each a whole 16.
+  const Size sizes[] = {{32, 64, 16}, {96, 53, 37}, {608, 70, 70}, {1056, 64, 17}, {100, 17, 20}, {64, 67, 275}};
+  uint32_t seed = 900;
+  for (IsaLevel level : simd_levels())
+    for (GgmlType type : {GgmlType::F16, GgmlType::BF16})
+      for (const Size& z : sizes)
+        for (Path path : {Path::Plain, Path::Prepared})
+          for (int threads : {1, 2}) {
+            check(level, type, z.k, z.out_rows, z.n, path, threads, seed++);
+            if (HasFatalFailure()) return;
+          }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, SimdMatmul, ::testing::ValuesIn(test::kRefTypes),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 

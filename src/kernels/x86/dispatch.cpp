@@ -50,13 +50,21 @@ Route feed_kernel(const IsaKernels& K, GgmlType type, BlockOrder order) noexcept
   }
 }
 
-Route route(const IsaKernels& K, const Tensor& x, const Tensor& w) noexcept {
+// Dense F16/BF16 weights take the level's BF16 tiles (x prepared as Act::Bf16Pairs) where it has
+// them, from 16 x rows on (fewer would leave the tiles empty) and for k in whole tile steps; only
+// the two-phase entry prepares x, so the plain entry passes prepared = false.
+Route dense_kernel(GemvFn plain, GemvFn tiles, const Tensor& x, bool prepared) noexcept {
+  if (tiles && prepared && row_count(x.shape()) >= 16 && x.shape().back() % 32 == 0) return {tiles, Act::Bf16Pairs};
+  return {plain, Act::None};
+}
+
+Route route(const IsaKernels& K, const Tensor& x, const Tensor& w, bool prepared) noexcept {
   if (w.rank() != 2 || inner_stride(x) != 4) return {};
   if (w.block_order() != BlockOrder::RowMajor) return feed_kernel(K, w.type(), w.block_order());
   switch (w.type()) {
     case GgmlType::F32: return inner_stride(w) == 4 ? Route{K.f32, Act::None} : Route{};
-    case GgmlType::F16: return inner_stride(w) == 2 ? Route{K.f16, Act::None} : Route{};
-    case GgmlType::BF16: return inner_stride(w) == 2 ? Route{K.bf16, Act::None} : Route{};
+    case GgmlType::F16: return inner_stride(w) == 2 ? dense_kernel(K.f16, K.f16_tiles, x, prepared) : Route{};
+    case GgmlType::BF16: return inner_stride(w) == 2 ? dense_kernel(K.bf16, K.bf16_tiles, x, prepared) : Route{};
     case GgmlType::Q4_0: return {K.q4_0, Act::Q8x32};
     case GgmlType::Q4_1: return {K.q4_1, Act::Q8x32};
     case GgmlType::Q5_0: return {K.q5_0, Act::Q8x32};
@@ -102,6 +110,11 @@ void quantize(const IsaKernels& K, Act a, const std::byte* xrow, int64_t k, std:
   const auto* x = reinterpret_cast<const float*>(xrow);
   if (a == Act::Q8x32) K.quantize_q8x32(x, k, dst);
   else K.quantize_q8x256(x, k, dst);
+}
+
+// Bytes of n prepared x rows.
+int64_t prepared_bytes(Act a, int64_t n, int64_t k) noexcept {
+  return a == Act::Bf16Pairs ? x86::bf16_pairs_bytes(n, k) : n * x86::act_layout(a, k).row_bytes;
 }
 
 // Weight rows [begin, end) against x rows given as (base, stride) or one by one when x or out is
@@ -162,7 +175,7 @@ void run_transposed(x86::GemmTFn fn, const Tensor& x, const Tensor& w, const Ten
 template <const IsaKernels* K>
 void matmul(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end) noexcept {
   if (const x86::GemmTFn t = route_transposed(*K, x, w, out)) return run_transposed(t, x, w, out, begin, end);
-  const Route rt = route(*K, x, w);
+  const Route rt = route(*K, x, w, false);
   const int64_t k = x.shape().back();
   if (!rt.fn || (rt.act != Act::None && k > kStackK)) return ref::matmul(x, w, out, begin, end);
   if (rt.act == Act::None) return run_rows(rt.fn, x, w, out, begin, end, nullptr, 0);
@@ -186,24 +199,27 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, 
 
 template <const IsaKernels* K>
 size_t matmul_scratch(const Tensor& x, const Tensor& w) noexcept {
-  const Route rt = route(*K, x, w);
+  const Route rt = route(*K, x, w, true);
   if (!rt.fn || rt.act == Act::None) return 0;
-  return static_cast<size_t>(row_count(x.shape()) * x86::act_layout(rt.act, x.shape().back()).row_bytes);
+  return static_cast<size_t>(prepared_bytes(rt.act, row_count(x.shape()), x.shape().back()));
 }
 
 template <const IsaKernels* K>
 void matmul_prepare(const Tensor& x, const Tensor& w, std::byte* scratch, int64_t r0, int64_t r1) noexcept {
-  const Route rt = route(*K, x, w);
-  const int64_t k = x.shape().back();
+  const Route rt = route(*K, x, w, true);
+  const int64_t k = x.shape().back(), n = row_count(x.shape());
   const int64_t stride = x86::act_layout(rt.act, k).row_bytes;
-  for (int64_t r = r0; r < r1; ++r)
-    quantize(*K, rt.act, x.raw() + row_offset(x.shape(), x.strides(), r), k, scratch + r * stride);
+  for (int64_t r = r0; r < r1; ++r) {
+    const std::byte* row = x.raw() + row_offset(x.shape(), x.strides(), r);
+    if (rt.act == Act::Bf16Pairs) K->split_bf16_pairs(reinterpret_cast<const float*>(row), k, r, n, scratch);
+    else quantize(*K, rt.act, row, k, scratch + r * stride);
+  }
 }
 
 template <const IsaKernels* K>
 void matmul_prepared(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end,
                      const std::byte* scratch) noexcept {
-  const Route rt = route(*K, x, w);
+  const Route rt = route(*K, x, w, true);
   run_rows(rt.fn, x, w, out, begin, end, scratch, x86::act_layout(rt.act, x.shape().back()).row_bytes);
 }
 
@@ -276,6 +292,12 @@ const IsaKernels amx_isa = [] {
   k.q8_0_feed = x86::kAmxFeedKernels.q8_0_feed;
   k.q4_k_feed = x86::kAmxFeedKernels.q4_k_feed;
   k.q6_k_feed = x86::kAmxFeedKernels.q6_k_feed;
+  const auto& f = base::CpuFeatures::detected();
+  if (f.amx_bf16 && f.avx512bf16) {
+    k.f16_tiles = x86::kAmxBf16Kernels.f16_tiles;
+    k.bf16_tiles = x86::kAmxBf16Kernels.bf16_tiles;
+    k.split_bf16_pairs = x86::kAmxBf16Kernels.split_bf16_pairs;
+  }
   return k;
 }();
 #endif

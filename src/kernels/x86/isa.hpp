@@ -25,7 +25,11 @@ namespace skainet::kernels::x86 {
 //   Q8x256: blocks of 256, float d per block, plus the sum of each 16 quants (the K formats' mins),
 //           also as a float d * sum (ds16; the prefill tiles' min terms are float dot products with it).
 // q = round_even(x * 127 / amax) over the block, so |q| <= 127 and d = amax / 127.
-enum class Act : uint8_t { None, Q8x32, Q8x256 };
+//   Bf16Pairs: for the AMX level's BF16 tiles over dense weights, at least 16 x rows and k a multiple
+//           of 32 (bf16_pairs_bytes below): the x rows themselves as F32 first (what the one-row and
+//           leftover kernels read), then x split as x = hi + lo with hi, lo BF16 (|x - hi - lo| <=
+//           2^-18 |x|), laid out as the B tiles of a tile product.
+enum class Act : uint8_t { None, Q8x32, Q8x256, Bf16Pairs };
 
 // One prepared row: qs[k] int8 | d[k / block] float | sums (float ds[k/32] or int16 bsums[k/16]) |
 // (Q8x32) int32 -sum(q)[k/32] or (Q8x256) float ds16[k/16], each part 64-byte aligned relative to
@@ -45,6 +49,10 @@ constexpr int64_t align64(int64_t n) noexcept { return (n + 63) & ~int64_t{63}; 
 constexpr ActLayout act_layout(Act a, int64_t k) noexcept {
   ActLayout l;
   if (a == Act::None) return l;
+  if (a == Act::Bf16Pairs) {
+    l.row_bytes = align64(4 * k);  // the F32 rows; the tiles follow all of them (bf16_pairs_bytes)
+    return l;
+  }
   l.d_off = align64(k);
   if (a == Act::Q8x32) {
     l.s_off = l.d_off + align64(k / 32 * 4);
@@ -56,6 +64,15 @@ constexpr ActLayout act_layout(Act a, int64_t k) noexcept {
     l.row_bytes = l.ds16_off + align64(k / 16 * 4);
   }
   return l;
+}
+
+// Act::Bf16Pairs for n x rows: n F32 rows of act_layout's row_bytes, then for each whole 16 rows t
+// and each 32 elements s (t-major) a hi and a lo B tile of 1 KiB: tile row p holds elements 2p and
+// 2p + 1 of each of the 16 rows, as BF16 pairs (the VNNI order of AMX's BF16 dot product).
+constexpr int64_t kBf16PairTile = 1024;
+constexpr int64_t bf16_pairs_tiles_off(int64_t n, int64_t k) noexcept { return n * align64(4 * k); }
+constexpr int64_t bf16_pairs_bytes(int64_t n, int64_t k) noexcept {
+  return bf16_pairs_tiles_off(n, k) + n / 16 * (k / 32) * 2 * kBf16PairTile;
 }
 
 }  // namespace
@@ -113,6 +130,10 @@ struct IsaKernels {
                       float softcap) noexcept;
   GemvFn iq4_nl, iq4_xs;                       // x Q8x32 (prefill: the legacy tiles) / Q8x256 (one-row dots only)
   GemvFn q2_k, q3_k;                           // x Q8x256 (one-row dots simd_q23_k.hpp, tiles k_tiles.hpp)
+  // Dense weights against x Bf16Pairs (null where the level has no such tiles); x row r of n written
+  // into `prepared` (bf16_pairs_bytes(n, k)) by split_bf16_pairs.
+  GemvFn f16_tiles, bf16_tiles;
+  void (*split_bf16_pairs)(const float* x, int64_t k, int64_t r, int64_t n, std::byte* prepared) noexcept;
 };
 
 // The AMX level's own entries (matmul_amx.cpp); dispatch.cpp puts them into a copy of the AVX-512
@@ -122,10 +143,17 @@ struct AmxFeedKernels {
   GemvFn q4_k_feed, q6_k_feed;  // BlockOrder::Interleaved16, x Q8x256
 };
 
+// The AMX-BF16 entries (matmul_amx_bf16.cpp), put into the AMX table where the CPU has AMX-BF16.
+struct AmxBf16Kernels {
+  GemvFn f16_tiles, bf16_tiles;
+  void (*split_bf16_pairs)(const float* x, int64_t k, int64_t r, int64_t n, std::byte* prepared) noexcept;
+};
+
 // Defined in the ISA units (data, not code: safe to name from the baseline unit).
 extern const IsaKernels kAvx2Kernels;
 extern const IsaKernels kAvx512Kernels;
 extern const AmxFeedKernels kAmxFeedKernels;
+extern const AmxBf16Kernels kAmxBf16Kernels;
 
 // The AMX level's table (kAvx512Kernels with kAmxFeedKernels), or null when this CPU or the OS
 // does not let this process use AMX tiles. Defined in dispatch.cpp (baseline code).

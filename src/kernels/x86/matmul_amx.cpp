@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/x86/amx_tiles.hpp"
 #include "kernels/x86/feed_formats.hpp"
 
 namespace skainet::kernels::x86 {
@@ -68,15 +69,6 @@ struct AmxQ8_0 : FeedQ8_0 {
 #define SKAINET_TMM_B0 4
 #define SKAINET_TMM_B1 5
 
-struct alignas(64) TileConfig {  // the LDTILECFG operand, palette 1
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-static_assert(sizeof(TileConfig) == 64);
-
 // Tiles of K elements (32, or Q6_K's 16): A 16 rows of K bytes, B K / 4 rows of 16 x 4 bytes.
 TileConfig tile_config(int k) noexcept {
   TileConfig c;
@@ -113,18 +105,6 @@ inline void multiply_pipelined(int64_t n, const APtr& a, int64_t a_stride, const
   }
 }
 
-// Loads the tile configuration for this thread and releases the tiles when done.
-class Tiles {
- public:
-  explicit Tiles(int k) noexcept {
-    const TileConfig config = tile_config(k);
-    _tile_loadconfig(&config);
-  }
-  ~Tiles() { _tile_release(); }
-  Tiles(const Tiles&) = delete;
-  Tiles& operator=(const Tiles&) = delete;
-};
-
 // out[r][o] for the first `groups` groups of weight rows and the first `rows` (a multiple of 16)
 // activation rows; out columns contiguous. Q4_0 and Q8_0: block b's tile times the 16 row scales
 // times each activation row's.
@@ -132,7 +112,7 @@ template <class F>
 void amx_tiles(const Gemv& g, int64_t groups, int64_t rows) noexcept {
   const ActLayout L = act_layout(Act::Q8x32, g.k);
   const int64_t blocks = g.k / kBlock;
-  const Tiles tiles(kBlock);
+  const Tiles tiles(tile_config(kBlock));
   alignas(64) int32_t c[2][kTile][kTile];
   alignas(64) std::byte bt[kChunkTiles][kTileBytes];
   for (int64_t gi = 0; gi < groups; ++gi) {
@@ -221,7 +201,7 @@ void amx_tiles_k(const Gemv& g, int64_t groups, int64_t rows) noexcept {
   constexpr int64_t kTileStride = F::kK / 4 * 64;  // bytes of one B tile
   const ActLayout L = act_layout(Act::Q8x256, g.k);
   const int64_t blocks = g.k / F::kElems;
-  const Tiles tiles(F::kK);
+  const Tiles tiles(tile_config(F::kK));
   alignas(64) int32_t c[2][kTile][kTile];
   alignas(64) std::byte bt[kChunkTiles * kTileBytes];
   __m512 dsc[kKChunkBlocks][F::kSubs], dmn[kKChunkBlocks][F::kMins ? 8 : 1];
@@ -266,35 +246,10 @@ void amx_tiles_k(const Gemv& g, int64_t groups, int64_t rows) noexcept {
   }
 }
 
-// gemv's contract (isa.hpp) on an Interleaved16 weight: the tiles take whole groups times whole 16s
-// of activation rows, `rest` (the AVX-512 feed kernel) the other activation rows and the row-major
-// tail of weight rows.
-template <void (*Tiled)(const Gemv&, int64_t, int64_t) noexcept>
-void gemm_amx(const Gemv& g, GemvFn rest) noexcept {
-  const int64_t groups = g.rows / kTile, rows = g.n / kTile * kTile;
-  if (groups == 0 || rows == 0 || g.out_col != 4) return rest(g);
-  Tiled(g, groups, rows);
-  if (rows < g.n) {
-    Gemv h = g;
-    h.x += rows * g.x_stride;
-    h.out += rows * g.out_row;
-    h.n = g.n - rows;
-    rest(h);
-  }
-  if (groups * kTile < g.rows) {
-    Gemv t = g;
-    t.w += groups * kTile * g.w_stride;
-    t.rows = g.rows - groups * kTile;
-    t.out += groups * kTile * g.out_col;
-    t.n = rows;
-    rest(t);
-  }
-}
-
-void q4_0_feed(const Gemv& g) noexcept { gemm_amx<&amx_tiles<AmxQ4_0>>(g, kAvx512Kernels.q4_0_feed); }
-void q8_0_feed(const Gemv& g) noexcept { gemm_amx<&amx_tiles<AmxQ8_0>>(g, kAvx512Kernels.q8_0_feed); }
-void q4_k_feed(const Gemv& g) noexcept { gemm_amx<&amx_tiles_k<AmxQ4_K>>(g, kAvx512Kernels.q4_k_feed); }
-void q6_k_feed(const Gemv& g) noexcept { gemm_amx<&amx_tiles_k<AmxQ6_K>>(g, kAvx512Kernels.q6_k_feed); }
+void q4_0_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles<AmxQ4_0>>(g, kAvx512Kernels.q4_0_feed, true); }
+void q8_0_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles<AmxQ8_0>>(g, kAvx512Kernels.q8_0_feed, true); }
+void q4_k_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_k<AmxQ4_K>>(g, kAvx512Kernels.q4_k_feed, true); }
+void q6_k_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_k<AmxQ6_K>>(g, kAvx512Kernels.q6_k_feed, true); }
 
 }  // namespace
 

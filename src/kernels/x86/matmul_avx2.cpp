@@ -171,6 +171,9 @@ const IsaKernels kAvx2Kernels = {
     &gemv<&dot_iq4_xs, Act::Q8x256>,
     gemm_k<Q2_KDecode, &dot_q2_k>,
     gemm_k<Q3_KDecode, &dot_q3_k>,
+    nullptr,
+    nullptr,
+    nullptr,
 };
 
 }  // namespace skainet::kernels::x86
