@@ -237,6 +237,54 @@ void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcep
   }
 }
 
+// F32 with contiguous rows of `shape` (the elementwise row kernels' condition; broadcasts, strided
+// rows and other types go to the reference).
+bool f32_rows(const Tensor& t, const Shape& shape) noexcept {
+  return t.type() == GgmlType::F32 && t.shape() == shape && inner_stride(t) == 4;
+}
+
+template <class Fn>
+void for_each_row(const Tensor& t, Fn&& fn) noexcept {
+  const int64_t rows = row_count(t.shape());
+  for (int64_t r = 0; r < rows; ++r) fn(r, row_offset(t.shape(), t.strides(), r));
+}
+
+template <const IsaKernels* K>
+void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept {
+  if (!f32_rows(gate, out.shape()) || !f32_rows(up, out.shape()) || !f32_rows(out, out.shape()))
+    return ref::swiglu(gate, up, out);
+  const int64_t n = out.shape().back();
+  for_each_row(out, [&](int64_t r, int64_t at) {
+    K->swiglu_row(reinterpret_cast<const float*>(gate.raw() + row_offset(gate.shape(), gate.strides(), r)),
+                  reinterpret_cast<const float*>(up.raw() + row_offset(up.shape(), up.strides(), r)),
+                  reinterpret_cast<float*>(out.raw_mut() + at), n);
+  });
+}
+
+template <const IsaKernels* K>
+void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) noexcept {
+  const int64_t n = x.shape().back();
+  if (!f32_rows(x, out.shape()) || !f32_rows(out, out.shape()) ||
+      (weight.defined() && !f32_rows(weight, Shape{n})))
+    return ref::rms_norm(x, weight, eps, out);
+  const float* w = weight.defined() ? reinterpret_cast<const float*>(weight.raw()) : nullptr;
+  for_each_row(out, [&](int64_t r, int64_t at) {
+    K->rms_norm_row(reinterpret_cast<const float*>(x.raw() + row_offset(x.shape(), x.strides(), r)), w, eps,
+                    reinterpret_cast<float*>(out.raw_mut() + at), n);
+  });
+}
+
+// F32 -> F16 (a KV cache write) on the ISA's conversion; every other copy on the reference.
+template <const IsaKernels* K>
+void copy(const Tensor& src, const Tensor& dst) noexcept {
+  if (!f32_rows(src, dst.shape()) || dst.type() != GgmlType::F16 || inner_stride(dst) != 2) return ref::copy(src, dst);
+  const int64_t n = src.shape().back();
+  for_each_row(dst, [&](int64_t r, int64_t at) {
+    K->f32_to_f16_row(reinterpret_cast<const float*>(src.raw() + row_offset(src.shape(), src.strides(), r)),
+                      reinterpret_cast<uint16_t*>(dst.raw_mut() + at), n);
+  });
+}
+
 template <const IsaKernels* K>
 bool feeds(GgmlType type, BlockOrder order) noexcept {
   return feed_kernel(*K, type, order).fn != nullptr;
@@ -251,6 +299,9 @@ KernelTable make_table() noexcept {
   t.matmul_prepared = &matmul_prepared<K>;
   t.feeds = &feeds<K>;
   t.softmax = &softmax<K>;
+  t.swiglu = &swiglu<K>;
+  t.rms_norm = &rms_norm<K>;
+  t.copy = &copy<K>;
   t.name = K->name;
   return t;
 }

@@ -134,6 +134,10 @@ struct IsaKernels {
   // into `prepared` (bf16_pairs_bytes(n, k)) by split_bf16_pairs.
   GemvFn f16_tiles, bf16_tiles;
   void (*split_bf16_pairs)(const float* x, int64_t k, int64_t r, int64_t n, std::byte* prepared) noexcept;
+  // Contiguous rows of n elements (rows.hpp); out may be an input.
+  void (*swiglu_row)(const float* gate, const float* up, float* out, int64_t n) noexcept;
+  void (*rms_norm_row)(const float* x, const float* w, float eps, float* out, int64_t n) noexcept;  // w may be null
+  void (*f32_to_f16_row)(const float* x, uint16_t* out, int64_t n) noexcept;
 };
 
 // The AMX level's own entries (matmul_amx.cpp); dispatch.cpp puts them into a copy of the AVX-512

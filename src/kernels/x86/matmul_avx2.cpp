@@ -8,6 +8,7 @@
 #include "kernels/x86/k_tiles.hpp"
 #include "kernels/x86/feed_tiles.hpp"
 #include "kernels/x86/softmax.hpp"
+#include "kernels/x86/rows.hpp"
 #include "kernels/x86/simd_iq4.hpp"
 #include "kernels/x86/simd_q23_k.hpp"
 
@@ -174,6 +175,9 @@ const IsaKernels kAvx2Kernels = {
     nullptr,
     nullptr,
     nullptr,
+    &swiglu_row,
+    &rms_norm_row,
+    &f32_to_f16_row,
 };
 
 }  // namespace skainet::kernels::x86

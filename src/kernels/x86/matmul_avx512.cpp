@@ -9,6 +9,7 @@
 #include "kernels/x86/k_tiles.hpp"
 #include "kernels/x86/feed_tiles.hpp"
 #include "kernels/x86/softmax.hpp"
+#include "kernels/x86/rows.hpp"
 #include "kernels/x86/simd_iq4.hpp"
 #include "kernels/x86/simd_q23_k.hpp"
 
@@ -311,6 +312,9 @@ const IsaKernels kAvx512Kernels = {
     nullptr,
     nullptr,
     nullptr,
+    &swiglu_row,
+    &rms_norm_row,
+    &f32_to_f16_row,
 };
 
 }  // namespace skainet::kernels::x86
