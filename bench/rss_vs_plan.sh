@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
-# Does the plan predict memory? For synthetic TinyLlama-1.1B-shaped models in Q4_0 and Q8_0, under the
-# default (mapped) and in-memory profiles: the plan's resident total (`skainet plan --json`) against
+# Does the plan predict memory? For synthetic TinyLlama-1.1B-shaped models (Q4_0 and Q8_0 unless
+# TYPES says otherwise), under the default and in-memory profiles (or PROFILES): the plan's resident total (`skainet plan --json`) against
 # the peak RSS of `skainet run` after loading, prefill and one decode step. Prints a Markdown table
 # and exits non-zero when any difference exceeds 5%.
 #
 #   bench/rss_vs_plan.sh [SKAINET_BINARY] [WORK_DIR]      (defaults: build/release/skainet, build/rss)
+#   TYPES="Q4_0 Q8_0 Q4_K_M F16" PROFILES="default throughput" CTX=512 bench/rss_vs_plan.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$root/build/release/skainet}
 work=${2:-$root/build/rss}
 ctx=${CTX:-512}
+types=${TYPES:-Q4_0 Q8_0}
+profiles=${PROFILES:-default in-memory}
 mkdir -p "$work"
 
 printf '| model | profile | plan resident | peak RSS | difference |\n|---|---|---:|---:|---:|\n'
 worst=0
-for type in Q4_0 Q8_0; do
+for type in $types; do
   model=$work/tinyllama-1.1b-$type.gguf
   [ -f "$model" ] || "$bin" synth "$model" --preset tinyllama-1.1b --type "$type" --seed 1 >/dev/null
-  for profile in default in-memory; do
+  for profile in $profiles; do
     resident=$("$bin" plan "$model" --profile "$profile" --ctx "$ctx" --json |
       python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"]["resident"])')
     stats=$("$bin" run -m "$model" -p "Hello" -n 2 --temp 0 --ctx "$ctx" --profile "$profile" -t 2 2>&1 >/dev/null)

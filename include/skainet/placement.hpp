@@ -94,6 +94,9 @@ struct Platform {
   uint64_t max_map_bytes = UINT64_MAX;     // the largest file this process can map
   uint64_t page_size = 4096;
   bool huge_pages = false;                 // transparent huge pages enabled (madvise or always)
+  // How far from a touched byte of a mapped file other bytes of it may become resident: a fault maps
+  // a whole page-cache folio (up to 2 MiB, x86-64's PMD) and reads around it (the device's readahead).
+  uint64_t fault_span = 2u << 20;
   base::CpuFeatures isa;
   std::vector<KernelCapability> matmul;    // (encoding, order) a matmul kernel consumes
   std::vector<KernelCapability> repack;    // kernel-feed orders a load-time repack can produce
@@ -126,6 +129,8 @@ enum class PlacementReason : uint8_t {
   CopyDequantized,        // bytes held are not the file's: a copy cannot be paged from the file
   CopyRequantized,
   CopyRepacked,
+  CopyAmidCopies,         // small, within Platform::fault_span of a copied tensor: touching it mapped
+                          // would make the copy's file bytes resident again (copy_small_amid_copies)
 };
 
 struct AllocationSpec {
@@ -219,6 +224,12 @@ Decision resolve_allocation(const gguf::TensorInfo& info, const WeightForm& form
 // kernel-feed order falls back to file order where no repacking exists; a per-tensor one is an error.
 Decision decide(const gguf::TensorInfo& info, const FileFacts& file, const MemoryProfile& profile,
                 const Platform& platform, const FormOverrides& overrides);
+
+// A plan-wide pass after decide(): a mapped tensor smaller than platform.fault_span that lies within
+// fault_span of a tensor the plan copies (repacked, dequantized, ...) is copied too. Mapped, the first
+// touch of its few KiB would map the folio around it and read ahead into the copied neighbour's file
+// bytes, which the loader dropped: that weight resident twice. A per-tensor override keeps its say.
+void copy_small_amid_copies(std::vector<Decision>& decisions, const MemoryProfile& profile, const Platform& platform);
 
 std::string explain(const Decision& d);  // one line: name, format -> where, size, (why)
 std::string explain_long(const Decision& d, const MemoryProfile& profile, const Platform& platform);

@@ -41,6 +41,9 @@ std::string why(const Decision& d) {
       return fmt::format("repacked to {} for the kernel (the same bytes, file pages dropped after the copy); a copy "
                          "cannot be paged from the file",
                          order_words(d.held_order));
+    case PlacementReason::CopyAmidCopies:
+      return "small, beside copied weights: mapped, its first touch would bring their file pages back; a copy "
+             "costs only its size";
   }
   return "?";
 }
@@ -110,6 +113,7 @@ std::string_view placement_reason_name(PlacementReason r) noexcept {
     case PlacementReason::CopyDequantized: return "copy-dequantized";
     case PlacementReason::CopyRequantized: return "copy-requantized";
     case PlacementReason::CopyRepacked: return "copy-repacked";
+    case PlacementReason::CopyAmidCopies: return "copy-amid-copies";
   }
   return "?";
 }

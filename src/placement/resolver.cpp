@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "skainet/kernels.hpp"
@@ -35,6 +37,18 @@ std::string blow_up(const gguf::TensorInfo& info) {
   const uint64_t dense = checked_mul<uint64_t>(info.elements(), 4, "dequantized bytes");
   return fmt::format("dequantizing would hold {} instead of {} ({:.1f}x)", base::format_bytes(dense),
                      base::format_bytes(info.bytes), info.bytes ? static_cast<double>(dense) / info.bytes : 0.0);
+}
+
+// A copy's domain: dedicated pages from the profile's off-heap threshold on, the heap below it.
+void place_copy(Decision& d, PlacementReason reason, const MemoryProfile& profile, const Platform& platform) {
+  d.reason = reason;
+  if (d.spec.bytes >= profile.off_heap_threshold) {
+    d.spec.domain = MemoryDomain::HostPages;
+    d.spec.alignment = static_cast<uint32_t>(platform.page_size);
+  } else {
+    d.spec.domain = MemoryDomain::HostHeap;
+    d.spec.alignment = static_cast<uint32_t>(kStorageAlignment);
+  }
 }
 
 }  // namespace
@@ -123,15 +137,29 @@ Decision resolve_allocation(const gguf::TensorInfo& info, const WeightForm& form
     d.spec.alignment = file.alignment;
     return d;
   }
-  d.reason = *copy;
-  if (d.spec.bytes >= profile.off_heap_threshold) {
-    d.spec.domain = MemoryDomain::HostPages;
-    d.spec.alignment = static_cast<uint32_t>(platform.page_size);
-  } else {
-    d.spec.domain = MemoryDomain::HostHeap;
-    d.spec.alignment = static_cast<uint32_t>(kStorageAlignment);
-  }
+  place_copy(d, *copy, profile, platform);
   return d;
+}
+
+void copy_small_amid_copies(std::vector<Decision>& decisions, const MemoryProfile& profile, const Platform& platform) {
+  std::vector<const Decision*> copies;  // file ranges the loader reads once and drops, by offset
+  for (const Decision& d : decisions)
+    if (d.spec.domain != MemoryDomain::MappedFile) copies.push_back(&d);
+  if (copies.empty()) return;
+  std::sort(copies.begin(), copies.end(), [](const Decision* a, const Decision* b) { return a->file_offset < b->file_offset; });
+  const uint64_t span = platform.fault_span;
+  // Whether a copied tensor's bytes come within `span` of [begin, end).
+  const auto near_a_copy = [&](uint64_t begin, uint64_t end) {
+    const uint64_t lo = begin > span ? begin - span : 0, hi = end + span;
+    auto it = std::lower_bound(copies.begin(), copies.end(), lo,
+                               [](const Decision* c, uint64_t at) { return c->file_offset + c->file_bytes <= at; });
+    return it != copies.end() && (*it)->file_offset < hi;
+  };
+  for (Decision& d : decisions) {
+    if (d.spec.domain != MemoryDomain::MappedFile || d.decided_by == DecidedBy::PerTensorOverride) continue;
+    if (d.file_bytes >= span || !near_a_copy(d.file_offset, d.file_offset + d.file_bytes)) continue;
+    place_copy(d, PlacementReason::CopyAmidCopies, profile, platform);
+  }
 }
 
 Decision decide(const gguf::TensorInfo& info, const FileFacts& file, const MemoryProfile& profile,

@@ -151,7 +151,7 @@ Decision decision_from(const json& j) {
   d.spec.bytes = number<uint64_t>(j, "bytes");
   d.spec.alignment = number<uint32_t>(j, "alignment");
   d.spec.mutable_ = j.at("mutable");
-  d.reason = enum_from<PlacementReason>(j.at("reason"), placement_reason_name, 7, "placement reason");
+  d.reason = enum_from<PlacementReason>(j.at("reason"), placement_reason_name, 8, "placement reason");
   d.off_heap_threshold = number<uint64_t>(j, "off_heap_threshold");
   return d;
 }

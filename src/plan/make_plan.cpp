@@ -107,6 +107,7 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
   }
   p.tensors.reserve(header.tensors.size());
   for (const auto& info : header.tensors) p.tensors.push_back(placement::decide(info, facts, profile, platform, overrides));
+  placement::copy_small_amid_copies(p.tensors, profile, platform);
 
   if (looks_like_model(header)) {
     p.model = arch::ModelShape::from_header(header);

@@ -131,6 +131,48 @@ TEST(Resolver, ThroughputRepacksWhereARepackExists) {
   EXPECT_EQ(resolve(big_q4, MemoryProfile::preset("low-memory"), with_repack()).reason, PlacementReason::MappedFileBytes);
 }
 
+// A file laid out as: norm A | repacked weight (2.25 MiB) | norm B | 3 MiB mapped Q8_0 weight | norm C |
+// an overridden norm D right after a second repacked weight. A and B lie within the 2 MiB fault span
+// of the copy, C 3 MiB past it; the big mapped weight and D (an override) keep their say.
+TEST(Resolver, SmallTensorsAmidCopiesAreCopied) {
+  const Platform platform = with_repack();
+  const MemoryProfile profile = MemoryProfile::preset("default");
+  auto at = [](gguf::TensorInfo t, uint64_t offset) {
+    t.file_offset = offset;
+    return t;
+  };
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  const auto q8 = tensor("blk.0.attn_q.weight", {4096, 768}, GgmlType::Q8_0);  // 3.19 MiB, mapped
+  std::vector<Decision> ds = {
+      resolve(at(norm, 0), profile, platform),
+      resolve(at(big_q4, 16 * 1024), profile, platform),
+      resolve(at(tensor("blk.0.ffn_norm.weight", {4096}, GgmlType::F32), 16 * 1024 + big_q4.bytes), profile, platform),
+      resolve(at(q8, 32 * 1024 + big_q4.bytes), profile, platform),
+      resolve(at(tensor("blk.1.attn_norm.weight", {4096}, GgmlType::F32), 32 * 1024 + big_q4.bytes + q8.bytes),
+              profile, platform),
+      resolve(at(big_q4, 20 * kMiB), profile, platform),
+  };
+  FormOverrides keep;
+  keep.per_tensor.push_back(TensorOverride::parse("blk.1.ffn_norm=f32,mapped"));
+  ds.push_back(resolve(at(tensor("blk.1.ffn_norm.weight", {4096}, GgmlType::F32), 20 * kMiB + big_q4.bytes), profile,
+                       platform, keep));
+  copy_small_amid_copies(ds, profile, platform);
+  EXPECT_EQ(ds[0].reason, PlacementReason::CopyAmidCopies);
+  EXPECT_EQ(ds[0].spec.domain, MemoryDomain::HostHeap) << "16 KiB: below the off-heap threshold";
+  EXPECT_EQ(ds[1].reason, PlacementReason::CopyRepacked);
+  EXPECT_EQ(ds[2].reason, PlacementReason::CopyAmidCopies);
+  EXPECT_EQ(ds[3].reason, PlacementReason::MappedFileBytes) << "not small";
+  EXPECT_EQ(ds[4].reason, PlacementReason::MappedFileBytes) << "3 MiB past the copy";
+  EXPECT_EQ(ds[6].reason, PlacementReason::MappedFileBytes) << "a per-tensor override keeps its say";
+  EXPECT_EQ(ds[6].decided_by, DecidedBy::PerTensorOverride);
+  EXPECT_NE(explain(ds[0]).find("beside copied weights"), std::string::npos) << explain(ds[0]);
+  EXPECT_EQ(placement_reason_name(ds[0].reason), "copy-amid-copies");
+  // Nothing copied, nothing changes.
+  std::vector<Decision> mapped = {resolve(at(norm, 0), profile, kAll), resolve(at(big_q4, 16 * 1024), profile, kAll)};
+  copy_small_amid_copies(mapped, profile, kAll);
+  EXPECT_EQ(mapped[0].reason, PlacementReason::MappedFileBytes);
+}
+
 TEST(Resolver, InMemoryProfileAsksHeap) {
   const Decision big = resolve(big_q4, MemoryProfile::preset("in-memory"), kAll);
   EXPECT_EQ(big.reason, PlacementReason::FormAsksHeap);
