@@ -9,6 +9,7 @@
 
 #include "skainet/format.hpp"
 #include "skainet/kernels.hpp"
+#include "skainet/tensor.hpp"
 
 namespace skainet::test {
 
@@ -35,5 +36,19 @@ inline std::vector<float> weights_like(size_t n, uint32_t seed, float sigma = 1.
 }
 
 inline size_t encoded_bytes(GgmlType t, size_t n) { return static_cast<size_t>(row_bytes(t, n)); }
+
+// A [rows, n] F32 tensor over weights_like data times `spread`, at a 4-byte offset (not vector
+// aligned): the row kernels' tests.
+struct F32Rows {
+  std::vector<float> v;
+  Tensor t;
+};
+inline F32Rows f32_rows(int64_t rows, int64_t n, uint32_t seed, float spread) {
+  F32Rows r;
+  r.v = weights_like(static_cast<size_t>(rows * n + 1), seed);
+  for (float& f : r.v) f *= spread;
+  r.t = Tensor(Storage::borrow(r.v.data(), r.v.size() * 4, true, "x"), Shape{rows, n}, GgmlType::F32, 4);
+  return r;
+}
 
 }  // namespace skainet::test

@@ -21,19 +21,6 @@ namespace {
 
 constexpr int64_t kLengths[] = {1, 7, 8, 9, 15, 16, 17, 33, 64, 100, 1000};
 
-struct Buf {
-  std::vector<float> v;
-  Tensor t;
-};
-
-// [rows, n] F32 at a 4-byte offset; spread scales the values.
-Buf f32_rows(int64_t rows, int64_t n, uint32_t seed, float spread) {
-  Buf b;
-  b.v = test::weights_like(static_cast<size_t>(rows * n + 1), seed);
-  for (float& f : b.v) f *= spread;
-  b.t = Tensor(Storage::borrow(b.v.data(), b.v.size() * 4, true, "x"), Shape{rows, n}, GgmlType::F32, 4);
-  return b;
-}
 
 float at(const Tensor& t, int64_t r, int64_t j) {
   float f;
@@ -62,8 +49,8 @@ TEST(SimdRows, SwigluMatchesReferenceOnEveryLevel) {
         for (float spread : {1.0f, 60.0f}) {  // 60: gates past +-87, where the exp saturates
           const std::string where = name(level, n, rows) + " spread=" + std::to_string(spread);
           const auto seed = static_cast<uint32_t>(n * 13 + rows);
-          Buf g = f32_rows(rows, n, seed, spread), u = f32_rows(rows, n, seed + 1, 1.0f);
-          Buf want = f32_rows(rows, n, seed, 0.0f), got = f32_rows(rows, n, seed, 0.0f);
+          test::F32Rows g = test::f32_rows(rows, n, seed, spread), u = test::f32_rows(rows, n, seed + 1, 1.0f);
+          test::F32Rows want = test::f32_rows(rows, n, seed, 0.0f), got = test::f32_rows(rows, n, seed, 0.0f);
           ref::swiglu(g.t, u.t, want.t);
           table->swiglu(g.t, u.t, got.t);
           expect_close(got.t, want.t, 2e-6, where);
@@ -83,9 +70,9 @@ TEST(SimdRows, RmsNormMatchesReferenceOnEveryLevel) {
         for (bool with_weight : {true, false}) {
           const std::string where = name(level, n, rows) + (with_weight ? " weight" : " no weight");
           const auto seed = static_cast<uint32_t>(n * 17 + rows);
-          Buf x = f32_rows(rows, n, seed, 3.0f), w = f32_rows(1, n, seed + 2, 1.0f);
+          test::F32Rows x = test::f32_rows(rows, n, seed, 3.0f), w = test::f32_rows(1, n, seed + 2, 1.0f);
           const Tensor weight = with_weight ? w.t.reshape(Shape{n}) : Tensor();
-          Buf want = f32_rows(rows, n, seed, 0.0f), got = f32_rows(rows, n, seed, 0.0f);
+          test::F32Rows want = test::f32_rows(rows, n, seed, 0.0f), got = test::f32_rows(rows, n, seed, 0.0f);
           ref::rms_norm(x.t, weight, 1e-5f, want.t);
           table->rms_norm(x.t, weight, 1e-5f, got.t);
           expect_close(got.t, want.t, 1e-6, where);
@@ -137,14 +124,14 @@ TEST(SimdRows, OtherViewsMatchReferenceOnEveryLevel) {
     const KernelTable* table = table_for(level);
     if (!table) continue;
     const std::string where = isa_level_name(level);
-    Buf x = f32_rows(6, 20, 5, 2.0f), up_row = f32_rows(1, 10, 6, 1.0f);
+    test::F32Rows x = test::f32_rows(6, 20, 5, 2.0f), up_row = test::f32_rows(1, 10, 6, 1.0f);
     const Tensor strided = x.t.narrow(1, 0, 10).narrow(0, 0, 3);  // rows of 10 a row of 20 apart: fine
     const Tensor transposed = x.t.narrow(0, 0, 3).transpose(0, 1).narrow(0, 0, 10);  // columns: stride 80
-    Buf want = f32_rows(10, 3, 0, 0.0f), got = f32_rows(10, 3, 0, 0.0f);
+    test::F32Rows want = test::f32_rows(10, 3, 0, 0.0f), got = test::f32_rows(10, 3, 0, 0.0f);
     ref::swiglu(transposed, transposed, want.t);
     table->swiglu(transposed, transposed, got.t);
     expect_close(got.t, want.t, 2e-6, where + " transposed swiglu");
-    Buf want2 = f32_rows(3, 10, 0, 0.0f), got2 = f32_rows(3, 10, 0, 0.0f);
+    test::F32Rows want2 = test::f32_rows(3, 10, 0, 0.0f), got2 = test::f32_rows(3, 10, 0, 0.0f);
     ref::swiglu(strided, up_row.t, want2.t);
     table->swiglu(strided, up_row.t, got2.t);
     expect_close(got2.t, want2.t, 2e-6, where + " broadcast swiglu");

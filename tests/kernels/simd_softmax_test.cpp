@@ -19,19 +19,6 @@
 namespace skainet::kernels {
 namespace {
 
-struct Rows {
-  std::vector<float> v;
-  Tensor t;
-};
-
-// [queries, n] floats at a 4-byte offset (not vector aligned).
-Rows make_rows(int64_t queries, int64_t n, uint32_t seed, float spread) {
-  Rows r;
-  r.v = test::weights_like(static_cast<size_t>(queries * n + 1), seed);
-  for (float& f : r.v) f *= spread;
-  r.t = Tensor(Storage::borrow(r.v.data(), r.v.size() * 4, true, "x"), Shape{queries, n}, GgmlType::F32, 4);
-  return r;
-}
 
 void expect_close(const Tensor& got, const Tensor& want, const std::string& where, double rel = 1e-6) {
   for (int64_t q = 0; q < got.dim(0); ++q)
@@ -57,8 +44,8 @@ TEST(SimdSoftmax, MatchesReferenceOnEveryLevel) {
                                       " offset=" + std::to_string(offset) + " spread=" + std::to_string(spread);
             const SoftmaxParams p{.scale = 0.7f, .causal = causal, .offset = offset};
             const auto seed = static_cast<uint32_t>(n * 31 + queries);
-            Rows x = make_rows(queries, n, seed, spread), want = make_rows(queries, n, seed, 0.0f),
-                 out = make_rows(queries, n, seed, 0.0f), in_place = make_rows(queries, n, seed, spread);
+            test::F32Rows x = test::f32_rows(queries, n, seed, spread), want = test::f32_rows(queries, n, seed, 0.0f),
+                 out = test::f32_rows(queries, n, seed, 0.0f), in_place = test::f32_rows(queries, n, seed, spread);
             ref::softmax(x.t, p, want.t);
             table->softmax(x.t, p, out.t);
             expect_close(out.t, want.t, where);
@@ -85,8 +72,8 @@ TEST(SimdSoftmax, WindowsAndSoftcapMatchReferenceOnEveryLevel) {
                                           (causal ? " causal" : "");
                 const SoftmaxParams p{.scale = 0.7f, .causal = causal, .offset = offset, .window = window, .softcap = softcap};
                 const auto seed = static_cast<uint32_t>(n * 7 + queries + window);
-                Rows x = make_rows(queries, n, seed, 40.0f), want = make_rows(queries, n, seed, 0.0f),
-                     out = make_rows(queries, n, seed, 0.0f), in_place = make_rows(queries, n, seed, 40.0f);
+                test::F32Rows x = test::f32_rows(queries, n, seed, 40.0f), want = test::f32_rows(queries, n, seed, 0.0f),
+                     out = test::f32_rows(queries, n, seed, 0.0f), in_place = test::f32_rows(queries, n, seed, 40.0f);
                 ref::softmax(x.t, p, want.t);
                 table->softmax(x.t, p, out.t);
                 const double rel = softcap > 0 ? 1e-5 : 1e-6;
@@ -127,7 +114,8 @@ TEST(SimdSoftmax, ExtremeScoresAndStridedRows) {
   for (IsaLevel level : kIsaLevels) {
     const KernelTable* table = table_for(level);
     if (!table) continue;
-    Rows x = make_rows(2, 40, 3, 1.0f), want = make_rows(2, 40, 3, 0.0f), out = make_rows(2, 40, 3, 0.0f);
+    test::F32Rows x = test::f32_rows(2, 40, 3, 1.0f), want = test::f32_rows(2, 40, 3, 0.0f),
+                  out = test::f32_rows(2, 40, 3, 0.0f);
     x.v[1 + 3] = 80.0f;    // dominates row 0
     x.v[1 + 5] = -inf;     // exactly 0 in the reference
     x.v[1 + 7] = -1e30f;   // underflows
@@ -137,7 +125,8 @@ TEST(SimdSoftmax, ExtremeScoresAndStridedRows) {
     table->softmax(x.t, p, out.t);
     expect_close(out.t, want.t, std::string(isa_level_name(level)) + " extremes");
     // A transposed view: each row's elements 40 floats apart, not contiguous (the reference path).
-    Rows wide = make_rows(2, 40, 9, 1.0f), wide_want = make_rows(2, 40, 9, 0.0f), wide_out = make_rows(2, 40, 9, 0.0f);
+    test::F32Rows wide = test::f32_rows(2, 40, 9, 1.0f), wide_want = test::f32_rows(2, 40, 9, 0.0f),
+                  wide_out = test::f32_rows(2, 40, 9, 0.0f);
     ref::softmax(wide.t.transpose(0, 1), p, wide_want.t.transpose(0, 1));
     table->softmax(wide.t.transpose(0, 1), p, wide_out.t.transpose(0, 1));
     expect_close(wide_out.t, wide_want.t, std::string(isa_level_name(level)) + " strided");
