@@ -82,6 +82,9 @@ struct KernelTable {
   // activation converted once, e.g. quantized to 8 bits; rows split across threads), then
   // matmul_prepared over chunks of weight rows reading it. Same contract as `matmul` otherwise.
   size_t (*matmul_scratch)(const Tensor& x, const Tensor& w) noexcept = nullptr;
+  // The same from shapes alone, for the plan: the scratch of `rows` contiguous x rows of `k` against
+  // a rank-2 weight of `type` held in `order` (null in the reference table: none).
+  size_t (*matmul_scratch_for)(GgmlType type, BlockOrder order, int64_t rows, int64_t k) noexcept = nullptr;
   void (*matmul_prepare)(const Tensor& x, const Tensor& w, std::byte* scratch, int64_t row_begin,
                          int64_t row_end) noexcept = nullptr;
   void (*matmul_prepared)(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end,

@@ -199,9 +199,18 @@ class ExecutionContext {
   // Non-null while recording (see Recorder): ops record instead of running kernels.
   Recorder* recorder() const noexcept { return recorder_; }
   // Working memory for kernels within one op (e.g. the activation quantized once per matmul), 64-byte
-  // aligned and valid until the next call. It grows to the largest request and is then reused, so
-  // steady-state steps allocate nothing, and it stays out of the scopes' slab accounting.
+  // aligned and valid until the next call; it stays out of the scopes' slab accounting. A request
+  // beyond what is held grows it (counted as a growth, like a slab's overflow), so reserve the plan's
+  // price first (plan::ScratchPlan) and no step allocates.
   std::span<std::byte> scratch(size_t bytes);
+  void reserve_scratch(size_t bytes);
+  struct ScratchStats {
+    size_t held = 0;      // bytes allocated now
+    size_t reserved = 0;  // bytes reserve_scratch asked for
+    size_t peak = 0;      // the largest request so far
+    uint64_t growths = 0; // requests beyond what was held (allocations after the reservation)
+  };
+  const ScratchStats& scratch_stats() const noexcept { return scratch_stats_; }
 
   // Makes a scope active until the guard dies (then the previous one is active again).
   class ActiveScope {
@@ -281,7 +290,8 @@ class ExecutionContext {
     void operator()(std::byte* p) const noexcept;
   };
   std::unique_ptr<std::byte[], AlignedFree> scratch_;
-  size_t scratch_bytes_ = 0;
+  ScratchStats scratch_stats_;
+  void grow_scratch(size_t bytes);
 };
 
 }  // namespace skainet::memory

@@ -101,6 +101,9 @@ struct Platform {
   std::vector<KernelCapability> matmul;    // (encoding, order) a matmul kernel consumes
   std::vector<KernelCapability> repack;    // kernel-feed orders a load-time repack can produce
   std::vector<GgmlType> dequantize;        // encodings we can dequantize (reference kernels)
+  // The run's kernels: bytes one matmul of `rows` x rows of `k` against a weight held as (type,
+  // order) prepares its activation into (KernelTable::matmul_scratch_for; null: no kernel does).
+  size_t (*matmul_scratch)(GgmlType type, BlockOrder order, int64_t rows, int64_t k) noexcept = nullptr;
 
   bool matmul_reads(GgmlType t, BlockOrder o) const noexcept;
   std::optional<BlockOrder> kernel_feed_order(GgmlType t) const noexcept;

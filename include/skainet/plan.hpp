@@ -49,10 +49,23 @@ struct SlabPlan {
 };
 SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t ctx);
 
+// The matmul scratch of one slot: the activation a matmul prepares once per call (quantized to 8
+// bits, or split for the BF16 tiles) before its weight rows read it. Sized for the largest call the
+// run makes, the widest weight's at the prefill chunk; the context reserves it at load and refuses a
+// call asking more, so no step allocates it.
+struct ScratchPlan {
+  std::string tensor;  // the weight whose call needs it (empty: no kernel prepares its activation)
+  uint32_t rows = 0;   // x rows of that call
+  uint64_t bytes = 0;
+  friend bool operator==(const ScratchPlan&, const ScratchPlan&) = default;
+};
+ScratchPlan estimate_scratch(const std::vector<placement::Decision>& tensors, const placement::Platform& platform,
+                             uint32_t rows);
+
 struct Totals {
   uint64_t file = 0;       // all tensor bytes in the file
-  uint64_t mapped = 0, heap = 0, pages = 0, kv = 0, slab = 0;  // kv and slab: all slots
-  uint64_t resident() const noexcept { return mapped + heap + pages + kv + slab; }
+  uint64_t mapped = 0, heap = 0, pages = 0, kv = 0, slab = 0, scratch = 0;  // kv, slab, scratch: all slots
+  uint64_t resident() const noexcept { return mapped + heap + pages + kv + slab + scratch; }
   friend bool operator==(const Totals&, const Totals&) = default;
 };
 
@@ -99,7 +112,8 @@ struct MemoryPlan {
   std::vector<placement::Decision> tensors;
   std::optional<KvCachePlan> kv;         // one slot's KV cache
   std::optional<SlabPlan> decode, prefill;  // one slot's slabs
-  uint32_t slots = 1;                     // totals.kv and totals.slab hold this many of each
+  ScratchPlan scratch;                      // one slot's matmul scratch
+  uint32_t slots = 1;                     // totals.kv, .slab and .scratch hold this many of each
   Totals totals;
   std::optional<uint64_t> budget;
   bool fits = true;

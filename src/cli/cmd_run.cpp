@@ -18,15 +18,19 @@ void print_run_stats(const generate::Engine& e, const generate::Stats& s, uint64
                      "first token {:.0f} ms | stop: {}\n",
              e.load_seconds, s.prompt_tokens, s.prompt_tokens_per_second(), s.generated_tokens,
              s.decode_tokens_per_second(), s.first_token_seconds * 1000, generate::stop_reason_name(s.stop));
-  fmt::print(stderr, "skainet: memory plan resident {} (mapped {}, heap {}, pages {}, kv {}, slab {}) | profile {} | seed {}\n",
+  fmt::print(stderr, "skainet: memory plan resident {} (mapped {}, heap {}, pages {}, kv {}, slab {}, scratch {}) | profile {} | seed {}\n",
              base::format_bytes(p.totals.resident()), base::format_bytes(p.totals.mapped), base::format_bytes(p.totals.heap),
              base::format_bytes(p.totals.pages), base::format_bytes(p.totals.kv), base::format_bytes(p.totals.slab),
-             p.profile, seed);
+             base::format_bytes(p.totals.scratch), p.profile, seed);
   struct rusage ru {};
   ::getrusage(RUSAGE_SELF, &ru);
-  fmt::print(stderr, "skainet: step slab {} peak {} | layer slab peak {} | overflow {} in {} allocations | peak RSS {} ({} bytes)\n",
+  const memory::ExecutionContext::ScratchStats& scratch = e.ctx->scratch_stats();
+  fmt::print(stderr, "skainet: step slab {} peak {} | layer slab peak {} | overflow {} in {} allocations | "
+                     "scratch peak {}{} | peak RSS {} ({} bytes)\n",
              base::format_bytes(s.step_slab_bytes), base::format_bytes(s.step_slab_peak),
              base::format_bytes(s.layer_slab_peak), base::format_bytes(s.overflow_bytes), s.overflow_count,
+             base::format_bytes(scratch.peak),
+             scratch.growths ? fmt::format(", grew {} times past the plan", scratch.growths) : std::string(),
              base::format_bytes(static_cast<uint64_t>(ru.ru_maxrss) * 1024), static_cast<uint64_t>(ru.ru_maxrss) * 1024);
 }
 

@@ -38,6 +38,7 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& path, const En
     const uint64_t layer_slab = std::max(e->plan.decode->layer_bytes, e->plan.prefill->layer_bytes);
     e->llama.emplace(*e->plan.model, model::LlamaWeights::bind(e->loaded, *e->plan.model), *e->kv, layer_slab);
     e->ctx = std::make_unique<memory::ExecutionContext>(options.threads);
+    e->ctx->reserve_scratch(e->plan.scratch.bytes);
   }
   e->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return e;

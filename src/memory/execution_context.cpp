@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -60,14 +61,25 @@ void ExecutionContext::AlignedFree::operator()(std::byte* p) const noexcept {
   ::operator delete(p, std::align_val_t{64});
 }
 
+void ExecutionContext::grow_scratch(size_t bytes) {
+  scratch_.reset();  // the old buffer goes first: peak memory is the new size, not both
+  scratch_stats_.held = 0;
+  scratch_.reset(static_cast<std::byte*>(::operator new(bytes, std::align_val_t{64})));
+  scratch_stats_.held = bytes;
+}
+
 std::span<std::byte> ExecutionContext::scratch(size_t bytes) {
-  if (bytes > scratch_bytes_) {
-    scratch_.reset();
-    scratch_bytes_ = 0;
-    scratch_.reset(static_cast<std::byte*>(::operator new(bytes, std::align_val_t{64})));
-    scratch_bytes_ = bytes;
+  scratch_stats_.peak = std::max(scratch_stats_.peak, bytes);
+  if (bytes > scratch_stats_.held) {
+    grow_scratch(bytes);
+    scratch_stats_.growths++;
   }
   return {scratch_.get(), bytes};
+}
+
+void ExecutionContext::reserve_scratch(size_t bytes) {
+  scratch_stats_.reserved = bytes;
+  if (bytes > scratch_stats_.held) grow_scratch(bytes);
 }
 
 Tensor ExecutionContext::empty(const Shape& shape, GgmlType type, std::string_view origin) {

@@ -49,6 +49,7 @@ Platform Platform::detect() {
   p.max_map_bytes = address_space_limit();
   p.isa = base::CpuFeatures::detected();
   const kernels::KernelTable& fastest = kernels::best_table();
+  p.matmul_scratch = fastest.matmul_scratch_for;
   // Every type with a reference dequantizer (format.hpp's table); a kernel reads it in file order
   // through dot_row at least.
   for (const TypeTraits& traits : all_types()) {

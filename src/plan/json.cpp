@@ -190,9 +190,10 @@ std::string to_json(const MemoryPlan& p) {
   if (p.decode) j["decode_slab"] = slab_json(*p.decode);
   j["slots"] = p.slots;
   if (p.prefill) j["prefill_slab"] = slab_json(*p.prefill);
+  j["scratch"] = {{"tensor", p.scratch.tensor}, {"rows", p.scratch.rows}, {"bytes", p.scratch.bytes}};
   const Totals& t = p.totals;
-  j["totals"] = {{"file", t.file}, {"mapped", t.mapped}, {"heap", t.heap}, {"pages", t.pages},
-                 {"kv", t.kv},     {"slab", t.slab},     {"resident", t.resident()}};
+  j["totals"] = {{"file", t.file}, {"mapped", t.mapped}, {"heap", t.heap}, {"pages", t.pages}, {"kv", t.kv},
+                 {"slab", t.slab}, {"scratch", t.scratch}, {"resident", t.resident()}};
   j["budget"] = p.budget ? json(*p.budget) : json(nullptr);
   j["fits"] = p.fits;
   j["suggestions"] = json::array();
@@ -255,9 +256,15 @@ MemoryPlan from_json(std::string_view text) {
     if (j.contains("slots")) p.slots = number<uint32_t>(j, "slots");
     if (p.slots == 0) throw InvalidArgument("plan JSON: \"slots\" must be at least 1");
     if (j.contains("prefill_slab")) p.prefill = slab_from(j["prefill_slab"]);
+    // Plans written before the scratch was priced had none.
+    if (j.contains("scratch")) {
+      const json& s = j["scratch"];
+      p.scratch = {s.at("tensor").get<std::string>(), number<uint32_t>(s, "rows"), number<uint64_t>(s, "bytes")};
+    }
     const json& t = j.at("totals");
     p.totals = {number<uint64_t>(t, "file"), number<uint64_t>(t, "mapped"), number<uint64_t>(t, "heap"),
-                number<uint64_t>(t, "pages"),  number<uint64_t>(t, "kv"),     number<uint64_t>(t, "slab")};
+                number<uint64_t>(t, "pages"),  number<uint64_t>(t, "kv"),     number<uint64_t>(t, "slab"),
+                number_or<uint64_t>(t, "scratch", 0)};
     if (!j.at("budget").is_null()) p.budget = number<uint64_t>(j, "budget");
     p.fits = j.at("fits");
     for (const auto& s : j.at("suggestions"))

@@ -46,10 +46,11 @@ void add_totals(MemoryPlan& p) {
   if (p.decode)
     t.slab = checked_mul<uint64_t>(std::max(p.decode->total(), p.prefill ? p.prefill->total() : 0), p.slots,
                                    "slab bytes of all slots");
+  t.scratch = checked_mul<uint64_t>(p.scratch.bytes, p.slots, "matmul scratch of all slots");
   p.totals = t;
 }
 
-void suggest(MemoryPlan& p, const placement::MemoryProfile& profile) {
+void suggest(MemoryPlan& p, const placement::MemoryProfile& profile, const placement::Platform& platform) {
   if (!p.budget || p.fits) return;
   const uint64_t over = p.totals.resident() - *p.budget;
   if (p.kv && p.model) {
@@ -72,9 +73,10 @@ void suggest(MemoryPlan& p, const placement::MemoryProfile& profile) {
   }
   if (p.prefill && p.model && p.prefill->tokens > 16) {
     const uint64_t small =
-        std::max(estimate_slabs(*p.model, 16, p.kv ? p.kv->ctx : 0).total(), p.decode->total()) * p.slots;
-    if (p.totals.slab > small)
-      p.suggestions.push_back({SuggestionKind::SmallerPrefillChunk, "--prefill-chunk 16", p.totals.slab - small});
+        std::max(estimate_slabs(*p.model, 16, p.kv ? p.kv->ctx : 0).total(), p.decode->total()) * p.slots +
+        estimate_scratch(p.tensors, platform, 16).bytes * p.slots;
+    const uint64_t now = p.totals.slab + p.totals.scratch;
+    if (now > small) p.suggestions.push_back({SuggestionKind::SmallerPrefillChunk, "--prefill-chunk 16", now - small});
   }
   uint64_t blow_up = 0;
   for (const auto& d : p.tensors)
@@ -125,10 +127,11 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
     p.decode = estimate_slabs(*p.model, 1, ctx);
     const uint32_t chunk = std::min(options.prefill_chunk.value_or(profile.prefill_chunk), ctx);
     p.prefill = estimate_slabs(*p.model, chunk, ctx);
+    p.scratch = estimate_scratch(p.tensors, platform, chunk);
   }
   add_totals(p);
   p.fits = !p.budget || p.totals.resident() <= *p.budget;
-  suggest(p, profile);
+  suggest(p, profile, platform);
   if (p.kv && p.model && p.model->ctx_train > 0 && p.kv->ctx > p.model->ctx_train)
     p.warnings.push_back({PlanWarningKind::ContextBeyondTraining, p.kv->ctx, p.model->ctx_train});
   if (options.available_memory && p.totals.resident() > *options.available_memory)

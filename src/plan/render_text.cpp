@@ -71,13 +71,17 @@ std::string render_text(const MemoryPlan& p) {
     out += fmt::format("slabs     decode {} (step {} + layer {}); prefill of {} tokens {}\n", format_bytes(p.decode->total()),
                        format_bytes(p.decode->step_bytes), format_bytes(p.decode->layer_bytes), p.prefill->tokens,
                        format_bytes(p.prefill->total()));
+  if (p.scratch.bytes > 0)
+    out += fmt::format("scratch   {} (matmul activation prepared once per call: {} x {} rows, the largest)\n",
+                       format_bytes(p.scratch.bytes), p.scratch.tensor, p.scratch.rows);
   if (p.slots > 1 && p.kv && p.decode)
-    out += fmt::format("slots     {} x (kv cache {} + slabs {}) = {}; the weights are shared\n", p.slots,
-                       format_bytes(p.kv->bytes), format_bytes(p.totals.slab / p.slots),
-                       format_bytes(p.totals.kv + p.totals.slab));
+    out += fmt::format("slots     {} x (kv cache {} + slabs {} + scratch {}) = {}; the weights are shared\n", p.slots,
+                       format_bytes(p.kv->bytes), format_bytes(p.totals.slab / p.slots), format_bytes(p.scratch.bytes),
+                       format_bytes(p.totals.kv + p.totals.slab + p.totals.scratch));
   const Totals& t = p.totals;
-  out += fmt::format("totals    mapped {} | heap {} | pages {} | kv {} | slab {}\n", format_bytes(t.mapped),
-                     format_bytes(t.heap), format_bytes(t.pages), format_bytes(t.kv), format_bytes(t.slab));
+  out += fmt::format("totals    mapped {} | heap {} | pages {} | kv {} | slab {} | scratch {}\n", format_bytes(t.mapped),
+                     format_bytes(t.heap), format_bytes(t.pages), format_bytes(t.kv), format_bytes(t.slab),
+                     format_bytes(t.scratch));
   out += fmt::format("resident  {}", format_bytes(t.resident()));
   if (p.budget)
     out += fmt::format("  budget {}: {}", format_bytes(*p.budget), p.fits ? "fits" : fmt::format("does NOT fit (over by {})", format_bytes(t.resident() - *p.budget)));

@@ -61,4 +61,27 @@ SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t ctx
   return s;
 }
 
+// The largest scratch any matmul of the run asks: every weight a matmul reads (an embedding too,
+// the output of a tied model), held as the plan decided, at one row (decode) and at `rows` (the
+// prefill chunk): the kernels' preparation need not grow with rows (the BF16 tiles start at 16).
+ScratchPlan estimate_scratch(const std::vector<placement::Decision>& tensors, const placement::Platform& platform,
+                             uint32_t rows) {
+  ScratchPlan best;
+  bool best_is_matmul = false;  // on a tie the report names a matmul weight, not the embedding
+  if (!platform.matmul_scratch) return best;
+  for (const placement::Decision& d : tensors) {
+    if (d.role == placement::TensorRole::Vector || d.shape.size() != 2) continue;
+    const auto k = static_cast<int64_t>(d.shape[0]);
+    const bool matmul = d.role == placement::TensorRole::MatmulWeight;
+    for (const uint32_t n : {uint32_t{1}, rows}) {
+      const uint64_t bytes = platform.matmul_scratch(d.held_type, d.held_order, n, k);
+      if (bytes > best.bytes || (bytes == best.bytes && bytes > 0 && matmul && !best_is_matmul)) {
+        best = {d.tensor, n, bytes};
+        best_is_matmul = matmul;
+      }
+    }
+  }
+  return best;
+}
+
 }  // namespace skainet::plan

@@ -26,7 +26,9 @@ Slot::Slot(generate::Engine& e, int threads)
       ctx(threads),
       sampler(e.tokenizer->vocab_size(), text::SamplerConfig{}, e.plan.kv->ctx),
       generator(llama, *e.tokenizer, sampler, ctx,
-                {.step_slab_bytes = e.step_slab_bytes(), .prefill_chunk = e.plan.prefill->tokens}) {}
+                {.step_slab_bytes = e.step_slab_bytes(), .prefill_chunk = e.plan.prefill->tokens}) {
+  ctx.reserve_scratch(e.plan.scratch.bytes);
+}
 
 SlotPool::SlotPool(size_t slots, size_t queue_limit) : size_(slots), queue_limit_(queue_limit) {
   if (slots == 0) throw InvalidArgument("a slot pool needs at least one slot");

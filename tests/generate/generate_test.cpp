@@ -106,6 +106,41 @@ TEST(Generate, DecodeStepsMakeNoHeapAllocationsInSteadyState) {
   EXPECT_EQ(gen.step_stats().total_overflow_count, 0u);
 }
 
+// The plan prices the matmul scratch (the activation prepared once per call) and the engine reserves
+// it at load: a prompt of a whole prefill chunk asks exactly the planned bytes, and nothing grows it
+// after the reservation, for each way a kernel prepares x (8-bit rows per 32 and per 256, the
+// kernel-feed orders, the BF16 split of dense weights where the machine has the tiles).
+TEST(Generate, PlannedScratchIsWhatTheMatmulsAsk) {
+  test::TempDir dir("scratch");
+  for (const char* type : {"Q8_0", "Q4_K_M", "F16"})
+  for (const char* profile : {"default", "throughput"}) {
+    SCOPED_TRACE(std::string(type) + " " + profile);
+    convert::SynthOptions s;
+    s.shape = *convert::find_preset("tiny");
+    s.scheme = convert::parse_scheme(type);
+    s.threads = 2;
+    const fs::path file = dir.path() / (std::string(type) + ".gguf");
+    if (!fs::exists(file)) convert::synth(file, s);
+    generate::EngineOptions o;
+    o.profile = profile;
+    o.plan.ctx = 256;
+    o.threads = 2;
+    o.progress = false;
+    auto e = generate::Engine::open(file, o);
+    const plan::ScratchPlan& planned = e->plan.scratch;
+    EXPECT_EQ(e->plan.totals.scratch, planned.bytes);
+    EXPECT_EQ(e->ctx->scratch_stats().held, planned.bytes);
+    if (std::string_view(type) != "F16") EXPECT_GT(planned.bytes, 0u) << "every x86 level prepares 8-bit rows";
+    std::vector<int32_t> prompt(e->plan.prefill->tokens);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(1 + i % 200);
+    text::Sampler greedy(e->tokenizer->vocab_size(), {.temperature = 0.0f});
+    e->generator(greedy).generate_ids(prompt, {.max_tokens = 4}, nullptr, nullptr);
+    const memory::ExecutionContext::ScratchStats& used = e->ctx->scratch_stats();
+    EXPECT_EQ(used.peak, planned.bytes) << "largest call " << planned.tensor << " x " << planned.rows;
+    EXPECT_EQ(used.growths, 0u) << "a call asked more than the plan priced";
+  }
+}
+
 // `synth --bigram` plants a successor per token (convert::BigramPlant) strong enough that greedy
 // decoding follows it whatever the weight type and architecture (qwen2: biases, NeoX RoPE; qwen3: q/k
 // norms; phi3: fused weights; llama3: rope_freqs; gemma, gemma2: tied output, planted through attention;
@@ -140,6 +175,7 @@ TEST(Generate, SynthBigramModelFollowsItsPlantedSuccessors) {
     // The plan's slabs hold every family's step (its extra buffers are planned, not overflowed).
     EXPECT_EQ(gen.step_stats().total_overflow_count, 0u);
     EXPECT_EQ(e->llama->layer_stats().total_overflow_count, 0u);
+    EXPECT_EQ(e->ctx->scratch_stats().growths, 0u) << "the plan's matmul scratch was too small";
     ASSERT_GE(ids.size(), 8u) << "the chain reached end-of-sequence early; pick another seed";
     int32_t previous = prompt.back();
     for (size_t i = 0; i < ids.size(); ++i) {

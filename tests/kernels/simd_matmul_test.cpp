@@ -126,6 +126,8 @@ void run(const KernelTable& table, Path path, const Tensor& x, const Tensor& w, 
   base::ThreadPool pool(threads);
   const int64_t items = w.dim(0);
   const int64_t grain = std::max<int64_t>(items / (threads * 2), 1);
+  if (table.matmul_scratch)  // the plan prices the scratch from shapes alone: the same number
+    EXPECT_EQ(table.matmul_scratch_for(w.type(), w.block_order(), x.dim(0), x.dim(1)), table.matmul_scratch(x, w));
   if (path == Path::Plain || !table.matmul_scratch || table.matmul_scratch(x, w) == 0) {
     pool.parallel_for(items, grain, [&](int64_t b, int64_t e) noexcept { table.matmul(x, w, out, b, e); });
     return;

@@ -91,3 +91,21 @@ TEST(ThreadPool, CoversEveryItemOnceAcrossThreads) {
   single.parallel_for(5, 2, [&](int64_t b, int64_t e) noexcept { n += static_cast<int>(e - b); });
   EXPECT_EQ(n, 5);
 }
+
+// The plan's scratch is reserved once; requests within it reuse it, one beyond it grows the buffer
+// (the old one freed first) and is counted, as a slab's overflow is.
+TEST(ExecutionContext, ScratchWithinTheReservationNeverGrows) {
+  ExecutionContext ctx;
+  ctx.reserve_scratch(4096);
+  const std::byte* reserved = ctx.scratch(100).data();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(reserved) % 64, 0u);
+  EXPECT_EQ(ctx.scratch(4096).data(), reserved);
+  EXPECT_EQ(ctx.scratch_stats().growths, 0u);
+  EXPECT_EQ(ctx.scratch_stats().peak, 4096u);
+  EXPECT_EQ(ctx.scratch(5000).size(), 5000u);
+  EXPECT_EQ(ctx.scratch_stats().growths, 1u);
+  EXPECT_EQ(ctx.scratch_stats().held, 5000u);
+  EXPECT_EQ(ctx.scratch_stats().reserved, 4096u);
+  ctx.reserve_scratch(1024);  // never shrinks what is held
+  EXPECT_EQ(ctx.scratch_stats().held, 5000u);
+}

@@ -143,7 +143,8 @@ TEST(Plan, SlotsMultiplyKvCacheAndSlabsOnly) {
   EXPECT_EQ(four.totals.kv, 4 * one.totals.kv);
   EXPECT_EQ(four.totals.slab, 4 * one.totals.slab);
   EXPECT_EQ(four.totals.mapped, one.totals.mapped);
-  EXPECT_EQ(four.totals.resident() - one.totals.resident(), 3 * (one.totals.kv + one.totals.slab));
+  EXPECT_EQ(four.totals.resident() - one.totals.resident(),
+            3 * (one.totals.kv + one.totals.slab + one.totals.scratch));
 
   const uint64_t between = one.totals.resident() + (four.totals.resident() - one.totals.resident()) / 2;
   EXPECT_TRUE(plan_stories(profile, {.ctx = 256, .budget = between, .slots = 1}).fits);
@@ -151,4 +152,29 @@ TEST(Plan, SlotsMultiplyKvCacheAndSlabsOnly) {
 
   EXPECT_EQ(from_json(to_json(four)), four);
   EXPECT_THROW(plan_stories(profile, {.ctx = 256, .slots = 0}), InvalidArgument);
+}
+
+// The matmul scratch is priced from the platform's kernels: the widest weight a matmul reads, at the
+// prefill chunk (here a stand-in kernel that prepares F32 rows as k bytes each), per slot.
+TEST(Plan, ScratchIsTheWidestMatmulAtThePrefillChunk) {
+  placement::Platform platform = placement::Platform::detect();
+  platform.matmul_scratch = [](GgmlType type, BlockOrder, int64_t rows, int64_t k) noexcept -> size_t {
+    return type == GgmlType::F32 ? static_cast<size_t>(rows * k) : 0;
+  };
+  const auto header = gguf::read_header(kStories);
+  const auto profile = placement::MemoryProfile::preset("default");
+  const MemoryPlan p = make_plan(header, profile, platform, {}, {.ctx = 256, .slots = 2});
+  EXPECT_EQ(p.scratch.tensor, "blk.0.ffn_down.weight") << "k = ffn (172), the widest input";
+  EXPECT_EQ(p.scratch.rows, p.prefill->tokens);
+  EXPECT_EQ(p.scratch.bytes, uint64_t{172} * p.prefill->tokens);
+  EXPECT_EQ(p.totals.scratch, 2 * p.scratch.bytes);
+  EXPECT_EQ(p.totals.resident(), p.totals.mapped + p.totals.heap + p.totals.pages + p.totals.kv + p.totals.slab +
+                                     p.totals.scratch);
+  EXPECT_NE(render_text(p).find("(matmul activation prepared once per call: blk.0.ffn_down.weight x " +
+                                std::to_string(p.prefill->tokens) + " rows"),
+            std::string::npos) << render_text(p);
+  EXPECT_EQ(from_json(to_json(p)), p);
+  // No kernel prepares x (the reference table): no scratch.
+  platform.matmul_scratch = nullptr;
+  EXPECT_EQ(make_plan(header, profile, platform, {}, {.ctx = 256}).totals.scratch, 0u);
 }

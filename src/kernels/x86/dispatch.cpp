@@ -35,8 +35,6 @@ struct Route {
   Act act = Act::None;
 };
 
-// Rank-2 row-major weights with a contiguous inner dim, x rows contiguous (packed weights: the op
-// already checked). Transposed or batched weights stay on the reference path.
 // The kernel for a weight in a kernel-feed order (null: none); the one list of which orders a
 // level reads fast, for the route and for `feeds`.
 Route feed_kernel(const IsaKernels& K, GgmlType type, BlockOrder order) noexcept {
@@ -53,18 +51,19 @@ Route feed_kernel(const IsaKernels& K, GgmlType type, BlockOrder order) noexcept
 // Dense F16/BF16 weights take the level's BF16 tiles (x prepared as Act::Bf16Pairs) where it has
 // them, from 16 x rows on (fewer would leave the tiles empty) and for k in whole tile steps; only
 // the two-phase entry prepares x, so the plain entry passes prepared = false.
-Route dense_kernel(GemvFn plain, GemvFn tiles, const Tensor& x, bool prepared) noexcept {
-  if (tiles && prepared && row_count(x.shape()) >= 16 && x.shape().back() % 32 == 0) return {tiles, Act::Bf16Pairs};
+Route dense_kernel(GemvFn plain, GemvFn tiles, int64_t rows, int64_t k, bool prepared) noexcept {
+  if (tiles && prepared && rows >= 16 && k % 32 == 0) return {tiles, Act::Bf16Pairs};
   return {plain, Act::None};
 }
 
-Route route(const IsaKernels& K, const Tensor& x, const Tensor& w, bool prepared) noexcept {
-  if (w.rank() != 2 || inner_stride(x) != 4) return {};
-  if (w.block_order() != BlockOrder::RowMajor) return feed_kernel(K, w.type(), w.block_order());
-  switch (w.type()) {
-    case GgmlType::F32: return inner_stride(w) == 4 ? Route{K.f32, Act::None} : Route{};
-    case GgmlType::F16: return inner_stride(w) == 2 ? dense_kernel(K.f16, K.f16_tiles, x, prepared) : Route{};
-    case GgmlType::BF16: return inner_stride(w) == 2 ? dense_kernel(K.bf16, K.bf16_tiles, x, prepared) : Route{};
+// The route of `rows` contiguous x rows of `k` against a rank-2 weight with contiguous rows: the
+// one place that says which kernel, and so which prepared activation, each (type, order) gets.
+Route route_of(const IsaKernels& K, GgmlType type, BlockOrder order, int64_t rows, int64_t k, bool prepared) noexcept {
+  if (order != BlockOrder::RowMajor) return feed_kernel(K, type, order);
+  switch (type) {
+    case GgmlType::F32: return {K.f32, Act::None};
+    case GgmlType::F16: return dense_kernel(K.f16, K.f16_tiles, rows, k, prepared);
+    case GgmlType::BF16: return dense_kernel(K.bf16, K.bf16_tiles, rows, k, prepared);
     case GgmlType::Q4_0: return {K.q4_0, Act::Q8x32};
     case GgmlType::Q4_1: return {K.q4_1, Act::Q8x32};
     case GgmlType::Q5_0: return {K.q5_0, Act::Q8x32};
@@ -79,6 +78,14 @@ Route route(const IsaKernels& K, const Tensor& x, const Tensor& w, bool prepared
     case GgmlType::Q3_K: return {K.q3_k, Act::Q8x256};
     default: return {};
   }
+}
+
+// Rank-2 row-major weights with a contiguous inner dim (dense: elements; packed: the op already
+// checked), x rows contiguous. Transposed or batched weights stay on the reference path.
+Route route(const IsaKernels& K, const Tensor& x, const Tensor& w, bool prepared) noexcept {
+  if (w.rank() != 2 || inner_stride(x) != 4) return {};
+  if (!w.packed() && inner_stride(w) != static_cast<int64_t>(w.element_size())) return {};
+  return route_of(K, w.type(), w.block_order(), row_count(x.shape()), x.shape().back(), prepared);
 }
 
 // A dense F32/F16 weight viewed transposed (output dimension contiguous, e.g. attention's Vᵀ), x and
@@ -197,11 +204,19 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, 
   }
 }
 
+size_t scratch_of(Route rt, int64_t rows, int64_t k) noexcept {
+  if (!rt.fn || rt.act == Act::None) return 0;
+  return static_cast<size_t>(prepared_bytes(rt.act, rows, k));
+}
+
 template <const IsaKernels* K>
 size_t matmul_scratch(const Tensor& x, const Tensor& w) noexcept {
-  const Route rt = route(*K, x, w, true);
-  if (!rt.fn || rt.act == Act::None) return 0;
-  return static_cast<size_t>(prepared_bytes(rt.act, row_count(x.shape()), x.shape().back()));
+  return scratch_of(route(*K, x, w, true), row_count(x.shape()), x.shape().back());
+}
+
+template <const IsaKernels* K>
+size_t matmul_scratch_for(GgmlType type, BlockOrder order, int64_t rows, int64_t k) noexcept {
+  return scratch_of(route_of(*K, type, order, rows, k, true), rows, k);
 }
 
 template <const IsaKernels* K>
@@ -295,6 +310,7 @@ KernelTable make_table() noexcept {
   KernelTable t = reference_table();
   t.matmul = &matmul<K>;
   t.matmul_scratch = &matmul_scratch<K>;
+  t.matmul_scratch_for = &matmul_scratch_for<K>;
   t.matmul_prepare = &matmul_prepare<K>;
   t.matmul_prepared = &matmul_prepared<K>;
   t.feeds = &feeds<K>;
