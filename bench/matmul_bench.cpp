@@ -47,7 +47,8 @@ void run(benchmark::State& state, const kernels::KernelTable* table, GgmlType ty
 int main(int argc, char** argv) {
   const GgmlType types[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
                             GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                            GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+                            GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K,
+                            GgmlType::Q3_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
   for (kernels::IsaLevel level : kernels::kIsaLevels) {
     const kernels::KernelTable* table = kernels::table_for(level);
     if (!table) continue;

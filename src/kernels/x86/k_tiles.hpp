@@ -17,6 +17,8 @@
 // the first an exact integer sum per block on vpmaddubsw + vpmaddwd (the scale rides vpmaddwd, as
 // in the one-row dots), the second a float dot product against the activation's ds16 (dx * bsum16,
 // stored once per row by quantize_q8x256). No pair saturates vpmaddubsw: q <= 63, |qx| <= 127.
+// IQ4_XS (AVX-512 VNNI only, KStepWide): q = its signed level + 128 (up to 241), sc = its 6-bit
+//            scale - 32 per 32-element sub-block, m = 128 * d * sc (the +128 offset).
 #pragma once
 
 #include <algorithm>
@@ -24,20 +26,35 @@
 namespace skainet::kernels::x86 {
 namespace {
 
-// The integer products of one step of a tile (32 or 64 elements): q x qx pair sums times sc.
+// The integer products of one step of a tile (32 or 64 elements): q x qx pair sums times sc, one
+// Scale per kElemsPerScale elements.
 #if SKAINET_X86_VNNI
 struct KStep {
-  static constexpr int kElems = 64, kTileW = 2, kTileX = 4;
+  static constexpr int kElems = 64, kTileW = 2, kTileX = 4, kElemsPerScale = 2;
   using I = __m512i;
+  using Scale = int16_t;
   static I load(const void* p) noexcept { return _mm512_loadu_si512(p); }
   static I zero() noexcept { return _mm512_setzero_si512(); }
   static I add(I a, I b) noexcept { return _mm512_add_epi32(a, b); }
   static I scaled_dot(I q, I x, I sc) noexcept { return _mm512_madd_epi16(_mm512_maddubs_epi16(q, x), sc); }
 };
+// For q up to 255 (IQ4_XS's levels + 128), where vpmaddubsw's int16 pairs would saturate: vpdpbusd
+// sums four products straight into int32, and the scale (one int32 per four elements) multiplies
+// those. A block's sum stays within int32: 4 steps x 4 x 255 x 127 x 32.
+struct KStepWide {
+  static constexpr int kElems = 64, kTileW = 2, kTileX = 4, kElemsPerScale = 4;
+  using I = __m512i;
+  using Scale = int32_t;
+  static I load(const void* p) noexcept { return _mm512_loadu_si512(p); }
+  static I zero() noexcept { return _mm512_setzero_si512(); }
+  static I add(I a, I b) noexcept { return _mm512_add_epi32(a, b); }
+  static I scaled_dot(I q, I x, I sc) noexcept { return _mm512_mullo_epi32(_mm512_dpbusd_epi32(zero(), q, x), sc); }
+};
 #else
 struct KStep {
-  static constexpr int kElems = 32, kTileW = 2, kTileX = 2;
+  static constexpr int kElems = 32, kTileW = 2, kTileX = 2, kElemsPerScale = 2;
   using I = __m256i;
+  using Scale = int16_t;
   static I load(const void* p) noexcept { return loadu(p); }
   static I zero() noexcept { return _mm256_setzero_si256(); }
   static I add(I a, I b) noexcept { return _mm256_add_epi32(a, b); }
@@ -47,11 +64,11 @@ struct KStep {
 
 // RW weight rows' blocks [b0, b1) in the decoded form (about 18 KiB for 2 rows: stays in L1 while
 // every group of activation rows passes over it).
-template <int RW>
+template <class S, int RW>
 struct DecodedK {
-  static constexpr int64_t kBlocks = 16;
+  static constexpr int64_t kBlocks = 16, kScales = 256 / S::kElemsPerScale;  // kScales per block
   alignas(64) uint8_t q[RW][kBlocks * 256];
-  alignas(64) int16_t sc[RW][kBlocks * 128];
+  alignas(64) typename S::Scale sc[RW][kBlocks * kScales];
   alignas(64) float m[RW][kBlocks * 16];
   float d[RW][kBlocks];
   int64_t b0 = 0, b1 = 0;
@@ -129,23 +146,24 @@ struct Q6_KDecode {
   }
 };
 
-template <class D, int RW>
-void decode_k_rows(const std::byte* w, int64_t w_stride, int64_t b0, int64_t b1, DecodedK<RW>& t) noexcept {
+template <class D, class S, int RW>
+void decode_k_rows(const std::byte* w, int64_t w_stride, int64_t b0, int64_t b1, DecodedK<S, RW>& t) noexcept {
   t.b0 = b0;
   t.b1 = b1;
+  constexpr int64_t kScales = DecodedK<S, RW>::kScales;
   for (int i = 0; i < RW; ++i)
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t j = b - b0;
-      D::block(w + i * w_stride + b * D::kBytes, t.q[i] + 256 * j, t.sc[i] + 128 * j, t.m[i] + 16 * j, t.d[i][j]);
+      D::block(w + i * w_stride + b * D::kBytes, t.q[i] + 256 * j, t.sc[i] + kScales * j, t.m[i] + 16 * j, t.d[i][j]);
     }
 }
 
 // out[j * out_row + i] (+)= dot over the decoded blocks of weight row i and x row j, i < RW, j < RX:
 // integer sums per block, one conversion and FMA per block and pair, then the min terms.
-template <int RW, int RX>
-void multiply_k_rows(const DecodedK<RW>& t, const std::byte* x, int64_t x_stride, const ActLayout& L, float* out,
+template <class S, int RW, int RX>
+void multiply_k_rows(const DecodedK<S, RW>& t, const std::byte* x, int64_t x_stride, const ActLayout& L, float* out,
                      int64_t out_row, bool first) noexcept {
-  using S = KStep;
+  constexpr int64_t kScales = DecodedK<S, RW>::kScales;
   typename Vec::F acc[RW][RX];
   SKAINET_UNROLL
   for (int i = 0; i < RW; ++i)
@@ -168,7 +186,8 @@ void multiply_k_rows(const DecodedK<RW>& t, const std::byte* x, int64_t x_stride
         const typename S::I xv = S::load(reinterpret_cast<const int8_t*>(x + j * x_stride) + 256 * b + e);
         SKAINET_UNROLL
         for (int i = 0; i < RW; ++i)
-          sumi[i][j] = S::add(sumi[i][j], S::scaled_dot(q[i], xv, S::load(t.sc[i] + 128 * jb + e / 2)));
+          sumi[i][j] = S::add(sumi[i][j],
+                              S::scaled_dot(q[i], xv, S::load(t.sc[i] + kScales * jb + e / S::kElemsPerScale)));
       }
     }
     SKAINET_UNROLL
@@ -194,28 +213,30 @@ void multiply_k_rows(const DecodedK<RW>& t, const std::byte* x, int64_t x_stride
 // gemv's contract (isa.hpp) for the K formats: per tile of RW weight rows and chunk of blocks, decode
 // once, then multiply by the x rows RX at a time (the leftovers one at a time); leftover weight rows
 // (rows % RW) and single x rows (decode) take the one-row dot.
-template <class D, DotFn Dot>
+template <class D, DotFn Dot, class S>
 void gemm_k_rows(const Gemv& g) noexcept {
   if (g.n < 2 || g.out_col != 4) return gemv<Dot, Act::Q8x256>(g);
-  constexpr int RW = KStep::kTileW, RX = KStep::kTileX;
-  constexpr int64_t kChunk = DecodedK<RW>::kBlocks;
+  constexpr int RW = S::kTileW, RX = S::kTileX;
+  constexpr int64_t kChunk = DecodedK<S, RW>::kBlocks;
   const ActLayout L = act_layout(Act::Q8x256, g.k);
   const int64_t nb = g.k / 256, rows_tiled = g.rows - g.rows % RW, out_row = g.out_row / 4;
-  DecodedK<RW> t;
+  DecodedK<S, RW> t;
   for (int64_t o = 0; o < rows_tiled; o += RW) {
     float* out = reinterpret_cast<float*>(g.out) + o;
     for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
-      decode_k_rows<D, RW>(g.w + o * g.w_stride, g.w_stride, b0, std::min(nb, b0 + kChunk), t);
+      decode_k_rows<D, S, RW>(g.w + o * g.w_stride, g.w_stride, b0, std::min(nb, b0 + kChunk), t);
       int64_t r = 0;
-      for (; r + RX <= g.n; r += RX) multiply_k_rows<RW, RX>(t, g.x + r * g.x_stride, g.x_stride, L, out + r * out_row, out_row, b0 == 0);
-      for (; r < g.n; ++r) multiply_k_rows<RW, 1>(t, g.x + r * g.x_stride, g.x_stride, L, out + r * out_row, out_row, b0 == 0);
+      for (; r + RX <= g.n; r += RX)
+        multiply_k_rows<S, RW, RX>(t, g.x + r * g.x_stride, g.x_stride, L, out + r * out_row, out_row, b0 == 0);
+      for (; r < g.n; ++r)
+        multiply_k_rows<S, RW, 1>(t, g.x + r * g.x_stride, g.x_stride, L, out + r * out_row, out_row, b0 == 0);
     }
   }
   dot_rows<Dot>(g, rows_tiled, L);
 }
 
-template <class D, DotFn Dot>
-constexpr GemvFn gemm_k = &gemm_k_rows<D, Dot>;
+template <class D, DotFn Dot, class S = KStep>
+constexpr GemvFn gemm_k = &gemm_k_rows<D, Dot, S>;
 
 }  // namespace
 }  // namespace skainet::kernels::x86

@@ -1,6 +1,7 @@
-// AMX-INT8 prefill for Q4_0, Q8_0 and Q4_K weights in the kernel-feed order
+// AMX-INT8 prefill for Q4_0, Q8_0, Q4_K and Q6_K weights in the kernel-feed order
 // (BlockOrder::Interleaved16): the tile unit multiplies 16 activation rows by 32 elements of a 16-row
-// weight group (a Q4_0/Q8_0 block, a Q4_K sub-block) per instruction.
+// weight group (a Q4_0/Q8_0 block, a Q4_K sub-block; Q6_K: 64 elements, its scales folded into the
+// weight, below) per instruction.
 //
 // Why the feed order is already AMX's: a B tile holds, per tile row t, 4 consecutive bytes of K for
 // each of 16 columns, and a group block of the feed order holds, per 64-byte line c, the 4-byte chunk
@@ -13,7 +14,7 @@
 // Q4_K's chunks hold two sub-blocks, in their low and high nibbles (feed_tiles.hpp, FeedQ4_K): each
 // becomes a B tile of 0..15, and its mins are subtracted apart, as the AVX-512 kernel does.
 //
-// Every format scales each 32 elements of the weight (and Q4_0/Q8_0 of the activation too), so each
+// Q4_0, Q8_0 and Q4_K scale each 32 elements of the weight (and Q4_0/Q8_0 of the activation too), so each
 // 16 x 16 integer tile is stored and finished on AVX-512 (conversion, the 16 row scales, the
 // activation rows' scales): that, not the tile multiply, is the cost per tile. Two accumulator tiles alternate so that one
 // block's multiply runs while the one before is finished. Whatever the tiles do not cover (fewer than
@@ -69,7 +70,7 @@ struct AmxQ8_0 : FeedQ8_0 {
 #define SKAINET_TMM_B0 4
 #define SKAINET_TMM_B1 5
 
-// Tiles of K elements (32, or Q6_K's 16): A 16 rows of K bytes, B K / 4 rows of 16 x 4 bytes.
+// Tiles of K = 32 elements: A 16 rows of K bytes, B K / 4 rows of 16 x 4 bytes.
 TileConfig tile_config(int k) noexcept {
   TileConfig c;
   for (int t : {SKAINET_TMM_C0, SKAINET_TMM_C1}) c.rows[t] = kTile, c.colsb[t] = 4 * kTile;
@@ -144,11 +145,10 @@ void amx_tiles(const Gemv& g, int64_t groups, int64_t rows) noexcept {
   }
 }
 
-// The K formats: per 256-element block, kSubs sub-blocks of kK elements, each a tile product with
-// its own scale (a lane per weight row); prepare() makes a block's B tiles and scales.
+// Q4_K: per 256-element block, kSubs sub-blocks of kK elements, each a tile product with its own
+// scale (a lane per weight row); prepare() makes a block's B tiles, scales and mins.
 struct AmxQ4_K : FeedQ4_K {
   static constexpr int kSubs = 8, kK = 32;
-  static constexpr bool kMins = true;
   // Sub-block s is the low (s even) or high nibbles of chunks 8 (s / 2) .. + 7: 0..15.
   static void prepare(const std::byte* p, std::byte* tiles, __m512 (&dsc)[8], __m512 (&dmn)[8]) noexcept {
     feed_k4_scales(p, dsc, dmn);
@@ -162,39 +162,11 @@ struct AmxQ4_K : FeedQ4_K {
       }
   }
 };
-struct AmxQ6_K : FeedQ6_K {
-  static constexpr int kSubs = 16, kK = 16;
-  static constexpr bool kMins = false;
-  // Sub-block 8h + 2t + half is chunks m = 4 half .. + 3 of quarter (h, t) (feed_tiles.hpp's layout):
-  // 4 bits of ql and 2 of qh, less 32. Scales: d times the int8 scale of the sub-block.
-  static void prepare(const std::byte* p, std::byte* tiles, __m512 (&dsc)[16], __m512 (&)[1]) noexcept {
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kD)));
-    for (int u = 0; u < 8; ++u) {
-      const __m512i v = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * u)));
-      dsc[2 * u] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, 24), 24)));
-      dsc[2 * u + 1] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, 16), 24)));
-    }
-    const std::byte* q = p + kHeadBytes;
-    const __m512i low4 = _mm512_set1_epi8(0x0f), low2 = _mm512_set1_epi8(0x03), bias = _mm512_set1_epi8(32);
-    for (int h = 0; h < 2; ++h)
-      for (int t = 0; t < 4; ++t)
-        for (int m = 0; m < 8; ++m) {
-          const __m512i ql = _mm512_loadu_si512(q + 64 * (16 * h + 8 * (t & 1) + m));
-          const __m512i qh = _mm512_loadu_si512(q + 64 * (kQhChunk + 8 * h + m));
-          const __m512i nib = _mm512_and_si512(t < 2 ? ql : _mm512_srli_epi16(ql, 4), low4);
-          const __m512i hi = _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 2 * t), low2), 4);
-          const int sub = 8 * h + 2 * t + m / 4;
-          _mm512_store_si512(tiles + (kTileBytes / 2) * sub + 64 * (m % 4), _mm512_sub_epi8(_mm512_or_si512(nib, hi), bias));
-        }
-  }
-};
-
-// Blocks whose B tiles are made at a time: 32 KiB of tiles (8 x 512 or 16 x 256 bytes a block), as
-// for Q4_0/Q8_0.
+// Blocks whose B tiles are made at a time: 32 KiB of tiles (8 x 512 bytes a block), as for Q4_0/Q8_0.
 constexpr int64_t kKChunkBlocks = 8;
 
-// Per block: the sum over its sub-blocks of tile * scale, times each activation row's d, less (Q4_K)
-// the mins: dmin * mn against the activation's d * sum of each 32.
+// Per block: the sum over its sub-blocks of tile * scale, times each activation row's d, less the
+// mins: dmin * mn against the activation's d * sum of each 32.
 template <class F>
 void amx_tiles_k(const Gemv& g, int64_t groups, int64_t rows) noexcept {
   static_assert(F::kSubs * F::kK == 256 && kKChunkBlocks * F::kSubs * F::kK / 4 * 64 <= kChunkTiles * kTileBytes);
@@ -204,7 +176,7 @@ void amx_tiles_k(const Gemv& g, int64_t groups, int64_t rows) noexcept {
   const Tiles tiles(tile_config(F::kK));
   alignas(64) int32_t c[2][kTile][kTile];
   alignas(64) std::byte bt[kChunkTiles * kTileBytes];
-  __m512 dsc[kKChunkBlocks][F::kSubs], dmn[kKChunkBlocks][F::kMins ? 8 : 1];
+  __m512 dsc[kKChunkBlocks][F::kSubs], dmn[kKChunkBlocks][8];
   for (int64_t gi = 0; gi < groups; ++gi) {
     const std::byte* group = g.w + gi * kTile * g.w_stride;
     for (int64_t b0 = 0; b0 < blocks; b0 += kKChunkBlocks) {
@@ -229,10 +201,8 @@ void amx_tiles_k(const Gemv& g, int64_t groups, int64_t rows) noexcept {
             std::memcpy(&dx, xr + L.d_off + 4 * (b0 + b), 4);
             __m512 sum = b0 + b == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(out + m * out_row);
             sum = _mm512_fmadd_ps(acc[m], _mm512_set1_ps(dx), sum);
-            if constexpr (F::kMins) {
-              const float* ds16 = reinterpret_cast<const float*>(xr + L.ds16_off) + 16 * (b0 + b);
-              for (int t = 0; t < 8; ++t) sum = _mm512_fnmadd_ps(dmn[b][t], _mm512_set1_ps(ds16[2 * t] + ds16[2 * t + 1]), sum);
-            }
+            const float* ds16 = reinterpret_cast<const float*>(xr + L.ds16_off) + 16 * (b0 + b);
+            for (int t = 0; t < 8; ++t) sum = _mm512_fnmadd_ps(dmn[b][t], _mm512_set1_ps(ds16[2 * t] + ds16[2 * t + 1]), sum);
             _mm512_storeu_ps(out + m * out_row, sum);
             acc[m] = _mm512_setzero_ps();
           }
@@ -246,10 +216,140 @@ void amx_tiles_k(const Gemv& g, int64_t groups, int64_t rows) noexcept {
   }
 }
 
+// Q6_K's sub-blocks are 16 elements with an int8 scale each: a tile product per sub-block would need
+// a float finish per 16 elements, and the finish, not the tile unit, would bound the kernel. So the
+// scale is folded into the weight instead: p = sc * (q - 32), |p| <= 4096, split as p = 128 hi + lo
+// (lo 0..127, hi -32..32), two signed byte B tiles per 64 elements against the same A tile. Their
+// int32 sums run over the whole 256-element block (|128 C_hi + C_lo| <= 256 * 127 * 4096 < 2^31),
+// so a block takes 8 tile products of K = 64 and one finish: (128 C_hi + C_lo) * d * the activation's
+// d. The integer sum is the one-row dot's, exactly.
+constexpr int64_t kQ6Tile = 16 * 64;              // one B tile (K = 64) or A tile: 16 rows of 64 bytes
+constexpr int64_t kQ6BlockTiles = 4 * kQ6Tile;    // a block's hi (or lo) tiles
+constexpr int64_t kQ6ChunkBlocks = 4;             // blocks whose tiles are made at a time: 32 KiB
+
+// One group block's hi and lo B tiles, and d a lane per weight row. The quants are rebuilt as in
+// dot_q6_k (feed_tiles.hpp's layout: sub-block 8h + 2t + m / 4 is chunks m % 4 of quarter (h, t));
+// line l of sub-block s is row 4 (s % 4) + l of tile s / 4.
+void prepare_q6_k(const std::byte* p, std::byte* hi, std::byte* lo, __m512& d) noexcept {
+  using F = FeedQ6_K;
+  d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + F::kD)));
+  // Each line holds 4 elements of each of the 16 rows: the row's scale repeated 4 times per half.
+  alignas(64) static constexpr int16_t kRepeat[2][32] = {
+      {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7},
+      {8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11, 12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15}};
+  const __m512i repeat_lo = _mm512_load_si512(kRepeat[0]), repeat_hi = _mm512_load_si512(kRepeat[1]);
+  __m512i sc[16][2];  // sub-block s's scales as int16, rows 0..7 and 8..15 of a line
+  for (int u = 0; u < 8; ++u) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * u));  // sub-blocks 2u, 2u + 1
+    const __m512i even = _mm512_castsi256_si512(_mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8));
+    const __m512i odd = _mm512_castsi256_si512(_mm256_srai_epi16(v, 8));
+    sc[2 * u][0] = _mm512_permutexvar_epi16(repeat_lo, even), sc[2 * u][1] = _mm512_permutexvar_epi16(repeat_hi, even);
+    sc[2 * u + 1][0] = _mm512_permutexvar_epi16(repeat_lo, odd), sc[2 * u + 1][1] = _mm512_permutexvar_epi16(repeat_hi, odd);
+  }
+  const std::byte* q = p + F::kHeadBytes;
+  const __m512i low4 = _mm512_set1_epi8(0x0f), low2 = _mm512_set1_epi8(0x03), bias = _mm512_set1_epi8(32);
+  const __m512i low7 = _mm512_set1_epi16(0x7f);
+  for (int h = 0; h < 2; ++h)
+    for (int t = 0; t < 4; ++t)
+      for (int m = 0; m < 8; ++m) {
+        const __m512i ql = _mm512_loadu_si512(q + 64 * (16 * h + 8 * (t & 1) + m));
+        const __m512i qh = _mm512_loadu_si512(q + 64 * (F::kQhChunk + 8 * h + m));
+        const __m512i nib = _mm512_and_si512(t < 2 ? ql : _mm512_srli_epi16(ql, 4), low4);
+        const __m512i high = _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 2 * t), low2), 4);
+        const __m512i w = _mm512_sub_epi8(_mm512_or_si512(nib, high), bias);  // q - 32
+        const int sub = 8 * h + 2 * t + m / 4;
+        const __m512i p0 = _mm512_mullo_epi16(_mm512_cvtepi8_epi16(_mm512_castsi512_si256(w)), sc[sub][0]);
+        const __m512i p1 = _mm512_mullo_epi16(_mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(w, 1)), sc[sub][1]);
+        const auto bytes = [](__m512i a, __m512i b) noexcept {
+          return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(a)), _mm512_cvtepi16_epi8(b), 1);
+        };
+        const int64_t at = 256 * sub + 64 * (m % 4);
+        _mm512_store_si512(hi + at, bytes(_mm512_srai_epi16(p0, 7), _mm512_srai_epi16(p1, 7)));
+        _mm512_store_si512(lo + at, bytes(_mm512_and_si512(p0, low7), _mm512_and_si512(p1, low7)));
+      }
+}
+
+// Tile registers of the Q6_K kernel: hi and lo accumulators for two blocks in flight, one A, two Bs.
+#define SKAINET_Q6_C0H 0
+#define SKAINET_Q6_C0L 1
+#define SKAINET_Q6_C1H 2
+#define SKAINET_Q6_C1L 3
+#define SKAINET_Q6_A 4
+#define SKAINET_Q6_BH 5
+#define SKAINET_Q6_BL 6
+
+// The 8 tile products of one block into (CH, CL): A from x (rows x_stride apart), B from hi and lo.
+#define SKAINET_Q6_BLOCK(CH, CL, x, x_stride, hi, lo)       \
+  do {                                                      \
+    _tile_zero(CH);                                         \
+    _tile_zero(CL);                                         \
+    for (int i = 0; i < 4; ++i) {                           \
+      _tile_loadd(SKAINET_Q6_A, (x) + 64 * i, x_stride);    \
+      _tile_loadd(SKAINET_Q6_BH, (hi) + kQ6Tile * i, 64);   \
+      _tile_loadd(SKAINET_Q6_BL, (lo) + kQ6Tile * i, 64);   \
+      _tile_dpbssd(CH, SKAINET_Q6_A, SKAINET_Q6_BH);        \
+      _tile_dpbssd(CL, SKAINET_Q6_A, SKAINET_Q6_BL);        \
+    }                                                       \
+  } while (false)
+
+void amx_tiles_q6_k(const Gemv& g, int64_t groups, int64_t rows) noexcept {
+  using F = FeedQ6_K;
+  const ActLayout L = act_layout(Act::Q8x256, g.k);
+  const int64_t blocks = g.k / F::kElems;
+  TileConfig config;
+  for (int t = 0; t <= SKAINET_Q6_BL; ++t) config.rows[t] = kTile, config.colsb[t] = 64;
+  const Tiles tiles(config);
+  alignas(64) int32_t c[2][2][kTile][kTile];  // [block parity][hi, lo]
+  alignas(64) std::byte bt[2][kQ6ChunkBlocks * kQ6BlockTiles];  // [hi, lo]
+  __m512 d[kQ6ChunkBlocks];
+  const int64_t out_row = g.out_row / 4;
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    const std::byte* group = g.w + gi * kTile * g.w_stride;
+    for (int64_t b0 = 0; b0 < blocks; b0 += kQ6ChunkBlocks) {
+      const int64_t nb = std::min(kQ6ChunkBlocks, blocks - b0);
+      for (int64_t b = 0; b < nb; ++b)
+        prepare_q6_k(group + (b0 + b) * F::kGroupBlock, bt[0] + kQ6BlockTiles * b, bt[1] + kQ6BlockTiles * b, d[b]);
+      for (int64_t r = 0; r < rows; r += kTile) {
+        const std::byte* x = g.x + r * g.x_stride;
+        auto* out = reinterpret_cast<float*>(g.out + r * g.out_row) + gi * kTile;
+        __m512 acc[kTile];
+        for (int m = 0; m < kTile; ++m) acc[m] = b0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(out + m * out_row);
+        const auto xq = [&](int64_t b) noexcept { return x + F::kElems * (b0 + b); };
+        const auto finish = [&](int64_t b, const int32_t (&ch)[kTile][kTile], const int32_t (&cl)[kTile][kTile]) noexcept {
+          for (int m = 0; m < kTile; ++m) {
+            float dx;
+            std::memcpy(&dx, x + m * g.x_stride + L.d_off + 4 * (b0 + b), 4);
+            const __m512i sum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(ch[m]), 7), _mm512_load_si512(cl[m]));
+            acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d[b], _mm512_set1_ps(dx)), acc[m]);
+          }
+        };
+        // Block b + 1's products run while block b is finished, as multiply_pipelined does.
+        SKAINET_Q6_BLOCK(SKAINET_Q6_C0H, SKAINET_Q6_C0L, xq(0), g.x_stride, bt[0], bt[1]);
+        for (int64_t b = 0; b < nb; b += 2) {
+          if (b + 1 < nb)
+            SKAINET_Q6_BLOCK(SKAINET_Q6_C1H, SKAINET_Q6_C1L, xq(b + 1), g.x_stride, bt[0] + kQ6BlockTiles * (b + 1),
+                             bt[1] + kQ6BlockTiles * (b + 1));
+          _tile_stored(SKAINET_Q6_C0H, c[0][0], 64);
+          _tile_stored(SKAINET_Q6_C0L, c[0][1], 64);
+          finish(b, c[0][0], c[0][1]);
+          if (b + 1 >= nb) break;
+          if (b + 2 < nb)
+            SKAINET_Q6_BLOCK(SKAINET_Q6_C0H, SKAINET_Q6_C0L, xq(b + 2), g.x_stride, bt[0] + kQ6BlockTiles * (b + 2),
+                             bt[1] + kQ6BlockTiles * (b + 2));
+          _tile_stored(SKAINET_Q6_C1H, c[1][0], 64);
+          _tile_stored(SKAINET_Q6_C1L, c[1][1], 64);
+          finish(b + 1, c[1][0], c[1][1]);
+        }
+        for (int m = 0; m < kTile; ++m) _mm512_storeu_ps(out + m * out_row, acc[m]);
+      }
+    }
+  }
+}
+
 void q4_0_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles<AmxQ4_0>>(g, kAvx512Kernels.q4_0_feed, true); }
 void q8_0_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles<AmxQ8_0>>(g, kAvx512Kernels.q8_0_feed, true); }
 void q4_k_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_k<AmxQ4_K>>(g, kAvx512Kernels.q4_k_feed, true); }
-void q6_k_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_k<AmxQ6_K>>(g, kAvx512Kernels.q6_k_feed, true); }
+void q6_k_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_q6_k>(g, kAvx512Kernels.q6_k_feed, true); }
 
 }  // namespace
 
@@ -260,6 +360,14 @@ void q6_k_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_k<AmxQ6_K>>(g,
 #undef SKAINET_TMM_A1
 #undef SKAINET_TMM_B0
 #undef SKAINET_TMM_B1
+#undef SKAINET_Q6_BLOCK
+#undef SKAINET_Q6_C0H
+#undef SKAINET_Q6_C0L
+#undef SKAINET_Q6_C1H
+#undef SKAINET_Q6_C1L
+#undef SKAINET_Q6_A
+#undef SKAINET_Q6_BH
+#undef SKAINET_Q6_BL
 
 const AmxFeedKernels kAmxFeedKernels = {&q4_0_feed, &q8_0_feed, &q4_k_feed, &q6_k_feed};
 

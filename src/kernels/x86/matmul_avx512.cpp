@@ -306,7 +306,7 @@ const IsaKernels kAvx512Kernels = {
     &gemm_feed<FeedQ6_K, &dot_q6_k>,
     &softmax_row,
     gemm_legacy<IQ4_NLDec, &dot_iq4_nl>,
-    &gemv<&dot_iq4_xs, Act::Q8x256>,
+    gemm_k<IQ4_XSDecode, &dot_iq4_xs, KStepWide>,
     gemm_k<Q2_KDecode, &dot_q2_k>,
     gemm_k<Q3_KDecode, &dot_q3_k>,
     nullptr,
