@@ -111,8 +111,9 @@ void run(const KernelTable& table, bool prepared, const Tensor& x, const Tensor&
     });
   };
   const size_t need = table.matmul_scratch ? table.matmul_scratch(x, w) : 0;
-  if (table.matmul_scratch)  // the plan prices the scratch from shapes alone: the same number
+  if (table.matmul_scratch) {  // the plan prices the scratch from shapes alone: the same number
     EXPECT_EQ(table.matmul_scratch_for(w.type(), w.block_order(), x.dim(0), x.dim(1)), need);
+  }
   if (!prepared || need == 0) {
     by_groups([&](int64_t b, int64_t e) noexcept { table.matmul(x, w, out, b, e); });
     return;

@@ -126,8 +126,9 @@ void run(const KernelTable& table, Path path, const Tensor& x, const Tensor& w, 
   base::ThreadPool pool(threads);
   const int64_t items = w.dim(0);
   const int64_t grain = std::max<int64_t>(items / (threads * 2), 1);
-  if (table.matmul_scratch)  // the plan prices the scratch from shapes alone: the same number
+  if (table.matmul_scratch) {  // the plan prices the scratch from shapes alone: the same number
     EXPECT_EQ(table.matmul_scratch_for(w.type(), w.block_order(), x.dim(0), x.dim(1)), table.matmul_scratch(x, w));
+  }
   if (path == Path::Plain || !table.matmul_scratch || table.matmul_scratch(x, w) == 0) {
     pool.parallel_for(items, grain, [&](int64_t b, int64_t e) noexcept { table.matmul(x, w, out, b, e); });
     return;
@@ -224,6 +225,23 @@ TEST(SimdMatmulDense, ManyRowsMatchReferenceOnEveryLevel) {
             check(level, type, z.k, z.out_rows, z.n, path, threads, seed++);
             if (HasFatalFailure()) return;
           }
+}
+
+// IQ4_XS in file order against 16 and more x rows: on the AMX level its split tiles (each 16 weight
+// rows' blocks transposed into hi/lo B tiles per call, whole 16s of x rows) and the AVX-512 K tiles
+// for the rest (weight rows past the last 16, x rows past the last 16); the K tiles on the others.
+TEST(SimdMatmulIq4Xs, ManyRowsMatchReferenceOnEveryLevel) {
+  struct Size {
+    int64_t k, out_rows, n;
+  };
+  const Size sizes[] = {{256, 64, 16}, {512, 67, 37}, {4096 + 256, 64, 33}};
+  uint32_t seed = 1300;
+  for (IsaLevel level : simd_levels())
+    for (const Size& z : sizes)
+      for (int threads : {1, 2}) {
+        check(level, GgmlType::IQ4_XS, z.k, z.out_rows, z.n, Path::Prepared, threads, seed++);
+        if (HasFatalFailure()) return;
+      }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, SimdMatmul, ::testing::ValuesIn(test::kRefTypes),

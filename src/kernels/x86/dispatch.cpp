@@ -355,10 +355,11 @@ bool has_amx() noexcept {
 const IsaKernels amx_isa = [] {
   IsaKernels k = x86::kAvx512Kernels;
   k.name = "amx";
-  k.q4_0_feed = x86::kAmxFeedKernels.q4_0_feed;
-  k.q8_0_feed = x86::kAmxFeedKernels.q8_0_feed;
-  k.q4_k_feed = x86::kAmxFeedKernels.q4_k_feed;
-  k.q6_k_feed = x86::kAmxFeedKernels.q6_k_feed;
+  k.q4_0_feed = x86::kAmxInt8Kernels.q4_0_feed;
+  k.q8_0_feed = x86::kAmxInt8Kernels.q8_0_feed;
+  k.q4_k_feed = x86::kAmxInt8Kernels.q4_k_feed;
+  k.q6_k_feed = x86::kAmxInt8Kernels.q6_k_feed;
+  k.iq4_xs = x86::kAmxInt8Kernels.iq4_xs;
   const auto& f = base::CpuFeatures::detected();
   if (f.amx_bf16 && f.avx512bf16) {
     k.f16_tiles = x86::kAmxBf16Kernels.f16_tiles;

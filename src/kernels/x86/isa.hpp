@@ -142,9 +142,10 @@ struct IsaKernels {
 
 // The AMX level's own entries (matmul_amx.cpp); dispatch.cpp puts them into a copy of the AVX-512
 // table, which the AMX kernels also call for what their tiles do not cover.
-struct AmxFeedKernels {
+struct AmxInt8Kernels {
   GemvFn q4_0_feed, q8_0_feed;  // BlockOrder::Interleaved16, x Q8x32
   GemvFn q4_k_feed, q6_k_feed;  // BlockOrder::Interleaved16, x Q8x256
+  GemvFn iq4_xs;                // file order, x Q8x256
 };
 
 // The AMX-BF16 entries (matmul_amx_bf16.cpp), put into the AMX table where the CPU has AMX-BF16.
@@ -156,10 +157,10 @@ struct AmxBf16Kernels {
 // Defined in the ISA units (data, not code: safe to name from the baseline unit).
 extern const IsaKernels kAvx2Kernels;
 extern const IsaKernels kAvx512Kernels;
-extern const AmxFeedKernels kAmxFeedKernels;
+extern const AmxInt8Kernels kAmxInt8Kernels;
 extern const AmxBf16Kernels kAmxBf16Kernels;
 
-// The AMX level's table (kAvx512Kernels with kAmxFeedKernels), or null when this CPU or the OS
+// The AMX level's table (kAvx512Kernels with kAmxInt8Kernels), or null when this CPU or the OS
 // does not let this process use AMX tiles. Defined in dispatch.cpp (baseline code).
 const IsaKernels* amx_kernels() noexcept;
 

@@ -1,5 +1,5 @@
 // AMX-INT8 prefill for Q4_0, Q8_0, Q4_K and Q6_K weights in the kernel-feed order
-// (BlockOrder::Interleaved16): the tile unit multiplies 16 activation rows by 32 elements of a 16-row
+// (BlockOrder::Interleaved16) and IQ4_XS in file order: the tile unit multiplies 16 activation rows by 32 elements of a 16-row
 // weight group (a Q4_0/Q8_0 block, a Q4_K sub-block; Q6_K: 64 elements, its scales folded into the
 // weight, below) per instruction.
 //
@@ -222,10 +222,12 @@ void amx_tiles_k(const Gemv& g, int64_t groups, int64_t rows) noexcept {
 // (lo 0..127, hi -32..32), two signed byte B tiles per 64 elements against the same A tile. Their
 // int32 sums run over the whole 256-element block (|128 C_hi + C_lo| <= 256 * 127 * 4096 < 2^31),
 // so a block takes 8 tile products of K = 64 and one finish: (128 C_hi + C_lo) * d * the activation's
-// d. The integer sum is the one-row dot's, exactly.
-constexpr int64_t kQ6Tile = 16 * 64;              // one B tile (K = 64) or A tile: 16 rows of 64 bytes
-constexpr int64_t kQ6BlockTiles = 4 * kQ6Tile;    // a block's hi (or lo) tiles
-constexpr int64_t kQ6ChunkBlocks = 4;             // blocks whose tiles are made at a time: 32 KiB
+// d. The integer sum is the one-row dot's, exactly. IQ4_XS fits the same split (its level times its
+// 6-bit scale - 32: |p| <= 4064) and takes it in file order: its B tiles are its rows transposed,
+// 16 rows at a time, per call.
+constexpr int64_t kSplitTile = 16 * 64;              // one B tile (K = 64) or A tile: 16 rows of 64 bytes
+constexpr int64_t kSplitBlockTiles = 4 * kSplitTile;    // a block's hi (or lo) tiles
+constexpr int64_t kSplitChunkBlocks = 4;             // blocks whose tiles are made at a time: 32 KiB
 
 // One group block's hi and lo B tiles, and d a lane per weight row. The quants are rebuilt as in
 // dot_q6_k (feed_tiles.hpp's layout: sub-block 8h + 2t + m / 4 is chunks m % 4 of quarter (h, t));
@@ -270,51 +272,134 @@ void prepare_q6_k(const std::byte* p, std::byte* hi, std::byte* lo, __m512& d) n
 }
 
 // Tile registers of the Q6_K kernel: hi and lo accumulators for two blocks in flight, one A, two Bs.
-#define SKAINET_Q6_C0H 0
-#define SKAINET_Q6_C0L 1
-#define SKAINET_Q6_C1H 2
-#define SKAINET_Q6_C1L 3
-#define SKAINET_Q6_A 4
-#define SKAINET_Q6_BH 5
-#define SKAINET_Q6_BL 6
+#define SKAINET_SPLIT_C0H 0
+#define SKAINET_SPLIT_C0L 1
+#define SKAINET_SPLIT_C1H 2
+#define SKAINET_SPLIT_C1L 3
+#define SKAINET_SPLIT_A 4
+#define SKAINET_SPLIT_BH 5
+#define SKAINET_SPLIT_BL 6
 
 // The 8 tile products of one block into (CH, CL): A from x (rows x_stride apart), B from hi and lo.
-#define SKAINET_Q6_BLOCK(CH, CL, x, x_stride, hi, lo)       \
+#define SKAINET_SPLIT_BLOCK(CH, CL, x, x_stride, hi, lo)       \
   do {                                                      \
     _tile_zero(CH);                                         \
     _tile_zero(CL);                                         \
     for (int i = 0; i < 4; ++i) {                           \
-      _tile_loadd(SKAINET_Q6_A, (x) + 64 * i, x_stride);    \
-      _tile_loadd(SKAINET_Q6_BH, (hi) + kQ6Tile * i, 64);   \
-      _tile_loadd(SKAINET_Q6_BL, (lo) + kQ6Tile * i, 64);   \
-      _tile_dpbssd(CH, SKAINET_Q6_A, SKAINET_Q6_BH);        \
-      _tile_dpbssd(CL, SKAINET_Q6_A, SKAINET_Q6_BL);        \
+      _tile_loadd(SKAINET_SPLIT_A, (x) + 64 * i, x_stride);    \
+      _tile_loadd(SKAINET_SPLIT_BH, (hi) + kSplitTile * i, 64);   \
+      _tile_loadd(SKAINET_SPLIT_BL, (lo) + kSplitTile * i, 64);   \
+      _tile_dpbssd(CH, SKAINET_SPLIT_A, SKAINET_SPLIT_BH);        \
+      _tile_dpbssd(CL, SKAINET_SPLIT_A, SKAINET_SPLIT_BL);        \
     }                                                       \
   } while (false)
 
-void amx_tiles_q6_k(const Gemv& g, int64_t groups, int64_t rows) noexcept {
-  using F = FeedQ6_K;
+// p = 128 hi + lo for 64 products in int16 (a and b: 32 each) as the two byte lines of a B tile row.
+inline void split_bytes(__m512i a, __m512i b, std::byte* hi, std::byte* lo) noexcept {
+  const __m512i low7 = _mm512_set1_epi16(0x7f);
+  const auto bytes = [](__m512i x, __m512i y) noexcept {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(x)), _mm512_cvtepi16_epi8(y), 1);
+  };
+  _mm512_store_si512(hi, bytes(_mm512_srai_epi16(a, 7), _mm512_srai_epi16(b, 7)));
+  _mm512_store_si512(lo, bytes(_mm512_and_si512(a, low7), _mm512_and_si512(b, low7)));
+}
+
+// r[j] (16 dwords each) -> r[t] = dword t of every r[j]: a 16 x 16 transpose of 4-byte chunks, which
+// turns 16 weight rows' 64 bytes into a B tile.
+inline void transpose_dwords(__m512i (&r)[16]) noexcept {
+  __m512i a[16], b[16];
+  for (int k = 0; k < 8; ++k) {
+    a[2 * k] = _mm512_unpacklo_epi32(r[2 * k], r[2 * k + 1]);
+    a[2 * k + 1] = _mm512_unpackhi_epi32(r[2 * k], r[2 * k + 1]);
+  }
+  // b[4k + c], 128-bit lane L: dword 4L + c of rows 4k .. 4k + 3.
+  for (int k = 0; k < 4; ++k) {
+    b[4 * k] = _mm512_unpacklo_epi64(a[4 * k], a[4 * k + 2]);
+    b[4 * k + 1] = _mm512_unpackhi_epi64(a[4 * k], a[4 * k + 2]);
+    b[4 * k + 2] = _mm512_unpacklo_epi64(a[4 * k + 1], a[4 * k + 3]);
+    b[4 * k + 3] = _mm512_unpackhi_epi64(a[4 * k + 1], a[4 * k + 3]);
+  }
+  // Dword 4L + c of all rows: lane L of b[c], b[4 + c], b[8 + c], b[12 + c].
+  for (int c = 0; c < 4; ++c) {
+    const __m512i e0 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0x44), e1 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0xee);
+    const __m512i e2 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x44), e3 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xee);
+    r[c] = _mm512_shuffle_i32x4(e0, e2, 0x88);
+    r[4 + c] = _mm512_shuffle_i32x4(e0, e2, 0xdd);
+    r[8 + c] = _mm512_shuffle_i32x4(e1, e3, 0x88);
+    r[12 + c] = _mm512_shuffle_i32x4(e1, e3, 0xdd);
+  }
+}
+
+// What the split kernel reads: block b of the 16 weight rows from `rows` (w_stride apart) as hi and lo
+// B tiles (kSplitBlockTiles bytes each) and d a lane per row.
+struct SplitQ6_K {  // the kernel-feed order: a group block holds the 16 rows' block b
+  static void prepare(const std::byte* rows, int64_t, int64_t b, std::byte* hi, std::byte* lo, __m512& d) noexcept {
+    prepare_q6_k(rows + b * FeedQ6_K::kGroupBlock, hi, lo, d);
+  }
+};
+struct SplitIQ4_XS {  // file order
+  static void prepare(const std::byte* rows, int64_t w_stride, int64_t b, std::byte* hi, std::byte* lo, __m512& d) noexcept {
+    const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)), low4 = _mm_set1_epi8(0x0f);
+    // A sub-block's 16 bytes of indices -> its 32 levels as int16 (elements 0..15: the low nibbles).
+    const auto levels = [&](const std::byte* q) noexcept {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+      return _mm512_cvtepi8_epi16(_mm256_set_m128i(_mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(v, 4), low4)),
+                                                   _mm_shuffle_epi8(table, _mm_and_si128(v, low4))));
+    };
+    alignas(64) std::byte line[2][16][4][64];  // [hi, lo][row][tile]
+    alignas(32) uint16_t dh[16];
+    for (int j = 0; j < 16; ++j) {
+      const std::byte* p = rows + j * w_stride + b * static_cast<int64_t>(sizeof(BlockIQ4_XS));
+      std::memcpy(&dh[j], p + offsetof(BlockIQ4_XS, d), 2);
+      uint16_t scales_h;
+      std::memcpy(&scales_h, p + offsetof(BlockIQ4_XS, scales_h), 2);
+      const auto* scales_l = reinterpret_cast<const uint8_t*>(p + offsetof(BlockIQ4_XS, scales_l));
+      const std::byte* qs = p + offsetof(BlockIQ4_XS, qs);
+      for (int i = 0; i < 4; ++i) {  // sub-blocks 2i and 2i + 1: elements 64i .. 64i + 63
+        __m512i prod[2];
+        for (int h = 0; h < 2; ++h) {
+          const int s = 2 * i + h;
+          const int ls = ((scales_l[s / 2] >> (4 * (s % 2))) & 0xf) | (((scales_h >> (2 * s)) & 3) << 4);
+          prod[h] = _mm512_mullo_epi16(levels(qs + 16 * s), _mm512_set1_epi16(static_cast<int16_t>(ls - 32)));
+        }
+        split_bytes(prod[0], prod[1], line[0][j][i], line[1][j][i]);
+      }
+    }
+    d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dh)));
+    for (int part = 0; part < 2; ++part)
+      for (int i = 0; i < 4; ++i) {
+        __m512i r[16];
+        for (int j = 0; j < 16; ++j) r[j] = _mm512_load_si512(line[part][j][i]);
+        transpose_dwords(r);
+        std::byte* tile = (part == 0 ? hi : lo) + kSplitTile * i;
+        for (int t = 0; t < 16; ++t) _mm512_store_si512(tile + 64 * t, r[t]);
+      }
+  }
+};
+
+template <class P>
+void amx_tiles_split(const Gemv& g, int64_t groups, int64_t rows) noexcept {
   const ActLayout L = act_layout(Act::Q8x256, g.k);
-  const int64_t blocks = g.k / F::kElems;
+  const int64_t blocks = g.k / 256;
   TileConfig config;
-  for (int t = 0; t <= SKAINET_Q6_BL; ++t) config.rows[t] = kTile, config.colsb[t] = 64;
+  for (int t = 0; t <= SKAINET_SPLIT_BL; ++t) config.rows[t] = kTile, config.colsb[t] = 64;
   const Tiles tiles(config);
   alignas(64) int32_t c[2][2][kTile][kTile];  // [block parity][hi, lo]
-  alignas(64) std::byte bt[2][kQ6ChunkBlocks * kQ6BlockTiles];  // [hi, lo]
-  __m512 d[kQ6ChunkBlocks];
+  alignas(64) std::byte bt[2][kSplitChunkBlocks * kSplitBlockTiles];  // [hi, lo]
+  __m512 d[kSplitChunkBlocks];
   const int64_t out_row = g.out_row / 4;
   for (int64_t gi = 0; gi < groups; ++gi) {
     const std::byte* group = g.w + gi * kTile * g.w_stride;
-    for (int64_t b0 = 0; b0 < blocks; b0 += kQ6ChunkBlocks) {
-      const int64_t nb = std::min(kQ6ChunkBlocks, blocks - b0);
+    for (int64_t b0 = 0; b0 < blocks; b0 += kSplitChunkBlocks) {
+      const int64_t nb = std::min(kSplitChunkBlocks, blocks - b0);
       for (int64_t b = 0; b < nb; ++b)
-        prepare_q6_k(group + (b0 + b) * F::kGroupBlock, bt[0] + kQ6BlockTiles * b, bt[1] + kQ6BlockTiles * b, d[b]);
+        P::prepare(group, g.w_stride, b0 + b, bt[0] + kSplitBlockTiles * b, bt[1] + kSplitBlockTiles * b, d[b]);
       for (int64_t r = 0; r < rows; r += kTile) {
         const std::byte* x = g.x + r * g.x_stride;
         auto* out = reinterpret_cast<float*>(g.out + r * g.out_row) + gi * kTile;
         __m512 acc[kTile];
         for (int m = 0; m < kTile; ++m) acc[m] = b0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(out + m * out_row);
-        const auto xq = [&](int64_t b) noexcept { return x + F::kElems * (b0 + b); };
+        const auto xq = [&](int64_t b) noexcept { return x + 256 * (b0 + b); };
         const auto finish = [&](int64_t b, const int32_t (&ch)[kTile][kTile], const int32_t (&cl)[kTile][kTile]) noexcept {
           for (int m = 0; m < kTile; ++m) {
             float dx;
@@ -324,20 +409,20 @@ void amx_tiles_q6_k(const Gemv& g, int64_t groups, int64_t rows) noexcept {
           }
         };
         // Block b + 1's products run while block b is finished, as multiply_pipelined does.
-        SKAINET_Q6_BLOCK(SKAINET_Q6_C0H, SKAINET_Q6_C0L, xq(0), g.x_stride, bt[0], bt[1]);
+        SKAINET_SPLIT_BLOCK(SKAINET_SPLIT_C0H, SKAINET_SPLIT_C0L, xq(0), g.x_stride, bt[0], bt[1]);
         for (int64_t b = 0; b < nb; b += 2) {
           if (b + 1 < nb)
-            SKAINET_Q6_BLOCK(SKAINET_Q6_C1H, SKAINET_Q6_C1L, xq(b + 1), g.x_stride, bt[0] + kQ6BlockTiles * (b + 1),
-                             bt[1] + kQ6BlockTiles * (b + 1));
-          _tile_stored(SKAINET_Q6_C0H, c[0][0], 64);
-          _tile_stored(SKAINET_Q6_C0L, c[0][1], 64);
+            SKAINET_SPLIT_BLOCK(SKAINET_SPLIT_C1H, SKAINET_SPLIT_C1L, xq(b + 1), g.x_stride, bt[0] + kSplitBlockTiles * (b + 1),
+                             bt[1] + kSplitBlockTiles * (b + 1));
+          _tile_stored(SKAINET_SPLIT_C0H, c[0][0], 64);
+          _tile_stored(SKAINET_SPLIT_C0L, c[0][1], 64);
           finish(b, c[0][0], c[0][1]);
           if (b + 1 >= nb) break;
           if (b + 2 < nb)
-            SKAINET_Q6_BLOCK(SKAINET_Q6_C0H, SKAINET_Q6_C0L, xq(b + 2), g.x_stride, bt[0] + kQ6BlockTiles * (b + 2),
-                             bt[1] + kQ6BlockTiles * (b + 2));
-          _tile_stored(SKAINET_Q6_C1H, c[1][0], 64);
-          _tile_stored(SKAINET_Q6_C1L, c[1][1], 64);
+            SKAINET_SPLIT_BLOCK(SKAINET_SPLIT_C0H, SKAINET_SPLIT_C0L, xq(b + 2), g.x_stride, bt[0] + kSplitBlockTiles * (b + 2),
+                             bt[1] + kSplitBlockTiles * (b + 2));
+          _tile_stored(SKAINET_SPLIT_C1H, c[1][0], 64);
+          _tile_stored(SKAINET_SPLIT_C1L, c[1][1], 64);
           finish(b + 1, c[1][0], c[1][1]);
         }
         for (int m = 0; m < kTile; ++m) _mm512_storeu_ps(out + m * out_row, acc[m]);
@@ -349,7 +434,8 @@ void amx_tiles_q6_k(const Gemv& g, int64_t groups, int64_t rows) noexcept {
 void q4_0_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles<AmxQ4_0>>(g, kAvx512Kernels.q4_0_feed, true); }
 void q8_0_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles<AmxQ8_0>>(g, kAvx512Kernels.q8_0_feed, true); }
 void q4_k_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_k<AmxQ4_K>>(g, kAvx512Kernels.q4_k_feed, true); }
-void q6_k_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_q6_k>(g, kAvx512Kernels.q6_k_feed, true); }
+void q6_k_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitQ6_K>>(g, kAvx512Kernels.q6_k_feed, true); }
+void iq4_xs(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitIQ4_XS>>(g, kAvx512Kernels.iq4_xs, true); }
 
 }  // namespace
 
@@ -360,16 +446,16 @@ void q6_k_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_q6_k>(g, kAvx5
 #undef SKAINET_TMM_A1
 #undef SKAINET_TMM_B0
 #undef SKAINET_TMM_B1
-#undef SKAINET_Q6_BLOCK
-#undef SKAINET_Q6_C0H
-#undef SKAINET_Q6_C0L
-#undef SKAINET_Q6_C1H
-#undef SKAINET_Q6_C1L
-#undef SKAINET_Q6_A
-#undef SKAINET_Q6_BH
-#undef SKAINET_Q6_BL
+#undef SKAINET_SPLIT_BLOCK
+#undef SKAINET_SPLIT_C0H
+#undef SKAINET_SPLIT_C0L
+#undef SKAINET_SPLIT_C1H
+#undef SKAINET_SPLIT_C1L
+#undef SKAINET_SPLIT_A
+#undef SKAINET_SPLIT_BH
+#undef SKAINET_SPLIT_BL
 
-const AmxFeedKernels kAmxFeedKernels = {&q4_0_feed, &q8_0_feed, &q4_k_feed, &q6_k_feed};
+const AmxInt8Kernels kAmxInt8Kernels = {&q4_0_feed, &q8_0_feed, &q4_k_feed, &q6_k_feed, &iq4_xs};
 
 }  // namespace skainet::kernels::x86
 
