@@ -145,89 +145,35 @@ void amx_tiles(const Gemv& g, int64_t groups, int64_t rows) noexcept {
   }
 }
 
-// Q4_K: per 256-element block, kSubs sub-blocks of kK elements, each a tile product with its own
-// scale (a lane per weight row); prepare() makes a block's B tiles, scales and mins.
-struct AmxQ4_K : FeedQ4_K {
-  static constexpr int kSubs = 8, kK = 32;
-  // Sub-block s is the low (s even) or high nibbles of chunks 8 (s / 2) .. + 7: 0..15.
-  static void prepare(const std::byte* p, std::byte* tiles, __m512 (&dsc)[8], __m512 (&dmn)[8]) noexcept {
-    feed_k4_scales(p, dsc, dmn);
-    const std::byte* q = p + kHeadBytes;
-    const __m512i low4 = _mm512_set1_epi8(0x0f);
-    for (int h = 0; h < 4; ++h)
-      for (int t = 0; t < 8; ++t) {
-        const __m512i w = _mm512_loadu_si512(q + 64 * (8 * h + t));
-        _mm512_store_si512(tiles + kTileBytes * (2 * h) + 64 * t, _mm512_and_si512(w, low4));
-        _mm512_store_si512(tiles + kTileBytes * (2 * h + 1) + 64 * t, _mm512_and_si512(_mm512_srli_epi16(w, 4), low4));
-      }
-  }
-};
-// Blocks whose B tiles are made at a time: 32 KiB of tiles (8 x 512 bytes a block), as for Q4_0/Q8_0.
-constexpr int64_t kKChunkBlocks = 8;
-
-// Per block: the sum over its sub-blocks of tile * scale, times each activation row's d, less the
-// mins: dmin * mn against the activation's d * sum of each 32.
-template <class F>
-void amx_tiles_k(const Gemv& g, int64_t groups, int64_t rows) noexcept {
-  static_assert(F::kSubs * F::kK == 256 && kKChunkBlocks * F::kSubs * F::kK / 4 * 64 <= kChunkTiles * kTileBytes);
-  constexpr int64_t kTileStride = F::kK / 4 * 64;  // bytes of one B tile
-  const ActLayout L = act_layout(Act::Q8x256, g.k);
-  const int64_t blocks = g.k / F::kElems;
-  const Tiles tiles(tile_config(F::kK));
-  alignas(64) int32_t c[2][kTile][kTile];
-  alignas(64) std::byte bt[kChunkTiles * kTileBytes];
-  __m512 dsc[kKChunkBlocks][F::kSubs], dmn[kKChunkBlocks][8];
-  for (int64_t gi = 0; gi < groups; ++gi) {
-    const std::byte* group = g.w + gi * kTile * g.w_stride;
-    for (int64_t b0 = 0; b0 < blocks; b0 += kKChunkBlocks) {
-      const int64_t nb = std::min(kKChunkBlocks, blocks - b0);
-      for (int64_t b = 0; b < nb; ++b)
-        F::prepare(group + (b0 + b) * F::kGroupBlock, bt + F::kSubs * kTileStride * b, dsc[b], dmn[b]);
-      for (int64_t r = 0; r < rows; r += kTile) {
-        const std::byte* x = g.x + r * g.x_stride;
-        auto* out = reinterpret_cast<float*>(g.out + r * g.out_row) + gi * kTile;
-        const int64_t out_row = g.out_row / 4;
-        __m512 acc[kTile];
-        for (int m = 0; m < kTile; ++m) acc[m] = _mm512_setzero_ps();
-        // Tile product i of the chunk is sub-block i % kSubs of block i / kSubs; its activation bytes
-        // follow on.
-        const auto finish = [&](int64_t i, const int32_t (&tile)[kTile][kTile]) noexcept {
-          const int64_t b = i / F::kSubs, s = i % F::kSubs;
-          for (int m = 0; m < kTile; ++m) acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(tile[m])), dsc[b][s], acc[m]);
-          if (s < F::kSubs - 1) return;
-          for (int m = 0; m < kTile; ++m) {
-            const std::byte* xr = x + m * g.x_stride;
-            float dx;
-            std::memcpy(&dx, xr + L.d_off + 4 * (b0 + b), 4);
-            __m512 sum = b0 + b == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(out + m * out_row);
-            sum = _mm512_fmadd_ps(acc[m], _mm512_set1_ps(dx), sum);
-            const float* ds16 = reinterpret_cast<const float*>(xr + L.ds16_off) + 16 * (b0 + b);
-            for (int t = 0; t < 8; ++t) sum = _mm512_fnmadd_ps(dmn[b][t], _mm512_set1_ps(ds16[2 * t] + ds16[2 * t + 1]), sum);
-            _mm512_storeu_ps(out + m * out_row, sum);
-            acc[m] = _mm512_setzero_ps();
-          }
-        };
-        const std::byte* xq = x + F::kElems * b0;
-        multiply_pipelined(
-            F::kSubs * nb, [&](int64_t i) noexcept { return xq + F::kK * i; }, g.x_stride,
-            [&](int64_t i) noexcept { return bt + kTileStride * i; }, finish, c);
-      }
-    }
-  }
-}
-
 // Q6_K's sub-blocks are 16 elements with an int8 scale each: a tile product per sub-block would need
 // a float finish per 16 elements, and the finish, not the tile unit, would bound the kernel. So the
 // scale is folded into the weight instead: p = sc * (q - 32), |p| <= 4096, split as p = 128 hi + lo
 // (lo 0..127, hi -32..32), two signed byte B tiles per 64 elements against the same A tile. Their
 // int32 sums run over the whole 256-element block (|128 C_hi + C_lo| <= 256 * 127 * 4096 < 2^31),
 // so a block takes 8 tile products of K = 64 and one finish: (128 C_hi + C_lo) * d * the activation's
-// d. The integer sum is the one-row dot's, exactly. IQ4_XS fits the same split (its level times its
-// 6-bit scale - 32: |p| <= 4064) and takes it in file order: its B tiles are its rows transposed,
-// 16 rows at a time, per call.
-constexpr int64_t kSplitTile = 16 * 64;              // one B tile (K = 64) or A tile: 16 rows of 64 bytes
-constexpr int64_t kSplitBlockTiles = 4 * kSplitTile;    // a block's hi (or lo) tiles
-constexpr int64_t kSplitChunkBlocks = 4;             // blocks whose tiles are made at a time: 32 KiB
+// d. The integer sum is the one-row dot's, exactly. Q4_K fits the same split (6-bit scale times
+// 0..15: p <= 945; its mins are subtracted per block as before), and IQ4_XS (its level times its
+// 6-bit scale - 32: |p| <= 4064) takes it in file order: its B tiles are its rows transposed, 16
+// rows at a time, per call.
+constexpr int64_t kSplitTile = 16 * 64;               // one B tile (K = 64) or A tile: 16 rows of 64 bytes
+constexpr int64_t kSplitBlockTiles = 4 * kSplitTile;  // a block's hi (or lo) tiles
+constexpr int64_t kSplitChunkBlocks = 4;              // blocks whose tiles are made at a time: 32 KiB
+
+// p = 128 hi + lo for 64 products in int16 (a and b: 32 each) as the two byte lines of a B tile row.
+inline void split_bytes(__m512i a, __m512i b, std::byte* hi, std::byte* lo) noexcept {
+  const __m512i low7 = _mm512_set1_epi16(0x7f);
+  const auto bytes = [](__m512i x, __m512i y) noexcept {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(x)), _mm512_cvtepi16_epi8(y), 1);
+  };
+  _mm512_store_si512(hi, bytes(_mm512_srai_epi16(a, 7), _mm512_srai_epi16(b, 7)));
+  _mm512_store_si512(lo, bytes(_mm512_and_si512(a, low7), _mm512_and_si512(b, low7)));
+}
+
+// A B tile line holds 4 elements of each of the 16 rows: as int16, rows 0..7 then 8..15, so a value
+// per row (a scale) is repeated 4 times per half by these permutations.
+alignas(64) constexpr int16_t kRepeatRows[2][32] = {
+    {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7},
+    {8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11, 12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15}};
 
 // One group block's hi and lo B tiles, and d a lane per weight row. The quants are rebuilt as in
 // dot_q6_k (feed_tiles.hpp's layout: sub-block 8h + 2t + m / 4 is chunks m % 4 of quarter (h, t));
@@ -235,11 +181,7 @@ constexpr int64_t kSplitChunkBlocks = 4;             // blocks whose tiles are m
 void prepare_q6_k(const std::byte* p, std::byte* hi, std::byte* lo, __m512& d) noexcept {
   using F = FeedQ6_K;
   d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + F::kD)));
-  // Each line holds 4 elements of each of the 16 rows: the row's scale repeated 4 times per half.
-  alignas(64) static constexpr int16_t kRepeat[2][32] = {
-      {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7},
-      {8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11, 12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15}};
-  const __m512i repeat_lo = _mm512_load_si512(kRepeat[0]), repeat_hi = _mm512_load_si512(kRepeat[1]);
+  const __m512i repeat_lo = _mm512_load_si512(kRepeatRows[0]), repeat_hi = _mm512_load_si512(kRepeatRows[1]);
   __m512i sc[16][2];  // sub-block s's scales as int16, rows 0..7 and 8..15 of a line
   for (int u = 0; u < 8; ++u) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * u));  // sub-blocks 2u, 2u + 1
@@ -250,7 +192,6 @@ void prepare_q6_k(const std::byte* p, std::byte* hi, std::byte* lo, __m512& d) n
   }
   const std::byte* q = p + F::kHeadBytes;
   const __m512i low4 = _mm512_set1_epi8(0x0f), low2 = _mm512_set1_epi8(0x03), bias = _mm512_set1_epi8(32);
-  const __m512i low7 = _mm512_set1_epi16(0x7f);
   for (int h = 0; h < 2; ++h)
     for (int t = 0; t < 4; ++t)
       for (int m = 0; m < 8; ++m) {
@@ -262,16 +203,11 @@ void prepare_q6_k(const std::byte* p, std::byte* hi, std::byte* lo, __m512& d) n
         const int sub = 8 * h + 2 * t + m / 4;
         const __m512i p0 = _mm512_mullo_epi16(_mm512_cvtepi8_epi16(_mm512_castsi512_si256(w)), sc[sub][0]);
         const __m512i p1 = _mm512_mullo_epi16(_mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(w, 1)), sc[sub][1]);
-        const auto bytes = [](__m512i a, __m512i b) noexcept {
-          return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(a)), _mm512_cvtepi16_epi8(b), 1);
-        };
-        const int64_t at = 256 * sub + 64 * (m % 4);
-        _mm512_store_si512(hi + at, bytes(_mm512_srai_epi16(p0, 7), _mm512_srai_epi16(p1, 7)));
-        _mm512_store_si512(lo + at, bytes(_mm512_and_si512(p0, low7), _mm512_and_si512(p1, low7)));
+        split_bytes(p0, p1, hi + 256 * sub + 64 * (m % 4), lo + 256 * sub + 64 * (m % 4));
       }
 }
 
-// Tile registers of the Q6_K kernel: hi and lo accumulators for two blocks in flight, one A, two Bs.
+// Tile registers of the split kernel: hi and lo accumulators for two blocks in flight, one A, two Bs.
 #define SKAINET_SPLIT_C0H 0
 #define SKAINET_SPLIT_C0L 1
 #define SKAINET_SPLIT_C1H 2
@@ -293,16 +229,6 @@ void prepare_q6_k(const std::byte* p, std::byte* hi, std::byte* lo, __m512& d) n
       _tile_dpbssd(CL, SKAINET_SPLIT_A, SKAINET_SPLIT_BL);        \
     }                                                       \
   } while (false)
-
-// p = 128 hi + lo for 64 products in int16 (a and b: 32 each) as the two byte lines of a B tile row.
-inline void split_bytes(__m512i a, __m512i b, std::byte* hi, std::byte* lo) noexcept {
-  const __m512i low7 = _mm512_set1_epi16(0x7f);
-  const auto bytes = [](__m512i x, __m512i y) noexcept {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8(x)), _mm512_cvtepi16_epi8(y), 1);
-  };
-  _mm512_store_si512(hi, bytes(_mm512_srai_epi16(a, 7), _mm512_srai_epi16(b, 7)));
-  _mm512_store_si512(lo, bytes(_mm512_and_si512(a, low7), _mm512_and_si512(b, low7)));
-}
 
 // r[j] (16 dwords each) -> r[t] = dword t of every r[j]: a 16 x 16 transpose of 4-byte chunks, which
 // turns 16 weight rows' 64 bytes into a B tile.
@@ -331,14 +257,59 @@ inline void transpose_dwords(__m512i (&r)[16]) noexcept {
 }
 
 // What the split kernel reads: block b of the 16 weight rows from `rows` (w_stride apart) as hi and lo
-// B tiles (kSplitBlockTiles bytes each) and d a lane per row.
+// B tiles (kSplitBlockTiles bytes each), d a lane per row and, where kMins, the 8 sub-blocks' mins
+// (dmin * mn, subtracted against the activation's d * sum of each 32).
 struct SplitQ6_K {  // the kernel-feed order: a group block holds the 16 rows' block b
-  static void prepare(const std::byte* rows, int64_t, int64_t b, std::byte* hi, std::byte* lo, __m512& d) noexcept {
+  static constexpr bool kMins = false;
+  static void prepare(const std::byte* rows, int64_t, int64_t b, std::byte* hi, std::byte* lo, __m512& d,
+                      __m512 (&)[8]) noexcept {
     prepare_q6_k(rows + b * FeedQ6_K::kGroupBlock, hi, lo, d);
   }
 };
+
+// Q4_K (kernel-feed order, FeedQ4_K): p = its 6-bit scale times its 0..15 quant (<= 945). Chunk line
+// 8h + t holds sub-block 2h in its low nibbles and 2h + 1 in its high ones; line t of sub-block s is
+// row 8 (s % 2) + t of tile s / 2.
+struct SplitQ4_K {
+  static constexpr bool kMins = true;
+  static void prepare(const std::byte* rows, int64_t, int64_t b, std::byte* hi, std::byte* lo, __m512& d,
+                      __m512 (&dmn)[8]) noexcept {
+    using F = FeedQ4_K;
+    const std::byte* p = rows + b * F::kGroupBlock;
+    const __m512i w0 = _mm512_loadu_si512(p);
+    d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(w0));
+    const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(w0, 16)));
+    __m512i u[4];
+    k4_scale_words<__m512i, Ops512>(_mm512_loadu_si512(p + 64), _mm512_loadu_si512(p + 128), _mm512_loadu_si512(p + 192), u);
+    const __m512i byte = _mm512_set1_epi32(0xff);
+    __m512i sc[8][2];  // sub-block s's scales as int16 per line: rows 0..7, 8..15
+    for (int s = 0; s < 8; ++s) {
+      const __m512i at = _mm512_and_si512(_mm512_srli_epi32(u[s / 4], 8 * (s % 4)), byte);
+      dmn[s] = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(u[2 + s / 4], 8 * (s % 4)), byte)));
+      const __m512i sc16 = _mm512_castsi256_si512(_mm512_cvtepi32_epi16(at));
+      sc[s][0] = _mm512_permutexvar_epi16(_mm512_load_si512(kRepeatRows[0]), sc16);
+      sc[s][1] = _mm512_permutexvar_epi16(_mm512_load_si512(kRepeatRows[1]), sc16);
+    }
+    const std::byte* q = p + F::kHeadBytes;
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    for (int h = 0; h < 4; ++h)
+      for (int t = 0; t < 8; ++t) {
+        const __m512i w = _mm512_loadu_si512(q + 64 * (8 * h + t));
+        for (int half = 0; half < 2; ++half) {
+          const int sub = 2 * h + half;
+          const __m512i v = _mm512_and_si512(half ? _mm512_srli_epi16(w, 4) : w, low4);
+          const __m512i p0 = _mm512_mullo_epi16(_mm512_cvtepu8_epi16(_mm512_castsi512_si256(v)), sc[sub][0]);
+          const __m512i p1 = _mm512_mullo_epi16(_mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(v, 1)), sc[sub][1]);
+          split_bytes(p0, p1, hi + 512 * sub + 64 * t, lo + 512 * sub + 64 * t);
+        }
+      }
+  }
+};
+
 struct SplitIQ4_XS {  // file order
-  static void prepare(const std::byte* rows, int64_t w_stride, int64_t b, std::byte* hi, std::byte* lo, __m512& d) noexcept {
+  static constexpr bool kMins = false;
+  static void prepare(const std::byte* rows, int64_t w_stride, int64_t b, std::byte* hi, std::byte* lo, __m512& d,
+                      __m512 (&)[8]) noexcept {
     const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)), low4 = _mm_set1_epi8(0x0f);
     // A sub-block's 16 bytes of indices -> its 32 levels as int16 (elements 0..15: the low nibbles).
     const auto levels = [&](const std::byte* q) noexcept {
@@ -386,14 +357,14 @@ void amx_tiles_split(const Gemv& g, int64_t groups, int64_t rows) noexcept {
   const Tiles tiles(config);
   alignas(64) int32_t c[2][2][kTile][kTile];  // [block parity][hi, lo]
   alignas(64) std::byte bt[2][kSplitChunkBlocks * kSplitBlockTiles];  // [hi, lo]
-  __m512 d[kSplitChunkBlocks];
+  __m512 d[kSplitChunkBlocks], dmn[kSplitChunkBlocks][8];
   const int64_t out_row = g.out_row / 4;
   for (int64_t gi = 0; gi < groups; ++gi) {
     const std::byte* group = g.w + gi * kTile * g.w_stride;
     for (int64_t b0 = 0; b0 < blocks; b0 += kSplitChunkBlocks) {
       const int64_t nb = std::min(kSplitChunkBlocks, blocks - b0);
       for (int64_t b = 0; b < nb; ++b)
-        P::prepare(group, g.w_stride, b0 + b, bt[0] + kSplitBlockTiles * b, bt[1] + kSplitBlockTiles * b, d[b]);
+        P::prepare(group, g.w_stride, b0 + b, bt[0] + kSplitBlockTiles * b, bt[1] + kSplitBlockTiles * b, d[b], dmn[b]);
       for (int64_t r = 0; r < rows; r += kTile) {
         const std::byte* x = g.x + r * g.x_stride;
         auto* out = reinterpret_cast<float*>(g.out + r * g.out_row) + gi * kTile;
@@ -406,6 +377,10 @@ void amx_tiles_split(const Gemv& g, int64_t groups, int64_t rows) noexcept {
             std::memcpy(&dx, x + m * g.x_stride + L.d_off + 4 * (b0 + b), 4);
             const __m512i sum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(ch[m]), 7), _mm512_load_si512(cl[m]));
             acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d[b], _mm512_set1_ps(dx)), acc[m]);
+            if constexpr (P::kMins) {
+              const float* ds16 = reinterpret_cast<const float*>(x + m * g.x_stride + L.ds16_off) + 16 * (b0 + b);
+              for (int t = 0; t < 8; ++t) acc[m] = _mm512_fnmadd_ps(dmn[b][t], _mm512_set1_ps(ds16[2 * t] + ds16[2 * t + 1]), acc[m]);
+            }
           }
         };
         // Block b + 1's products run while block b is finished, as multiply_pipelined does.
@@ -433,7 +408,7 @@ void amx_tiles_split(const Gemv& g, int64_t groups, int64_t rows) noexcept {
 
 void q4_0_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles<AmxQ4_0>>(g, kAvx512Kernels.q4_0_feed, true); }
 void q8_0_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles<AmxQ8_0>>(g, kAvx512Kernels.q8_0_feed, true); }
-void q4_k_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_k<AmxQ4_K>>(g, kAvx512Kernels.q4_k_feed, true); }
+void q4_k_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitQ4_K>>(g, kAvx512Kernels.q4_k_feed, true); }
 void q6_k_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitQ6_K>>(g, kAvx512Kernels.q6_k_feed, true); }
 void iq4_xs(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitIQ4_XS>>(g, kAvx512Kernels.iq4_xs, true); }
 
