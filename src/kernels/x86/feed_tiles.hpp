@@ -38,14 +38,6 @@ inline void each_quarter(const F& f) noexcept {
   f.template operator()<1, 0>(), f.template operator()<1, 1>(), f.template operator()<1, 2>(), f.template operator()<1, 3>();
 }
 
-// One x row (decode) streams the weight at the memory's pace; the hardware prefetcher stops at every
-// 4 KiB page, so the lines of the block kPrefetchBytes on are asked for here.
-constexpr int64_t kPrefetchBytes = 2048;
-template <int64_t Bytes>
-inline void prefetch_ahead(const std::byte* p) noexcept {
-  for (int64_t o = 0; o < Bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + o), _MM_HINT_T0);
-}
-
 #if SKAINET_X86_VNNI
 
 // The 8 weight vectors of one group block: vector c multiplies activation bytes 4c..4c+3 of the
@@ -72,7 +64,7 @@ void feed_tile(const std::byte* group, int64_t blocks, const std::byte* x, int64
   for (int j = 0; j < RX; ++j) acc[j] = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* p = group + b * F::kGroupBlock;
-    if constexpr (RX == 1) prefetch_ahead<F::kGroupBlock>(p);
+    if constexpr (RX == 1) prefetch_ahead(p, F::kGroupBlock);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     __m512i v[8];
     feed_weights(F{}, p + F::kHeadBytes, v);
@@ -100,7 +92,7 @@ void feed_tile_q4_k(const std::byte* group, int64_t blocks, const std::byte* x, 
   for (int j = 0; j < RX; ++j) acc[j] = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* p = group + b * FeedQ4_K::kGroupBlock;
-    if constexpr (RX == 1) prefetch_ahead<FeedQ4_K::kGroupBlock>(p);
+    if constexpr (RX == 1) prefetch_ahead(p, FeedQ4_K::kGroupBlock);
     __m512 dsc[8], dmn[8];
     feed_k4_scales(p, dsc, dmn);
     SKAINET_UNROLL
@@ -143,7 +135,7 @@ void feed_tile_q6_k(const std::byte* group, int64_t blocks, const std::byte* x, 
   for (int j = 0; j < RX; ++j) acc[j] = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* p = group + b * FeedQ6_K::kGroupBlock;
-    if constexpr (RX == 1) prefetch_ahead<FeedQ6_K::kGroupBlock>(p);
+    if constexpr (RX == 1) prefetch_ahead(p, FeedQ6_K::kGroupBlock);
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + FeedQ6_K::kD)));
     __m512 dsc[16];
     SKAINET_UNROLL
@@ -251,7 +243,7 @@ void feed_tile(const std::byte* group, int64_t blocks, const std::byte* x, int64
     for (int j = 0; j < RX; ++j) acc[h][j] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* p = group + b * F::kGroupBlock;
-    if constexpr (RX == 1) prefetch_ahead<F::kGroupBlock>(p);
+    if constexpr (RX == 1) prefetch_ahead(p, F::kGroupBlock);
     SKAINET_UNROLL
     for (int h = 0; h < 2; ++h) {
       const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * h)));
@@ -312,7 +304,7 @@ void feed_tile_q4_k(const std::byte* group, int64_t blocks, const std::byte* x, 
     for (int j = 0; j < RX; ++j) acc[h][j] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* p = group + b * FeedQ4_K::kGroupBlock;
-    if constexpr (RX == 1) prefetch_ahead<FeedQ4_K::kGroupBlock>(p);
+    if constexpr (RX == 1) prefetch_ahead(p, FeedQ4_K::kGroupBlock);
     const std::byte* q = p + FeedQ4_K::kHeadBytes;
     SKAINET_UNROLL
     for (int h = 0; h < 2; ++h) {
@@ -360,7 +352,7 @@ void feed_tile_q6_k(const std::byte* group, int64_t blocks, const std::byte* x, 
     for (int j = 0; j < RX; ++j) acc[h2][j] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* p = group + b * FeedQ6_K::kGroupBlock;
-    if constexpr (RX == 1) prefetch_ahead<FeedQ6_K::kGroupBlock>(p);
+    if constexpr (RX == 1) prefetch_ahead(p, FeedQ6_K::kGroupBlock);
     const std::byte* q = p + FeedQ6_K::kHeadBytes;
     SKAINET_UNROLL
     for (int rh = 0; rh < 2; ++rh) {  // rows 8 rh .. 8 rh + 7

@@ -48,7 +48,7 @@ float dot_dense(const std::byte* w, const std::byte* xb, int64_t k, const ActLay
   __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 64 <= k; i += 64) {
-    prefetch_ahead<64 * W::kBytes>(w + i * W::kBytes);  // rows stream as a feed-order weight's blocks do
+    prefetch_ahead(w + i * W::kBytes, 64 * W::kBytes);  // per 64 elements: F16 decode 12.2 -> 13.4 t/s against a whole row ahead (dot_rows)
     a0 = _mm512_fmadd_ps(W::at(w, i, all), _mm512_loadu_ps(x + i), a0);
     a1 = _mm512_fmadd_ps(W::at(w, i + 16, all), _mm512_loadu_ps(x + i + 16), a1);
     a2 = _mm512_fmadd_ps(W::at(w, i + 32, all), _mm512_loadu_ps(x + i + 32), a2);

@@ -382,12 +382,23 @@ float dot_q6_k(const std::byte* w, const std::byte* xr, int64_t k, const ActLayo
 
 using DotFn = float (*)(const std::byte* w, const std::byte* x, int64_t k, const ActLayout& L) noexcept;
 
+// One x row (decode) streams the weight at the memory's pace; the hardware prefetcher stops at every
+// 4 KiB page, so the `bytes` from kPrefetchBytes past p on are asked for here (1 KiB ahead did as
+// well, 4 KiB worse). For weight rows in file order as for a feed order's group blocks.
+constexpr int64_t kPrefetchBytes = 2048;
+inline void prefetch_ahead(const std::byte* p, int64_t bytes) noexcept {
+  for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + o), _MM_HINT_T0);
+}
+
 // Weight rows [from, g.rows), each read once and dotted with every x row while it sits in L1 (the
 // whole of decode; the rows a prefill tile leaves over).
-template <DotFn Dot>
+// Decode (one x row) asks for each quantized row's lines ahead (IQ4_XS 13.7 -> 26 t/s on the 1.1B
+// file); the dense dots ask per 64 elements themselves (a whole 4 KiB row ahead was slower).
+template <DotFn Dot, bool kPrefetchRows = true>
 void dot_rows(const Gemv& g, int64_t from, const ActLayout& L) noexcept {
   for (int64_t o = from; o < g.rows; ++o) {
     const std::byte* wr = g.w + o * g.w_stride;
+    if (kPrefetchRows && g.n == 1) prefetch_ahead(wr, g.w_stride);
     for (int64_t r = 0; r < g.n; ++r) {
       const float v = Dot(wr, g.x + r * g.x_stride, g.k, L);
       std::memcpy(g.out + r * g.out_row + o * g.out_col, &v, 4);
@@ -397,7 +408,7 @@ void dot_rows(const Gemv& g, int64_t from, const ActLayout& L) noexcept {
 
 template <DotFn Dot, Act A>
 void gemv(const Gemv& g) noexcept {
-  dot_rows<Dot>(g, 0, act_layout(A, g.k));
+  dot_rows<Dot, A != Act::None>(g, 0, act_layout(A, g.k));
 }
 
 }  // namespace

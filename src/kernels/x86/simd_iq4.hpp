@@ -1,5 +1,6 @@
-// IQ4_NL and IQ4_XS one-row dot products on 256-bit vectors, for both ISA units (included after
-// simd_int8.hpp, whose helpers and SKAINET_X86_VNNI choice they use). The 4-bit indices become the
+// IQ4_NL and IQ4_XS one-row dot products on 256-bit vectors (IQ4_XS's on 512 in the AVX-512 unit),
+// for both ISA units (included after simd_int8.hpp, whose helpers and SKAINET_X86_VNNI choice they
+// use). The 4-bit indices become the
 // signed levels kIq4nlValues with one byte shuffle, then a signed x signed integer dot per 32
 // elements (|level| <= 127 against |x| <= 127: no int16 pair saturates). IQ4_NL dots against a
 // Q8x32 activation (as llama.cpp's against Q8_0), IQ4_XS against Q8x256 (llama.cpp: Q8_K); on
@@ -36,6 +37,7 @@ inline void iq4_xs_scales(const std::byte* p, int32_t (&scale)[8]) noexcept {
     scale[j] = (((scales_l[j / 2] >> (4 * (j % 2))) & 0xf) | (((scales_h >> (2 * j)) & 3) << 4)) - 32;
 }
 
+#if !SKAINET_X86_VNNI
 // Per super-block: the 8 sub-block sums times their 6-bit scales (ls - 32) in int32 lanes (at most
 // 8 * 32 * 4 * 127 * 127 in magnitude), then one float multiply by d_w * d_x.
 float dot_iq4_xs(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
@@ -57,8 +59,43 @@ float dot_iq4_xs(const std::byte* w, const std::byte* xr, int64_t k, const ActLa
   }
   return hsum(acc);
 }
+#else
+// The one-row IQ4_XS dot on 512-bit vectors, 64 elements (two sub-blocks) a step: the levels' signs
+// move onto x (vpmaddubsw takes |level| <= 127 unsigned against x negated where the level is
+// negative: no pair saturates), and vpmaddwd multiplies the int16 pair sums by the sub-block's scale
+// - 32 (an int16 per pair) into int32. Exact integer sums as the 256-bit one; one float FMA per block.
+float dot_iq4_xs(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
+  const Act256 a = act256(xr, L);
+  constexpr int64_t kB = sizeof(BlockIQ4_XS);
+  const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t b = 0; b < k / 256; ++b) {
+    const std::byte* p = w + b * kB;
+    int32_t scale[8];
+    iq4_xs_scales(p, scale);
+    const std::byte* qs = p + offsetof(BlockIQ4_XS, qs);
+    const int8_t* xq = a.q + 256 * b;
+    __m512i sumi = _mm512_setzero_si512();
+    for (int j = 0; j < 8; j += 2) {
+      // Sub-blocks j, j + 1: 128-bit lanes (j low nibbles, j high, j + 1 low, j + 1 high).
+      const __m512i v = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 16 * j)));
+      const __m512i twice = _mm512_shuffle_i64x2(v, v, 0x50);  // lanes 0, 0, 1, 1
+      const __m512i idx = _mm512_mask_blend_epi64(0xcc, _mm512_and_si512(twice, low4),
+                                                  _mm512_and_si512(_mm512_srli_epi16(twice, 4), low4));
+      const __m512i level = _mm512_shuffle_epi8(table, idx);
+      const __m512i x = _mm512_loadu_si512(xq + 32 * j);
+      const __m512i x_signed = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(level), _mm512_setzero_si512(), x);
+      const __m512i pairs = _mm512_maddubs_epi16(_mm512_abs_epi8(level), x_signed);
+      const __m512i sc = _mm512_mask_blend_epi16(0xffff0000u, _mm512_set1_epi16(static_cast<int16_t>(scale[j])),
+                                                 _mm512_set1_epi16(static_cast<int16_t>(scale[j + 1])));
+      sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(pairs, sc));
+    }
+    acc = _mm512_fmadd_ps(_mm512_set1_ps(half_at(p) * a.d[b]), _mm512_cvtepi32_ps(sumi), acc);
+  }
+  return _mm512_reduce_add_ps(acc);
+}
 
-#if SKAINET_X86_VNNI
 // One IQ4_XS block into the K tiles' decoded form (k_tiles.hpp, KStepWide): the levels + 128 as
 // unsigned bytes (a sign-bit flip), the sub-block's scale per four elements, and the offset's term.
 struct IQ4_XSDecode {
