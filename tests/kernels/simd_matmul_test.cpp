@@ -227,21 +227,23 @@ TEST(SimdMatmulDense, ManyRowsMatchReferenceOnEveryLevel) {
           }
 }
 
-// IQ4_XS in file order against 16 and more x rows: on the AMX level its split tiles (each 16 weight
-// rows' blocks transposed into hi/lo B tiles per call, whole 16s of x rows) and the AVX-512 K tiles
-// for the rest (weight rows past the last 16, x rows past the last 16); the K tiles on the others.
-TEST(SimdMatmulIq4Xs, ManyRowsMatchReferenceOnEveryLevel) {
+// IQ4_XS, Q2_K and Q3_K in file order against 16 and more x rows: on the AMX level their split tiles
+// (each 16 weight rows' blocks decoded, scaled and transposed into B tiles per call, whole 16s of x
+// rows) and the AVX-512 kernels for the rest (weight rows past the last 16, x rows past the last
+// 16); the other levels' prefill paths at these sizes too.
+TEST(SimdMatmulSplitTiles, ManyRowsMatchReferenceOnEveryLevel) {
   struct Size {
     int64_t k, out_rows, n;
   };
   const Size sizes[] = {{256, 64, 16}, {512, 67, 37}, {4096 + 256, 64, 33}};
   uint32_t seed = 1300;
   for (IsaLevel level : simd_levels())
-    for (const Size& z : sizes)
-      for (int threads : {1, 2}) {
-        check(level, GgmlType::IQ4_XS, z.k, z.out_rows, z.n, Path::Prepared, threads, seed++);
-        if (HasFatalFailure()) return;
-      }
+    for (GgmlType type : {GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K})
+      for (const Size& z : sizes)
+        for (int threads : {1, 2}) {
+          check(level, type, z.k, z.out_rows, z.n, Path::Prepared, threads, seed++);
+          if (HasFatalFailure()) return;
+        }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, SimdMatmul, ::testing::ValuesIn(test::kRefTypes),

@@ -360,6 +360,8 @@ const IsaKernels amx_isa = [] {
   k.q4_k_feed = x86::kAmxInt8Kernels.q4_k_feed;
   k.q6_k_feed = x86::kAmxInt8Kernels.q6_k_feed;
   k.iq4_xs = x86::kAmxInt8Kernels.iq4_xs;
+  k.q2_k = x86::kAmxInt8Kernels.q2_k;
+  k.q3_k = x86::kAmxInt8Kernels.q3_k;
   const auto& f = base::CpuFeatures::detected();
   if (f.amx_bf16 && f.avx512bf16) {
     k.f16_tiles = x86::kAmxBf16Kernels.f16_tiles;

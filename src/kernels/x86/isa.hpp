@@ -145,7 +145,7 @@ struct IsaKernels {
 struct AmxInt8Kernels {
   GemvFn q4_0_feed, q8_0_feed;  // BlockOrder::Interleaved16, x Q8x32
   GemvFn q4_k_feed, q6_k_feed;  // BlockOrder::Interleaved16, x Q8x256
-  GemvFn iq4_xs;                // file order, x Q8x256
+  GemvFn iq4_xs, q2_k, q3_k;    // file order, x Q8x256
 };
 
 // The AMX-BF16 entries (matmul_amx_bf16.cpp), put into the AMX table where the CPU has AMX-BF16.

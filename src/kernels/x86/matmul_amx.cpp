@@ -1,5 +1,5 @@
 // AMX-INT8 prefill for Q4_0, Q8_0, Q4_K and Q6_K weights in the kernel-feed order
-// (BlockOrder::Interleaved16) and IQ4_XS in file order: the tile unit multiplies 16 activation rows by 32 elements of a 16-row
+// (BlockOrder::Interleaved16) and IQ4_XS, Q2_K and Q3_K in file order: the tile unit multiplies 16 activation rows by 32 elements of a 16-row
 // weight group (a Q4_0/Q8_0 block, a Q4_K sub-block; Q6_K: 64 elements, its scales folded into the
 // weight, below) per instruction.
 //
@@ -216,18 +216,21 @@ void prepare_q6_k(const std::byte* p, std::byte* hi, std::byte* lo, __m512& d) n
 #define SKAINET_SPLIT_BH 5
 #define SKAINET_SPLIT_BL 6
 
-// The 8 tile products of one block into (CH, CL): A from x (rows x_stride apart), B from hi and lo.
-#define SKAINET_SPLIT_BLOCK(CH, CL, x, x_stride, hi, lo)       \
-  do {                                                      \
-    _tile_zero(CH);                                         \
-    _tile_zero(CL);                                         \
-    for (int i = 0; i < 4; ++i) {                           \
+// The tile products of one block into (CH, CL): A from x (rows x_stride apart), B from hi and lo
+// (HI false: lo only).
+#define SKAINET_SPLIT_BLOCK(HI, CH, CL, x, x_stride, hi, lo)    \
+  do {                                                         \
+    if constexpr (HI) _tile_zero(CH);                          \
+    _tile_zero(CL);                                            \
+    for (int i = 0; i < 4; ++i) {                              \
       _tile_loadd(SKAINET_SPLIT_A, (x) + 64 * i, x_stride);    \
-      _tile_loadd(SKAINET_SPLIT_BH, (hi) + kSplitTile * i, 64);   \
-      _tile_loadd(SKAINET_SPLIT_BL, (lo) + kSplitTile * i, 64);   \
-      _tile_dpbssd(CH, SKAINET_SPLIT_A, SKAINET_SPLIT_BH);        \
-      _tile_dpbssd(CL, SKAINET_SPLIT_A, SKAINET_SPLIT_BL);        \
-    }                                                       \
+      if constexpr (HI) {                                      \
+        _tile_loadd(SKAINET_SPLIT_BH, (hi) + kSplitTile * i, 64); \
+        _tile_dpbssd(CH, SKAINET_SPLIT_A, SKAINET_SPLIT_BH);   \
+      }                                                        \
+      _tile_loadd(SKAINET_SPLIT_BL, (lo) + kSplitTile * i, 64); \
+      _tile_dpbssd(CL, SKAINET_SPLIT_A, SKAINET_SPLIT_BL);     \
+    }                                                          \
   } while (false)
 
 // r[j] (16 dwords each) -> r[t] = dword t of every r[j]: a 16 x 16 transpose of 4-byte chunks, which
@@ -257,12 +260,14 @@ inline void transpose_dwords(__m512i (&r)[16]) noexcept {
 }
 
 // What the split kernel reads: block b of the 16 weight rows from `rows` (w_stride apart) as hi and lo
-// B tiles (kSplitBlockTiles bytes each), d a lane per row and, where kMins, the 8 sub-blocks' mins
-// (dmin * mn, subtracted against the activation's d * sum of each 32).
+// B tiles (kSplitBlockTiles bytes each; no hi tiles where kHi is false: every p < 128), d a lane per
+// row and the kMins mins (dmin * m per 32 (8) or 16 (16) elements, subtracted against the
+// activation's d * sum of those elements).
 struct SplitQ6_K {  // the kernel-feed order: a group block holds the 16 rows' block b
-  static constexpr bool kMins = false;
+  static constexpr int kMins = 0;
+  static constexpr bool kHi = true;
   static void prepare(const std::byte* rows, int64_t, int64_t b, std::byte* hi, std::byte* lo, __m512& d,
-                      __m512 (&)[8]) noexcept {
+                      __m512 (&)[16]) noexcept {
     prepare_q6_k(rows + b * FeedQ6_K::kGroupBlock, hi, lo, d);
   }
 };
@@ -271,9 +276,10 @@ struct SplitQ6_K {  // the kernel-feed order: a group block holds the 16 rows' b
 // 8h + t holds sub-block 2h in its low nibbles and 2h + 1 in its high ones; line t of sub-block s is
 // row 8 (s % 2) + t of tile s / 2.
 struct SplitQ4_K {
-  static constexpr bool kMins = true;
+  static constexpr int kMins = 8;
+  static constexpr bool kHi = true;
   static void prepare(const std::byte* rows, int64_t, int64_t b, std::byte* hi, std::byte* lo, __m512& d,
-                      __m512 (&dmn)[8]) noexcept {
+                      __m512 (&dmn)[16]) noexcept {
     using F = FeedQ4_K;
     const std::byte* p = rows + b * F::kGroupBlock;
     const __m512i w0 = _mm512_loadu_si512(p);
@@ -306,38 +312,27 @@ struct SplitQ4_K {
   }
 };
 
-struct SplitIQ4_XS {  // file order
-  static constexpr bool kMins = false;
+// Weights in file order (IQ4_XS, Q2_K, Q3_K): each of the 16 rows' block b is decoded into its 256
+// products p (R::row: 8 int16 vectors of 32 elements, its d, and its mins dmin * m per 16 where the
+// format has them), split per row into 64-byte lines, and the lines of 16 rows transposed into B tiles.
+template <class R>
+struct SplitRows {
+  static constexpr int kMins = R::kMins;
+  static constexpr bool kHi = R::kHi;
   static void prepare(const std::byte* rows, int64_t w_stride, int64_t b, std::byte* hi, std::byte* lo, __m512& d,
-                      __m512 (&)[8]) noexcept {
-    const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)), low4 = _mm_set1_epi8(0x0f);
-    // A sub-block's 16 bytes of indices -> its 32 levels as int16 (elements 0..15: the low nibbles).
-    const auto levels = [&](const std::byte* q) noexcept {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
-      return _mm512_cvtepi8_epi16(_mm256_set_m128i(_mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(v, 4), low4)),
-                                                   _mm_shuffle_epi8(table, _mm_and_si128(v, low4))));
-    };
+                      __m512 (&dmn)[16]) noexcept {
     alignas(64) std::byte line[2][16][4][64];  // [hi, lo][row][tile]
-    alignas(32) uint16_t dh[16];
+    alignas(64) float dw[16], mins[16][16];    // [row], [sub-block][row]
     for (int j = 0; j < 16; ++j) {
-      const std::byte* p = rows + j * w_stride + b * static_cast<int64_t>(sizeof(BlockIQ4_XS));
-      std::memcpy(&dh[j], p + offsetof(BlockIQ4_XS, d), 2);
-      uint16_t scales_h;
-      std::memcpy(&scales_h, p + offsetof(BlockIQ4_XS, scales_h), 2);
-      const auto* scales_l = reinterpret_cast<const uint8_t*>(p + offsetof(BlockIQ4_XS, scales_l));
-      const std::byte* qs = p + offsetof(BlockIQ4_XS, qs);
-      for (int i = 0; i < 4; ++i) {  // sub-blocks 2i and 2i + 1: elements 64i .. 64i + 63
-        __m512i prod[2];
-        for (int h = 0; h < 2; ++h) {
-          const int s = 2 * i + h;
-          const int ls = ((scales_l[s / 2] >> (4 * (s % 2))) & 0xf) | (((scales_h >> (2 * s)) & 3) << 4);
-          prod[h] = _mm512_mullo_epi16(levels(qs + 16 * s), _mm512_set1_epi16(static_cast<int16_t>(ls - 32)));
-        }
-        split_bytes(prod[0], prod[1], line[0][j][i], line[1][j][i]);
-      }
+      __m512i prod[8];
+      float row_mins[16];
+      dw[j] = R::row(rows + j * w_stride + b * static_cast<int64_t>(sizeof(typename R::Block)), prod, row_mins);
+      for (int t = 0; t < kMins; ++t) mins[t][j] = row_mins[t];
+      for (int i = 0; i < 4; ++i) split_bytes(prod[2 * i], prod[2 * i + 1], line[0][j][i], line[1][j][i]);
     }
-    d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dh)));
-    for (int part = 0; part < 2; ++part)
+    d = _mm512_load_ps(dw);
+    for (int t = 0; t < kMins; ++t) dmn[t] = _mm512_load_ps(mins[t]);
+    for (int part = kHi ? 0 : 1; part < 2; ++part)
       for (int i = 0; i < 4; ++i) {
         __m512i r[16];
         for (int j = 0; j < 16; ++j) r[j] = _mm512_load_si512(line[part][j][i]);
@@ -345,6 +340,87 @@ struct SplitIQ4_XS {  // file order
         std::byte* tile = (part == 0 ? hi : lo) + kSplitTile * i;
         for (int t = 0; t < 16; ++t) _mm512_store_si512(tile + 64 * t, r[t]);
       }
+  }
+};
+
+inline float half_bits(const std::byte* p) noexcept {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+// 32 int16 lanes: the first 16 times s0, the last 16 times s1 (two 16-element sub-blocks).
+inline __m512i times_halves(__m512i v, int s0, int s1) noexcept {
+  return _mm512_mullo_epi16(v, _mm512_mask_blend_epi16(0xffff0000u, _mm512_set1_epi16(static_cast<int16_t>(s0)),
+                                                       _mm512_set1_epi16(static_cast<int16_t>(s1))));
+}
+
+// IQ4_XS: level (kIq4nlValues) times the sub-block's 6-bit scale - 32.
+struct IQ4_XSRow {
+  using Block = BlockIQ4_XS;
+  static constexpr int kMins = 0;
+  static constexpr bool kHi = true;
+  static float row(const std::byte* p, __m512i (&prod)[8], float (&)[16]) noexcept {
+    const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)), low4 = _mm_set1_epi8(0x0f);
+    uint16_t scales_h;
+    std::memcpy(&scales_h, p + offsetof(Block, scales_h), 2);
+    const auto* scales_l = reinterpret_cast<const uint8_t*>(p + offsetof(Block, scales_l));
+    for (int s = 0; s < 8; ++s) {  // elements 0..15 of a sub-block: the low nibbles of its 16 bytes
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + offsetof(Block, qs) + 16 * s));
+      const __m512i level = _mm512_cvtepi8_epi16(_mm256_set_m128i(
+          _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(v, 4), low4)), _mm_shuffle_epi8(table, _mm_and_si128(v, low4))));
+      const int ls = ((scales_l[s / 2] >> (4 * (s % 2))) & 0xf) | (((scales_h >> (2 * s)) & 3) << 4);
+      prod[s] = times_halves(level, ls - 32, ls - 32);
+    }
+    return half_bits(p + offsetof(Block, d));
+  }
+};
+
+// The 2-bit fields at bit 2c of 32 bytes: elements 128h + 32c + 0..31 of a Q2_K/Q3_K block (qs + 32h).
+inline __m256i crumbs32(const std::byte* qs, int c) noexcept {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
+  return _mm256_and_si256(_mm256_srli_epi16(v, 2 * c), _mm256_set1_epi8(3));
+}
+
+// Q2_K: its 2-bit quant times the sub-block's 4-bit scale (<= 45: the hi tiles would be zero, so
+// there are none); its mins dmin * the 4-bit min per 16.
+struct Q2_KRow {
+  using Block = BlockQ2_K;
+  static constexpr int kMins = 16;
+  static constexpr bool kHi = false;
+  static float row(const std::byte* p, __m512i (&prod)[8], float (&mins)[16]) noexcept {
+    const auto* sc = reinterpret_cast<const uint8_t*>(p + offsetof(Block, scales));
+    for (int e = 0; e < 8; ++e)  // elements 32e..: crumb e % 4 of the bytes of half e / 4
+      prod[e] = times_halves(_mm512_cvtepu8_epi16(crumbs32(p + offsetof(Block, qs) + 32 * (e / 4), e % 4)),
+                             sc[2 * e] & 0xf, sc[2 * e + 1] & 0xf);
+    const float dmin = half_bits(p + offsetof(Block, dmin));
+    for (int t = 0; t < 16; ++t) mins[t] = dmin * static_cast<float>(sc[t] >> 4);
+    return half_bits(p + offsetof(Block, d));
+  }
+};
+
+// Q3_K: its 3-bit quant (2-bit field, less 4 where the hmask bit is clear) times the sub-block's
+// 6-bit scale - 32 (|p| <= 128).
+struct Q3_KRow {
+  using Block = BlockQ3_K;
+  static constexpr int kMins = 0;
+  static constexpr bool kHi = true;
+  static float row(const std::byte* p, __m512i (&prod)[8], float (&)[16]) noexcept {
+    const auto* packed = reinterpret_cast<const uint8_t*>(p + offsetof(Block, scales));
+    int sc[16];
+    for (int j = 0; j < 16; ++j) {
+      const int low = j < 8 ? packed[j] & 0xf : packed[j - 8] >> 4;
+      sc[j] = (low | (((packed[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
+    }
+    const __m256i hmask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + offsetof(Block, hmask)));
+    const __m256i four = _mm256_set1_epi8(4);
+    for (int e = 0; e < 8; ++e) {  // bit e of hmask[l] is element 32e + l's third bit
+      const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << e));
+      const __m256i clear = _mm256_andnot_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hmask, bit), bit), four);
+      const __m256i q = _mm256_sub_epi8(crumbs32(p + offsetof(Block, qs) + 32 * (e / 4), e % 4), clear);
+      prod[e] = times_halves(_mm512_cvtepi8_epi16(q), sc[2 * e], sc[2 * e + 1]);
+    }
+    return half_bits(p + offsetof(Block, d));
   }
 };
 
@@ -357,7 +433,7 @@ void amx_tiles_split(const Gemv& g, int64_t groups, int64_t rows) noexcept {
   const Tiles tiles(config);
   alignas(64) int32_t c[2][2][kTile][kTile];  // [block parity][hi, lo]
   alignas(64) std::byte bt[2][kSplitChunkBlocks * kSplitBlockTiles];  // [hi, lo]
-  __m512 d[kSplitChunkBlocks], dmn[kSplitChunkBlocks][8];
+  __m512 d[kSplitChunkBlocks], dmn[kSplitChunkBlocks][16];
   const int64_t out_row = g.out_row / 4;
   for (int64_t gi = 0; gi < groups; ++gi) {
     const std::byte* group = g.w + gi * kTile * g.w_stride;
@@ -375,28 +451,32 @@ void amx_tiles_split(const Gemv& g, int64_t groups, int64_t rows) noexcept {
           for (int m = 0; m < kTile; ++m) {
             float dx;
             std::memcpy(&dx, x + m * g.x_stride + L.d_off + 4 * (b0 + b), 4);
-            const __m512i sum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(ch[m]), 7), _mm512_load_si512(cl[m]));
+            __m512i sum = _mm512_load_si512(cl[m]);
+            if constexpr (P::kHi) sum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(ch[m]), 7), sum);
             acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d[b], _mm512_set1_ps(dx)), acc[m]);
-            if constexpr (P::kMins) {
+            if constexpr (P::kMins > 0) {
               const float* ds16 = reinterpret_cast<const float*>(x + m * g.x_stride + L.ds16_off) + 16 * (b0 + b);
-              for (int t = 0; t < 8; ++t) acc[m] = _mm512_fnmadd_ps(dmn[b][t], _mm512_set1_ps(ds16[2 * t] + ds16[2 * t + 1]), acc[m]);
+              for (int t = 0; t < P::kMins; ++t) {
+                const float xs = P::kMins == 16 ? ds16[t] : ds16[2 * t] + ds16[2 * t + 1];
+                acc[m] = _mm512_fnmadd_ps(dmn[b][t], _mm512_set1_ps(xs), acc[m]);
+              }
             }
           }
         };
         // Block b + 1's products run while block b is finished, as multiply_pipelined does.
-        SKAINET_SPLIT_BLOCK(SKAINET_SPLIT_C0H, SKAINET_SPLIT_C0L, xq(0), g.x_stride, bt[0], bt[1]);
+        SKAINET_SPLIT_BLOCK(P::kHi, SKAINET_SPLIT_C0H, SKAINET_SPLIT_C0L, xq(0), g.x_stride, bt[0], bt[1]);
         for (int64_t b = 0; b < nb; b += 2) {
           if (b + 1 < nb)
-            SKAINET_SPLIT_BLOCK(SKAINET_SPLIT_C1H, SKAINET_SPLIT_C1L, xq(b + 1), g.x_stride, bt[0] + kSplitBlockTiles * (b + 1),
+            SKAINET_SPLIT_BLOCK(P::kHi, SKAINET_SPLIT_C1H, SKAINET_SPLIT_C1L, xq(b + 1), g.x_stride, bt[0] + kSplitBlockTiles * (b + 1),
                              bt[1] + kSplitBlockTiles * (b + 1));
-          _tile_stored(SKAINET_SPLIT_C0H, c[0][0], 64);
+          if constexpr (P::kHi) _tile_stored(SKAINET_SPLIT_C0H, c[0][0], 64);
           _tile_stored(SKAINET_SPLIT_C0L, c[0][1], 64);
           finish(b, c[0][0], c[0][1]);
           if (b + 1 >= nb) break;
           if (b + 2 < nb)
-            SKAINET_SPLIT_BLOCK(SKAINET_SPLIT_C0H, SKAINET_SPLIT_C0L, xq(b + 2), g.x_stride, bt[0] + kSplitBlockTiles * (b + 2),
+            SKAINET_SPLIT_BLOCK(P::kHi, SKAINET_SPLIT_C0H, SKAINET_SPLIT_C0L, xq(b + 2), g.x_stride, bt[0] + kSplitBlockTiles * (b + 2),
                              bt[1] + kSplitBlockTiles * (b + 2));
-          _tile_stored(SKAINET_SPLIT_C1H, c[1][0], 64);
+          if constexpr (P::kHi) _tile_stored(SKAINET_SPLIT_C1H, c[1][0], 64);
           _tile_stored(SKAINET_SPLIT_C1L, c[1][1], 64);
           finish(b + 1, c[1][0], c[1][1]);
         }
@@ -410,7 +490,9 @@ void q4_0_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles<AmxQ4_0>>(g, k
 void q8_0_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles<AmxQ8_0>>(g, kAvx512Kernels.q8_0_feed, true); }
 void q4_k_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitQ4_K>>(g, kAvx512Kernels.q4_k_feed, true); }
 void q6_k_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitQ6_K>>(g, kAvx512Kernels.q6_k_feed, true); }
-void iq4_xs(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitIQ4_XS>>(g, kAvx512Kernels.iq4_xs, true); }
+void iq4_xs(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitRows<IQ4_XSRow>>>(g, kAvx512Kernels.iq4_xs, true); }
+void q2_k(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitRows<Q2_KRow>>>(g, kAvx512Kernels.q2_k, true); }
+void q3_k(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitRows<Q3_KRow>>>(g, kAvx512Kernels.q3_k, true); }
 
 }  // namespace
 
@@ -430,7 +512,7 @@ void iq4_xs(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitIQ4_XS
 #undef SKAINET_SPLIT_BH
 #undef SKAINET_SPLIT_BL
 
-const AmxInt8Kernels kAmxInt8Kernels = {&q4_0_feed, &q8_0_feed, &q4_k_feed, &q6_k_feed, &iq4_xs};
+const AmxInt8Kernels kAmxInt8Kernels = {&q4_0_feed, &q8_0_feed, &q4_k_feed, &q6_k_feed, &iq4_xs, &q2_k, &q3_k};
 
 }  // namespace skainet::kernels::x86
 
