@@ -28,6 +28,7 @@
 #include <cstring>
 
 #include "kernels/x86/amx_tiles.hpp"
+#include "kernels/x86/block_scales.hpp"
 #include "kernels/x86/feed_formats.hpp"
 
 namespace skainet::kernels::x86 {
@@ -362,15 +363,13 @@ struct IQ4_XSRow {
   static constexpr bool kHi = true;
   static float row(const std::byte* p, __m512i (&prod)[8], float (&)[16]) noexcept {
     const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)), low4 = _mm_set1_epi8(0x0f);
-    uint16_t scales_h;
-    std::memcpy(&scales_h, p + offsetof(Block, scales_h), 2);
-    const auto* scales_l = reinterpret_cast<const uint8_t*>(p + offsetof(Block, scales_l));
+    int32_t scale[8];
+    iq4_xs_scales(p, scale);
     for (int s = 0; s < 8; ++s) {  // elements 0..15 of a sub-block: the low nibbles of its 16 bytes
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + offsetof(Block, qs) + 16 * s));
       const __m512i level = _mm512_cvtepi8_epi16(_mm256_set_m128i(
           _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(v, 4), low4)), _mm_shuffle_epi8(table, _mm_and_si128(v, low4))));
-      const int ls = ((scales_l[s / 2] >> (4 * (s % 2))) & 0xf) | (((scales_h >> (2 * s)) & 3) << 4);
-      prod[s] = times_halves(level, ls - 32, ls - 32);
+      prod[s] = times_halves(level, scale[s], scale[s]);
     }
     return half_bits(p + offsetof(Block, d));
   }
@@ -406,12 +405,8 @@ struct Q3_KRow {
   static constexpr int kMins = 0;
   static constexpr bool kHi = true;
   static float row(const std::byte* p, __m512i (&prod)[8], float (&)[16]) noexcept {
-    const auto* packed = reinterpret_cast<const uint8_t*>(p + offsetof(Block, scales));
     int sc[16];
-    for (int j = 0; j < 16; ++j) {
-      const int low = j < 8 ? packed[j] & 0xf : packed[j - 8] >> 4;
-      sc[j] = (low | (((packed[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
-    }
+    q3_k_scales(p, sc);
     const __m256i hmask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + offsetof(Block, hmask)));
     const __m256i four = _mm256_set1_epi8(4);
     for (int e = 0; e < 8; ++e) {  // bit e of hmask[l] is element 32e + l's third bit

@@ -7,6 +7,8 @@
 // AVX-512 VNNI IQ4_XS's prefill decodes each block once per call into the K tiles' form.
 #pragma once
 
+#include "kernels/x86/block_scales.hpp"
+
 namespace skainet::kernels::x86 {
 namespace {
 
@@ -26,15 +28,6 @@ struct IQ4_NLDec {
 
 float dot_iq4_nl(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
   return dot_signed<IQ4_NLDec>(w, xr, k, L);
-}
-
-// The signed 6-bit scale (ls - 32) of each of an IQ4_XS block's eight 32-element sub-blocks.
-inline void iq4_xs_scales(const std::byte* p, int32_t (&scale)[8]) noexcept {
-  uint16_t scales_h;
-  std::memcpy(&scales_h, p + offsetof(BlockIQ4_XS, scales_h), 2);
-  const auto* scales_l = reinterpret_cast<const uint8_t*>(p + offsetof(BlockIQ4_XS, scales_l));
-  for (int j = 0; j < 8; ++j)
-    scale[j] = (((scales_l[j / 2] >> (4 * (j % 2))) & 0xf) | (((scales_h >> (2 * j)) & 3) << 4)) - 32;
 }
 
 #if !SKAINET_X86_VNNI

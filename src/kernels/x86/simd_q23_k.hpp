@@ -7,6 +7,8 @@
 // 16; Q3_K's signed quants (-4..3) the signed one.
 #pragma once
 
+#include "kernels/x86/block_scales.hpp"
+
 namespace skainet::kernels::x86 {
 namespace {
 
@@ -25,16 +27,6 @@ inline __m256i crumbs(const std::byte* p, int s) noexcept {
 inline __m256i q3_k_high(__m256i hmask, int c) noexcept {
   const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << c));
   return _mm256_cmpeq_epi8(_mm256_and_si256(hmask, bit), bit);
-}
-
-// Q3_K's 16 sub-block scales, unpacked from their 12 bytes (4 low bits, then 2 high bits) and
-// centred: the 6-bit value - 32.
-inline void q3_k_scales(const std::byte* p, int sc[16]) noexcept {
-  const auto* packed = reinterpret_cast<const uint8_t*>(p + offsetof(BlockQ3_K, scales));
-  for (int j = 0; j < 16; ++j) {
-    const int low = j < 8 ? packed[j] & 0xf : packed[j - 8] >> 4;
-    sc[j] = (low | (((packed[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
-  }
 }
 
 float dot_q2_k(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {

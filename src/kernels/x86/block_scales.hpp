@@ -1,0 +1,35 @@
+// The sub-block scales of the formats whose x86 kernels unpack them in scalar code before the
+// vector work: Q3_K's and IQ4_XS's, centred (6-bit value - 32). Shared by the one-row dots
+// (simd_q23_k.hpp, simd_iq4.hpp) and the AMX split tiles (matmul_amx.cpp); internal linkage like
+// isa.hpp's helpers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "skainet/blocks.hpp"
+
+namespace skainet::kernels::x86 {
+namespace {
+
+// Q3_K's 16 sub-block scales, unpacked from their 12 bytes (4 low bits, then 2 high bits).
+inline void q3_k_scales(const std::byte* p, int (&sc)[16]) noexcept {
+  const auto* packed = reinterpret_cast<const uint8_t*>(p + offsetof(BlockQ3_K, scales));
+  for (int j = 0; j < 16; ++j) {
+    const int low = j < 8 ? packed[j] & 0xf : packed[j - 8] >> 4;
+    sc[j] = (low | (((packed[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
+  }
+}
+
+// IQ4_XS's 8 sub-block scales (a nibble of scales_l and two bits of scales_h each).
+inline void iq4_xs_scales(const std::byte* p, int32_t (&scale)[8]) noexcept {
+  uint16_t scales_h;
+  std::memcpy(&scales_h, p + offsetof(BlockIQ4_XS, scales_h), 2);
+  const auto* scales_l = reinterpret_cast<const uint8_t*>(p + offsetof(BlockIQ4_XS, scales_l));
+  for (int j = 0; j < 8; ++j)
+    scale[j] = (((scales_l[j / 2] >> (4 * (j % 2))) & 0xf) | (((scales_h >> (2 * j)) & 3) << 4)) - 32;
+}
+
+}  // namespace
+}  // namespace skainet::kernels::x86
