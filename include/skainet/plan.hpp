@@ -51,8 +51,8 @@ SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t ctx
 
 // The matmul scratch of one slot: the activation a matmul prepares once per call (quantized to 8
 // bits, or split for the BF16 tiles) before its weight rows read it. Sized for the largest call the
-// run makes, the widest weight's at the prefill chunk; the context reserves it at load and refuses a
-// call asking more, so no step allocates it.
+// run makes, the widest weight's at the prefill chunk; the context reserves it at load, so no step
+// allocates it (a call asking more grows it and is counted: ExecutionContext::ScratchStats).
 struct ScratchPlan {
   std::string tensor;  // the weight whose call needs it (empty: no kernel prepares its activation)
   uint32_t rows = 0;   // x rows of that call

@@ -1,8 +1,10 @@
-// The sub-block scales of the formats whose x86 kernels unpack them in scalar code before the
-// vector work: Q3_K's and IQ4_XS's, centred (6-bit value - 32). Shared by the one-row dots
-// (simd_q23_k.hpp, simd_iq4.hpp) and the AMX split tiles (matmul_amx.cpp); internal linkage like
+// Block fields the x86 kernels read in scalar code before the vector work: an F16 scale, and the
+// packed sub-block scales of Q3_K and IQ4_XS, centred (6-bit value - 32). Shared by the ISA units
+// (simd_int8.hpp and what follows it) and the AMX tiles (matmul_amx.cpp); internal linkage like
 // isa.hpp's helpers.
 #pragma once
+
+#include <immintrin.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +14,12 @@
 
 namespace skainet::kernels::x86 {
 namespace {
+
+inline float half_at(const std::byte* p) noexcept {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
 
 // Q3_K's 16 sub-block scales, unpacked from their 12 bytes (4 low bits, then 2 high bits).
 inline void q3_k_scales(const std::byte* p, int (&sc)[16]) noexcept {

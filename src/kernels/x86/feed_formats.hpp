@@ -76,14 +76,20 @@ struct Ops512 {
   static __m512i slli(__m512i a, int n) noexcept { return _mm512_slli_epi32(a, n); }
 };
 
-// The 16 rows' sub-block scales of one Q4_K group block as floats, a lane per row: d * sc and dmin * mn.
-inline void feed_k4_scales(const std::byte* head, __m512 (&dsc)[8], __m512 (&dmn)[8]) noexcept {
+// The heads of one Q4_K group block, a lane per row: d, dmin and the scale words (as k4_scale_words).
+inline void feed_k4_heads(const std::byte* head, __m512& d, __m512& dmin, __m512i (&u)[4]) noexcept {
   const __m512i w0 = _mm512_loadu_si512(head);
-  const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(w0));
-  const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(w0, 16)));
-  __m512i u[4];
+  d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(w0));
+  dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(w0, 16)));
   k4_scale_words<__m512i, Ops512>(_mm512_loadu_si512(head + 64), _mm512_loadu_si512(head + 128),
                                   _mm512_loadu_si512(head + 192), u);
+}
+
+// The 16 rows' sub-block scales of one Q4_K group block as floats, a lane per row: d * sc and dmin * mn.
+inline void feed_k4_scales(const std::byte* head, __m512 (&dsc)[8], __m512 (&dmn)[8]) noexcept {
+  __m512 d, dmin;
+  __m512i u[4];
+  feed_k4_heads(head, d, dmin, u);
   const __m512i byte = _mm512_set1_epi32(0xff);
   SKAINET_UNROLL
   for (int s = 0; s < 4; ++s) {

@@ -41,13 +41,9 @@ struct KStep {
 // For q up to 255 (IQ4_XS's levels + 128), where vpmaddubsw's int16 pairs would saturate: vpdpbusd
 // sums four products straight into int32, and the scale (one int32 per four elements) multiplies
 // those. A block's sum stays within int32: 4 steps x 4 x 255 x 127 x 32.
-struct KStepWide {
-  static constexpr int kElems = 64, kTileW = 2, kTileX = 4, kElemsPerScale = 4;
-  using I = __m512i;
+struct KStepWide : KStep {
+  static constexpr int kElemsPerScale = 4;
   using Scale = int32_t;
-  static I load(const void* p) noexcept { return _mm512_loadu_si512(p); }
-  static I zero() noexcept { return _mm512_setzero_si512(); }
-  static I add(I a, I b) noexcept { return _mm512_add_epi32(a, b); }
   static I scaled_dot(I q, I x, I sc) noexcept { return _mm512_mullo_epi32(_mm512_dpbusd_epi32(zero(), q, x), sc); }
 };
 #else

@@ -283,11 +283,9 @@ struct SplitQ4_K {
                       __m512 (&dmn)[16]) noexcept {
     using F = FeedQ4_K;
     const std::byte* p = rows + b * F::kGroupBlock;
-    const __m512i w0 = _mm512_loadu_si512(p);
-    d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(w0));
-    const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(w0, 16)));
+    __m512 dmin;
     __m512i u[4];
-    k4_scale_words<__m512i, Ops512>(_mm512_loadu_si512(p + 64), _mm512_loadu_si512(p + 128), _mm512_loadu_si512(p + 192), u);
+    feed_k4_heads(p, d, dmin, u);
     const __m512i byte = _mm512_set1_epi32(0xff);
     __m512i sc[8][2];  // sub-block s's scales as int16 per line: rows 0..7, 8..15
     for (int s = 0; s < 8; ++s) {
@@ -344,12 +342,6 @@ struct SplitRows {
   }
 };
 
-inline float half_bits(const std::byte* p) noexcept {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
 // 32 int16 lanes: the first 16 times s0, the last 16 times s1 (two 16-element sub-blocks).
 inline __m512i times_halves(__m512i v, int s0, int s1) noexcept {
   return _mm512_mullo_epi16(v, _mm512_mask_blend_epi16(0xffff0000u, _mm512_set1_epi16(static_cast<int16_t>(s0)),
@@ -371,7 +363,7 @@ struct IQ4_XSRow {
           _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(v, 4), low4)), _mm_shuffle_epi8(table, _mm_and_si128(v, low4))));
       prod[s] = times_halves(level, scale[s], scale[s]);
     }
-    return half_bits(p + offsetof(Block, d));
+    return half_at(p + offsetof(Block, d));
   }
 };
 
@@ -392,9 +384,9 @@ struct Q2_KRow {
     for (int e = 0; e < 8; ++e)  // elements 32e..: crumb e % 4 of the bytes of half e / 4
       prod[e] = times_halves(_mm512_cvtepu8_epi16(crumbs32(p + offsetof(Block, qs) + 32 * (e / 4), e % 4)),
                              sc[2 * e] & 0xf, sc[2 * e + 1] & 0xf);
-    const float dmin = half_bits(p + offsetof(Block, dmin));
+    const float dmin = half_at(p + offsetof(Block, dmin));
     for (int t = 0; t < 16; ++t) mins[t] = dmin * static_cast<float>(sc[t] >> 4);
-    return half_bits(p + offsetof(Block, d));
+    return half_at(p + offsetof(Block, d));
   }
 };
 
@@ -415,7 +407,7 @@ struct Q3_KRow {
       const __m256i q = _mm256_sub_epi8(crumbs32(p + offsetof(Block, qs) + 32 * (e / 4), e % 4), clear);
       prod[e] = times_halves(_mm512_cvtepi8_epi16(q), sc[2 * e], sc[2 * e + 1]);
     }
-    return half_bits(p + offsetof(Block, d));
+    return half_at(p + offsetof(Block, d));
   }
 };
 

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/x86/block_scales.hpp"
 #include "kernels/x86/isa.hpp"
 #include "skainet/blocks.hpp"
 
@@ -26,12 +27,6 @@ namespace skainet::kernels::x86 {
 namespace {
 
 // ---- small helpers ----
-
-inline float half_at(const std::byte* p) noexcept {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
 
 inline float hsum(__m256 v) noexcept {
   __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
