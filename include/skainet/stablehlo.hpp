@@ -23,7 +23,7 @@
 
 namespace skainet::stablehlo {
 
-enum class Elem : uint8_t { F32, F16, BF16, I32, I64, I8, UI8, UI32, I1 };
+enum class Elem : uint8_t { F32, F16, BF16, I32, I64, I8, UI8, UI32, I1, I16 };
 std::string_view elem_name(Elem e) noexcept;  // "f32", "ui8", "i1", …
 uint32_t elem_bits(Elem e) noexcept;
 
@@ -49,7 +49,8 @@ class FunctionBuilder {
  public:
   explicit FunctionBuilder(std::string name);
 
-  Value argument(TensorType type);
+  // `attrs`: the argument's attribute dictionary without braces, e.g. "iree.abi.output = 1 : index".
+  Value argument(TensorType type, std::string_view attrs = {});
   // `util.global.load` of a global declared elsewhere in the module (see global_declaration()).
   Value global_load(std::string_view global, TensorType type);
 
@@ -112,6 +113,12 @@ class FunctionBuilder {
   Value reduce_sum(const Value& x, std::vector<int64_t> dims);
   Value reduce_max(const Value& x, std::vector<int64_t> dims);
 
+  // A statement of another dialect that produces one tensor, `%vN = <rhs>` (the recorder's IREE
+  // dispatches, record/engine_kernels.cpp): the caller vouches for rhs and its type.
+  Value statement(std::string_view rhs, TensorType result);
+  // An `index` constant for such statements: its SSA name.
+  std::string index_constant(int64_t v);
+
   void ret(const std::vector<Value>& results);
   // The whole func.func; valid once ret() was called.
   std::string text() const;
@@ -121,6 +128,7 @@ class FunctionBuilder {
   std::string fresh();
   std::string name_;
   std::vector<Value> args_;
+  std::vector<std::string> arg_attrs_;
   std::vector<TensorType> results_;
   std::string body_;
   int next_ = 0;
@@ -141,7 +149,22 @@ TensorType raw_type(GgmlType type, int64_t rows, int64_t cols);
 // Whether dequantize() can express `type` (false → the exporter carries it as dense F32 instead).
 bool can_dequantize(GgmlType type) noexcept;
 // Emits ops turning `raw` (of raw_type(type, rows, cols), rows may be any leading count) into
-// tensor<rows x cols x f32> with exactly the reference dequantizer's values (src/kernels/ref).
+// tensor<rows x cols x f32> with exactly the reference dequantizer's values (src/kernels/ref): the
+// blocked form below, then one reshape (the flat form, for a contraction over many rows: prefill).
 Value dequantize(FunctionBuilder& f, GgmlType type, const Value& raw);
+// The same values as tensor<rows x blocks x inner... x f32>, the inner dims' row-major order being the
+// element order inside a block (Q4_0 [2, 16], Q4_K [4, 2, 32], …: block_inner_dims). Built only from
+// slice, broadcast_in_dim, constants, elementwise ops (and, or, shifts, add, subtract,
+// multiply, compare, select), convert and same-width bitcast_convert on the raw i8 bytes: no reshape,
+// concatenate, gather or transpose, so IREE fuses it into its consumer and keeps the weight packed.
+// Packed types only (dense ones have no blocks).
+Value dequantize_blocks(FunctionBuilder& f, GgmlType type, const Value& raw);
+std::vector<int64_t> block_inner_dims(GgmlType type);
+// W · x for one row of activations: W of raw_type(type, rows, cols), x tensor<cols x f32> →
+// tensor<rows x f32>. x is reshaped to the blocked form's [blocks, inner...], broadcast over the rows,
+// multiplied with the blocked dequantization and reduced over all dims but the rows in one reduce —
+// the form IREE fuses into a single dispatch that reads the packed bytes and writes only [rows] f32.
+// Dense F32/F16/BF16 weights: convert, multiply, reduce over [rows, cols] likewise.
+Value matvec(FunctionBuilder& f, GgmlType type, const Value& raw, const Value& x);
 
 }  // namespace skainet::stablehlo

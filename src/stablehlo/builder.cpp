@@ -35,6 +35,7 @@ std::string_view elem_name(Elem e) noexcept {
     case Elem::UI8: return "ui8";
     case Elem::UI32: return "ui32";
     case Elem::I1: return "i1";
+    case Elem::I16: return "i16";
   }
   return "?";
 }
@@ -46,6 +47,7 @@ uint32_t elem_bits(Elem e) noexcept {
     case Elem::I64: return 64;
     case Elem::I8: case Elem::UI8: return 8;
     case Elem::I1: return 1;
+    case Elem::I16: return 16;
   }
   return 0;
 }
@@ -83,10 +85,11 @@ FunctionBuilder::FunctionBuilder(std::string name) : name_(std::move(name)) {}
 
 std::string FunctionBuilder::fresh() { return fmt::format("%v{}", next_++); }
 
-Value FunctionBuilder::argument(TensorType type) {
+Value FunctionBuilder::argument(TensorType type, std::string_view attrs) {
   require(body_.empty(), "argument", "arguments must come before the first op");
   Value v{fmt::format("%arg{}", args_.size()), std::move(type)};
   args_.push_back(v);
+  arg_attrs_.push_back(attrs.empty() ? std::string() : fmt::format(" {{{}}}", attrs));
   return v;
 }
 
@@ -348,6 +351,20 @@ Value FunctionBuilder::reduce_max(const Value& x, std::vector<int64_t> dims) {
   return reduce(x, std::move(dims), "maximum", "0xFF800000");
 }
 
+Value FunctionBuilder::statement(std::string_view rhs, TensorType result) {
+  require(!returned_, "statement", "the function has already returned");
+  Value v{fresh(), std::move(result)};
+  body_ += fmt::format("    {} = {}\n", v.name, rhs);
+  return v;
+}
+
+std::string FunctionBuilder::index_constant(int64_t v) {
+  require(!returned_, "statement", "the function has already returned");
+  const std::string name = fresh();
+  body_ += fmt::format("    {} = arith.constant {} : index\n", name, v);
+  return name;
+}
+
 void FunctionBuilder::ret(const std::vector<Value>& results) {
   require(!returned_, "return", "twice");
   std::string names, types;
@@ -363,7 +380,8 @@ void FunctionBuilder::ret(const std::vector<Value>& results) {
 std::string FunctionBuilder::text() const {
   require(returned_, "func", fmt::format("@{} has no return", name_));
   std::string args, results;
-  for (size_t i = 0; i < args_.size(); ++i) args += fmt::format("{}{}: {}", i ? ", " : "", args_[i].name, args_[i].type.str());
+  for (size_t i = 0; i < args_.size(); ++i)
+    args += fmt::format("{}{}: {}{}", i ? ", " : "", args_[i].name, args_[i].type.str(), arg_attrs_[i]);
   for (size_t i = 0; i < results_.size(); ++i) results.append(i ? ", " : "").append(results_[i].str());
   return fmt::format("  func.func @{}({}) -> ({}) {{\n{}  }}\n", name_, args, results, body_);
 }

@@ -139,9 +139,10 @@ TEST(StablehloRaw, TypesOfCarriedWeights) {
 
 TEST(StablehloRaw, WhichFormatsDequantize) {
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
-                     GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
+                     GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K,
+                     GgmlType::Q3_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS})
     EXPECT_TRUE(can_dequantize(t)) << type_name(t);
-  for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::IQ4_NL, GgmlType::I8})
+  for (GgmlType t : {GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::I8})
     EXPECT_FALSE(can_dequantize(t)) << type_name(t);
 }
 
@@ -149,17 +150,28 @@ TEST(StablehloRaw, DequantizeChecksTheRawType) {
   FunctionBuilder f("d");
   const Value q4 = f.argument(raw_type(GgmlType::Q4_0, 3, 64));
   const Value h = f.argument(raw_type(GgmlType::F16, 3, 64));
+  const Value q8k = f.argument(raw_type(GgmlType::Q8_K, 1, 256));
+  const Value x32 = f.argument(TensorType::of({32}, Elem::F32));
+  const Value x64 = f.argument(TensorType::of({64}, Elem::F32));
   EXPECT_THROW(dequantize(f, GgmlType::Q8_0, q4), InvalidArgument);  // 18-byte blocks are not Q8_0's 34
   EXPECT_THROW(dequantize(f, GgmlType::BF16, h), InvalidArgument);
-  EXPECT_THROW(dequantize(f, GgmlType::Q2_K, f.argument(raw_type(GgmlType::Q2_K, 1, 256))), InvalidArgument);
+  EXPECT_THROW(dequantize(f, GgmlType::Q8_K, q8k), InvalidArgument);
+  EXPECT_THROW(dequantize_blocks(f, GgmlType::F16, h), InvalidArgument);  // dense types have no blocks
+  EXPECT_THROW(matvec(f, GgmlType::Q4_0, q4, x32), InvalidArgument);
+  EXPECT_EQ(dequantize_blocks(f, GgmlType::Q4_0, q4).type, f32({3, 2, 2, 16}));
+  EXPECT_EQ(matvec(f, GgmlType::Q4_0, q4, x64).type, f32({3}));
+  EXPECT_EQ(matvec(f, GgmlType::F16, h, x64).type, f32({3}));
   EXPECT_EQ(dequantize(f, GgmlType::Q4_0, q4).type, f32({3, 64}));
   EXPECT_EQ(dequantize(f, GgmlType::F16, h).type, f32({3, 64}));
 }
 
 // The op count per weight stays small: it is emitted once per weight, many weights per module.
+const std::vector<GgmlType> kPacked = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                                       GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,
+                                       GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
+
 TEST(StablehloRaw, DequantizationIsVectorised) {
-  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
-                     GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType t : kPacked) {
     FunctionBuilder small("a"), large("b");
     const int64_t cols = type_traits(t).block_elements * 4;
     const Value ys = dequantize(small, t, small.argument(raw_type(t, 2, cols)));
@@ -168,7 +180,58 @@ TEST(StablehloRaw, DequantizationIsVectorised) {
     large.ret({yl});
     const auto ops = [](const std::string& s) { return std::count(s.begin(), s.end(), '\n'); };
     EXPECT_EQ(ops(small.text()), ops(large.text())) << type_name(t);
-    EXPECT_LT(ops(small.text()), 70) << type_name(t);
+    EXPECT_LT(ops(small.text()), 250) << type_name(t);
+  }
+}
+
+// The blocked form is what IREE fuses into the product's dispatch: it must hold only ops that lower
+// to elementwise linalg on the raw bytes (a reshape, concatenate, gather, transpose or a bitcast that
+// changes the element width between the bytes and the product keeps IREE from fusing, and makes it
+// hoist a dequantized f32 copy of the weight into an initializer).
+TEST(StablehloRaw, BlockedFormIsElementwise) {
+  const std::vector<std::string> allowed = {"slice", "broadcast_in_dim", "constant", "convert", "bitcast_convert",
+                                            "and", "or", "shift_left", "shift_right_logical", "add", "subtract",
+                                            "multiply", "compare", "select"};
+  for (GgmlType t : kPacked) {
+    FunctionBuilder f("blocks");
+    const int64_t cols = type_traits(t).block_elements * 3;
+    const Value raw = f.argument(raw_type(t, 5, cols));
+    const Value y = dequantize_blocks(f, t, raw);
+    std::vector<int64_t> want{5, 3};
+    for (int64_t d : block_inner_dims(t)) want.push_back(d);
+    EXPECT_EQ(y.type, f32(want)) << type_name(t);
+    f.ret({y});
+    const std::string text = f.text();
+    size_t at = 0, ops = 0;
+    while ((at = text.find("\"stablehlo.", at)) != std::string::npos) {
+      at += 11;
+      const std::string name = text.substr(at, text.find('"', at) - at);
+      ++ops;
+      EXPECT_NE(std::find(allowed.begin(), allowed.end(), name), allowed.end())
+          << type_name(t) << ": stablehlo." << name << " in the blocked form";
+      if (name != "bitcast_convert") continue;
+      // Same width only: (tensor<...xi16>) -> tensor<...xf16>.
+      const size_t line_end = text.find('\n', at);
+      const std::string line = text.substr(at, line_end - at);
+      EXPECT_NE(line.find("xi16>) -> tensor<"), std::string::npos) << type_name(t) << ": " << line;
+      EXPECT_NE(line.find("xf16>"), std::string::npos) << type_name(t) << ": " << line;
+    }
+    EXPECT_GT(ops, 0u) << type_name(t);
+    // The flat form adds exactly one reshape, the matvec one reduce and no dot_general.
+    FunctionBuilder g("matvec");
+    const Value w = g.argument(raw_type(t, 5, cols));
+    const Value x = g.argument(TensorType::of({cols}, Elem::F32));
+    g.ret({matvec(g, t, w, x)});
+    const std::string mv = g.text();
+    EXPECT_EQ(mv.find("dot_general"), std::string::npos) << type_name(t);
+    EXPECT_NE(mv.find("stablehlo.reduce"), std::string::npos) << type_name(t);
+    FunctionBuilder h("flat");
+    h.ret({dequantize(h, t, h.argument(raw_type(t, 5, cols)))});
+    const std::string flat = h.text();
+    size_t reshapes = 0;
+    for (size_t p = flat.find("stablehlo.reshape"); p != std::string::npos; p = flat.find("stablehlo.reshape", p + 1))
+      ++reshapes;
+    EXPECT_EQ(reshapes, 1u) << type_name(t);
   }
 }
 

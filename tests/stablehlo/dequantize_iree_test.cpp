@@ -48,7 +48,8 @@ const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
       {GgmlType::F32, 37},  {GgmlType::F16, 37},  {GgmlType::BF16, 37}, {GgmlType::Q8_0, 96},
       {GgmlType::Q4_0, 96}, {GgmlType::Q4_1, 96}, {GgmlType::Q5_0, 96}, {GgmlType::Q5_1, 96},
-      {GgmlType::Q4_K, 512}, {GgmlType::Q5_K, 512}, {GgmlType::Q6_K, 512},
+      {GgmlType::Q4_K, 512}, {GgmlType::Q5_K, 512}, {GgmlType::Q6_K, 512}, {GgmlType::Q2_K, 512},
+      {GgmlType::Q3_K, 512}, {GgmlType::IQ4_NL, 96}, {GgmlType::IQ4_XS, 512},
   };
   return all;
 }
@@ -75,6 +76,10 @@ std::vector<size_t> half_fields(GgmlType type) {
     case GgmlType::Q4_K: return {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)};
     case GgmlType::Q5_K: return {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)};
     case GgmlType::Q6_K: return {offsetof(BlockQ6_K, d)};
+    case GgmlType::Q2_K: return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)};
+    case GgmlType::Q3_K: return {offsetof(BlockQ3_K, d)};
+    case GgmlType::IQ4_NL: return {offsetof(BlockIQ4_NL, d)};
+    case GgmlType::IQ4_XS: return {offsetof(BlockIQ4_XS, d)};
     default: return {};
   }
 }
@@ -121,6 +126,15 @@ std::vector<std::byte> weight_bytes(GgmlType type, int64_t cols, uint32_t seed) 
   return out;
 }
 
+// The activations every matvec function multiplies by (a constant of the module).
+std::vector<float> activations(int64_t cols) {
+  std::mt19937 rng(99u + static_cast<uint32_t>(cols));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(cols));
+  for (float& v : x) v = normal(rng);
+  return x;
+}
+
 std::vector<float> reference(GgmlType type, int64_t cols, const std::vector<std::byte>& bytes,
                              const std::vector<int64_t>& rows) {
   const size_t row_size = row_bytes(type, static_cast<uint64_t>(cols));
@@ -151,9 +165,15 @@ class DequantizeIree : public ::testing::Test {
     for (size_t i = 0; i < cases().size(); ++i) {
       const auto [type, cols] = cases()[i];
       const std::string name = lower(type_name(type));
-      // IREE 3.13's GGUF parameter reader rejects type 30 (BF16); F16 has the same element size, and
-      // IREE only moves the bytes, so the BF16 weight is filed as F16.
-      writer.add_tensor(name, {static_cast<uint64_t>(cols), kRows}, type == GgmlType::BF16 ? GgmlType::F16 : type);
+      // IREE 3.13's GGUF parameter reader rejects type 30 (BF16) and the types it has no size for
+      // (IQ4_NL, IQ4_XS, ...); IREE only moves the bytes, so those weights are filed as F16 of the same
+      // byte count (every row holds an even number of bytes).
+      if (type == GgmlType::BF16)
+        writer.add_tensor(name, {static_cast<uint64_t>(cols), kRows}, GgmlType::F16);
+      else if (type == GgmlType::IQ4_NL || type == GgmlType::IQ4_XS || type == GgmlType::Q2_K || type == GgmlType::Q3_K)
+        writer.add_tensor(name, {row_bytes(type, static_cast<uint64_t>(cols)) / 2, kRows}, GgmlType::F16);
+      else
+        writer.add_tensor(name, {static_cast<uint64_t>(cols), kRows}, type);
       bytes_[type] = weight_bytes(type, cols, 1234u + static_cast<uint32_t>(i));
       const TensorType raw = raw_type(type, kRows, cols);
       const std::string global = "weight." + name;  // functions are named after the format
@@ -162,6 +182,11 @@ class DequantizeIree : public ::testing::Test {
       FunctionBuilder f(name);
       f.ret({dequantize(f, type, f.global_load(global, raw))});
       functions += f.text();
+      FunctionBuilder mv(name + "_matvec");
+      const Value w = mv.global_load(global, raw);
+      const Value x = mv.constant_floats(activations(cols));
+      mv.ret({matvec(mv, type, w, x)});
+      functions += mv.text();
       if (std::find(kGathered.begin(), kGathered.end(), type) != kGathered.end()) {
         FunctionBuilder g(name + "_gathered");
         const Value ids = g.constant_ints(kGatherRows, {static_cast<int64_t>(kGatherRows.size())}, Elem::I32);
@@ -249,6 +274,40 @@ class DequantizeIree : public ::testing::Test {
         mismatches, want.size(), max_diff, first / cols, first % cols, got[first], want[first]);
   }
 
+  // Runs @<format>_matvec and checks W x against the reference dequantization times x, summed in
+  // double: within 1e-5 of sum |w_i x_i| (IREE sums in f32, in its own order).
+  static void check_matvec(GgmlType type) {
+    ASSERT_TRUE(setup_error_.empty()) << setup_error_;
+    int64_t cols = 0;
+    for (const Case& c : cases())
+      if (c.type == type) cols = c.cols;
+    const std::string function = lower(type_name(type)) + "_matvec";
+    const fs::path out = *dir_ / (function + ".npy");
+    const auto [status, log] =
+        run_command(fmt::format("'{}' --module='{}' --parameters=model='{}' --function={} --output=@'{}'",
+                        (fs::path(SKAINET_IREE_BIN) / "iree-run-module").string(), vmfb_.string(),
+                        (*dir_ / "weights.gguf").string(), function, out.string()),
+            *dir_ / (function + ".log"));
+    ASSERT_EQ(status, 0) << log;
+    std::vector<int64_t> shape;
+    const std::vector<float> got = read_npy_f32(out, shape);
+    ASSERT_EQ(shape, (std::vector<int64_t>{kRows}));
+    std::vector<int64_t> all;
+    for (int64_t r = 0; r < kRows; ++r) all.push_back(r);
+    const std::vector<float> w = reference(type, cols, bytes_.at(type), all);
+    const std::vector<float> x = activations(cols);
+    for (int64_t r = 0; r < kRows; ++r) {
+      double sum = 0.0, mag = 0.0;
+      for (int64_t c = 0; c < cols; ++c) {
+        const double p = static_cast<double>(w[r * cols + c]) * static_cast<double>(x[c]);
+        sum += p;
+        mag += std::fabs(p);
+      }
+      EXPECT_LE(std::fabs(static_cast<double>(got[r]) - sum), 1e-5 * mag + 1e-30)
+          << fmt::format("{} row {}: IREE {:g}, reference {:g} (sum |w x| {:g})", function, r, got[r], sum, mag);
+    }
+  }
+
   static void check(GgmlType type) {
     std::vector<int64_t> all;
     for (int64_t r = 0; r < kRows; ++r) all.push_back(r);
@@ -272,6 +331,13 @@ TEST_F(DequantizeIree, Q5_1) { check(GgmlType::Q5_1); }
 TEST_F(DequantizeIree, Q4_K) { check(GgmlType::Q4_K); }
 TEST_F(DequantizeIree, Q5_K) { check(GgmlType::Q5_K); }
 TEST_F(DequantizeIree, Q6_K) { check(GgmlType::Q6_K); }
+TEST_F(DequantizeIree, Q2_K) { check(GgmlType::Q2_K); }
+TEST_F(DequantizeIree, Q3_K) { check(GgmlType::Q3_K); }
+TEST_F(DequantizeIree, IQ4_NL) { check(GgmlType::IQ4_NL); }
+TEST_F(DequantizeIree, IQ4_XS) { check(GgmlType::IQ4_XS); }
+TEST_F(DequantizeIree, Matvec) {
+  for (const Case& c : cases()) check_matvec(c.type);
+}
 TEST_F(DequantizeIree, GatheredRowsQ5_1) { check(GgmlType::Q5_1, "q5_1_gathered", kGatherRows); }
 TEST_F(DequantizeIree, GatheredRowsQ5_K) { check(GgmlType::Q5_K, "q5_k_gathered", kGatherRows); }
 
