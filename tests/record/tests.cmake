@@ -7,6 +7,8 @@
 #   record.targets.vulkan  the module compiles for Vulkan (ampere; F32, Q4_0)
 #   record.export_1b       1.1B-shaped Q4_0 synth: archive within 2% of the GGUF, export peak RSS
 #                          under 25% of it, module compiles for llvm-cpu (~600 MiB on disk, deleted)
+#   record.plugin          libskainet_iree_plugin.so under IREE: plugin_dispatch.mlir's imports
+#                          (matmul, attention, gather, repack) against numpy, refusals, iree-run-module
 if(NOT TARGET skainet)
   return()
 endif()
@@ -32,3 +34,5 @@ skainet_record_test(targets.vulkan 600 check_targets.py
   $<TARGET_FILE:skainet> ${skainet_record_stories} ${skainet_record_work}/vulkan vulkan)
 skainet_record_test(export_1b 900 check_export_1b.py
   $<TARGET_FILE:skainet> ${skainet_record_work}/export_1b)
+skainet_record_test(plugin 300 check_plugin.py
+  $<TARGET_FILE:skainet_iree_plugin> ${skainet_record_work}/plugin)
