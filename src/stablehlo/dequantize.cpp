@@ -199,24 +199,10 @@ Value q8_0(FunctionBuilder& f, const Value& raw) {
   return f.multiply(qf, d);
 }
 
-// Q4_K / Q5_K: [4, 2, 32] = element 64k + 32h + l, sub-block j = 2k + h: d * sc[j] * q - dmin * m[j].
+// (d * sc[j]) * q - dmin * m[j] for the nibbles (or 5-bit values) q of a Q4_K / Q5_K blocked form
+// whose first two inner dims are (k, h), sub-block j = 2k + h.
 template <class B>
-Value k4(FunctionBuilder& f, const Value& raw) {
-  constexpr bool kHasHigh = requires(B b) { b.qh; };
-  const Shape s = check_packed(B::kType, raw, {4, 2, 32});
-  // qs[32k + l] holds element 64k + l (low nibble, sub-block 2k) and 64k + 32 + l (high, 2k + 1).
-  const int64_t qs_at = SKAINET_FIELD(B, qs).offset;
-  std::vector<Value> chunks;
-  for (int64_t k = 0; k < 4; ++k) chunks.push_back(along(f, bytes(f, raw, qs_at + 32 * k, 32), s.full, 2));
-  const Value qs = by_index(f, at(f, s.full, 0), chunks);
-  Value q = bits(f, qs, shl(f, at(f, s.full, 1, Elem::I8), 2), 0xf);
-  if constexpr (kHasHigh) {
-    // Bit j of qh[l] is bit 4 of element l of sub-block j.
-    const Value qh = along(f, bytes(f, raw, SKAINET_FIELD(B, qh).offset, 32), s.full, 2);
-    const Value k2 = shl(f, at(f, s.full, 0, Elem::I8), 1);
-    const Value j = f.add(k2, at(f, s.full, 1, Elem::I8));
-    q = f.or_(q, shl(f, bits(f, qh, j, 1), 4));
-  }
+Value k4_scaled(FunctionBuilder& f, const Value& raw, const Shape& s, const Value& q) {
   // The 12 scale bytes: sub-blocks j = 0-3 keep sc and m in the low 6 bits of bytes j and j + 4;
   // j = 4-7 have their low 4 bits in the nibbles of byte j + 4 and their top 2 bits in bits 6-7 of
   // bytes j - 4 (sc) and j (m). Over [4, 2] = (k, h) the byte j + c is the pair at 2k + c laid along h.
@@ -242,6 +228,42 @@ Value k4(FunctionBuilder& f, const Value& raw) {
   const Value qf = f.convert(q, Elem::F32);
   const Value dq = f.multiply(spread(f, d1, s.full), qf);
   return f.subtract(dq, spread(f, m1, s.full));
+}
+
+// Q4_K: [4, 2, 32] = element 64k + 32h + l; Q5_K: [4, 2, 2, 16] = element 64k + 32h + 16lh + ll;
+// sub-block j = 2k + h: d * sc[j] * q - dmin * m[j]. qs[32k + l] holds element 64k + l (low nibble,
+// sub-block 2k) and 64k + 32 + l (high, 2k + 1). Q4_K reads qs as its four 32-byte runs (one select
+// operand each); Q5_K, whose qh would take the fused op past the 16 operands IREE fuses, views its
+// raw bytes as [rows, blocks, 11, 16] (a reshape of the parameter itself, folded into the load) and
+// reads qs as two stride-2 2-D slices, one per lh (measured: the runs are faster where they fit).
+template <class B>
+Value k4(FunctionBuilder& f, const Value& raw) {
+  constexpr bool kHasHigh = requires(B b) { b.qh; };
+  const Shape s = check_packed(B::kType, raw, kHasHigh ? std::vector<int64_t>{4, 2, 2, 16} : std::vector<int64_t>{4, 2, 32});
+  std::vector<Value> chunks;
+  if constexpr (kHasHigh) {
+    static_assert(sizeof(B) % 16 == 0 && offsetof(B, qs) % 16 == 0 && offsetof(B, qh) % 16 == 0);
+    const Value view = f.reshape(raw, {s.rows, s.blocks, static_cast<int64_t>(sizeof(B)) / 16, 16});
+    const int64_t qs_row = static_cast<int64_t>(offsetof(B, qs)) / 16;
+    for (int64_t lh = 0; lh < 2; ++lh) {
+      const Value sl = f.slice(view, {0, 0, qs_row + lh, 0}, {s.rows, s.blocks, qs_row + lh + 2 * 3 + 1, 16}, {1, 1, 2, 1});
+      chunks.push_back(f.broadcast_in_dim(sl, s.full, {0, 1, 2, 5}));
+    }
+    const Value qs = by_index(f, at(f, s.full, 2), chunks);
+    Value q = bits(f, qs, shl(f, at(f, s.full, 1, Elem::I8), 2), 0xf);
+    // Bit j of qh[l] is bit 4 of element l of sub-block j.
+    const int64_t qh_row = static_cast<int64_t>(offsetof(B, qh)) / 16;
+    const Value qh_rows = f.slice(view, {0, 0, qh_row, 0}, {s.rows, s.blocks, qh_row + 2, 16});
+    const Value qh = f.broadcast_in_dim(qh_rows, s.full, {0, 1, 4, 5});
+    const Value k2 = shl(f, at(f, s.full, 0, Elem::I8), 1);
+    const Value j = f.add(k2, at(f, s.full, 1, Elem::I8));
+    return k4_scaled<B>(f, raw, s, f.or_(q, shl(f, bits(f, qh, j, 1), 4)));
+  } else {
+    const int64_t qs_at = SKAINET_FIELD(B, qs).offset;
+    for (int64_t k = 0; k < 4; ++k) chunks.push_back(along(f, bytes(f, raw, qs_at + 32 * k, 32), s.full, 2));
+    const Value qs = by_index(f, at(f, s.full, 0), chunks);
+    return k4_scaled<B>(f, raw, s, bits(f, qs, shl(f, at(f, s.full, 1, Elem::I8), 2), 0xf));
+  }
 }
 
 // Q6_K: [2, 4, 32] = element 128h + 32g + l: d * scales[e / 16] * (q - 32), q of 6 bits from ql
@@ -408,7 +430,8 @@ std::vector<int64_t> block_inner_dims(GgmlType type) {
     case GgmlType::Q8_0: return {32};
     case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::IQ4_NL:
       return {2, 16};
-    case GgmlType::Q4_K: case GgmlType::Q5_K: return {4, 2, 32};
+    case GgmlType::Q4_K: return {4, 2, 32};
+    case GgmlType::Q5_K: return {4, 2, 2, 16};
     case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q6_K: return {2, 4, 32};
     case GgmlType::IQ4_XS: return {8, 2, 2, 8};
     default:
