@@ -154,17 +154,20 @@ bool can_dequantize(GgmlType type) noexcept;
 Value dequantize(FunctionBuilder& f, GgmlType type, const Value& raw);
 // The same values as tensor<rows x blocks x inner... x f32>, the inner dims' row-major order being the
 // element order inside a block (Q4_0 [2, 16], Q4_K [4, 2, 32], …: block_inner_dims). Built only from
-// slice, broadcast_in_dim, constants, elementwise ops (and, or, shifts, add, subtract,
-// multiply, compare, select), convert and same-width bitcast_convert on the raw i8 bytes: no reshape,
-// concatenate, gather or transpose, so IREE fuses it into its consumer and keeps the weight packed.
-// Packed types only (dense ones have no blocks).
+// slice, broadcast_in_dim, splat constants, iota, elementwise ops (and, or, shifts, add, subtract,
+// multiply, compare, select), convert and same-width bitcast_convert on the raw i8 bytes (Q5_K and
+// IQ4_XS slice a reshape of the raw tensor itself): no reshape of computed values, no concatenate,
+// gather or transpose, and few enough operands, so IREE fuses it into its consumer and keeps the
+// weight packed. Packed types only (dense ones have no blocks).
 Value dequantize_blocks(FunctionBuilder& f, GgmlType type, const Value& raw);
+// The inner dims of dequantize_blocks' result for a packed `type` (InvalidArgument for others).
 std::vector<int64_t> block_inner_dims(GgmlType type);
 // W · x for one row of activations: W of raw_type(type, rows, cols), x tensor<cols x f32> →
 // tensor<rows x f32>. x is reshaped to the blocked form's [blocks, inner...], broadcast over the rows,
 // multiplied with the blocked dequantization and reduced over all dims but the rows in one reduce —
 // the form IREE fuses into a single dispatch that reads the packed bytes and writes only [rows] f32.
-// Dense F32/F16/BF16 weights: convert, multiply, reduce over [rows, cols] likewise.
+// Dense F32/F16/BF16 weights: convert + dot_general (measured as fast as convert, multiply, reduce;
+// both are one matvec dispatch reading the weight once).
 Value matvec(FunctionBuilder& f, GgmlType type, const Value& raw, const Value& x);
 
 }  // namespace skainet::stablehlo

@@ -2,36 +2,41 @@
 //
 // A packed weight travels as its file bytes, tensor<rows x blocks x block_bytes x i8>, and every op
 // below works on all rows and blocks at once (no per-block loops: the ops are emitted once per
-// weight). Field offsets come from the block structs of skainet/blocks.hpp. All bit work is done on
-// i8 with shift_right_logical, so signedness never matters; integers become f32 only at the end.
+// weight). Field offsets come from the block structs of skainet/blocks.hpp.
+//
+// Each format is first built in its blocked form, [rows, blocks, inner...] f32 (inner dims in the
+// order of the elements in a block), from elementwise ops only: slices of the raw bytes laid along
+// an inner dim by broadcast_in_dim, a select on iota where different positions read different runs
+// of bytes, shifts and masks, convert, and f16 scales joined from their two bytes in i16 and
+// bitcast at the same width. That is the form IREE fuses into the one-row product (matvec: multiply
+// + one reduce) so the weight stays packed: a reshape, concatenate, gather or a width-changing bitcast
+// between the bytes and the product, or more than 16 operands in the fused op (kIreeMaxOperandCount:
+// one per distinct slice or dense constant; per-position numbers are therefore iota arithmetic and
+// every constant a splat), makes IREE materialize the unpacked weight in a dispatch of its own. Q5_K
+// and IQ4_XS read their quant bytes through a reshape of the raw tensor itself ([.., 11, 16],
+// [.., 17, 8]), which IREE folds into the parameter's load, so that one strided 2-D slice covers
+// several runs. dequantize() is the blocked form and one reshape to [rows, cols] (prefill).
 //
 // The values equal the reference dequantizers (src/kernels/ref) bit for bit: every product there is
 // exact in f32 (an f16 scale has 11 significant bits, the integers at most 8 + 6), so only the final
 // add/subtract of *_1 and K formats rounds, and it is emitted in the same place as in the reference
 // (a fused multiply-add in the compiled code would round the same exact product the same way).
 //
-// | format     | fields used (bytes of the block)        | ops                                                        |
-// |------------|-----------------------------------------|------------------------------------------------------------|
-// | F32/F16/BF16 | the tensor itself, tensor<R x C x T>  | convert (none for F32)                                     |
-// | Q8_0       | d (2), qs (32 × i8)                     | slice, bitcast 2×i8→f16, convert; convert qs; multiply      |
-// | Q4_0       | d, qs (16)                              | qs & 15 ‖ qs >> 4 (concatenate, elements j and j+16), − 8, |
-// |            |                                         | convert, × d                                               |
-// | Q4_1       | d, m, qs                                | as Q4_0 without − 8; then × d + m                          |
-// | Q5_0       | d, qh (4), qs                           | as Q4_0; bit 4 of element 8b+i is bit i of qh[b]: qh       |
-// |            |                                         | broadcast to [4, 8], >> iota, & 1, << 4, or; − 16, × d     |
-// | Q5_1       | d, m, qh, qs                            | as Q5_0 without − 16; then × d + m                         |
-// | Q4_K       | d, dmin, scales (12), qs (128)          | 6-bit sc/m of the 8 sub-blocks from scales[0:4], [4:8],    |
-// |            |                                         | [8:12] (& 63, & 15, >> 4, >> 6 << 4, or, concatenate);     |
-// |            |                                         | qs as [4, 32] → low ‖ high nibbles = [8 sub-blocks, 32];   |
-// |            |                                         | (d·sc)·q − dmin·m                                          |
-// | Q5_K       | d, dmin, scales, qh (32), qs            | as Q4_K; bit 4 of sub-block s, element l is bit s of qh[l]:|
-// |            |                                         | qh broadcast to [8, 32], >> iota, & 1, << 4, or            |
-// | Q6_K       | ql (128), qh (64), scales (16 × i8), d  | ql as [2, 2, 32] → low ‖ high = [2, 4, 32]; qh as [2, 32]  |
-// |            |                                         | broadcast over the 4 groups, >> {0,2,4,6}, & 3, << 4, or,  |
-// |            |                                         | − 32; one scale per 16 elements: (d·sc)·q                  |
-//
-// bitcast_convert of 2 × i8 to f16 takes the bytes in memory order (little-endian, as the file
-// stores them); the IREE conformity test (tests/stablehlo) checks this on the CPU backend.
+// | format       | inner dims     | how the bytes are read                                            |
+// |--------------|----------------|-------------------------------------------------------------------|
+// | F32/F16/BF16 | (none)         | convert (none for F32); matvec is dot_general                    |
+// | Q8_0         | [32]           | convert qs × d                                                   |
+// | Q4_0/Q4_1    | [2, 16]        | qs broadcast over h, >> 4h, & 15; − 8, × d / × d + m             |
+// | Q5_0/Q5_1    | [2, 16]        | as Q4_*; bit 16h + j of the i32 word qh is bit 4; − 16, × d / + m |
+// | IQ4_NL       | [2, 16]        | nibbles as Q4_0; level by 15 selects between i8 splats; × d      |
+// | Q2_K, Q3_K   | [2, 4, 32]     | qs run h, >> 2s & 3; scales[8h + 2s + l/16] as stride-2 bytes    |
+// |              |                | laid along s, chosen by (h, l/16); Q3_K: hmask bit 4h + s, − 4   |
+// | Q4_K         | [4, 2, 32]     | qs run k (selects), >> 4h & 15; sc/m of sub-block 2k + h from    |
+// |              |                | byte pairs laid along h; (d·sc)·q − dmin·m                       |
+// | Q5_K         | [4, 2, 2, 16]  | as Q4_K through the [11, 16] view; qh bit 2k + h is bit 4        |
+// | Q6_K         | [2, 4, 32]     | ql run 2h + g%2, >> 4(g/2); qh run h, >> 2g & 3; − 32;           |
+// |              |                | scales as Q2_K's; (d·sc)·q                                       |
+// | IQ4_XS       | [8, 2, 2, 8]   | qs through the [17, 8] view; levels as IQ4_NL; ls from words     |
 #include <algorithm>
 #include <cstddef>
 #include <optional>
