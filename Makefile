@@ -31,8 +31,12 @@ test: build
 # The suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang: float-cast-overflow included).
 # ASan would take SIGBUS for itself; the engine's own handler (a mapped file cut under it) is tested.
 # SKAINET_SANITIZED tells the RSS checks that RSS now measures the sanitizer (docs/reliability.md).
-test-asan:
-	@ASAN_OPTIONS=handle_sigbus=0 SKAINET_SANITIZED=1 $(MAKE) --no-print-directory test PRESET=asan
+# IREE's tools and Python runtime are not instrumented, and a sanitized shared object cannot be loaded
+# into them: the recorded-path tests load the release build's IREE plugin (SKAINET_IREE_PLUGIN).
+test-asan: setup
+	@cmake --preset release >/dev/null && cmake --build --preset release -j $(JOBS) --target skainet_iree_plugin
+	@ASAN_OPTIONS=handle_sigbus=0 SKAINET_SANITIZED=1 SKAINET_IREE_PLUGIN=$(CURDIR)/build/release/libskainet_iree_plugin.so \
+	  $(MAKE) --no-print-directory test PRESET=asan
 
 # ThreadSanitizer (clang) over what runs threads: the thread pool (test_memory), the kernels
 # (test_kernels), synth/quantize's workers and concurrent generation (test_generate). Only those three

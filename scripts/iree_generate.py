@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """Greedy generation with a model exported by `skainet export`, run by the IREE runtime.
 
-    build/venv/bin/python scripts/iree_generate.py --export DIR -m model.gguf -p "Once upon a time" -n 64
+    build/venv/bin/python scripts/iree_generate.py -m model.gguf -p "Once upon a time" -n 64
+    build/venv/bin/python scripts/iree_generate.py --export DIR -m model.gguf ...
 
-DIR holds model.mlir (compiled here to DIR/model.vmfb for llvm-cpu when that file is missing or older)
-and model.irpa (or --params FILE, e.g. the GGUF itself after `export --params gguf`). Tokenizing and
-detokenizing go through `skainet tokenize`, so the text is the engine's own. The prompt is run by the
-`prefill` function (padded to its static length: padded cells are overwritten before any query can
-see them), then one `decode` call per token, each taking and returning the KV caches. Prints the
-text, then the ids and tokens/s; --ids prints only the generated ids (for tests).
+One command from a GGUF to text: without --export the model is exported to build/iree/<name>/ (again
+only when the GGUF or the skainet binary is newer than it; --ctx, --seq-len and --kernels are passed
+on), compiled to model.vmfb with the flags the export wrote (compile.flags; iree_module.py) when that
+is missing or older, and run with the runtime flags it wrote (run.flags: the engine-kernel plugin).
+--params FILE names another parameter file (e.g. the GGUF itself after `export --params gguf`).
+Tokenizing and detokenizing go through `skainet tokenize`, so the text is the engine's own. The prompt
+is run by the `prefill` function (padded to its static length: padded cells are overwritten before any
+query can see them), then one `decode` call per token, each taking and returning the KV caches. Prints
+the text, then the ids, tokens/s and the process's peak resident memory; --ids prints only the
+generated ids (for tests).
 """
 import argparse
 import os
@@ -18,23 +23,28 @@ import sys
 import time
 
 import numpy as np
-import iree.runtime as rt
+
+import iree_module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.dirname(sys.executable)
 
 
 def run(cmd):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, errors="replace").stdout
 
 
-def compile_module(mlir, vmfb):
-    if os.path.exists(vmfb) and os.path.getmtime(vmfb) >= os.path.getmtime(mlir):
+def export_if_stale(skainet, model, out, args):
+    """Exports model to out unless out/model.mlir is newer than both the GGUF and skainet."""
+    mlir = os.path.join(out, "model.mlir")
+    if os.path.exists(mlir) and os.path.getmtime(mlir) >= max(os.path.getmtime(model), os.path.getmtime(skainet)):
         return
-    tmp = vmfb + ".tmp"
-    run([os.path.join(BIN, "iree-compile"), mlir, "--iree-hal-target-device=local",
-         "--iree-hal-local-target-device-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=host", "-o", tmp])
-    os.replace(tmp, vmfb)
+    cmd = [skainet, "export", model, "-o", out, "-q", "--kernels", args.kernels]
+    if args.ctx:
+        cmd += ["--ctx", str(args.ctx)]
+    if args.seq_len:
+        cmd += ["--seq-len", str(args.seq_len)]
+    print(f"exporting {model} to {out}", file=sys.stderr)
+    run(cmd)
 
 
 def prefill_length(vm_module):
@@ -51,31 +61,28 @@ def prefill_length(vm_module):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--export", required=True, help="folder written by skainet export")
+    ap.add_argument("--export", help="folder written by skainet export (default: export to build/iree/NAME)")
     ap.add_argument("-m", "--model", required=True, help="the GGUF it was exported from (its vocabulary)")
     ap.add_argument("-p", "--prompt", default="Once upon a time")
     ap.add_argument("-n", "--n-predict", type=int, default=64)
     ap.add_argument("--params", help="parameter file (default: EXPORT/model.irpa)")
     ap.add_argument("--skainet", default=os.path.join(ROOT, "build", "release", "skainet"))
     ap.add_argument("--device", default="local-task")
+    ap.add_argument("-t", "--threads", type=int, help="IREE worker threads (default: the runtime's)")
+    ap.add_argument("--ctx", type=int, help="when exporting: the KV cache cells")
+    ap.add_argument("--seq-len", type=int, help="when exporting: prefill's token count")
+    ap.add_argument("--kernels", default="engine", choices=["engine", "stablehlo", "stablehlo-flat"], help="when exporting")
     ap.add_argument("--ids", action="store_true", help="print only the generated ids")
     a = ap.parse_args()
 
-    mlir = os.path.join(a.export, "model.mlir")
-    vmfb = os.path.join(a.export, "model.vmfb")
+    if not a.export:
+        a.export = os.path.join(ROOT, "build", "iree", os.path.splitext(os.path.basename(a.model))[0])
+        export_if_stale(a.skainet, a.model, a.export, a)
     params = a.params or os.path.join(a.export, "model.irpa")
-    compile_module(mlir, vmfb)
+    vmfb = iree_module.compile_module(a.export)
 
     prompt = [int(t) for t in run([a.skainet, "tokenize", "-m", a.model, "-p", a.prompt, "--ids"]).strip("[]\n ").split(",")]
-    config = rt.Config(a.device)
-    index = rt.ParameterIndex()
-    index.load(params)
-    modules = rt.load_vm_modules(
-        rt.create_io_parameters_module(config.vm_instance, index.create_provider(scope="model")),
-        rt.create_hal_module(config.vm_instance, config.device),
-        rt.VmModule.mmap(config.vm_instance, vmfb),
-        config=config)
-    model = modules[-1]
+    model = iree_module.load(a.export, vmfb, params, a.device, a.threads)
 
     seq = prefill_length(model.vm_module)
     if len(prompt) > seq:
@@ -102,8 +109,8 @@ def main():
     print(a.prompt + run([a.skainet, "tokenize", "-m", a.model, "--decode", ",".join(map(str, out))]).rstrip("\n"))
     print(f"\nids: {','.join(map(str, out))}", file=sys.stderr)
     print(f"prefill: {len(prompt)} tokens (function of {seq}) in {t1 - t0:.3f} s; "
-          f"decode: {len(out) - 1} tokens in {t2 - t1:.3f} s = {(len(out) - 1) / max(t2 - t1, 1e-9):.1f} tokens/s",
-          file=sys.stderr)
+          f"decode: {len(out) - 1} tokens in {t2 - t1:.3f} s = {(len(out) - 1) / max(t2 - t1, 1e-9):.1f} tokens/s; "
+          f"peak resident memory {iree_module.peak_rss_bytes() / 2**20:.1f} MiB", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -76,7 +76,7 @@ class ResolvedGguf {
 };
 
 // Streams tensor `d`'s bytes in the form the plan holds it (converted row by row when held_type
-// differs from the file's) to `sink`, in chunks of a few MiB: for writers that must not hold a model
+// differs from the file's, repacked into its kernel-feed order when it has one) to `sink`, in chunks of a few MiB: for writers that must not hold a model
 // in memory (skainet export).
 void stream_held_bytes(const base::FileReader& file, const placement::Decision& d,
                        const std::function<void(std::span<const std::byte>)>& sink);

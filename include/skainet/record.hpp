@@ -27,6 +27,24 @@
 
 namespace skainet::record {
 
+// How the ops that read packed weights reach the compiled module.
+enum class KernelForm : uint8_t {
+  // Every op in StableHLO, each packed weight dequantized where it is used: any IREE target. A
+  // one-row product is a multiply + reduce over the blocked dequantization, which IREE fuses into one
+  // dispatch reading the packed bytes.
+  StableHlo,
+  // The same, but every product, one row or many, on the flat dequantization (dequantize, reshape,
+  // dot_general): IREE writes the weight in f32 per call. For IREE 3.13's SPIR-V (Vulkan) backend,
+  // which cannot compile the fused form's reduction over several dims.
+  StableHloFlat,
+  // Matmuls, attention and embedding gathers call the engine's own kernels through IREE executable
+  // imports (kernel_imports.hpp), the weights in the encoding and block order of the eager plan:
+  // llvm-cpu only, with libskainet_iree_plugin.so loaded by the runtime.
+  Engine,
+};
+std::string_view kernel_form_name(KernelForm f) noexcept;  // "engine", "stablehlo", "stablehlo-flat"
+std::optional<KernelForm> parse_kernel_form(std::string_view name) noexcept;
+
 // ---- Tape ----
 
 // A tensor as an op saw it: which storage, and the view of it (offset, shape, strides, type, order).
@@ -153,9 +171,10 @@ class ComputeGraph {
 
 // Records, for each weight parameter, the block order it is fed in for `target`. The order is the
 // one the plan decided (held_order); this pass never permutes bytes, and refuses an order the
-// emitter cannot express.
+// emitter cannot express (StableHLO reads file order only; the engine's kernels read their feeds).
 struct LayoutAssignmentPass {
   std::string target = "llvm-cpu";
+  KernelForm form = KernelForm::StableHlo;
   void run(ComputeGraph& g) const;
 };
 
@@ -167,7 +186,24 @@ struct EmittedModule {
   std::string text;
   std::vector<std::string> signatures;  // "decode(tokens: tensor<1xi32>, pos: tensor<i32>, …) -> (logits: …)"
 };
-EmittedModule emit_module(const std::vector<const ComputeGraph*>& functions, std::string_view parameter_scope = "model");
+EmittedModule emit_module(const std::vector<const ComputeGraph*>& functions, KernelForm form = KernelForm::StableHlo,
+                          std::string_view parameter_scope = "model");
+
+// ---- What the compiled module holds (module_memory.cpp) ----
+
+struct FunctionMemory {
+  std::string name;
+  uint64_t transient = 0;  // its largest set of live values, plus what its ops need beside them
+};
+// The run-time memory of the compiled module, as `skainet plan` states the eager engine's.
+struct ModuleMemory {
+  uint64_t parameters = 0;  // mapped from the parameter file, read in place
+  uint64_t caches = 0;      // K and V: prefill returns them, decode updates them in place
+  std::vector<FunctionMemory> functions;
+  uint64_t total() const;   // parameters + caches + the largest transient
+  std::string text() const;
+};
+ModuleMemory module_memory(const std::vector<const ComputeGraph*>& functions, uint64_t parameter_bytes, KernelForm form);
 
 // ---- Export ----
 
@@ -181,6 +217,7 @@ struct ExportOptions {
   int64_t seq_len = 0;              // prefill tokens (0: min(ctx, 64))
   bool prefill = true, decode = true;
   ParamsMode params = ParamsMode::Irpa;
+  KernelForm kernels = KernelForm::Engine;
   bool progress = true;
 };
 
@@ -197,13 +234,25 @@ struct ExportReport {
   std::vector<std::string> signatures;
   uint64_t parameter_bytes = 0, gguf_bytes = 0;
   uint32_t parameters = 0, as_stored = 0;  // as_stored: carried in the file's own encoding
+  uint32_t reordered = 0;                  // held in a kernel-feed block order (the engine form)
+  KernelForm kernels = KernelForm::Engine;
   std::vector<ExportFallback> fallbacks;
+  ModuleMemory memory;
   std::string text() const;  // what report.txt holds
 };
 
-// The platform the export decides against: the IREE target's "kernels" are the encodings the
-// StableHLO emitter can dequantize; nothing is mapped or repacked.
-placement::Platform export_platform();
+// The platform the export decides against. StableHlo: the IREE target's "kernels" are the encodings
+// the StableHLO emitter can dequantize, nothing repacked. Engine: this machine's, as for an eager run
+// (the same plan, kernel-feed repacks included).
+placement::Platform export_platform(KernelForm form = KernelForm::StableHlo);
+
+// The iree-compile flags a module of this form needs: on every target (export writes them to
+// DIR/compile.flags, one a line; the engine form names its target, this CPU), and in addition when
+// compiling for llvm-cpu (DIR/compile.llvm-cpu.flags); and the runtime's (DIR/run.flags: the plugin
+// resolving the engine-kernel imports).
+std::vector<std::string> compile_flags(KernelForm form);
+std::vector<std::string> llvm_cpu_compile_flags(KernelForm form);
+std::vector<std::string> run_flags(KernelForm form);
 
 // header → plan (against export_platform) → record prefill/decode → graph → passes → emit; writes
 // model.mlir, model.irpa (unless params = gguf) and report.txt into out_dir. Refuses an unsupported

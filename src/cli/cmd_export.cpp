@@ -15,6 +15,7 @@ struct ExportArgs {
   int64_t seq_len = 0;
   std::string entries = "prefill,decode";
   std::string params = "irpa";
+  std::string kernels = "engine";
   bool quiet = false;
 };
 
@@ -39,6 +40,10 @@ int run_export(const ExportArgs& a) {
   if (a.params == "irpa") o.params = record::ParamsMode::Irpa;
   else if (a.params == "gguf") o.params = record::ParamsMode::Gguf;
   else throw InvalidArgument(fmt::format("--params: '{}' is neither irpa nor gguf", a.params));
+  const auto form = record::parse_kernel_form(a.kernels);
+  if (!form)
+    throw InvalidArgument(fmt::format("--kernels: '{}' is none of engine, stablehlo, stablehlo-flat", a.kernels));
+  o.kernels = *form;
   o.progress = !a.quiet;
   const record::ExportReport r = record::export_model(file, o);
   if (!a.quiet) fmt::print("{}", r.text());
@@ -57,6 +62,10 @@ Subcommand add_export(CLI::App& app) {
   cmd->add_option("--seq-len", args->seq_len, "tokens of the prefill function (0: min(ctx, 64))")->capture_default_str();
   cmd->add_option("--entry", args->entries, "functions to export: prefill,decode")->capture_default_str();
   cmd->add_option("--params", args->params, "irpa (write model.irpa) or gguf (IREE reads the GGUF in place)")
+      ->capture_default_str();
+  cmd->add_option("--kernels", args->kernels,
+                  "engine (matmuls and attention call this CPU's kernels: llvm-cpu), stablehlo (any IREE target) or "
+                  "stablehlo-flat (no fused one-row products: IREE's Vulkan backend)")
       ->capture_default_str();
   cmd->add_flag("-q,--quiet", args->quiet, "no progress bar and no report on stdout");
   args->placement.add_to(cmd);

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "skainet/kernel_imports.hpp"
 #include "skainet/kernel_ops.hpp"
 #include "skainet/tensor.hpp"
 
@@ -50,6 +51,17 @@ struct RepackRowsParams {
   Binding src, dst;
   int64_t rows, k, type, order, group_begin, group_end;
 };
+
+// Each struct is its import's call as kernel_imports.hpp lists it: bindings, scalars, [begin, end).
+template <class Params>
+constexpr bool is_call_of(const kernels::imports::Import& i) {
+  return sizeof(Params) == i.bindings.size() * sizeof(Binding) + (i.scalars.size() + 2) * sizeof(int64_t);
+}
+static_assert(is_call_of<MatmulPrepareParams>(kernels::imports::kMatmulPrepare));
+static_assert(is_call_of<MatmulRowsParams>(kernels::imports::kMatmulRows));
+static_assert(is_call_of<AttentionCallParams>(kernels::imports::kAttention));
+static_assert(is_call_of<GatherRowsParams>(kernels::imports::kGatherRows));
+static_assert(is_call_of<RepackRowsParams>(kernels::imports::kRepackRows));
 
 int matmul_prepare(void* params, void* context, void* reserved) noexcept;
 int matmul_rows(void* params, void* context, void* reserved) noexcept;

@@ -19,11 +19,11 @@ struct Import {
 
 // The names the exporter's modules declare (func.func private @<name> ... {llvm.bareptr = true}).
 constexpr Import kImports[] = {
-    {"skainet_attention", &attention},
-    {"skainet_gather_rows", &gather_rows},
-    {"skainet_matmul_prepare", &matmul_prepare},
-    {"skainet_matmul_rows", &matmul_rows},
-    {"skainet_repack_rows", &repack_rows},
+    {kernels::imports::kAttention.name, &attention},
+    {kernels::imports::kGatherRows.name, &gather_rows},
+    {kernels::imports::kMatmulPrepare.name, &matmul_prepare},
+    {kernels::imports::kMatmulRows.name, &matmul_rows},
+    {kernels::imports::kRepackRows.name, &repack_rows},
 };
 
 abi::Status load(const abi::Environment*, size_t, const abi::StringPair*, void** out_self) {

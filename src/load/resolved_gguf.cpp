@@ -122,9 +122,27 @@ void release_file_pages(const base::FileReader& file, uint64_t offset, uint64_t 
 
 void stream_held_bytes(const base::FileReader& file, const Decision& d,
                        const std::function<void(std::span<const std::byte>)>& sink) {
-  std::vector<std::byte> stage, converted;
-  std::vector<float> row;
-  read_held_chunks(file, d, stage, converted, row, [&](uint64_t, std::span<const std::byte> bytes) { sink(bytes); });
+  if (d.held_order != BlockOrder::RowMajor) {
+    // The kernel-feed order, in chunks of whole row groups (each repacks on its own to the same
+    // bytes as the whole tensor would): what the load puts in memory, written out instead.
+    const uint64_t rb = row_bytes(d.file_type, d.shape[0]);
+    const uint64_t rows = d.file_bytes / rb;
+    const uint64_t rows_per_chunk = std::max<uint64_t>(1, kChunkBytes / (kInterleaveRows * rb)) * kInterleaveRows;
+    std::vector<std::byte> stage, repacked;
+    for (uint64_t r0 = 0; r0 < rows; r0 += rows_per_chunk) {
+      const uint64_t n = std::min(rows_per_chunk, rows - r0);
+      stage.resize(n * rb);
+      repacked.resize(n * rb);
+      file.read_at(d.file_offset + r0 * rb, stage.data(), n * rb);
+      kernels::ref::repack_rows(d.file_type, d.held_order, stage.data(), repacked.data(), static_cast<int64_t>(n),
+                                static_cast<int64_t>(d.shape[0]));
+      sink(repacked);
+    }
+  } else {
+    std::vector<std::byte> stage, converted;
+    std::vector<float> row;
+    read_held_chunks(file, d, stage, converted, row, [&](uint64_t, std::span<const std::byte> bytes) { sink(bytes); });
+  }
   release_file_pages(file, d.file_offset, d.file_bytes);
 }
 

@@ -21,8 +21,8 @@ std::vector<int64_t> dims_of(const Shape& s) {
   return d;
 }
 
-Lowering::Lowering(const ComputeGraph& g, hlo::FunctionBuilder& f)
-    : g_(g), tape_(*g.tape), f_(f), values_(g.nodes.size()) {}
+Lowering::Lowering(const ComputeGraph& g, hlo::FunctionBuilder& f, KernelForm form)
+    : g_(g), tape_(*g.tape), f_(f), form_(form), values_(g.nodes.size()) {}
 
 std::string Lowering::run() {
   const EntrySpec& e = tape_.entry;
@@ -36,8 +36,10 @@ std::string Lowering::run() {
     args += ", pos: tensor<i32>";
   }
   if (e.cache_in) {
-    k_ = f_.argument(cache_type);
-    v_ = f_.argument(cache_type);
+    // The caches come back as results 1 and 2 written into the arguments' own storage: IREE then
+    // updates the cells in place instead of copying both caches on every call.
+    k_ = f_.argument(cache_type, "iree.abi.output = 1 : index");
+    v_ = f_.argument(cache_type, "iree.abi.output = 2 : index");
     args += fmt::format(", k_cache: {0}, v_cache: {0}", cache_type.str());
   } else {
     k_ = f_.zeros(cache_type);
@@ -69,7 +71,10 @@ void Lowering::lower(int i) {
       return;
     case NodeKind::CacheRead: values_[static_cast<size_t>(i)] = cache_read(n); return;
     case NodeKind::CacheWrite: cache_write(n); return;
-    case NodeKind::View: values_[static_cast<size_t>(i)] = view(n); return;
+    case NodeKind::View:
+      if (is_weight(i)) return;  // rows of a weight (Phi-3's fused ones): read where used, like a parameter
+      values_[static_cast<size_t>(i)] = view(n);
+      return;
     case NodeKind::Op: values_[static_cast<size_t>(i)] = op(n); return;
   }
 }
@@ -95,8 +100,19 @@ hlo::Value Lowering::dense_weight(int node) {
   return v;
 }
 
+bool Lowering::is_weight(int node) const {
+  const Node& n = g_.nodes[static_cast<size_t>(node)];
+  return n.kind == NodeKind::Parameter ||
+         (n.kind == NodeKind::View && g_.nodes[static_cast<size_t>(n.inputs.at(0))].kind == NodeKind::Parameter);
+}
+
 hlo::Value Lowering::operand(int node) {
-  return g_.nodes[static_cast<size_t>(node)].kind == NodeKind::Parameter ? dense_weight(node) : value(node);
+  const Node& n = g_.nodes[static_cast<size_t>(node)];
+  if (n.kind == NodeKind::Parameter) return dense_weight(node);
+  if (!is_weight(node)) return value(node);
+  const int64_t cols = n.source_shape[1];
+  const auto first = static_cast<int64_t>(n.ref.offset / row_bytes(n.ref.type, static_cast<uint64_t>(cols)));
+  return f_.slice(dense_weight(n.inputs[0]), {first, 0}, {first + n.ref.shape[0], cols});
 }
 
 hlo::Value Lowering::splat(float v, const hlo::TensorType& like) {
@@ -131,11 +147,6 @@ void Lowering::cache_write(const Node& n) {
 
 hlo::Value Lowering::view(const Node& n) {
   const TensorRef& r = n.ref;
-  if (g_.nodes[static_cast<size_t>(n.inputs.at(0))].kind == NodeKind::Parameter) {  // rows of a weight
-    const int64_t cols = n.source_shape[1];
-    const auto first = static_cast<int64_t>(r.offset / row_bytes(r.type, static_cast<uint64_t>(cols)));
-    return f_.slice(dense_weight(n.inputs[0]), {first, 0}, {first + r.shape[0], cols});
-  }
   const hlo::Value& base = value(n.inputs.at(0));
   const uint64_t es = type_traits(r.type).block_bytes;
   if (r.strides == contiguous_strides(r.shape, r.type)) {
@@ -180,16 +191,21 @@ std::string layouts_attribute(const std::map<std::string, TensorLayout>& layouts
 
 }  // namespace
 
-EmittedModule emit_module(const std::vector<const ComputeGraph*>& functions, std::string_view parameter_scope) {
+EmittedModule emit_module(const std::vector<const ComputeGraph*>& functions, KernelForm form,
+                          std::string_view parameter_scope) {
   EmittedModule out;
   std::map<std::string, TensorLayout> layouts;
+  std::set<std::string_view> imports;
   std::string bodies;
   for (const ComputeGraph* g : functions) {
     stablehlo::FunctionBuilder f(g->tape->entry.name);
-    out.signatures.push_back(detail::Lowering(*g, f).run());
+    detail::Lowering lowering(*g, f, form);
+    out.signatures.push_back(lowering.run());
+    imports.insert(lowering.used_imports().begin(), lowering.used_imports().end());
     bodies += f.text();
     for (const auto& [name, l] : g->layouts) layouts.emplace(name, l);
   }
+  bodies = detail::engine_executables(imports) + bodies;
   std::string globals;
   for (const auto& [name, l] : layouts) {
     const stablehlo::TensorType t = l.shape.size() == 2 ? stablehlo::raw_type(l.format, l.shape[0], l.shape[1])

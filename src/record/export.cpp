@@ -1,3 +1,5 @@
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "skainet/irpa.hpp"
@@ -40,10 +42,68 @@ void write_irpa(const std::filesystem::path& gguf, const plan::MemoryPlan& plan,
   if (bar) bar->finish();
 }
 
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const std::string& l : lines) s += l + "\n";
+  return s;
+}
+
+// The engine-kernel module's imports are resolved by the plugin the build puts beside `skainet`:
+// SKAINET_IREE_PLUGIN names another; a test binary one folder below finds it one folder up.
+std::filesystem::path plugin_path() {
+  if (const char* env = std::getenv("SKAINET_IREE_PLUGIN"); env && *env) return std::filesystem::absolute(env);
+  constexpr const char* kName = "libskainet_iree_plugin.so";
+  const std::filesystem::path exe_dir = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+  for (const std::filesystem::path& dir : {exe_dir, exe_dir.parent_path()})
+    if (std::filesystem::exists(dir / kName)) return dir / kName;
+  return exe_dir / kName;
+}
+
 }  // namespace
 
-placement::Platform export_platform() {
+std::vector<std::string> compile_flags(KernelForm form) {
+  // Without const-expr hoisting IREE keeps every weight as the parameter it is: hoisting would run
+  // the unpacking once at load and hold the unpacked copy (6x the archive, measured).
+  std::vector<std::string> flags{"--iree-opt-const-expr-hoisting=false"};
+  // The engine-kernel dispatches call this CPU's kernels: the module is for the local CPU only.
+  if (form == KernelForm::Engine)
+    flags.insert(flags.begin(), {"--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
+                                 "--iree-llvmcpu-target-cpu=host"});
+  return flags;
+}
+
+std::vector<std::string> llvm_cpu_compile_flags(KernelForm form) {
+  if (form == KernelForm::Engine) return {};
+  // On llvm-cpu these fuse each blocked dequantization into the one-row product that reads it
+  // (docs/export.md); the SPIR-V backend fails on what aggressive fusion makes of the softmax, so
+  // they are for the CPU only.
+  return {"--iree-dispatch-creation-enable-aggressive-fusion=true", "--iree-llvmcpu-reassociate-fp-reductions=true"};
+}
+
+std::vector<std::string> run_flags(KernelForm form) {
+  if (form != KernelForm::Engine) return {};
+  return {fmt::format("--executable_plugin={}", plugin_path().string())};
+}
+
+std::string_view kernel_form_name(KernelForm f) noexcept {
+  switch (f) {
+    case KernelForm::Engine: return "engine";
+    case KernelForm::StableHlo: return "stablehlo";
+    case KernelForm::StableHloFlat: return "stablehlo-flat";
+  }
+  return "?";
+}
+
+std::optional<KernelForm> parse_kernel_form(std::string_view name) noexcept {
+  if (name == "engine") return KernelForm::Engine;
+  if (name == "stablehlo") return KernelForm::StableHlo;
+  if (name == "stablehlo-flat") return KernelForm::StableHloFlat;
+  return std::nullopt;
+}
+
+placement::Platform export_platform(KernelForm form) {
   placement::Platform p = placement::Platform::detect();
+  if (form == KernelForm::Engine) return p;
   // IREE reads parameters itself: nothing is mapped by us, nothing repacked; the "kernels" are the
   // encodings the emitter can dequantize, so the resolver keeps exactly those packed.
   p.repack.clear();
@@ -55,11 +115,14 @@ placement::Platform export_platform() {
 }
 
 std::string ExportReport::text() const {
-  std::string s = "skainet export\n\nfunctions:\n";
+  std::string s = fmt::format("skainet export (--kernels {})\n\nfunctions:\n", kernel_form_name(kernels));
   for (const std::string& sig : signatures) s += "  " + sig + "\n";
-  s += fmt::format("\nparameters: {} ({}), {} carried as stored; source GGUF {}\n", parameters,
-                   base::format_bytes(parameter_bytes), as_stored, base::format_bytes(gguf_bytes));
+  s += fmt::format("\nparameters: {} ({}), {} carried as stored{}; source GGUF {}\n", parameters,
+                   base::format_bytes(parameter_bytes), as_stored,
+                   reordered ? fmt::format(" ({} in the kernels' feed order, as the eager plan repacks them)", reordered) : "",
+                   base::format_bytes(gguf_bytes));
   s += fmt::format("mlir: {}\nparameters file: {}\n", mlir.string(), params.string());
+  s += "\n" + memory.text();
   if (fallbacks.empty()) {
     s += "\nfallbacks: none (every weight carried as stored)\n";
   } else {
@@ -78,7 +141,7 @@ ExportReport export_model(const std::filesystem::path& gguf, const ExportOptions
     throw Error(fmt::format("export {}: architecture '{}' is not supported (supported: {})", gguf.string(),
                             shape.architecture, arch::supported_architectures()));
   const plan::MemoryPlan plan =
-      plan::make_plan(header, placement::MemoryProfile::preset(o.profile), export_platform(), o.overrides, o.plan);
+      plan::make_plan(header, placement::MemoryProfile::preset(o.profile), export_platform(o.kernels), o.overrides, o.plan);
   if (!plan.kv) throw Error(fmt::format("export {}: the plan has no KV cache", gguf.string()));
   if (plan.kv->type != GgmlType::F16 && plan.kv->type != GgmlType::F32)
     throw InvalidArgument(fmt::format("export: a {} KV cache is not exported (f16 or f32)", type_name(plan.kv->type)));
@@ -89,6 +152,7 @@ ExportReport export_model(const std::filesystem::path& gguf, const ExportOptions
     ++report.parameters;
     report.parameter_bytes += d.spec.bytes;
     if (d.held_type == d.file_type) ++report.as_stored;
+    if (d.held_order != BlockOrder::RowMajor) ++report.reordered;
     if (d.held_type != d.file_type)
       report.fallbacks.push_back({d.tensor, d.file_type, d.held_type, fallback_reason(d)});
   }
@@ -97,11 +161,15 @@ ExportReport export_model(const std::filesystem::path& gguf, const ExportOptions
     // (and in a type IREE's GGUF reader knows: it has no BF16).
     std::string problems;
     for (const placement::Decision& d : plan.tensors)
-      if (d.held_type != d.file_type || d.file_type == GgmlType::BF16)
-        problems += fmt::format("\n  {}: {} held as {}", d.tensor, type_name(d.file_type), type_name(d.held_type));
+      if (d.held_type != d.file_type || d.held_order != BlockOrder::RowMajor || d.file_type == GgmlType::BF16)
+        problems += fmt::format("\n  {}: {} held as {}{}", d.tensor, type_name(d.file_type), type_name(d.held_type),
+                                d.held_order != BlockOrder::RowMajor
+                                    ? fmt::format(" in the {} order", block_order_name(d.held_order))
+                                    : std::string());
     if (!problems.empty())
       throw InvalidArgument(fmt::format("export --params gguf: these weights are not carried as the file stores them "
-                                        "(IREE would read the wrong bytes); use --params irpa:{}", problems));
+                                        "(IREE would read the wrong bytes); use --params irpa, or --profile "
+                                        "low-memory (no repacks) or --kernels stablehlo:{}", problems));
   }
 
   // Record on shapes only: the same model code, under a recording context.
@@ -123,11 +191,13 @@ ExportReport export_model(const std::filesystem::path& gguf, const ExportOptions
   for (const Tape& t : tapes) graphs.push_back(ComputeGraph::from_tape(t));
   std::vector<const ComputeGraph*> functions;
   for (ComputeGraph& g : graphs) {
-    LayoutAssignmentPass{}.run(g);
+    LayoutAssignmentPass{.form = o.kernels}.run(g);
     functions.push_back(&g);
   }
-  const EmittedModule module = emit_module(functions);
+  const EmittedModule module = emit_module(functions, o.kernels);
   report.signatures = module.signatures;
+  report.kernels = o.kernels;
+  report.memory = module_memory(functions, report.parameter_bytes, o.kernels);
 
   // Everything decided and emitted: only now is anything written.
   std::filesystem::create_directories(o.out_dir);
@@ -141,6 +211,9 @@ ExportReport export_model(const std::filesystem::path& gguf, const ExportOptions
     report.params = std::filesystem::absolute(gguf);
   }
   write_text_atomically(report.mlir, module.text);
+  write_text_atomically(o.out_dir / "compile.flags", join_lines(compile_flags(o.kernels)));
+  write_text_atomically(o.out_dir / "compile.llvm-cpu.flags", join_lines(llvm_cpu_compile_flags(o.kernels)));
+  write_text_atomically(o.out_dir / "run.flags", join_lines(run_flags(o.kernels)));
   write_text_atomically(o.out_dir / "report.txt", report.text());
   return report;
 }

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include "skainet/kernels.hpp"
 #include "skainet/record.hpp"
 
 namespace skainet::record {
@@ -122,12 +123,16 @@ void LayoutAssignmentPass::run(ComputeGraph& g) const {
   for (const Node& n : g.nodes) {
     if (n.kind != NodeKind::Parameter) continue;
     const TypeTraits& t = type_traits(n.type);
-    // The emitter reads blocks in file order only; a kernel-feed order would need its own
-    // dequantization expression, so it is refused here rather than mis-read downstream.
+    // StableHLO reads blocks in file order only (a kernel-feed order would need its own
+    // dequantization expression); the engine's kernels read the feeds they were repacked for. An
+    // order nothing reads is refused here rather than mis-read downstream.
     const BlockOrder order = n.order;
-    if (order != BlockOrder::RowMajor)
+    if (order != BlockOrder::RowMajor && form != KernelForm::Engine)
       throw Error(fmt::format("layout: '{}' is held in a kernel-feed block order, which the StableHLO emitter does not "
                               "read; export it with --weight-form keep (as stored)", n.name));
+    if (order != BlockOrder::RowMajor && !kernels::ref::can_repack(n.type, order))
+      throw Error(fmt::format("layout: '{}' ({}) is held in the {} block order, which no kernel reads", n.name,
+                              type_name(n.type), block_order_name(order)));
     std::vector<int64_t> shape;
     for (int i = 0; i < n.shape.rank(); ++i) shape.push_back(n.shape[i]);
     g.layouts[n.name] = TensorLayout{.name = n.name, .format = n.type, .block_elements = t.block_elements,

@@ -17,7 +17,7 @@ using memory::OpKind;
 hlo::Value Lowering::op(const Node& n) {
   const TapeOp& o = *n.op;
   switch (o.kind) {
-    case OpKind::Matmul: return matmul(n);
+    case OpKind::Matmul: return form_ == KernelForm::Engine ? engine_matmul(n) : matmul(n);
     case OpKind::Add: return binary(n, "add");
     case OpKind::Mul: return binary(n, "multiply");
     case OpKind::Scale: {
@@ -37,7 +37,7 @@ hlo::Value Lowering::op(const Node& n) {
     case OpKind::Softcap: return softcap(value(n.inputs[0]), o.factor);
     case OpKind::RmsNorm: return rms_norm(n);
     case OpKind::Rope: return rope(n);
-    case OpKind::Attention: return attention(n);
+    case OpKind::Attention: return form_ == KernelForm::Engine ? engine_attention(n) : attention(n);
     case OpKind::GatherRows: return gather(n);
     case OpKind::Copy: {
       const Node& src = g_.nodes[static_cast<size_t>(n.inputs[0])];
@@ -90,17 +90,24 @@ hlo::Value Lowering::matmul(const Node& n) {
   const Node& wn = g_.nodes[static_cast<size_t>(n.inputs[1])];
   if (wn.shape.rank() != 2)
     throw Error(fmt::format("record {}: batched matmul weights ({}) are not recorded", tape_.entry.name, wn.shape.to_string()));
-  const hlo::Value w = operand(n.inputs[1]);
-  const int64_t k = x.type.dims.back(), out = w.type.dims[0], rows = x.type.numel() / k;
-  const hlo::Value x2 = f_.reshape(x, {rows, k});
-  if (rows == 1) {
-    // One row (decode): weight times vector, W [out, k] · x [k] → [out]. Written the other way round
-    // (x · Wᵀ), IREE 3.13 materializes the dequantized weight transposed on every call (measured: 13x
-    // slower decode on a 1.1B Q4_0 model).
-    const hlo::Value wx = f_.dot_general(w, x2, {}, {}, {1}, {1}, {{out, 1}, hlo::Elem::F32});
+  const hlo::Value w = weight_bytes(n.inputs[1]);
+  const int64_t k = x.type.dims.back(), out = wn.shape[0], rows = x.type.numel() / k;
+  if (rows == 1 && form_ == KernelForm::StableHlo) {
+    // One row (decode): multiply + reduce on the blocked dequantization, which IREE fuses into one
+    // dispatch reading the packed bytes (a dot_general would first collapse the block dims, and that
+    // reshape stops the fusion: every weight would be written out in f32 on every call).
+    const hlo::Value x1 = f_.reshape(x, {k});
+    const hlo::Value wx = hlo::matvec(f_, wn.type, w, x1);
     return f_.reshape(wx, dims_of(n.shape));
   }
-  const hlo::Value y = f_.dot_general(x2, w, {}, {}, {1}, {1}, {{rows, out}, hlo::Elem::F32});
+  // Many rows (prefill), or the flat form: the flat dequantization and one contraction; IREE writes
+  // the weight in f32 once per call (a transient), which a matrix product amortizes over the rows.
+  const hlo::Value x2 = f_.reshape(x, {rows, k});
+  const hlo::Value dense = hlo::dequantize(f_, wn.type, w);
+  // One row: W · x (weight first). Written x · Wᵀ, IREE 3.13 materializes the dequantized weight
+  // transposed on every call (measured: 13x slower decode on a 1.1B Q4_0 model).
+  const hlo::Value y = rows == 1 ? f_.dot_general(dense, x2, {}, {}, {1}, {1}, {{out, 1}, hlo::Elem::F32})
+                                 : f_.dot_general(x2, dense, {}, {}, {1}, {1}, {{rows, out}, hlo::Elem::F32});
   return f_.reshape(y, dims_of(n.shape));
 }
 
@@ -267,6 +274,7 @@ hlo::Value Lowering::gather(const Node& n) {
   const Node& tn = g_.nodes[static_cast<size_t>(table)];
   if (tn.kind != NodeKind::Parameter || tn.shape.rank() != 2)
     throw Error(fmt::format("record {}: gather_rows reads a table that is not a weight", tape_.entry.name));
+  if (form_ == KernelForm::Engine) return engine_gather(table, ids);
   // Only the gathered rows are dequantized: the table stays packed.
   const hlo::Value raw = raw_weight(table);
   const hlo::Value rows = f_.gather_rows(raw, ids);

@@ -4,9 +4,12 @@
 
 #include <map>
 #include <optional>
+#include <set>
+#include <string_view>
 #include <vector>
 
 #include "skainet/record.hpp"
+#include "skainet/kernel_imports.hpp"
 #include "skainet/stablehlo.hpp"
 
 namespace skainet::record::detail {
@@ -15,12 +18,19 @@ namespace hlo = stablehlo;
 
 hlo::Elem elem_of(GgmlType t);  // dense types only; Error otherwise
 std::vector<int64_t> dims_of(const Shape& s);
+// The scratch binding of an engine-kernel matmul: what this machine's kernels ask, plus the slack
+// that lets the plugin align it (engine_kernels.cpp).
+uint64_t matmul_scratch_bytes(GgmlType type, BlockOrder order, int64_t rows, int64_t k);
+// The module-level executables of the engine-kernel imports the functions used (engine_kernels.cpp).
+std::string engine_executables(const std::set<std::string_view>& used);
 
 class Lowering {
  public:
-  Lowering(const ComputeGraph& g, hlo::FunctionBuilder& f);
+  Lowering(const ComputeGraph& g, hlo::FunctionBuilder& f, KernelForm form);
   // Emits every node and the return; the signature text (for the report).
   std::string run();
+  // The engine-kernel imports the function calls (their executables go into the module).
+  const std::set<std::string_view>& used_imports() const { return used_imports_; }
 
  private:
   void lower(int i);
@@ -40,10 +50,21 @@ class Lowering {
   hlo::Value gelu(const hlo::Value& x);
   hlo::Value softcap(const hlo::Value& x, float cap);
 
+  // engine_kernels.cpp (KernelForm::Engine)
+  hlo::Value dispatch(const kernels::imports::Import& import, const std::vector<hlo::Value>& inputs,
+                      const std::vector<int64_t>& scalars, int64_t range, int64_t chunk, const hlo::TensorType& result);
+  BlockOrder order_of(int node) const;
+  hlo::Value engine_matmul(const Node& n);
+  hlo::Value engine_attention(const Node& n);
+  hlo::Value engine_gather(int table, const hlo::Value& ids);
+
   const hlo::Value& value(int node) const;
   hlo::Value raw_weight(int node);
+  // A matmul's weight as held: the parameter's bytes, or a row range of them (engine_kernels.cpp).
+  hlo::Value weight_bytes(int node);
   hlo::Value dense_weight(int node);  // f32 [rows, cols] (or [d])
-  hlo::Value operand(int node);       // a weight's dense form, or an earlier node's value
+  bool is_weight(int node) const;     // a parameter or a row range of one
+  hlo::Value operand(int node);       // a weight's dense form (of its rows), or an earlier node's value
   hlo::Value splat(float v, const hlo::TensorType& like);
   // The i32 scalar position `relative` to the entry's first position.
   hlo::Value position(int64_t relative);
@@ -52,6 +73,8 @@ class Lowering {
   const ComputeGraph& g_;
   const Tape& tape_;
   hlo::FunctionBuilder& f_;
+  KernelForm form_;
+  std::set<std::string_view> used_imports_;
   std::vector<std::optional<hlo::Value>> values_;
   std::map<int, hlo::Value> raw_, dense_;
   std::optional<hlo::Value> tokens_, position_;

@@ -3,7 +3,9 @@
 
     check_archive.py SKAINET MODEL.gguf WORKDIR
 
-For MODEL (stories260K) and its Q8_0 quantization (made here, weights carried packed):
+For MODEL (stories260K) and its Q8_0 quantization (made here, weights carried packed), exported in
+the portable form (`--kernels stablehlo`: every weight in the file's own bytes; the engine-kernel
+form would hold Q8_0 in the kernels' feed order, as the eager plan repacks it):
   - iree-dump-parameters lists every tensor of the GGUF in our model.irpa, with the GGUF's byte length;
   - the entries (names, lengths, bytes) equal those of `iree-convert-parameters` run on the same GGUF;
   - each entry's bytes are the GGUF tensor's bytes (read at the offsets the dump prints, so the
@@ -44,7 +46,7 @@ def entries(archive):
 
 
 def check(skainet, model, work):
-    ours_dir = export(skainet, model, os.path.join(work, "export"))
+    ours_dir = export(skainet, model, os.path.join(work, "export"), "--kernels", "stablehlo")
     ours_path = os.path.join(ours_dir, "model.irpa")
     theirs_path = os.path.join(work, "iree-convert.irpa")
     run([tool("iree-convert-parameters"), f"--parameters={model}", f"--output={theirs_path}", "--quiet"])

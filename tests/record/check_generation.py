@@ -3,9 +3,11 @@
 
     check_generation.py SKAINET MODEL.gguf WORKDIR
 
-For MODEL (stories260K F32) and its Q8_0 quantization (made here): `skainet export --ctx 128`, then
-scripts/iree_generate.py --ids -n 64 (compiles for llvm-cpu, prefill + 63 greedy decode steps on the
-IREE runtime), against `skainet run --temp 0 -n 64 --ctx 128 --ignore-eos`.
+For MODEL (stories260K F32) and its Q8_0 quantization (made here), in both kernel forms (`--kernels
+engine`, the default: the engine's kernels through the plugin; `--kernels stablehlo`: every op
+compiled by IREE), and Q8_0 in `--kernels stablehlo-flat` (the products Vulkan compiles): `skainet export --ctx 128`, then scripts/iree_generate.py --ids -n 64 (compiles
+for llvm-cpu, prefill + 63 greedy decode steps on the IREE runtime), against `skainet run --temp 0
+-n 64 --ctx 128 --ignore-eos`.
 
 `skainet run` prints text, not ids, so the comparison is on text: the prompt followed by the IREE ids
 detokenized by `skainet tokenize --decode` must equal run's output byte for byte, and both must be 64
@@ -24,8 +26,8 @@ N = 64
 CTX = "128"
 
 
-def check(skainet, model, work):
-    out = export(skainet, model, os.path.join(work, "export"), "--ctx", CTX)
+def check(skainet, model, work, kernels):
+    out = export(skainet, model, os.path.join(work, "export"), "--ctx", CTX, "--kernels", kernels)
     ids = run([sys.executable, os.path.join(ROOT, "scripts", "iree_generate.py"), "--export", out, "-m", model,
                "-p", PROMPT, "-n", str(N), "--ids", "--skainet", skainet]).strip()
     if not re.fullmatch(r"\d+(,\d+)*", ids):
@@ -48,7 +50,7 @@ def check(skainet, model, work):
                  min(len(iree_text), len(eager_text)))
         fail(f"{os.path.basename(model)}: texts differ at character {k}\n  IREE : {iree_text!r}\n"
              f"  eager: {eager_text!r}\n  IREE ids: {ids}")
-    print(f"  {os.path.basename(model)}: {N} tokens equal: {iree_text[:60]!r}...")
+    print(f"  {os.path.basename(model)} ({kernels}): {N} tokens equal: {iree_text[:60]!r}...")
 
 
 def main():
@@ -57,9 +59,11 @@ def main():
     skainet, model, work = sys.argv[1:]
     tool("iree-compile")  # iree_generate.py compiles with it; say so plainly when it is missing
     fresh_dir(work)
-    check(skainet, model, fresh_dir(os.path.join(work, "f32")))
     q8 = quantized(skainet, model, os.path.join(work, "q8_0.gguf"), "Q8_0")
-    check(skainet, q8, fresh_dir(os.path.join(work, "q8_0")))
+    for kernels in ("engine", "stablehlo"):
+        check(skainet, model, fresh_dir(os.path.join(work, f"f32-{kernels}")), kernels)
+        check(skainet, q8, fresh_dir(os.path.join(work, f"q8_0-{kernels}")), kernels)
+    check(skainet, q8, fresh_dir(os.path.join(work, "q8_0-stablehlo-flat")), "stablehlo-flat")
     print("PASS")
 
 

@@ -251,7 +251,10 @@ def check_tools(work, vmfb, plugin):
 def main():
     if len(sys.argv) != 3:
         fail("usage: check_plugin.py PLUGIN.so WORKDIR")
-    plugin, work = os.path.abspath(sys.argv[1]), fresh_dir(sys.argv[2])
+    # Under sanitizers (make test-asan) the build's own plugin is instrumented and cannot load into
+    # IREE's processes: SKAINET_IREE_PLUGIN names the release one, as for every recorded-path test.
+    plugin = os.path.abspath(os.environ.get("SKAINET_IREE_PLUGIN") or sys.argv[1])
+    work = fresh_dir(sys.argv[2])
     if not os.path.exists(plugin):
         fail(f"{plugin} not found: build the target skainet_iree_plugin")
     vmfb = os.path.join(work, "plugin.vmfb")

@@ -14,6 +14,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 IREE_BIN = os.path.dirname(sys.executable)
 PROMPT = "Once upon a time"
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import iree_module  # noqa: E402  (how an export folder is compiled and run: its flags files)
 
 
 def fail(message):
@@ -55,7 +57,7 @@ def quantized(skainet, model, out, qtype):
 
 def export(skainet, model, out, *args):
     run([skainet, "export", model, "-o", out, "-q", *args])
-    for f in ("model.mlir", "report.txt"):
+    for f in ("model.mlir", "report.txt", "compile.flags", "compile.llvm-cpu.flags", "run.flags"):
         if not os.path.isfile(os.path.join(out, f)):
             fail(f"skainet export wrote no {f} in {out}")
     return out
@@ -77,3 +79,34 @@ def dump_parameters(archive):
                 fail(f"iree-dump-parameters {archive}: {name} spans {start}..{end} but says length {length}")
             rows.append((name, start, length))
     return rows
+
+
+def compile_export(out, target=None, vmfb=None, extra=()):
+    """iree-compile of out/model.mlir with the flags the export wrote (and `target`); returns the vmfb."""
+    vmfb = vmfb or os.path.join(out, "model.vmfb")
+    run([tool("iree-compile"), os.path.join(out, "model.mlir"), *iree_module.compile_flags(out, target), *extra,
+         "-o", vmfb])
+    if not os.path.isfile(vmfb) or os.path.getsize(vmfb) == 0:
+        fail(f"iree-compile wrote no module {vmfb}")
+    return vmfb
+
+
+def initializer_dispatches(stats_csv):
+    """Dispatches IREE runs at module load (const-expr hoisting: weights unpacked into globals), from
+    the CSV that --iree-scheduling-dump-statistics-format=csv writes."""
+    with open(stats_csv) as f:
+        return [line.strip() for line in f if '"dispatch"' in line and "_initializer_" in line]
+
+
+# Runs argv[1:] and prints the peak RSS of that child alone, in bytes (Linux: ru_maxrss is KiB).
+_MEASURE = (
+    "import resource, subprocess, sys\n"
+    "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)\n"
+    "sys.exit(p.returncode)\n"
+)
+
+
+def peak_rss(cmd):
+    """Runs cmd in a fresh Python and returns the child's peak resident set in bytes."""
+    return int(run([sys.executable, "-c", _MEASURE, *cmd]).split()[-1])

@@ -1,5 +1,6 @@
 // The recorded path without IREE: what the recording captures, what the module carries, and what
 // export refuses before writing anything.
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -154,10 +155,32 @@ TEST(Record, ExportWritesTheModuleTheArchiveAndAReport) {
   EXPECT_TRUE(r.fallbacks.empty());
   ASSERT_EQ(r.signatures.size(), 2u);
   EXPECT_EQ(r.signatures[0].rfind("prefill(tokens: tensor<4xi32>) -> (logits: tensor<4x512xf32>", 0), 0u) << r.signatures[0];
-  // Nothing but the three files, and no temporaries.
+  // The default form calls the engine's kernels: its flags fix the target (this CPU) and name the
+  // plugin; the report says what the module holds at run time.
+  EXPECT_NE(slurp(dir / "out" / "compile.flags").find("--iree-hal-local-target-device-backends=llvm-cpu\n"),
+            std::string::npos);
+  EXPECT_NE(slurp(dir / "out" / "run.flags").find("--executable_plugin="), std::string::npos);
+  EXPECT_EQ(r.memory.parameters, r.parameter_bytes);
+  EXPECT_EQ(r.memory.caches, 2u * 5 * 32 * 32 * 2);  // K and V: 5 layers x 32 cells x 32 wide, f16
+  ASSERT_EQ(r.memory.functions.size(), 2u);
+  EXPECT_GT(r.memory.functions[0].transient, r.memory.functions[1].transient);  // 4 tokens' values > 1's
+  EXPECT_NE(r.text().find("memory at run time"), std::string::npos);
+  // Nothing but the six files, and no temporaries.
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(dir / "out")) files += e.is_regular_file();
-  EXPECT_EQ(files, 3u);
+  EXPECT_EQ(files, 6u);
+}
+
+TEST(Record, ThePortableFormLeavesTheTargetToTheCaller) {
+  const std::vector<std::string> flags = compile_flags(KernelForm::StableHlo);
+  for (const std::string& f : flags) EXPECT_EQ(f.find("--iree-hal-target-device"), std::string::npos) << f;
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "--iree-opt-const-expr-hoisting=false"), flags.end());
+  EXPECT_FALSE(llvm_cpu_compile_flags(KernelForm::StableHlo).empty());  // the fusion of the dequantizations
+  EXPECT_TRUE(llvm_cpu_compile_flags(KernelForm::Engine).empty());
+  EXPECT_TRUE(run_flags(KernelForm::StableHlo).empty());
+  EXPECT_EQ(parse_kernel_form("engine"), KernelForm::Engine);
+  EXPECT_EQ(parse_kernel_form("stablehlo"), KernelForm::StableHlo);
+  EXPECT_FALSE(parse_kernel_form("cuda"));
 }
 
 TEST(Record, ConvertedWeightsAreReportedAndRefusedForInPlaceGguf) {
