@@ -20,9 +20,9 @@ using detail::require;
 // the prepared data starts at the first 64-byte boundary strictly after the binding's first byte,
 // and that first byte records the distance: the rows dispatch trusts the prepared data only when
 // the distance it computes for its own pointer is the one recorded (the same buffer, not moved).
-// The exporter therefore reserves matmul_scratch + kScratchSlack bytes.
+// The exporter therefore reserves matmul_scratch + kScratchSlack bytes (kernel_imports.hpp).
 constexpr int64_t kScratchAlign = 64;
-constexpr int64_t kScratchSlack = kScratchAlign;
+static_assert(kernels::imports::kScratchSlack >= kScratchAlign, "the slack must hold the realignment");
 
 struct Scratch {
   std::byte* head = nullptr;  // the binding's first byte (holds the distance)
