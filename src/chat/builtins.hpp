@@ -42,4 +42,9 @@ std::string ascii_upper(std::string s);
 std::string ascii_lower(std::string s);
 std::vector<std::string> py_splitlines(std::string_view s);
 
+// Python's int(d) for a float, truncating toward zero, as an int64. NaN and infinity fail as Python
+// raises (ValueError, OverflowError); a finite value outside int64 fails too, naming `what` and the
+// value: Python's ints grow without bound, ours are int64, and a refusal is better than a wrong number.
+int64_t float_to_int(double d, const std::string& what);
+
 }  // namespace skainet::chat

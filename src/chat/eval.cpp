@@ -1,6 +1,7 @@
 #include "chat/eval.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 #include "chat/builtins.hpp"
 
@@ -36,6 +37,19 @@ int64_t py_mod(int64_t a, int64_t b) {
   return r;
 }
 
+// Python's '%d' % d for a float: int(d) in decimal, exactly, however large (Python's ints grow; glibc
+// prints a double's exact value with "%.0f"); NaN and infinity fail as Python raises.
+std::string int_digits(double d) {
+  if (std::isnan(d)) fail("%d format: cannot convert float NaN to integer");
+  if (std::isinf(d)) fail("%d format: cannot convert float infinity to integer");
+  double t = std::trunc(d);
+  if (t == 0) return "0";  // not "-0" for -0.5
+  char buf[400];  // the largest double has 309 digits
+  int n = std::snprintf(buf, sizeof buf, "%.0f", t);
+  if (n < 0 || static_cast<size_t>(n) >= sizeof buf) fail("%d format: cannot format " + float_repr(d));
+  return std::string(buf, static_cast<size_t>(n));
+}
+
 // Python's printf-style `str % args` for %s, %r, %d, %i and %%.
 std::string percent_format(const std::string& fmt, const Value& r) {
   std::vector<Value> args;
@@ -53,7 +67,7 @@ std::string percent_format(const std::string& fmt, const Value& r) {
     const Value& a = args[next++];
     if (c == 's') out += to_str(a);
     else if (c == 'r') out += repr(a);
-    else if (a.is_float()) out += std::to_string(static_cast<int64_t>(a.as_double()));
+    else if (a.is_float()) out += int_digits(a.as_double());
     else if (a.is_int() || a.is_bool()) out += std::to_string(a.as_int());
     else fail("%d format: a real number is required, not " + type_name(a));
   }

@@ -2,6 +2,7 @@
 // escaping, ensure_ascii off by default).
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "chat/builtins.hpp"
 
@@ -238,25 +239,50 @@ Value apply_filter(const std::string& name, const Value& v, Args& a, const Limit
     const Value* def = param(a, 0, "default");
     Value fallback = def ? *def : (name == "int" ? Value(int64_t{0}) : Value(0.0));
     if (v.is_undefined()) fail(v.undefined_name());  // int(Undefined) raises, it is no TypeError
-    if (v.is_number()) return name == "int" ? Value(v.is_float() ? static_cast<int64_t>(v.as_double()) : v.as_int()) : Value(v.as_double());
+    if (name == "float") {
+      if (v.is_number()) return Value(v.as_double());
+    } else if (v.is_float()) {
+      // Jinja2's do_int: int(nan) raises ValueError, which it turns into the default; int(inf) raises
+      // OverflowError, which it lets through; a finite float beyond int64 fails (float_to_int says why).
+      if (std::isnan(v.as_double())) return fallback;
+      return Value(float_to_int(v.as_double(), "int filter"));
+    } else if (v.is_number()) {
+      return Value(v.as_int());
+    }
     if (v.is_string()) {
       std::string s = py_strip(v.str(), nullptr, true, true);
-      try {
-        size_t used = 0;
-        if (name == "int") {
+      size_t used = 0;
+      if (name == "int") {
+        try {
           int64_t x = std::stoll(s, &used, 10);
           if (used == s.size()) return Value(x);
+        } catch (const std::out_of_range&) {
+          fail("int filter: '" + s + "' is outside the 64-bit integer range");  // Python's int would grow
+        } catch (const std::invalid_argument&) {
         }
-        double d = std::stod(s, &used);
-        if (used == s.size()) return name == "int" ? Value(static_cast<int64_t>(d)) : Value(d);
+      }
+      double d = 0;
+      try {
+        d = std::stod(s, &used);
       } catch (const std::exception&) {
+        return fallback;  // not a number, or beyond double: float('1e400') is inf, which do_int turns into the default
+      }
+      if (used == s.size()) {
+        if (name == "float") return Value(d);
+        if (!std::isfinite(d)) return fallback;  // do_int's second try catches int(float('inf')) and int(float('nan'))
+        return Value(float_to_int(d, "int filter"));
       }
     }
     return fallback;
   }
   if (name == "abs") {
     if (v.is_float()) return Value(std::fabs(v.as_double()));
-    if (v.is_number()) return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
+    if (v.is_number()) {
+      // Python's abs(-2**63) is 2**63, beyond int64: a template error like the engine's other integer
+      // overflows ("integer overflow in '-'"), not a silent wrap back to -2**63.
+      if (v.as_int() == INT64_MIN) fail("abs: integer overflow: abs(" + std::to_string(v.as_int()) + ") is beyond int64");
+      return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
+    }
     fail("bad operand type for abs(): '" + type_name(v) + "'");
   }
   if (name == "round") {
@@ -353,7 +379,17 @@ Value apply_filter(const std::string& name, const Value& v, Args& a, const Limit
     for (const Value& item : iterate(v)) {
       Value x = attr ? attr_path(item, *attr) : item;
       if (!acc.is_number() || !x.is_number()) fail("sum: unsupported operand types");
-      acc = (acc.is_float() || x.is_float()) ? Value(acc.as_double() + x.as_double()) : Value(acc.as_int() + x.as_int());
+      if (acc.is_float() || x.is_float()) {
+        acc = Value(acc.as_double() + x.as_double());
+        continue;
+      }
+      // Python's sum grows past int64; promoting to float would round silently (2**63 + 1 prints as
+      // 9.223372036854776e+18), so an overflow is a template error naming the filter and the operands,
+      // as the `+` operator's is.
+      int64_t r = 0;
+      if (__builtin_add_overflow(acc.as_int(), x.as_int(), &r))
+        fail("sum: integer overflow adding " + std::to_string(x.as_int()) + " to " + std::to_string(acc.as_int()));
+      acc = Value(r);
     }
     return acc;
   }

@@ -1,6 +1,7 @@
 // Attribute and item lookup, iteration, and the Python methods of str, dict and list.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "chat/builtins.hpp"
@@ -237,6 +238,15 @@ std::string py_title_word(std::string_view s) {
   std::string out = ascii_upper(std::string(cps[0]));
   out += ascii_lower(std::string(s.substr(cps[0].size())));
   return out;
+}
+
+int64_t float_to_int(double d, const std::string& what) {
+  if (std::isnan(d)) fail(what + ": cannot convert float NaN to integer");
+  if (std::isinf(d)) fail(what + ": cannot convert float infinity to integer");
+  double t = std::trunc(d);
+  // [-2**63, 2**63) holds exactly the doubles that convert without undefined behaviour.
+  if (!(t >= -0x1p63 && t < 0x1p63)) fail(what + ": " + float_repr(d) + " is outside the 64-bit integer range");
+  return static_cast<int64_t>(t);
 }
 
 std::vector<std::string> py_splitlines(std::string_view s) {

@@ -82,3 +82,44 @@ TEST(ChatGlobals, ImmutableSandboxRefusesMutation) {
   EXPECT_TRUE(failure("{% set d = {} %}{{ d.update({'a': 1}) }}"));
   EXPECT_TRUE(failure("{% set d = {'a': 1} %}{{ d.pop('a') }}"));
 }
+
+// Issue 24, finding 6: numbers beyond int64 were undefined behaviour (release gave INT64_MIN). Jinja2's
+// answer where it has one: int(nan) is do_int's default, int(inf) raises, '%d' % x prints int(x)
+// exactly; where Python's ints would grow past int64 (1e300|int, sum, abs), a template error naming
+// the filter and the value.
+TEST(ChatFilters, NumbersBeyondInt64AreDefinedAndJinja2Like) {
+  auto error_has = [](std::string_view tpl, std::string_view needle) {
+    auto e = failure(tpl);
+    if (!e) return ::testing::AssertionFailure() << tpl << " rendered";
+    if (std::string(e->what()).find(needle) == std::string::npos)
+      return ::testing::AssertionFailure() << tpl << ": " << e->what();
+    return ::testing::AssertionSuccess();
+  };
+  // int: NaN gives the default, as in Jinja2; strings Jinja2 cannot convert too.
+  EXPECT_EQ(R("{{ ('nan'|float)|int }}|{{ ('nan'|float)|int(7) }}|{{ 'inf'|int }}|{{ 'nan'|int }}|{{ '1e400'|int }}"),
+            "0|7|0|0|0");
+  EXPECT_TRUE(error_has("{{ ('inf'|float)|int }}", "int filter: cannot convert float infinity"));
+  EXPECT_TRUE(error_has("{{ (-1e300 * 1e300)|int }}", "infinity"));
+  EXPECT_TRUE(error_has("{{ 1e300|int }}", "int filter: 1e+300 is outside the 64-bit integer range"));
+  EXPECT_TRUE(error_has("{{ 9.3e18|int }}", "outside the 64-bit integer range"));
+  EXPECT_TRUE(error_has("{{ '1e20'|int }}", "outside the 64-bit integer range"));
+  EXPECT_TRUE(error_has("{{ '99999999999999999999'|int }}", "outside the 64-bit integer range"));
+  EXPECT_EQ(R("{{ -9.2e18|int }}|{{ 2.9|int }}|{{ -2.9|int }}|{{ '-2.9'|int }}|{{ ' 12 '|int }}|{{ 'x'|int }}"),
+            "-9200000000000000000|2|-2|-2|12|0");
+  // '%d' % float: exact digits however large, NaN and infinity refused as Python refuses them.
+  EXPECT_EQ(R("{{ '%d' % 1e20 }}|{{ '%d' % -2.7 }}|{{ '%i' % -0.5 }}|{{ '%d' % 1e300 }}"),
+            "100000000000000000000|-2|0|"
+            "1000000000000000052504760255204420248704468581108159154915854115511802457988908195786371375080447864"
+            "0437044438328838781769425232353604305756447921847867069828483872009265758037378302337947880900593689"
+            "53234970799945081119038967640880074652742780142494579258788820056842838115669472196386865459400540160");
+  EXPECT_TRUE(error_has("{{ '%d' % ('nan'|float) }}", "cannot convert float NaN to integer"));
+  EXPECT_TRUE(error_has("{{ '%d' % ('-inf'|float) }}", "cannot convert float infinity to integer"));
+  // sum and abs: an overflow is an error naming the filter and the values, never a wrap.
+  EXPECT_TRUE(error_has("{{ [9223372036854775807, 1]|sum }}", "sum: integer overflow adding 1 to 9223372036854775807"));
+  EXPECT_TRUE(error_has("{{ [-9223372036854775807, -2]|sum }}", "sum: integer overflow"));
+  EXPECT_TRUE(error_has("{{ [1, 2]|sum(start=9223372036854775807) }}", "sum: integer overflow"));
+  EXPECT_EQ(R("{{ [9223372036854775806, 1]|sum }}|{{ [9223372036854775807, 1.0]|sum }}|{{ [1, -2]|sum }}"),
+            "9223372036854775807|9.223372036854776e+18|-1");
+  EXPECT_TRUE(error_has("{{ (-9223372036854775807 - 1)|abs }}", "abs: integer overflow: abs(-9223372036854775808)"));
+  EXPECT_EQ(R("{{ (-9223372036854775807)|abs }}|{{ -3|abs }}|{{ -2.5|abs }}"), "9223372036854775807|3|2.5");
+}
