@@ -101,24 +101,18 @@ BlockOrder Lowering::order_of(int node) const {
   return n.kind == NodeKind::Parameter ? n.order : g_.nodes[static_cast<size_t>(n.inputs.at(0))].order;
 }
 
-hlo::Value Lowering::engine_matmul(const Node& n) {
-  const hlo::Value& x = value(n.inputs[0]);
-  const Node& wn = g_.nodes[static_cast<size_t>(n.inputs[1])];
-  if (wn.shape.rank() != 2)
-    throw Error(fmt::format("record {}: batched matmul weights ({}) are not recorded", tape_.entry.name, wn.shape.to_string()));
-  const hlo::Value w = weight_bytes(n.inputs[1]);
-  const int64_t k = x.type.dims.back(), rows = x.type.numel() / k, out = wn.shape[0];
-  const hlo::Value x2 = f_.reshape(x, {rows, k});
-  const BlockOrder order = order_of(n.inputs[1]);
-  const auto scratch_bytes = static_cast<int64_t>(matmul_scratch_bytes(wn.type, order, rows, k));
-  const std::vector<int64_t> scalars{rows, k, out, static_cast<int64_t>(wn.type), static_cast<int64_t>(order), scratch_bytes};
+hlo::Value Lowering::engine_matmul(const MatmulOperands& m) {
+  const auto scratch_bytes = static_cast<int64_t>(matmul_scratch_bytes(m.type, m.order, m.rows, m.k));
+  const std::vector<int64_t> scalars{m.rows, m.k, m.out, static_cast<int64_t>(m.type), static_cast<int64_t>(m.order),
+                                     scratch_bytes};
   const hlo::TensorType scratch_type{{scratch_bytes}, hlo::Elem::I8};
   // Without a prepare phase the kernels take no scratch: a zeroed slack stands in for the binding.
-  const hlo::Value scratch = scratch_bytes > imports::kScratchSlack ? dispatch(imports::kMatmulPrepare, {x2, w}, scalars, rows, chunk_of(rows, 1), scratch_type)
-                                      : f_.zeros(scratch_type);
-  const hlo::Value y = dispatch(imports::kMatmulRows, {x2, w, scratch}, scalars, out, chunk_of(out, kInterleaveRows),
-                                {{rows, out}, hlo::Elem::F32});
-  return f_.reshape(y, dims_of(n.shape));
+  const hlo::Value scratch =
+      scratch_bytes > imports::kScratchSlack
+          ? dispatch(imports::kMatmulPrepare, {m.x, m.w}, scalars, m.rows, chunk_of(m.rows, 1), scratch_type)
+          : f_.zeros(scratch_type);
+  return dispatch(imports::kMatmulRows, {m.x, m.w, scratch}, scalars, m.out, chunk_of(m.out, kInterleaveRows),
+                  {{m.rows, m.out}, hlo::Elem::F32});
 }
 
 hlo::Value Lowering::engine_attention(const Node& n) {

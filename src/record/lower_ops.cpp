@@ -17,7 +17,7 @@ using memory::OpKind;
 hlo::Value Lowering::op(const Node& n) {
   const TapeOp& o = *n.op;
   switch (o.kind) {
-    case OpKind::Matmul: return form_ == KernelForm::Engine ? engine_matmul(n) : matmul(n);
+    case OpKind::Matmul: return matmul(n);
     case OpKind::Add: return binary(n, "add");
     case OpKind::Mul: return binary(n, "multiply");
     case OpKind::Scale: {
@@ -85,30 +85,37 @@ hlo::Value Lowering::binary(const Node& n, std::string_view name) {
   return f_.binary(name, a, b);
 }
 
-hlo::Value Lowering::matmul(const Node& n) {
+Lowering::MatmulOperands Lowering::matmul_operands(const Node& n) {
   const hlo::Value& x = value(n.inputs[0]);
   const Node& wn = g_.nodes[static_cast<size_t>(n.inputs[1])];
   if (wn.shape.rank() != 2)
     throw Error(fmt::format("record {}: batched matmul weights ({}) are not recorded", tape_.entry.name, wn.shape.to_string()));
-  const hlo::Value w = weight_bytes(n.inputs[1]);
-  const int64_t k = x.type.dims.back(), out = wn.shape[0], rows = x.type.numel() / k;
-  if (rows == 1 && form_ == KernelForm::StableHlo) {
+  const int64_t k = x.type.dims.back(), rows = x.type.numel() / k;
+  return {.x = f_.reshape(x, {rows, k}), .w = weight_bytes(n.inputs[1]), .type = wn.type,
+          .order = order_of(n.inputs[1]), .rows = rows, .k = k, .out = wn.shape[0]};
+}
+
+hlo::Value Lowering::matmul(const Node& n) {
+  const MatmulOperands m = matmul_operands(n);
+  const hlo::Value y = form_ == KernelForm::Engine ? engine_matmul(m) : stablehlo_matmul(m);
+  return f_.reshape(y, dims_of(n.shape));
+}
+
+hlo::Value Lowering::stablehlo_matmul(const MatmulOperands& m) {
+  if (m.rows == 1 && form_ == KernelForm::StableHlo) {
     // One row (decode): multiply + reduce on the blocked dequantization, which IREE fuses into one
     // dispatch reading the packed bytes (a dot_general would first collapse the block dims, and that
     // reshape stops the fusion: every weight would be written out in f32 on every call).
-    const hlo::Value x1 = f_.reshape(x, {k});
-    const hlo::Value wx = hlo::matvec(f_, wn.type, w, x1);
-    return f_.reshape(wx, dims_of(n.shape));
+    const hlo::Value x1 = f_.reshape(m.x, {m.k});
+    return hlo::matvec(f_, m.type, m.w, x1);
   }
   // Many rows (prefill), or the flat form: the flat dequantization and one contraction; IREE writes
   // the weight in f32 once per call (a transient), which a matrix product amortizes over the rows.
-  const hlo::Value x2 = f_.reshape(x, {rows, k});
-  const hlo::Value dense = hlo::dequantize(f_, wn.type, w);
+  const hlo::Value dense = hlo::dequantize(f_, m.type, m.w);
   // One row: W · x (weight first). Written x · Wᵀ, IREE 3.13 materializes the dequantized weight
   // transposed on every call (measured: 13x slower decode on a 1.1B Q4_0 model).
-  const hlo::Value y = rows == 1 ? f_.dot_general(dense, x2, {}, {}, {1}, {1}, {{out, 1}, hlo::Elem::F32})
-                                 : f_.dot_general(x2, dense, {}, {}, {1}, {1}, {{rows, out}, hlo::Elem::F32});
-  return f_.reshape(y, dims_of(n.shape));
+  return m.rows == 1 ? f_.dot_general(dense, m.x, {}, {}, {1}, {1}, {{m.out, 1}, hlo::Elem::F32})
+                     : f_.dot_general(m.x, dense, {}, {}, {1}, {1}, {{m.rows, m.out}, hlo::Elem::F32});
 }
 
 hlo::Value Lowering::rms_norm(const Node& n) {

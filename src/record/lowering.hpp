@@ -40,7 +40,16 @@ class Lowering {
   hlo::Value cache_read(const Node& n);
 
   // lower_ops.cpp
-  hlo::Value matmul(const Node& n);
+  // A matmul's x as [rows, k] and its weight as held (bytes, encoding, block order).
+  struct MatmulOperands {
+    hlo::Value x, w;
+    GgmlType type;
+    BlockOrder order;
+    int64_t rows, k, out;
+  };
+  MatmulOperands matmul_operands(const Node& n);
+  hlo::Value matmul(const Node& n);                           // either form, reshaped to the op's shape
+  hlo::Value stablehlo_matmul(const MatmulOperands& m);
   hlo::Value binary(const Node& n, std::string_view name);
   hlo::Value rms_norm(const Node& n);
   hlo::Value rope(const Node& n);
@@ -54,7 +63,7 @@ class Lowering {
   hlo::Value dispatch(const kernels::imports::Import& import, const std::vector<hlo::Value>& inputs,
                       const std::vector<int64_t>& scalars, int64_t range, int64_t chunk, const hlo::TensorType& result);
   BlockOrder order_of(int node) const;
-  hlo::Value engine_matmul(const Node& n);
+  hlo::Value engine_matmul(const MatmulOperands& m);
   hlo::Value engine_attention(const Node& n);
   hlo::Value engine_gather(int table, const hlo::Value& ids);
 

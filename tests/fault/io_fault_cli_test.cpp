@@ -178,6 +178,7 @@ TEST_F(IoFaultCli, QuantizeFailsCleanlyAtEveryFileOperation) {
 
 TEST_F(IoFaultCli, ExportFailsCleanlyAtEveryFileOperation) {
   const int cases = check_command({"export", {"export", kStories.string(), "-o", "@D/exp", "-q", "--ctx", "64"},
-                                   {"exp/model.irpa", "exp/model.mlir", "exp/report.txt"}});
-  EXPECT_GE(cases, 33);
+                                   {"exp/model.irpa", "exp/model.mlir", "exp/compile.flags", "exp/compile.llvm-cpu.flags",
+                                    "exp/run.flags", "exp/report.txt"}});
+  EXPECT_GE(cases, 60);
 }

@@ -71,14 +71,26 @@ double worst_relative(const Logits& got, const Logits& reference, int64_t* worst
   return worst;
 }
 
-std::vector<int32_t> prompt_ids(const fs::path& model) {
-  return text::Tokenizer::from_file(model).encode("Once upon a time, there was a little girl named", true, true);
-}
-
 // The eager engine's prefill logits at every position, then one decode step of `next` at the end.
 struct EagerRun {
   Logits prefill, decode;
 };
+
+// IREE's prefill and decode logits within `bound` of an eager run's (what `against` names), printed.
+void expect_close(const Logits& prefill, const Logits& decode, const EagerRun& eager, double bound,
+                  const std::string& label, const char* against) {
+  int64_t row = -1;
+  const double p = worst_relative(prefill, eager.prefill, &row);
+  EXPECT_LE(p, bound) << label << ": prefill position " << row;
+  const double d = worst_relative(decode, eager.decode);
+  EXPECT_LE(d, bound) << label << ": decode";
+  std::printf("%s: vs %s: prefill %.2e decode %.2e\n", label.c_str(), against, p, d);
+}
+
+std::vector<int32_t> prompt_ids(const fs::path& model) {
+  return text::Tokenizer::from_file(model).encode("Once upon a time, there was a little girl named", true, true);
+}
+
 EagerRun run_eager(const fs::path& model, bool dense_f32, GgmlType kv, const std::vector<int32_t>& ids, int32_t next) {
   generate::EngineOptions o;
   o.plan.ctx = kCtx;
@@ -222,21 +234,12 @@ TEST_P(RecordedConformity, PrefillAndDecodeLogitsEqualTheEagerEngine) {
     const EagerRun dense = run_eager(model, /*dense_f32=*/true, kv, ids, next);
     ASSERT_EQ(iree_prefill.rows, static_cast<int64_t>(ids.size()));
     ASSERT_EQ(iree_prefill.vocab, dense.prefill.vocab);
-    int64_t row = -1;
-    const double prefill_dense = worst_relative(iree_prefill, dense.prefill, &row);
-    EXPECT_LE(prefill_dense, dense_bound) << label << ": prefill position " << row;
-    const double decode_dense = worst_relative(iree_decode, dense.decode);
-    EXPECT_LE(decode_dense, dense_bound) << label << ": decode";
-    std::printf("%s: vs eager with dense weights: prefill %.2e decode %.2e\n", label.c_str(), prefill_dense, decode_dense);
+    expect_close(iree_prefill, iree_decode, dense, dense_bound, label, "eager with dense weights");
     if (kv != GgmlType::F16) continue;
 
     // The default eager run (packed weights read by int8 kernels).
     const EagerRun packed = run_eager(model, /*dense_f32=*/false, kv, ids, next);
-    const double prefill_default = worst_relative(iree_prefill, packed.prefill, &row);
-    EXPECT_LE(prefill_default, c.default_bound) << label << ": prefill position " << row;
-    const double decode_default = worst_relative(iree_decode, packed.decode);
-    EXPECT_LE(decode_default, c.default_bound) << label << ": decode";
-    std::printf("%s: vs the default eager run: prefill %.2e decode %.2e\n", label.c_str(), prefill_default, decode_default);
+    expect_close(iree_prefill, iree_decode, packed, c.default_bound, label, "the default eager run");
   }
 
   // The engine-kernel form: the same weights on both sides, dense (F32 cache) and as the plan holds them.
@@ -249,13 +252,7 @@ TEST_P(RecordedConformity, PrefillAndDecodeLogitsEqualTheEagerEngine) {
     const Logits iree_prefill = exported.prefill(ids);
     const Logits iree_decode = exported.decode(next, static_cast<int64_t>(ids.size()));
     const EagerRun eager = run_eager(model, dense, kv, ids, next);
-    const double bound = dense ? 1e-4 : c.default_bound;
-    int64_t row = -1;
-    const double prefill = worst_relative(iree_prefill, eager.prefill, &row);
-    EXPECT_LE(prefill, bound) << label << ": prefill position " << row;
-    const double decode = worst_relative(iree_decode, eager.decode);
-    EXPECT_LE(decode, bound) << label << ": decode";
-    std::printf("%s: vs eager: prefill %.2e decode %.2e\n", label.c_str(), prefill, decode);
+    expect_close(iree_prefill, iree_decode, eager, dense ? 1e-4 : c.default_bound, label, "eager");
   }
 }
 

@@ -242,12 +242,8 @@ class DequantizeIree : public ::testing::Test {
     setup_error_.clear();
   }
 
-  // Runs @function and checks its [rows.size(), cols] result against the reference, bit for bit.
-  static void check(GgmlType type, const std::string& function, const std::vector<int64_t>& rows) {
-    ASSERT_TRUE(setup_error_.empty()) << setup_error_;
-    int64_t cols = 0;
-    for (const Case& c : cases())
-      if (c.type == type) cols = c.cols;
+  // Runs @function with iree-run-module: its one f32 result and that result's shape.
+  static void run_function(const std::string& function, std::vector<float>& got, std::vector<int64_t>& shape) {
     const fs::path out = *dir_ / (function + ".npy");
     const auto [status, log] =
         run_command(fmt::format("'{}' --module='{}' --parameters=model='{}' --function={} --output=@'{}'",
@@ -255,8 +251,19 @@ class DequantizeIree : public ::testing::Test {
                         (*dir_ / "weights.gguf").string(), function, out.string()),
             *dir_ / (function + ".log"));
     ASSERT_EQ(status, 0) << log;
+    got = read_npy_f32(out, shape);
+  }
+
+  // Runs @function and checks its [rows.size(), cols] result against the reference, bit for bit.
+  static void check(GgmlType type, const std::string& function, const std::vector<int64_t>& rows) {
+    ASSERT_TRUE(setup_error_.empty()) << setup_error_;
+    int64_t cols = 0;
+    for (const Case& c : cases())
+      if (c.type == type) cols = c.cols;
     std::vector<int64_t> shape;
-    const std::vector<float> got = read_npy_f32(out, shape);
+    std::vector<float> got;
+    run_function(function, got, shape);
+    if (::testing::Test::HasFatalFailure()) return;
     ASSERT_EQ(shape, (std::vector<int64_t>{static_cast<int64_t>(rows.size()), cols}));
     const std::vector<float> want = reference(type, cols, bytes_.at(type), rows);
     ASSERT_EQ(got.size(), want.size());
@@ -282,15 +289,10 @@ class DequantizeIree : public ::testing::Test {
     for (const Case& c : cases())
       if (c.type == type) cols = c.cols;
     const std::string function = lower(type_name(type)) + "_matvec";
-    const fs::path out = *dir_ / (function + ".npy");
-    const auto [status, log] =
-        run_command(fmt::format("'{}' --module='{}' --parameters=model='{}' --function={} --output=@'{}'",
-                        (fs::path(SKAINET_IREE_BIN) / "iree-run-module").string(), vmfb_.string(),
-                        (*dir_ / "weights.gguf").string(), function, out.string()),
-            *dir_ / (function + ".log"));
-    ASSERT_EQ(status, 0) << log;
     std::vector<int64_t> shape;
-    const std::vector<float> got = read_npy_f32(out, shape);
+    std::vector<float> got;
+    run_function(function, got, shape);
+    if (::testing::Test::HasFatalFailure()) return;
     ASSERT_EQ(shape, (std::vector<int64_t>{kRows}));
     std::vector<int64_t> all;
     for (int64_t r = 0; r < kRows; ++r) all.push_back(r);
