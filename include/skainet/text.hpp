@@ -185,6 +185,9 @@ size_t top_k(std::span<Candidate> c, int32_t k) noexcept;               // sorts
 size_t top_p(std::span<Candidate> sorted, float p) noexcept;            // smallest prefix with mass >= p
 size_t min_p(std::span<Candidate> sorted, float p) noexcept;            // keeps p_i >= p * p_max
 void temperature(std::span<Candidate> c, float t) noexcept;             // logit /= t
+// Whether t samples as its limit, greedy: t <= 0 (or NaN), or so small that the largest finite
+// logit / t overflows float (Sampler checks this first; a smaller logit overflowing is -inf, p = 0).
+bool greedy_temperature(std::span<const Candidate> c, float t) noexcept;
 void softmax(std::span<Candidate> c) noexcept;                          // fills p
 }  // namespace sampling
 
@@ -201,7 +204,7 @@ class Rng {
 };
 
 struct SamplerConfig {
-  float temperature = 1.0f;     // <= 0: greedy (after the repetition penalty)
+  float temperature = 1.0f;     // <= 0, or so small that max logit / t overflows: greedy (after the penalty)
   int32_t top_k = 0;            // <= 0: off
   float top_p = 1.0f;           // >= 1: off
   float min_p = 0.0f;           // <= 0: off

@@ -1,5 +1,6 @@
 #include "generation_args.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -7,6 +8,29 @@
 #include <fmt/format.h>
 
 namespace skainet::cli {
+
+namespace {
+
+// Sampling values that have no meaning are command-line mistakes (exit code 2), named with the value:
+// a NaN or infinite temperature (NaN made every logit NaN, inf drew uniformly), top-p or min-p outside
+// [0, 1], a negative top-k. The ranges are the server's (src/serve/request.cpp) except that, as in
+// llama.cpp, a negative temperature is accepted and is greedy like 0; a tiny positive one is greedy in
+// the sampler itself (text::Sampler).
+void check_sampling(const CLI::App* cmd, const text::SamplerConfig& s) {
+  auto refuse = [cmd](const char* option, const char* what) {
+    // The value as given (1e40, not the float it became).
+    const auto& given = cmd->get_option(option)->results();
+    throw CLI::ValidationError(option, fmt::format("'{}' {}", given.empty() ? "" : given.back(), what));
+  };
+  if (!std::isfinite(s.temperature)) refuse("--temp", "is not a finite number (0 or below: greedy)");
+  if (s.top_k < 0) refuse("--top-k", "is negative (0 turns top-k off)");
+  if (!(s.top_p >= 0.0f && s.top_p <= 1.0f)) refuse("--top-p", "is not from 0 to 1 (1 turns top-p off)");
+  if (!(s.min_p >= 0.0f && s.min_p <= 1.0f)) refuse("--min-p", "is not from 0 to 1 (0 turns min-p off)");
+  if (!(std::isfinite(s.repeat_penalty) && s.repeat_penalty > 0.0f))
+    refuse("--repeat-penalty", "is not a finite number above 0 (1 turns the penalty off)");
+}
+
+}  // namespace
 
 void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   const bool chat_command = command == Command::Chat;
@@ -28,11 +52,11 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
                         : "threads (default: the physical cores this process may use)")
       ->check(CLI::Range(1, 256));
   if (!serve) cmd->add_option("-s,--seed", seed, "sampling seed (-1: random)");
-  cmd->add_option("--temp", sampling.temperature, "temperature (0: greedy)");
-  cmd->add_option("--top-k", sampling.top_k, "top-k (0: off)");
-  cmd->add_option("--top-p", sampling.top_p, "top-p (1: off)");
-  cmd->add_option("--min-p", sampling.min_p, "min-p (0: off)");
-  cmd->add_option("--repeat-penalty", sampling.repeat_penalty, "repetition penalty (1: off)");
+  cmd->add_option("--temp", sampling.temperature, "temperature, finite (0 or below: greedy)");
+  cmd->add_option("--top-k", sampling.top_k, "top-k, 0 or more (0: off)");
+  cmd->add_option("--top-p", sampling.top_p, "top-p, from 0 to 1 (1: off)");
+  cmd->add_option("--min-p", sampling.min_p, "min-p, from 0 to 1 (0: off)");
+  cmd->add_option("--repeat-penalty", sampling.repeat_penalty, "repetition penalty, finite and above 0 (1: off)");
   cmd->add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalty looks back over");
   cmd->add_option("-r,--reverse-prompt", stops, "stop string (repeatable): generation stops when the text contains it; not printed");
   cmd->add_option("--stop", stops, "the same as -r");
@@ -49,7 +73,7 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   cmd->add_flag("--force", force, "load even when the plan exceeds the memory available now (MemAvailable)");
   placement.add_to(cmd);
   add_placement_compat(cmd, compat);
-  cmd->parse_complete_callback([this, command] {
+  cmd->parse_complete_callback([this, command, cmd] {
     require_model(model);
     const bool chat_command = command != Command::Run;  // serve renders chat requests with the template
     if (!chat_command && !conversation && prompt_option->count() == 0 && prompt_file.empty())
@@ -57,6 +81,7 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
     if (!chat_command && !conversation && (!system_prompt.empty() || !chat_template.empty()))
       throw CLI::ValidationError("-sys/--system-prompt and --chat-template", "only in a conversation (-cnv, or skainet chat)");
     apply_placement_compat(compat, placement);
+    check_sampling(cmd, sampling);
   });
 }
 

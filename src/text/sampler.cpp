@@ -110,8 +110,20 @@ size_t min_p(std::span<Candidate> sorted, float p) noexcept {
 }
 
 void temperature(std::span<Candidate> c, float t) noexcept {
-  if (t <= 0.0f || t == 1.0f) return;
+  if (!(t > 0.0f) || t == 1.0f) return;
   for (Candidate& x : c) x.logit /= t;
+}
+
+bool greedy_temperature(std::span<const Candidate> c, float t) noexcept {
+  if (!(t > 0.0f)) return true;
+  // The limit of softmax(logit / t) as t -> 0 is the best logit. When the largest finite logit / t
+  // overflows, the draw would be uniform over the overflowed ones (every logit ±inf at 1e-40), so such
+  // a t is that limit. When it does not, a smaller logit overflowing to -inf is probability 0, which is
+  // right, and softmax subtracts the largest: nothing else overflows.
+  float largest = -std::numeric_limits<float>::infinity();
+  for (const Candidate& x : c)
+    if (std::isfinite(x.logit)) largest = std::max(largest, x.logit);
+  return std::isfinite(largest) && !std::isfinite(largest / t);
 }
 
 }  // namespace sampling
@@ -119,6 +131,9 @@ void temperature(std::span<Candidate> c, float t) noexcept {
 Sampler::Sampler(int32_t vocab_size, SamplerConfig config, uint32_t max_history)
     : config_(config), vocab_size_(vocab_size), rng_(config.seed) {
   if (vocab_size <= 0) throw InvalidArgument("sampler: vocab_size " + std::to_string(vocab_size) + " must be positive");
+  // NaN has no meaning as any of these (a NaN temperature made every logit NaN).
+  if (std::isnan(config.temperature) || std::isnan(config.top_p) || std::isnan(config.min_p))
+    throw InvalidArgument("sampler: temperature, top_p and min_p must be numbers, not NaN");
   if (config.repeat_last_n < 0) throw InvalidArgument("sampler: repeat_last_n " + std::to_string(config.repeat_last_n) + " is negative");
   if (!(config.repeat_penalty > 0.0f)) throw InvalidArgument("sampler: repeat_penalty must be positive");
   cand_.resize(static_cast<size_t>(vocab_size));
@@ -160,7 +175,7 @@ int32_t Sampler::sample(std::span<const float> logits) {
                                  seen_, stamp_);
   }
 
-  if (config_.temperature <= 0.0f) {
+  if (sampling::greedy_temperature(c, config_.temperature)) {
     const int32_t id = sampling::greedy(c);
     std::swap(cand_[0], cand_[id]);  // cand_ is in id order: id is its index
     kept_ = 1;

@@ -61,6 +61,52 @@ TEST(RunCommand, GreedyTextEqualsLlamaCppAndStatsGoToStderr) {
   EXPECT_NE(r.err.find("overflow 0 B in 0 allocations"), std::string::npos) << r.err;
 }
 
+// Issue 24, finding 11: sampling values without meaning are command-line mistakes naming the option
+// and the value as given (exit code 2, before the model is read), in run, chat and serve alike; the
+// values with a meaning keep it (temp 0 or below: greedy; top-k 0, top-p 1, min-p 0: off), and a
+// temperature so small that logit / t overflows is greedy, not a uniform draw.
+TEST(RunCommand, SamplingValuesWithoutMeaningAreRefused) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad{
+      {{"--temp", "nan"}, "--temp: 'nan' is not a finite number"},
+      {{"--temp", "inf"}, "--temp: 'inf' is not a finite number"},
+      {{"--temp=-inf"}, "--temp: '-inf' is not a finite number"},
+      {{"--temp", "1e40"}, "--temp: '1e40' is not a finite number"},
+      {{"--top-p", "nan"}, "--top-p: 'nan' is not from 0 to 1"},
+      {{"--top-p", "1.5"}, "--top-p: '1.5' is not from 0 to 1"},
+      {{"--min-p", "2"}, "--min-p: '2' is not from 0 to 1"},
+      {{"--min-p=-0.1"}, "--min-p: '-0.1' is not from 0 to 1"},
+      {{"--top-k", "-5"}, "--top-k: '-5' is negative"},
+      {{"--repeat-penalty", "0"}, "--repeat-penalty: '0' is not a finite number above 0"},
+      {{"--repeat-penalty", "nan"}, "--repeat-penalty: 'nan' is not a finite number above 0"}};
+  for (const std::string command : {"run", "chat", "serve"}) {
+    for (const auto& [flags, message] : bad) {
+      std::vector<std::string> args{command, "-m", kModel, "-n", "4"};
+      if (command == "run") args.insert(args.end(), {"-p", "x"});
+      // A host no socket binds: a serve that accepted the value fails to listen (exit 1) instead of serving on.
+      if (command == "serve") args.insert(args.end(), {"--host", "256.0.0.1"});
+      args.insert(args.end(), flags.begin(), flags.end());
+      const RunResult r = run_skainet(args);
+      EXPECT_EQ(r.exit_code, 2) << command << " " << flags[0] << ": " << r.err;
+      EXPECT_NE(r.err.find(message), std::string::npos) << command << ": " << r.err;
+    }
+  }
+  auto text = [](std::vector<std::string> flags) {
+    std::vector<std::string> args{"run", "-m", kModel, "-p", "Once upon a time", "-n", "24", "-c", "256", "-s", "7",
+                                  "--no-display-prompt"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const RunResult r = run_skainet(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  const std::string greedy = text({"--temp", "0"});
+  ASSERT_FALSE(greedy.empty());
+  EXPECT_EQ(text({"--temp", "-1"}), greedy);
+  EXPECT_EQ(text({"--temp", "1e-40"}), greedy) << "a tiny temperature is its limit, greedy";
+  EXPECT_EQ(text({"--temp", "1e-30"}), greedy);
+  EXPECT_EQ(text({"--temp", "0.8", "--top-k", "1"}), greedy);
+  EXPECT_FALSE(text({"--temp", "1", "--top-k", "0", "--top-p", "1", "--min-p", "0", "--repeat-penalty", "1.1"}).empty());
+}
+
 // stories260K quantized by `skainet quantize` (ffn_down falls back to F16), then greedy: llama.cpp's
 // llama-simple on the same files gave these texts (docs/peer.md). Q8_0 needs the activation scale
 // rounded to F16 as llama.cpp stores it; Q4_0 also goes through the int8 kernels. The weights are

@@ -217,8 +217,38 @@ TEST(Sampler, SurvivesNanAndInfiniteLogits) {
   EXPECT_EQ(g.sample(nan_first), 1);
 }
 
+// Issue 24, finding 11: at t = 1e-40 every logit / t overflowed to ±inf and the draw was uniform.
+TEST(Sampler, TinyTemperatureIsGreedy) {
+  const std::vector<float> logits{0.5f, 3.0f, 2.9f, -1.0f};
+  for (float t : {1e-40f, 1e-38f, 1e-30f, std::numeric_limits<float>::denorm_min()}) {
+    Sampler s(4, {.temperature = t, .seed = 11});
+    for (int i = 0; i < 50; ++i) EXPECT_EQ(s.sample(logits), 1) << "t " << t;
+  }
+  // All-negative logits overflowed to -inf together, the same uniform draw.
+  const std::vector<float> negative{-3.0f, -2.0f, -2.5f};
+  Sampler n(3, {.temperature = 1e-40f, .seed = 2});
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(n.sample(negative), 1);
+  std::vector<Candidate> c = by_id(logits);
+  EXPECT_TRUE(sampling::greedy_temperature(c, 0.0f));
+  EXPECT_TRUE(sampling::greedy_temperature(c, -1.0f));
+  EXPECT_TRUE(sampling::greedy_temperature(c, 1e-40f));
+  EXPECT_FALSE(sampling::greedy_temperature(c, 1e-3f));
+  EXPECT_FALSE(sampling::greedy_temperature(c, 0.8f));
+  // A very negative logit overflowing to -inf is probability 0, right at any t: not a reason for greedy.
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_FALSE(sampling::greedy_temperature(by_id({1.0f, -3e38f, -inf}), 0.5f));
+  // A small but ordinary temperature still samples: two near-equal logits both come up.
+  Sampler s(2, {.temperature = 1e-3f, .seed = 9});
+  std::set<int32_t> seen;
+  for (int i = 0; i < 200; ++i) seen.insert(s.sample(std::vector<float>{1.0f, 1.0f + 1e-4f}));
+  EXPECT_EQ(seen.size(), 2u);
+}
+
 TEST(Sampler, RejectsBadInput) {
   EXPECT_THROW(Sampler(0, {}), InvalidArgument);
+  EXPECT_THROW(Sampler(4, {.temperature = NAN}), InvalidArgument);
+  EXPECT_THROW(Sampler(4, {.top_p = NAN}), InvalidArgument);
+  EXPECT_THROW(Sampler(4, {.min_p = NAN}), InvalidArgument);
   EXPECT_THROW(Sampler(4, {.repeat_last_n = -1}), InvalidArgument);
   Sampler s(4, {});
   const std::vector<float> three{1, 2, 3};
