@@ -4,6 +4,8 @@
 
 #include "cli.hpp"
 #include "placement_args.hpp"
+#include "skainet/gguf.hpp"
+#include "skainet/plan.hpp"
 #include "skainet/record.hpp"
 
 namespace skainet::cli {
@@ -18,6 +20,22 @@ struct ExportArgs {
   std::string kernels = "engine";
   bool quiet = false;
 };
+
+// The plan's warnings, as `run` prints them (open_engine): a --ctx beyond the trained context, a
+// resident size beyond MemAvailable. Export records symbolically and holds none of it now, so it warns
+// and goes on, where `run` would refuse the second without --force: the module will need that memory
+// where it runs. export_model plans again (src/record is its own module); a model that cannot be
+// planned is left to it, which refuses it with its own message.
+void warn_as_run_does(const std::string& file, const record::ExportOptions& o) {
+  plan::MemoryPlan p;
+  try {
+    p = plan::make_plan(gguf::read_header(file), placement::MemoryProfile::preset(o.profile),
+                        record::export_platform(o.kernels), o.overrides, o.plan);
+  } catch (const std::exception&) {
+    return;
+  }
+  for (const auto& w : p.warnings) fmt::print(stderr, "skainet: warning: {}\n", plan::describe(w));
+}
 
 int run_export(const ExportArgs& a) {
   const std::string file = !a.model.empty() ? a.model : a.file;
@@ -45,6 +63,7 @@ int run_export(const ExportArgs& a) {
     throw InvalidArgument(fmt::format("--kernels: '{}' is none of engine, stablehlo, stablehlo-flat", a.kernels));
   o.kernels = *form;
   o.progress = !a.quiet;
+  warn_as_run_does(file, o);
   const record::ExportReport r = record::export_model(file, o);
   if (!a.quiet) fmt::print("{}", r.text());
   return 0;
@@ -59,7 +78,7 @@ Subcommand add_export(CLI::App& app) {
   cmd->add_option("file", args->file, "GGUF model");
   cmd->add_option("-m,--model", args->model, "GGUF model (same as the positional)");
   cmd->add_option("-o,--out", args->out, "output folder: model.mlir, model.irpa, report.txt")->required();
-  cmd->add_option("--seq-len", args->seq_len, "tokens of the prefill function (0: min(ctx, 64))")->capture_default_str();
+  CLI::Option* seq_len = cmd->add_option("--seq-len", args->seq_len, "tokens of the prefill function, 1 to --ctx (default: min(ctx, 64))");
   cmd->add_option("--entry", args->entries, "functions to export: prefill,decode")->capture_default_str();
   cmd->add_option("--params", args->params, "irpa (write model.irpa) or gguf (IREE reads the GGUF in place)")
       ->capture_default_str();
@@ -69,6 +88,13 @@ Subcommand add_export(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("-q,--quiet", args->quiet, "no progress bar and no report on stdout");
   args->placement.add_to(cmd);
+  // An explicit --seq-len is a token count: -5 or 0 used to become the default, 64, silently. One
+  // above --ctx is refused by export_model, which knows the planned context.
+  cmd->parse_complete_callback([args, seq_len] {
+    if (seq_len->count() > 0 && args->seq_len <= 0)
+      throw CLI::ValidationError("--seq-len", fmt::format("'{}' is not a positive token count (leave it out for min(ctx, 64))",
+                                                          seq_len->results().back()));
+  });
   return {cmd, [args] { return run_export(*args); }};
 }
 
