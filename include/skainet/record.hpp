@@ -237,6 +237,7 @@ struct ExportReport {
   uint32_t reordered = 0;                  // held in a kernel-feed block order (the engine form)
   KernelForm kernels = KernelForm::Engine;
   std::vector<ExportFallback> fallbacks;
+  std::vector<std::string> warnings;  // the plan's (plan::describe), as `run` would print them
   ModuleMemory memory;
   std::string text() const;  // what report.txt holds
 };

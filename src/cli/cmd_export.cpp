@@ -4,8 +4,6 @@
 
 #include "cli.hpp"
 #include "placement_args.hpp"
-#include "skainet/gguf.hpp"
-#include "skainet/plan.hpp"
 #include "skainet/record.hpp"
 
 namespace skainet::cli {
@@ -20,22 +18,6 @@ struct ExportArgs {
   std::string kernels = "engine";
   bool quiet = false;
 };
-
-// The plan's warnings, as `run` prints them (open_engine): a --ctx beyond the trained context, a
-// resident size beyond MemAvailable. Export records symbolically and holds none of it now, so it warns
-// and goes on, where `run` would refuse the second without --force: the module will need that memory
-// where it runs. export_model plans again (src/record is its own module); a model that cannot be
-// planned is left to it, which refuses it with its own message.
-void warn_as_run_does(const std::string& file, const record::ExportOptions& o) {
-  plan::MemoryPlan p;
-  try {
-    p = plan::make_plan(gguf::read_header(file), placement::MemoryProfile::preset(o.profile),
-                        record::export_platform(o.kernels), o.overrides, o.plan);
-  } catch (const std::exception&) {
-    return;
-  }
-  for (const auto& w : p.warnings) fmt::print(stderr, "skainet: warning: {}\n", plan::describe(w));
-}
 
 int run_export(const ExportArgs& a) {
   const std::string file = !a.model.empty() ? a.model : a.file;
@@ -63,8 +45,11 @@ int run_export(const ExportArgs& a) {
     throw InvalidArgument(fmt::format("--kernels: '{}' is none of engine, stablehlo, stablehlo-flat", a.kernels));
   o.kernels = *form;
   o.progress = !a.quiet;
-  warn_as_run_does(file, o);
   const record::ExportReport r = record::export_model(file, o);
+  // The plan's warnings, as `run` prints them: a --ctx beyond the trained context, a resident size
+  // beyond MemAvailable. Export records symbolically and holds none of it now, so it warns where
+  // `run` would refuse the second without --force: the module will need that memory where it runs.
+  for (const std::string& w : r.warnings) fmt::print(stderr, "skainet: warning: {}\n", w);
   if (!a.quiet) fmt::print("{}", r.text());
   return 0;
 }

@@ -148,6 +148,7 @@ ExportReport export_model(const std::filesystem::path& gguf, const ExportOptions
 
   ExportReport report;
   report.gguf_bytes = header.file_size;
+  for (const plan::PlanWarning& w : plan.warnings) report.warnings.push_back(plan::describe(w));
   for (const placement::Decision& d : plan.tensors) {
     ++report.parameters;
     report.parameter_bytes += d.spec.bytes;
