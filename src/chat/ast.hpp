@@ -38,6 +38,28 @@ struct Expr {
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
   std::vector<std::string> ops;
   bool negate = false;
+
+  Expr() = default;
+  Expr(const Expr&) = delete;
+  Expr& operator=(const Expr&) = delete;
+  // Iterative: a left-associative chain (`1 + 1 + ...`, `x|f|f...`) is a tree as deep as it is long,
+  // and a template refused for its depth (or for anything else mid-parse) must not overflow the
+  // stack while it is freed.
+  ~Expr() {
+    std::vector<ExprPtr> stack;
+    auto take = [&stack](Expr& e) {
+      for (auto& a : e.args)
+        if (a) stack.push_back(std::move(a));
+      for (auto& kv : e.kwargs)
+        if (kv.second) stack.push_back(std::move(kv.second));
+    };
+    take(*this);
+    while (!stack.empty()) {
+      ExprPtr p = std::move(stack.back());
+      stack.pop_back();
+      take(*p);  // p is then freed with no children
+    }
+  }
 };
 
 enum class SK : uint8_t { Text, Output, If, For, Set, SetBlock, Macro, FilterBlock, Break, Continue, Body };

@@ -1,6 +1,8 @@
 #include "chat/parser.hpp"
 
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "chat/scopes.hpp"
 #include "skainet/chat.hpp"
@@ -572,10 +574,40 @@ class Parser {
   int loop_depth_ = 0;
 };
 
+// The parser bounds its own recursion, but a left-associative chain (`1 + 1 + ...`, `x|f|f...`,
+// `a[0][0]...`, `a.x.x...`) is built by a loop into a tree as deep as the chain is long. Every later
+// pass (check_names, analyze_scopes, the evaluator) recurses over the tree, so its depth, statements
+// and expressions together, is bounded here, without recursion, before any of them runs.
+void check_depth(const Program& program) {
+  struct Item { const Stmt* s; const Expr* e; int depth; };
+  std::vector<Item> stack;
+  for (const auto& s : program.body) stack.push_back({s.get(), nullptr, 1});
+  while (!stack.empty()) {
+    Item it = stack.back();
+    stack.pop_back();
+    int line = it.s ? it.s->line : it.e->line, column = it.s ? it.s->column : it.e->column;
+    if (it.depth > kMaxNesting)
+      throw TemplateError("template nests deeper than " + std::to_string(kMaxNesting) + " levels", line, column);
+    auto expr = [&](const ExprPtr& e) { if (e) stack.push_back({nullptr, e.get(), it.depth + 1}); };
+    if (it.s) {
+      const Stmt& s = *it.s;
+      expr(s.expr);
+      expr(s.cond);
+      for (const auto& [name, def] : s.params) expr(def);
+      for (const auto& c : s.body) stack.push_back({c.get(), nullptr, it.depth + 1});
+      for (const auto& c : s.else_body) stack.push_back({c.get(), nullptr, it.depth + 1});
+    } else {
+      for (const auto& a : it.e->args) expr(a);
+      for (const auto& [name, a] : it.e->kwargs) expr(a);
+    }
+  }
+}
+
 }  // namespace
 
 void parse(const std::vector<Token>& tokens, Program& out) {
   Parser(tokens).run(out);
+  check_depth(out);
   check_names(out);
   analyze_scopes(out);
 }

@@ -73,6 +73,37 @@ TEST(ChatLimits, RecursionDepthIsBounded) {
   EXPECT_NE(std::string(e->what()).find("nests deeper"), std::string::npos);
 }
 
+// A left-associative chain is built by a loop, but it is a tree as deep as the chain is long: the
+// passes after the parser (check_names, the evaluator, the destructor) recursed over it and
+// overflowed the stack. Depth counts chains too, and is refused at parse time.
+TEST(ChatLimits, LongChainsAreRefusedAtParseTime) {
+  auto repeat = [](std::string_view piece, int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += piece;
+    return s;
+  };
+  const int n = 100000;
+  for (const std::string& body : {"1" + repeat(" + 1", n), "x" + repeat("|e", n), "x" + repeat("[0]", n),
+                                  "x" + repeat(".x", n), "x" + repeat(" * 2", n), "x" + repeat(" and x", n)}) {
+    auto e = failure("\n{{ " + body + " }}");
+    ASSERT_TRUE(e) << body.substr(0, 20);
+    EXPECT_NE(std::string(e->what()).find("nests deeper than 200 levels"), std::string::npos) << e->what();
+    EXPECT_EQ(e->line(), 2) << e->what();
+    EXPECT_GT(e->column(), 0) << e->what();
+  }
+  // The same in a statement, and a chain inside a nested block.
+  auto e = failure("{% if true %}{% set y = 1" + repeat(" - 1", n) + " %}{% endif %}");
+  ASSERT_TRUE(e);
+  EXPECT_NE(std::string(e->what()).find("nests deeper"), std::string::npos) << e->what();
+  // A chain that fails to parse at its end is freed without recursion.
+  e = failure("{{ 1" + repeat(" + 1", 300000) + " + }}");
+  ASSERT_TRUE(e);
+  EXPECT_NE(std::string(e->what()).find("unexpected token in expression"), std::string::npos) << e->what();
+  // Chains within the limit still render.
+  EXPECT_EQ(R("{{ 1" + repeat(" + 1", 150) + " }}"), "151");
+  EXPECT_EQ(R("{{ 'ab'" + repeat("|upper|lower", 60) + " }}"), "ab");
+}
+
 TEST(ChatLimits, OutputSizeIsBounded) {
   Options o = fixed_clock_options();
   o.limits.max_output_bytes = 1000;
