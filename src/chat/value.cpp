@@ -22,7 +22,28 @@ const Value* DictObj::find(const Value& key) const {
   return nullptr;
 }
 
+int value_depth(const Value& v) {
+  if (v.is_list()) return v.list().depth;
+  if (v.is_dict()) return v.dict().depth;
+  return 0;
+}
+
+bool holds_namespace(const Value& v) {
+  if (v.is_list()) return v.list().has_ns;
+  if (v.is_dict()) return v.dict().ns || v.dict().has_ns;
+  return false;
+}
+
+static void check_value_depth(int depth) {
+  if (depth > kMaxValueDepth) fail("value nests deeper than " + std::to_string(kMaxValueDepth) + " levels");
+}
+
 void DictObj::set(Value key, Value value) {
+  if (ns && holds_namespace(value)) fail("a namespace cannot hold a namespace");
+  int d = std::max({depth, 1 + value_depth(key), 1 + value_depth(value)});
+  check_value_depth(d);
+  depth = d;
+  has_ns = has_ns || holds_namespace(key) || holds_namespace(value);
   for (auto& [k, v] : items)
     if (equal(k, key)) { v = std::move(value); return; }
   items.emplace_back(std::move(key), std::move(value));
@@ -36,6 +57,11 @@ const Value* Args::kwarg(std::string_view name) const {
 
 Value make_list(std::vector<Value> items, bool tuple) {
   auto l = std::make_shared<ListObj>();
+  for (const auto& v : items) {
+    l->depth = std::max(l->depth, 1 + value_depth(v));
+    l->has_ns = l->has_ns || holds_namespace(v);
+  }
+  check_value_depth(l->depth);
   l->items = std::move(items);
   l->tuple = tuple;
   return Value(std::move(l));
@@ -270,7 +296,13 @@ Value from_json(const nlohmann::ordered_json& j) {
     }
     case nlohmann::ordered_json::value_t::object: {
       Value d = make_dict();
-      for (const auto& [k, e] : j.items()) d.dict().items.emplace_back(Value(k), from_json(e));
+      for (const auto& [k, e] : j.items()) {
+        Value v = from_json(e);
+        auto& o = d.dict();
+        o.depth = std::max(o.depth, 1 + value_depth(v));
+        check_value_depth(o.depth);
+        o.items.emplace_back(Value(k), std::move(v));
+      }
       return d;
     }
     default: fail("unsupported JSON value of type " + std::string(j.type_name()));

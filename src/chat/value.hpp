@@ -82,8 +82,20 @@ struct Value {
   const std::string& undefined_name() const { return std::get<Undefined>(v).name; }
 };
 
+// Values nest at most this deep. repr, str, equal, compare, tojson and the destructors recurse over a
+// value; bounding its depth where it is built (a list or dict is one deeper than its deepest item)
+// is one check in make_list and DictObj::set instead of an iterative rewrite of each walk. Lists and
+// non-namespace dicts do not change after they are built, so their depth stays true; a namespace
+// may not hold another namespace (nor a value containing one), so no cycle or unbounded chain can
+// be built through namespaces either.
+constexpr int kMaxValueDepth = 500;
+int value_depth(const Value& v);   // 0 for scalars
+bool holds_namespace(const Value& v);
+
 struct ListObj {
   std::vector<Value> items;
+  int depth = 1;
+  bool has_ns = false;  // some item is, or holds, a namespace
   bool tuple = false;
   // What Jinja2's map/select/unique/items/batch/reverse return: always truthy, consumed by the
   // first iteration, not subscriptable, not JSON.
@@ -92,6 +104,8 @@ struct ListObj {
 
 struct DictObj {
   std::vector<std::pair<Value, Value>> items;  // insertion order, as Python dicts keep it
+  int depth = 1;
+  bool has_ns = false;
   bool ns = false;                             // a namespace(): the one object `set x.y =` may change
   bool loop = false;                           // the `loop` variable of a for
 

@@ -104,6 +104,39 @@ TEST(ChatLimits, LongChainsAreRefusedAtParseTime) {
   EXPECT_EQ(R("{{ 'ab'" + repeat("|upper|lower", 60) + " }}"), "ab");
 }
 
+// A value nested 100k deep crashed repr, equal and (at 1M) the recursive release of its items; values
+// are bounded in depth where they are built, and namespaces cannot be made to hold themselves.
+TEST(ChatLimits, ValueDepthIsBounded) {
+  const std::string wrap = "{% set ns = namespace(x=[], y=[]) %}{% for i in range(100000) %}";
+  for (const std::string& tpl : {wrap + "{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}",
+                                 wrap + "{% set ns.x = [ns.x] %}{% set ns.y = [ns.y] %}{% endfor %}{{ ns.x == ns.y }}",
+                                 wrap + "{% set ns.x = {'k': ns.x} %}{% endfor %}{{ ns.x }}",
+                                 wrap + "{% set ns.x = {ns.x|string: 1} if false else (ns.x, 1) %}{% endfor %}"}) {
+    auto e = failure(tpl);
+    ASSERT_TRUE(e) << tpl;
+    EXPECT_NE(std::string(e->what()).find("value nests deeper than 500 levels"), std::string::npos) << e->what();
+  }
+  // A namespace holding itself, directly or through a list or dict, would be a cycle.
+  for (const char* tpl : {"{% set ns = namespace() %}{% set ns.x = ns %}{{ ns }}",
+                          "{% set ns = namespace() %}{% set ns.x = [1, {'a': ns}] %}{{ ns }}",
+                          "{% set a = namespace() %}{% set b = namespace(x=[a]) %}{% set a.y = b %}{{ a }}"}) {
+    auto e = failure(tpl);
+    ASSERT_TRUE(e) << tpl;
+    EXPECT_NE(std::string(e->what()).find("a namespace cannot hold a namespace"), std::string::npos) << e->what();
+  }
+  // Deep JSON from the context is bounded the same way.
+  json deep = json::array();
+  for (int i = 0; i < 1000; ++i) deep = json::array({deep});
+  auto e = failure("{{ x }}", json{{"x", deep}});
+  ASSERT_TRUE(e);
+  EXPECT_NE(std::string(e->what()).find("value nests deeper"), std::string::npos) << e->what();
+  // Within the limit, deep values still work.
+  EXPECT_EQ(R("{% set ns = namespace(x=[], y=[]) %}{% for i in range(400) %}{% set ns.x = [ns.x] %}"
+              "{% set ns.y = [ns.y] %}{% endfor %}{{ ns.x == ns.y }} {{ (ns.x|string)[:3] }}"),
+            "True [[[");
+  EXPECT_EQ(R("{% set a = namespace(n=1) %}{% set b = [a, [a]] %}{{ b[1][0].n }}"), "1");
+}
+
 TEST(ChatLimits, OutputSizeIsBounded) {
   Options o = fixed_clock_options();
   o.limits.max_output_bytes = 1000;
