@@ -90,6 +90,15 @@ class FileReader {
   mutable std::atomic<uint64_t> bytes_read_ = 0;  // read_at may run on several threads (the repack)
 };
 
+// Reads a whole user-named text file (a chat template, a prompt file) into memory. Refuses, with an
+// IoError naming the file and `what` ("chat template", "prompt file"), anything that is not a regular
+// file (a directory, a device such as /dev/zero, a FIFO, a socket: opened with O_NONBLOCK and checked
+// with fstat before any read, so a FIFO never blocks) and a file above max_bytes (checked on its size
+// and again while reading, so a file that grows meanwhile is refused too).
+std::string read_text_file(const std::filesystem::path& path, std::string_view what, uint64_t max_bytes);
+// "1 MiB", "64 MiB", "512 KiB", "100 bytes": a limit as the errors and docs state it.
+std::string format_byte_limit(uint64_t bytes);
+
 // A read-only shared mapping of a byte range of a file. 64-bit offsets; any size the OS can map.
 // A file truncated or rewritten on disk while mapped is undefined behaviour (its pages may vanish):
 // reading a vanished page raises SIGBUS. While a mapping lives, a SIGBUS handler (installed when the

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -74,6 +75,63 @@ void FileReader::read_at(uint64_t offset, void* dst, size_t n) const {
     done += static_cast<size_t>(r);
   }
   bytes_read_.fetch_add(n, std::memory_order_relaxed);
+}
+
+std::string format_byte_limit(uint64_t bytes) {
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= (1u << 10) && bytes % (1u << 10) == 0) return fmt::format("{} KiB", bytes >> 10);
+  return fmt::format("{} bytes", bytes);
+}
+
+std::string read_text_file(const std::filesystem::path& path, std::string_view what, uint64_t max_bytes) {
+  // As open_regular, with errors that say which input the file was.
+  struct stat st {};
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) throw IoError(fmt::format("{}: cannot open the {}: {}", path.string(), what, os_error(errno)));
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw IoError(fmt::format("{}: cannot stat the {}: {}", path.string(), what, os_error(err)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw IoError(fmt::format("{}: cannot read it as the {}: it is {}, not a regular file", path.string(), what,
+                              file_kind(st.st_mode)));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  const auto too_big = [&](uint64_t size) {
+    return IoError(fmt::format("{}: the {} is {} bytes, above the limit of {} for a {}", path.string(), what,
+                               size, format_byte_limit(max_bytes), what));
+  };
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    throw too_big(static_cast<uint64_t>(st.st_size));
+  }
+  std::string text;
+  text.resize(static_cast<size_t>(st.st_size) + 1);  // one more byte: sees a file that grew
+  size_t done = 0;
+  for (;;) {
+    if (done == text.size()) {
+      if (text.size() > max_bytes) {
+        ::close(fd);
+        throw too_big(text.size());
+      }
+      text.resize(std::min<uint64_t>(max_bytes + 1, text.size() * 2 + 4096));
+    }
+    const ssize_t r = ::read(fd, text.data() + done, text.size() - done);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      throw IoError(fmt::format("{}: cannot read the {}: {}", path.string(), what, os_error(err)));
+    }
+    if (r == 0) break;
+    done += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  if (done > max_bytes) throw too_big(done);
+  text.resize(done);
+  return text;
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -17,6 +18,7 @@
 
 #include "cli.hpp"
 #include "generation_args.hpp"
+#include "skainet/base.hpp"
 #include "skainet/chat.hpp"
 
 namespace skainet::cli {
@@ -54,16 +56,16 @@ ChosenTemplate choose_template(const GenerationArgs& a, const gguf::Header& head
   if (!a.chat_template.empty()) {
     if (const BuiltinTemplate* b = find_builtin(a.chat_template))
       return {std::string(b->source), fmt::format("built-in {}", b->name), std::string(b->end_of_turn)};
-    std::ifstream in(a.chat_template, std::ios::binary);
-    if (!in) {
+    std::error_code ec;
+    if (!std::filesystem::exists(a.chat_template, ec)) {
       std::string names;
       for (const auto& b : kBuiltins) names += fmt::format("{}{}", names.empty() ? "" : ", ", b.name);
       throw InvalidArgument(fmt::format("--chat-template '{}': neither a readable file nor a built-in name ({})",
                                         a.chat_template, names));
     }
-    std::ostringstream text;
-    text << in.rdbuf();
-    return {text.str(), a.chat_template, std::nullopt};
+    // A regular file of at most 1 MiB; a directory, device or FIFO is refused without a blocking read.
+    return {base::read_text_file(a.chat_template, "chat template", kChatTemplateMaxBytes), a.chat_template,
+            std::nullopt};
   }
   if (header.find("tokenizer.chat_template") != nullptr)
     return {header.get_string("tokenizer.chat_template"), "the model's tokenizer.chat_template", std::nullopt};

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "skainet/base.hpp"
+
 namespace skainet::cli {
 
 namespace {
@@ -87,11 +89,7 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
 
 void GenerationArgs::finish_parse() {
   if (!prompt_file.empty()) {
-    std::ifstream in(prompt_file, std::ios::binary);
-    if (!in) throw Error(fmt::format("{}: cannot read the prompt file", prompt_file));
-    std::ostringstream text;
-    text << in.rdbuf();
-    prompt = text.str();
+    prompt = base::read_text_file(prompt_file, "prompt file", kPromptFileMaxBytes);
   }
   if (escape) {
     prompt = process_escapes(prompt);

@@ -55,6 +55,11 @@ std::unique_ptr<generate::Engine> open_engine(const GenerationArgs& args);
 // run's three stats lines on stderr.
 void print_run_stats(const generate::Engine& e, const generate::Stats& s, uint64_t seed);
 
+// The largest user-named text files the CLI reads (docs/cli.md): a chat template (--chat-template
+// FILE) and a prompt file (-f FILE). Larger ones, and anything not a regular file, are refused.
+inline constexpr uint64_t kChatTemplateMaxBytes = uint64_t{1} << 20;  // 1 MiB
+inline constexpr uint64_t kPromptFileMaxBytes = uint64_t{64} << 20;   // 64 MiB
+
 // The chat template a conversation renders with: --chat-template (a file or a built-in name), else the
 // model's, else the built-in chatml; end_of_turn is a stop string for a built-in one (cmd_chat.cpp).
 struct ChosenTemplate {
