@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
 #include <cstdio>
 #include <thread>
 
@@ -71,22 +72,29 @@ int serve(ServeArgs& a) {
     std::fflush(stderr);
   };
   serve::Server server(*engine, so, chosen.source, chosen.end_of_turn.value_or(""));
+  // The stopper is also woken by this thread (a SIGTERM sent to it alone) when listen() ends another
+  // way, a failed bind above all: then it says nothing, since no signal came (issue 24 #13).
+  std::atomic<bool> waking_stopper = false;
   std::thread stopper([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
+    if (waking_stopper.load()) return;
     fmt::print(stderr, "skainet: {} received, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     server.stop();
   });
+  const auto wake_stopper = [&] {
+    waking_stopper.store(true);
+    pthread_kill(stopper.native_handle(), SIGTERM);
+    stopper.join();
+  };
   try {
     server.listen();
   } catch (...) {
-    pthread_kill(stopper.native_handle(), SIGTERM);
-    stopper.join();
+    wake_stopper();
     throw;
   }
   // listen() returns after stop(); if it returned for another reason the stopper still waits.
-  pthread_kill(stopper.native_handle(), SIGTERM);
-  stopper.join();
+  wake_stopper();
   return 0;
 }
 

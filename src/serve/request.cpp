@@ -139,12 +139,19 @@ std::vector<std::string> stops_of(const json& body, const RequestLimits& limits)
   return out;
 }
 
+// An empty prompt has no tokens of its own (only the BOS the server would add): refused, as
+// docs/serving.md says ("a prompt with no tokens"), naming the field.
+std::string non_empty_prompt(std::string prompt) {
+  if (prompt.empty()) bad("'prompt' must not be empty (a prompt with no tokens)");
+  return prompt;
+}
+
 std::string prompt_of(const json& body) {
   const json* v = field(body, "prompt");
   if (!v) bad("'prompt' is required");
-  if (v->is_string()) return v->get<std::string>();
+  if (v->is_string()) return non_empty_prompt(v->get<std::string>());
   // A list with one string is the same prompt; several prompts at once (a batch) are not served.
-  if (v->is_array() && v->size() == 1 && (*v)[0].is_string()) return (*v)[0].get<std::string>();
+  if (v->is_array() && v->size() == 1 && (*v)[0].is_string()) return non_empty_prompt((*v)[0].get<std::string>());
   if (v->is_array()) bad("'prompt' must be one string (a list of several prompts, or of token ids, is not supported)");
   bad(fmt::format("'prompt' must be a string, not {}", type_of(*v)));
 }

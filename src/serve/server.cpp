@@ -4,11 +4,16 @@
 // lent — so each busy slot has a worker of its own. A streamed answer generates inside httplib's
 // chunked content provider, where a failed write (the client went away) stops generation and the
 // slot is handed back at once.
+#include <netdb.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <random>
 #include <utility>
@@ -294,18 +299,60 @@ Server::~Server() {
   stop();
 }
 
+namespace {
+
+// Why host:port cannot be bound, as the OS says it ("Address already in use"): httplib reports only
+// that binding failed, so the bind is tried again here, with the server's socket options.
+std::string bind_error(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0)
+    return fmt::format("cannot resolve the host: {}", ::gai_strerror(rc));
+  std::string why = "no address to bind";
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    const bool ok = ::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 1) == 0;
+    why = ok ? "the bind failed, then succeeded when tried again" : std::strerror(errno);
+    ::close(fd);
+    if (!ok) break;
+  }
+  ::freeaddrinfo(found);
+  return why;
+}
+
+}  // namespace
+
 void Server::listen() {
   // A client that goes away makes the next write fail with EPIPE; without this SIGPIPE would end the
   // whole server instead.
   ::signal(SIGPIPE, SIG_IGN);
   Impl& s = *impl_;
+  // httplib's default sets SO_REUSEPORT, with which a second server binds the same port and the kernel
+  // shares the connections between the two (issue 24 #13). SO_REUSEADDR alone lets a restart bind a
+  // port with connections in TIME_WAIT, yet refuses a port another socket listens on (EADDRINUSE).
+  s.http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   int bound = s.options.port;
   if (s.options.port == 0) {
     bound = s.http.bind_to_any_port(s.options.host);
-    if (bound < 0) throw IoError(fmt::format("serve: cannot bind {} to any port", s.options.host));
+    if (bound < 0)
+      throw IoError(fmt::format("serve: cannot listen on {}:0 (any free port): {}", s.options.host,
+                                bind_error(s.options.host, 0)));
   } else if (!s.http.bind_to_port(s.options.host, s.options.port)) {
-    throw IoError(fmt::format("serve: cannot bind {}:{} (in use, or not an address of this machine?)", s.options.host,
-                              s.options.port));
+    throw IoError(fmt::format("serve: cannot listen on {}:{}: {}", s.options.host, s.options.port,
+                              bind_error(s.options.host, s.options.port)));
   }
   s.port.store(bound);
   if (s.options.on_listening) s.options.on_listening(bound);

@@ -185,6 +185,7 @@ class OneSlot(unittest.TestCase):
             ("/v1/completions", json.dumps({"prompt": "x", "max_tokens": "8"}), "max_tokens"),
             ("/v1/completions", json.dumps({"prompt": "x", "temperature": "hot"}), "temperature"),
             ("/v1/completions", json.dumps({"prompt": 12}), "prompt"),
+            ("/v1/completions", json.dumps({"prompt": ""}), "'prompt' must not be empty"),
             ("/v1/chat/completions", json.dumps({"messages": "hi"}), "messages"),
             ("/v1/chat/completions", json.dumps({"messages": [{"role": "user", "content": 3}]}), "content"),
         ]
@@ -323,6 +324,30 @@ class Busy(unittest.TestCase):
         finally:
             holder.close()
         self.wait_idle()
+
+
+class BusyPort(unittest.TestCase):
+    """A second server on a port the first listens on is refused (no SO_REUSEPORT sharing), exit code 1,
+    naming host:port and the OS error, without the "SIGTERM received" of a stop nobody asked for."""
+
+    def test_second_server_on_a_busy_port_fails(self):
+        first = Server()
+        try:
+            cmd = [SKAINET, "serve", "-m", MODEL, "--host", "127.0.0.1", "--port", str(first.port), "-t", "1"]
+            second = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            try:
+                _, err = second.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                second.kill()
+                _, err = second.communicate()
+                self.fail("the second server kept running on the busy port: " + err)
+            self.assertEqual(second.returncode, 1, err)
+            self.assertIn(f"127.0.0.1:{first.port}", err)
+            self.assertIn("Address already in use", err)
+            self.assertNotIn("received, stopping", err)
+            self.assertEqual(first.health()["status"], "ok", "the first server still answers")
+        finally:
+            first.stop()
 
 
 if __name__ == "__main__":

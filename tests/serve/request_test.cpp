@@ -89,6 +89,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Bad{kText, R"({"prompt":5})", "'prompt' must be a string"},
                       Bad{kText, R"({"prompt":["a","b"]})", "one string"},
                       Bad{kText, R"({"prompt":[1,2,3]})", "one string"},
+                      Bad{kText, R"({"prompt":""})", "'prompt' must not be empty"},
+                      Bad{kText, R"({"prompt":[""]})", "'prompt' must not be empty"},
                       Bad{kText, R"({"prompt":"p","max_tokens":-1})", "'max_tokens'"},
                       Bad{kText, R"({"prompt":"p","max_tokens":"12"})", "'max_tokens' must be an integer"},
                       Bad{kText, R"({"prompt":"p","max_tokens":1.5})", "'max_tokens'"},
