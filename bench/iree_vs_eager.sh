@@ -50,6 +50,11 @@ m = [x for x in b if x.get("aggregate_name") == "median"] or [x for x in b if x.
 print(m[0]["real_time"] * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[m[0]["time_unit"]])'
 }
 
+# The caches' type of an export folder ("22x256x256xf16"), from its report's signatures.
+cache_type() {
+  grep -o 'k_cache: tensor<[0-9x]*f[0-9]*>' "$1/report.txt" | head -1 | sed 's/k_cache: tensor<\(.*\)>/\1/'
+}
+
 # Exports GGUF to OUT with the context given, compiles it with its own flags; prints compile seconds.
 export_and_compile() {
   local gguf=$1 out=$2 ctx=$3; shift 3
@@ -83,8 +88,7 @@ for entry in "${models[@]}"; do
   out=$WORK/$name long=$WORK/$name-long
   compile_s=$(export_and_compile "$gguf" "$out" "$CTX")
   export_and_compile "$gguf" "$long" "$CTX_LONG" --entry decode >/dev/null
-  cache=$(grep -o 'k_cache: tensor<[0-9x]*f[0-9]*>' "$out/report.txt" | head -1 | sed 's/k_cache: tensor<\(.*\)>/\1/')
-  cache_long=$(grep -o 'k_cache: tensor<[0-9x]*f[0-9]*>' "$long/report.txt" | head -1 | sed 's/k_cache: tensor<\(.*\)>/\1/')
+  cache=$(cache_type "$out") cache_long=$(cache_type "$long")
   prefill_s=$(iree_seconds "$out" prefill --input="${P}xi32=1")
   decode_s=$(iree_seconds "$out" decode --input=1xi32=1 --input="i32=$P" --input="$cache=0" --input="$cache=0")
   decode_long_s=$(iree_seconds "$long" decode --input=1xi32=1 --input="i32=$P" --input="$cache_long=0" --input="$cache_long=0")

@@ -80,37 +80,49 @@ void read_converted(const base::FileReader& file, const Decision& d, const Tenso
   });
 }
 
-// The file's row-major blocks into the plan's kernel-feed order, in chunks of a whole number of row
-// groups (each chunk repacks on its own to the same bytes as the whole would) of about
-// kRepackChunkBytes, split over the pool's threads when there is one: the copy out of the page cache,
+// A repacked tensor's file rows in chunks of a whole number of row groups of about `chunk_bytes`: each
+// chunk repacks on its own to the same bytes as the whole tensor would, so chunks may go to threads
+// (the load) or out one after another (the export's stream).
+struct RepackChunks {
+  uint64_t row_bytes, rows, rows_per_chunk;
+  RepackChunks(const Decision& d, uint64_t chunk_bytes)
+      : row_bytes(skainet::row_bytes(d.file_type, d.shape[0])),
+        rows(d.file_bytes / row_bytes),
+        rows_per_chunk(std::max<uint64_t>(1, chunk_bytes / (kInterleaveRows * row_bytes)) * kInterleaveRows) {}
+  int64_t count() const { return static_cast<int64_t>((rows + rows_per_chunk - 1) / rows_per_chunk); }
+  uint64_t first_row(int64_t c) const { return static_cast<uint64_t>(c) * rows_per_chunk; }
+  uint64_t bytes_of(int64_t c) const { return std::min(rows_per_chunk, rows - first_row(c)) * row_bytes; }
+  // Chunk c read from the file through `stage` and repacked into dst (bytes_of(c) bytes).
+  void repack(const base::FileReader& file, const Decision& d, int64_t c, std::vector<std::byte>& stage,
+              std::byte* dst) const {
+    stage.resize(bytes_of(c));
+    file.read_at(d.file_offset + first_row(c) * row_bytes, stage.data(), stage.size());
+    kernels::ref::repack_rows(d.file_type, d.held_order, stage.data(), dst, static_cast<int64_t>(stage.size() / row_bytes),
+                              static_cast<int64_t>(d.shape[0]));
+  }
+};
+
+// The file's row-major blocks into the plan's kernel-feed order, in chunks of about
+// kRepackChunkBytes split over the pool's threads when there is one: the copy out of the page cache,
 // the kernel zeroing the new pages on first touch and the repack itself all run on every thread.
 constexpr uint64_t kRepackChunkBytes = 1u << 20;
 
 void read_repacked(const base::FileReader& file, const Decision& d, const Tensor& out, base::ThreadPool* pool) {
-  const uint64_t rb = row_bytes(d.file_type, d.shape[0]);
-  const uint64_t rows = d.file_bytes / rb;
-  const uint64_t rows_per_chunk = std::max<uint64_t>(1, kRepackChunkBytes / (kInterleaveRows * rb)) * kInterleaveRows;
-  const auto chunks = static_cast<int64_t>((rows + rows_per_chunk - 1) / rows_per_chunk);
+  const RepackChunks chunks(d, kRepackChunkBytes);
   std::byte* dst = out.mutable_bytes();
   std::mutex failed;
   std::exception_ptr error;
   const auto work = [&](int64_t c0, int64_t c1) noexcept {
     try {
       std::vector<std::byte> stage;
-      for (int64_t c = c0; c < c1; ++c) {
-        const uint64_t r0 = static_cast<uint64_t>(c) * rows_per_chunk, n = std::min(rows_per_chunk, rows - r0);
-        stage.resize(n * rb);
-        file.read_at(d.file_offset + r0 * rb, stage.data(), n * rb);
-        kernels::ref::repack_rows(d.file_type, d.held_order, stage.data(), dst + r0 * rb, static_cast<int64_t>(n),
-                                  static_cast<int64_t>(d.shape[0]));
-      }
+      for (int64_t c = c0; c < c1; ++c) chunks.repack(file, d, c, stage, dst + chunks.first_row(c) * chunks.row_bytes);
     } catch (...) {
       const std::lock_guard lock(failed);
       if (!error) error = std::current_exception();
     }
   };
-  if (pool) pool->parallel_for(chunks, 1, work);
-  else work(0, chunks);
+  if (pool) pool->parallel_for(chunks.count(), 1, work);
+  else work(0, chunks.count());
   if (error) std::rethrow_exception(error);
 }
 
@@ -123,19 +135,12 @@ void release_file_pages(const base::FileReader& file, uint64_t offset, uint64_t 
 void stream_held_bytes(const base::FileReader& file, const Decision& d,
                        const std::function<void(std::span<const std::byte>)>& sink) {
   if (d.held_order != BlockOrder::RowMajor) {
-    // The kernel-feed order, in chunks of whole row groups (each repacks on its own to the same
-    // bytes as the whole tensor would): what the load puts in memory, written out instead.
-    const uint64_t rb = row_bytes(d.file_type, d.shape[0]);
-    const uint64_t rows = d.file_bytes / rb;
-    const uint64_t rows_per_chunk = std::max<uint64_t>(1, kChunkBytes / (kInterleaveRows * rb)) * kInterleaveRows;
+    // The kernel-feed order: what the load puts in memory, written out instead.
+    const RepackChunks chunks(d, kChunkBytes);
     std::vector<std::byte> stage, repacked;
-    for (uint64_t r0 = 0; r0 < rows; r0 += rows_per_chunk) {
-      const uint64_t n = std::min(rows_per_chunk, rows - r0);
-      stage.resize(n * rb);
-      repacked.resize(n * rb);
-      file.read_at(d.file_offset + r0 * rb, stage.data(), n * rb);
-      kernels::ref::repack_rows(d.file_type, d.held_order, stage.data(), repacked.data(), static_cast<int64_t>(n),
-                                static_cast<int64_t>(d.shape[0]));
+    for (int64_t c = 0; c < chunks.count(); ++c) {
+      repacked.resize(chunks.bytes_of(c));
+      chunks.repack(file, d, c, stage, repacked.data());
       sink(repacked);
     }
   } else {

@@ -100,6 +100,16 @@ hlo::Value Lowering::dense_weight(int node) {
   return v;
 }
 
+std::pair<int64_t, int64_t> weight_rows(const Node& view) {
+  const auto row = row_bytes(view.ref.type, static_cast<uint64_t>(view.source_shape[1]));
+  return {static_cast<int64_t>(view.ref.offset / row), view.ref.shape[0]};
+}
+
+BlockOrder held_order(const ComputeGraph& g, int node) {
+  const Node& n = g.nodes[static_cast<size_t>(node)];
+  return n.kind == NodeKind::Parameter ? n.order : g.nodes[static_cast<size_t>(n.inputs.at(0))].order;
+}
+
 bool Lowering::is_weight(int node) const {
   const Node& n = g_.nodes[static_cast<size_t>(node)];
   return n.kind == NodeKind::Parameter ||
@@ -110,9 +120,9 @@ hlo::Value Lowering::operand(int node) {
   const Node& n = g_.nodes[static_cast<size_t>(node)];
   if (n.kind == NodeKind::Parameter) return dense_weight(node);
   if (!is_weight(node)) return value(node);
+  const auto [first, count] = weight_rows(n);
   const int64_t cols = n.source_shape[1];
-  const auto first = static_cast<int64_t>(n.ref.offset / row_bytes(n.ref.type, static_cast<uint64_t>(cols)));
-  return f_.slice(dense_weight(n.inputs[0]), {first, 0}, {first + n.ref.shape[0], cols});
+  return f_.slice(dense_weight(n.inputs[0]), {first, 0}, {first + count, cols});
 }
 
 hlo::Value Lowering::splat(float v, const hlo::TensorType& like) {

@@ -81,9 +81,7 @@ hlo::Value Lowering::weight_bytes(int node) {
   if (n.kind == NodeKind::Parameter) return raw_weight(node);
   const int param = n.inputs.at(0);
   const Node& p = g_.nodes[static_cast<size_t>(param)];
-  const int64_t cols = n.source_shape[1];
-  const auto first = static_cast<int64_t>(n.ref.offset / row_bytes(n.ref.type, static_cast<uint64_t>(cols)));
-  const int64_t count = n.ref.shape[0];
+  const auto [first, count] = weight_rows(n);
   // A kernel-feed order keeps groups of kInterleaveRows rows together: a range of whole groups is
   // the same bytes as in file order, anything else is not a slice.
   if (p.order != BlockOrder::RowMajor && (first % kInterleaveRows != 0 || count % kInterleaveRows != 0))
@@ -94,11 +92,6 @@ hlo::Value Lowering::weight_bytes(int node) {
   start[0] = first;
   limit[0] = first + count;
   return f_.slice(raw, start, limit);
-}
-
-BlockOrder Lowering::order_of(int node) const {
-  const Node& n = g_.nodes[static_cast<size_t>(node)];
-  return n.kind == NodeKind::Parameter ? n.order : g_.nodes[static_cast<size_t>(n.inputs.at(0))].order;
 }
 
 hlo::Value Lowering::engine_matmul(const MatmulOperands& m) {

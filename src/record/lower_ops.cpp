@@ -92,7 +92,7 @@ Lowering::MatmulOperands Lowering::matmul_operands(const Node& n) {
     throw Error(fmt::format("record {}: batched matmul weights ({}) are not recorded", tape_.entry.name, wn.shape.to_string()));
   const int64_t k = x.type.dims.back(), rows = x.type.numel() / k;
   return {.x = f_.reshape(x, {rows, k}), .w = weight_bytes(n.inputs[1]), .type = wn.type,
-          .order = order_of(n.inputs[1]), .rows = rows, .k = k, .out = wn.shape[0]};
+          .order = held_order(g_, n.inputs[1]), .rows = rows, .k = k, .out = wn.shape[0]};
 }
 
 hlo::Value Lowering::matmul(const Node& n) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "skainet/record.hpp"
@@ -18,6 +19,10 @@ namespace hlo = stablehlo;
 
 hlo::Elem elem_of(GgmlType t);  // dense types only; Error otherwise
 std::vector<int64_t> dims_of(const Shape& s);
+// The first row and the row count of a View node that is a row range of a weight.
+std::pair<int64_t, int64_t> weight_rows(const Node& view);
+// The block order a weight node is held in: the parameter's, or for a row range the viewed parameter's.
+BlockOrder held_order(const ComputeGraph& g, int node);
 // The scratch binding of an engine-kernel matmul: what this machine's kernels ask, plus the slack
 // that lets the plugin align it (engine_kernels.cpp).
 uint64_t matmul_scratch_bytes(GgmlType type, BlockOrder order, int64_t rows, int64_t k);
@@ -62,7 +67,6 @@ class Lowering {
   // engine_kernels.cpp (KernelForm::Engine)
   hlo::Value dispatch(const kernels::imports::Import& import, const std::vector<hlo::Value>& inputs,
                       const std::vector<int64_t>& scalars, int64_t range, int64_t chunk, const hlo::TensorType& result);
-  BlockOrder order_of(int node) const;
   hlo::Value engine_matmul(const MatmulOperands& m);
   hlo::Value engine_attention(const Node& n);
   hlo::Value engine_gather(int table, const hlo::Value& ids);

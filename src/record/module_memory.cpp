@@ -23,10 +23,7 @@ uint64_t working_bytes(const ComputeGraph& g, const Node& n, KernelForm form) {
     const Node& x = g.nodes[static_cast<size_t>(n.inputs[0])];
     const Node& w = g.nodes[static_cast<size_t>(n.inputs[1])];
     const int64_t k = x.shape[x.shape.rank() - 1], rows = x.shape.numel() / k, out = w.shape[0];
-    if (form == KernelForm::Engine) {
-      const BlockOrder order = w.kind == NodeKind::Parameter ? w.order : g.nodes[static_cast<size_t>(w.inputs[0])].order;
-      return detail::matmul_scratch_bytes(w.type, order, rows, k);
-    }
+    if (form == KernelForm::Engine) return detail::matmul_scratch_bytes(w.type, detail::held_order(g, n.inputs[1]), rows, k);
     // StableHLO: one row fuses the dequantization into the product; many rows (and every product
     // of the flat form) write the weight in f32 once per call.
     return rows == 1 && form == KernelForm::StableHlo ? 0 : f32_bytes(out * k);

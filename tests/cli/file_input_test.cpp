@@ -26,6 +26,26 @@ void write_file(const std::filesystem::path& p, size_t bytes, char c) {
 
 class FileInput : public ScratchTest {};
 
+// Runs `args` (which name the FIFO `fifo`), timing it. Should the command block opening the FIFO (the
+// defect), a writer that opens and closes it after 10 s ends that wait, so the test fails instead of
+// hanging.
+RunResult run_beside_fifo(const std::filesystem::path& fifo, const std::vector<std::string>& args,
+                          const std::string& input, double& seconds) {
+  std::atomic<bool> done = false;
+  std::thread unblock([&] {
+    for (int i = 0; i < 100 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (done.load()) return;
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const RunResult r = run_skainet(args, input);
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  done.store(true);
+  unblock.join();
+  return r;
+}
+
 }  // namespace
 
 TEST_F(FileInput, ChatTemplateThatIsADeviceIsRefusedNamingIt) {
@@ -45,20 +65,9 @@ TEST_F(FileInput, ChatTemplateThatIsADirectoryIsRefused) {
 TEST_F(FileInput, ChatTemplateThatIsAFifoIsRefusedWithoutBlocking) {
   const std::filesystem::path fifo = path("template.fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  // Should the command block opening the FIFO (the defect), a writer that opens and closes it after
-  // 10 s ends that wait, so the test fails instead of hanging.
-  std::atomic<bool> done = false;
-  std::thread unblock([&] {
-    for (int i = 0; i < 100 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (done.load()) return;
-    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
-    if (fd >= 0) ::close(fd);
-  });
-  const auto start = std::chrono::steady_clock::now();
-  const RunResult r = run_skainet({"chat", "-m", kModel, "--chat-template", fifo.string(), "-n", "2"}, "hi\n");
-  const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  done.store(true);
-  unblock.join();
+  double seconds = 0;
+  const RunResult r =
+      run_beside_fifo(fifo, {"chat", "-m", kModel, "--chat-template", fifo.string(), "-n", "2"}, "hi\n", seconds);
   EXPECT_LT(seconds, 9.0) << "the command waited on the FIFO";
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find(fifo.string()), std::string::npos) << r.err;
@@ -93,16 +102,9 @@ TEST_F(FileInput, PromptFileThatIsADeviceIsRefusedNamingIt) {
 TEST_F(FileInput, PromptFileThatIsAFifoIsRefusedWithoutBlocking) {
   const std::filesystem::path fifo = path("prompt.fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  std::atomic<bool> done = false;
-  std::thread unblock([&] {
-    for (int i = 0; i < 100 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (done.load()) return;
-    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
-    if (fd >= 0) ::close(fd);
-  });
-  const RunResult r = run_skainet({"run", "-m", kModel, "-f", fifo.string(), "-n", "2"});
-  done.store(true);
-  unblock.join();
+  double seconds = 0;
+  const RunResult r = run_beside_fifo(fifo, {"run", "-m", kModel, "-f", fifo.string(), "-n", "2"}, "", seconds);
+  EXPECT_LT(seconds, 9.0) << "the command waited on the FIFO";
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("a FIFO, not a regular file"), std::string::npos) << r.err;
 }
