@@ -14,6 +14,7 @@
 // raise_exception, a limit — is a TemplateError that names the construct and its line and column.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <ctime>
 #include <functional>
@@ -39,10 +40,21 @@ class TemplateError : public Error {
   int column_ = 0;
 };
 
+// What one render may use. Each is checked before the work or the allocation it bounds, and a render
+// past one fails with a TemplateError naming the limit. A hostile template (one in a model file)
+// meets these, so they bound what it can cost: about max_memory_bytes + max_output_bytes of memory and
+// max_time of CPU, whatever it does.
 struct Limits {
-  uint64_t max_output_bytes = 16u << 20;  // rendered text, and any single string built on the way
+  uint64_t max_output_bytes = 16u << 20;  // the rendered text
+  uint64_t max_value_bytes = 16u << 20;   // one value built on the way: a string, or a list's or dict's own items
+  // Everything the render's values and text buffers hold at once (strings, lists, dicts, macro output).
+  uint64_t max_memory_bytes = 64u << 20;
   int max_depth = 200;                    // nested macro calls, block bodies and expressions
-  uint64_t max_steps = 20'000'000;        // evaluation steps (loop iterations, expressions)
+  // Work, in steps: one per statement, expression, loop iteration or item a filter touches, and one per
+  // 64 bytes copied or scanned. The default keeps the slowest templates found under max_time.
+  uint64_t max_steps = 5'000'000;
+  // Wall-clock time of one render; the backstop for work the steps count too cheaply.
+  std::chrono::milliseconds max_time{2000};
 };
 
 struct Options {

@@ -3,6 +3,7 @@
 // Everything here reports failure through fail(); the evaluator adds the line and column.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
 
 // Items a for loop visits: list items, dict keys, string characters, nothing for Undefined.
 std::vector<Value> iterate(const Value& v);
+// The same items as a list value: a list itself (lists never change, so no copy), anything else built.
+Value as_list(const Value& v);
 size_t length(const Value& v);
 bool contains(const Value& container, const Value& item);
 
@@ -27,10 +30,10 @@ bool known_filter(std::string_view name);
 bool known_test(std::string_view name);
 bool jinja2_builtin_filter(std::string_view name);
 
-Value apply_filter(const std::string& name, const Value& v, Args& args, const Limits& limits);
+Value apply_filter(const std::string& name, const Value& v, Args& args);
 bool apply_test(const std::string& name, const Value& v, Args& args);
 
-Value string_method(const std::string& s, const std::string& name, Args& args, const Limits& limits);
+Value string_method(const std::string& s, const std::string& name, Args& args);
 
 // Fills `globals` with range, namespace, dict, raise_exception, strftime_now.
 void add_globals(std::vector<std::pair<std::string, Value>>& globals, const Options& options);
@@ -40,7 +43,7 @@ std::string py_strip(std::string_view s, const Value* chars, bool left, bool rig
 std::string py_title_word(std::string_view s);  // first character upper, rest lower (ASCII)
 std::string ascii_upper(std::string s);
 std::string ascii_lower(std::string s);
-std::vector<std::string> py_splitlines(std::string_view s);
+void py_splitlines(std::string_view s, const std::function<void(std::string_view)>& line);
 
 // Python's int(d) for a float, truncating toward zero, as an int64. NaN and infinity fail as Python
 // raises (ValueError, OverflowError); a finite value outside int64 fails too, naming `what` and the

@@ -55,7 +55,7 @@ std::string percent_format(const std::string& fmt, const Value& r) {
   std::vector<Value> args;
   if (r.is_list() && r.list().tuple) args = r.list().items;
   else args.push_back(r);
-  std::string out;
+  StringBuilder out("output of '%'");
   size_t next = 0;
   for (size_t i = 0; i < fmt.size(); ++i) {
     if (fmt[i] != '%') { out += fmt[i]; continue; }
@@ -74,7 +74,7 @@ std::string percent_format(const std::string& fmt, const Value& r) {
   // Python lets a mapping or list argument go unused (it could feed %(name)s); anything else must be used.
   bool mapping = r.is_dict() || (r.is_list() && !r.list().tuple);
   if (next < args.size() && !(mapping && next == 0)) fail("not all arguments converted during string formatting");
-  return out;
+  return out.take();
 }
 
 }  // namespace
@@ -87,18 +87,24 @@ Evaluator::DepthGuard::DepthGuard(Evaluator& e, int line, int column) : e(e) {
 }
 
 void Evaluator::step(int line, int column) {
-  if (++steps_ > options_.limits.max_steps)
-    throw TemplateError("more than " + std::to_string(options_.limits.max_steps) + " evaluation steps", line, column);
+  try {
+    charge_work(1);
+  } catch (const ValueError& e) {
+    throw TemplateError(e.message, line, column);
+  }
 }
 
-void Evaluator::append(std::string& out, std::string_view text, int line, int column) const {
-  if (out.size() + text.size() > options_.limits.max_output_bytes)
-    throw TemplateError("output larger than " + std::to_string(options_.limits.max_output_bytes) + " bytes", line, column);
-  out += text;
+void Evaluator::append(StringBuilder& out, std::string_view text, int line, int column) const {
+  try {
+    out += text;
+  } catch (const ValueError& e) {
+    throw TemplateError(e.message, line, column);
+  }
 }
 
 std::string Evaluator::render(const nlohmann::ordered_json& context) {
   if (!context.is_object() && !context.is_null()) throw TemplateError("the context must be a JSON object", 0, 0);
+  BudgetScope budget(budget_);
   std::vector<std::pair<std::string, Value>> globals;
   add_globals(globals, options_);
   for (auto& [k, v] : globals) globals_.vars[k] = std::move(v);
@@ -113,9 +119,9 @@ std::string Evaluator::render(const nlohmann::ordered_json& context) {
   for (const auto& n : program_.local_names) root.vars[n] = Value::undefined("'" + n + "' is undefined");
   root_ = &root;
   ScopeSwap s(frame_, &root);
-  std::string out;
+  StringBuilder out("output", options_.limits.max_output_bytes);
   if (exec(program_.body, out) != Flow::Normal) throw TemplateError("'break' or 'continue' outside a loop", 0, 0);
-  return out;
+  return out.take();
 }
 
 Value Evaluator::lookup(const std::string& name) const {
@@ -126,7 +132,7 @@ Value Evaluator::lookup(const std::string& name) const {
   return Value::undefined("'" + name + "' is undefined");
 }
 
-Evaluator::Flow Evaluator::exec(const Body& body, std::string& out) {
+Evaluator::Flow Evaluator::exec(const Body& body, StringBuilder& out) {
   for (const auto& s : body) {
     Flow f = exec(*s, out);
     if (f != Flow::Normal) return f;
@@ -134,7 +140,7 @@ Evaluator::Flow Evaluator::exec(const Body& body, std::string& out) {
   return Flow::Normal;
 }
 
-Evaluator::Flow Evaluator::exec(const Stmt& s, std::string& out) {
+Evaluator::Flow Evaluator::exec(const Stmt& s, StringBuilder& out) {
   step(s.line, s.column);
   DepthGuard g(*this, s.line, s.column);
   switch (s.kind) {
@@ -149,7 +155,7 @@ Evaluator::Flow Evaluator::exec(const Stmt& s, std::string& out) {
     case SK::Set: exec_set(s, eval(*s.expr)); return Flow::Normal;
     case SK::SetBlock:
     case SK::FilterBlock: {
-      std::string inner;
+      StringBuilder inner(s.kind == SK::SetBlock ? "text of a block set" : "text of a filter block");
       Flow f;
       {
         Frame block{{}, frame_};  // a block set or filter body is its own scope
@@ -158,7 +164,7 @@ Evaluator::Flow Evaluator::exec(const Stmt& s, std::string& out) {
         f = exec(s.body, inner);
       }
       if (f != Flow::Normal) return f;  // a break inside leaves the enclosing loop, nothing is assigned
-      Value v(std::move(inner));
+      Value v(inner.take());
       if (s.expr) {
         // The filter chain's innermost operand is null: it stands for the block's text.
         std::vector<const Expr*> chain;
@@ -166,7 +172,7 @@ Evaluator::Flow Evaluator::exec(const Stmt& s, std::string& out) {
         for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
           Args args = eval_args(**it, 1);
           try {
-            v = apply_filter((*it)->name, v, args, options_.limits);
+            v = apply_filter((*it)->name, v, args);
           } catch (const ValueError& e) {
             throw TemplateError(e.message, (*it)->line, (*it)->column);
           }
@@ -211,11 +217,11 @@ void Evaluator::exec_set(const Stmt& s, Value value) {
   for (size_t i = 0; i < items.size(); ++i) frame_->vars[s.targets[i]] = std::move(items[i]);
 }
 
-Evaluator::Flow Evaluator::exec_for(const Stmt& s, std::string& out) {
+Evaluator::Flow Evaluator::exec_for(const Stmt& s, StringBuilder& out) {
   Value seq = eval(*s.expr);
-  std::vector<Value> all;
+  Value all;  // a list value, not a copy of its items: nested loops over one big list hold it once
   try {
-    all = iterate(seq);
+    all = as_list(seq);
   } catch (const ValueError& e) {
     throw TemplateError(e.message, s.expr->line, s.expr->column);
   }
@@ -234,18 +240,18 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s, std::string& out) {
       throw TemplateError("cannot unpack " + std::to_string(parts.size()) + " values into " + std::to_string(s.targets.size()) + " loop variables", s.line, s.column);
     for (size_t i = 0; i < parts.size(); ++i) f.vars[s.targets[i]] = std::move(parts[i]);
   };
-  std::vector<Value> items;
   if (s.cond) {
-    for (const Value& item : all) {
+    std::vector<Value> kept;
+    for (const Value& item : all.list().items) {
       step(s.line, s.column);
       Frame f{{}, frame_};
       bind(f, item);
       ScopeSwap sw(frame_, &f);
-      if (truthy(eval(*s.cond))) items.push_back(item);
+      if (truthy(eval(*s.cond))) kept.push_back(item);
     }
-  } else {
-    items = std::move(all);
+    all = make_list(std::move(kept));
   }
+  const std::vector<Value>& items = all.list().items;
   // Jinja2 runs `else` unless some iteration reached the end of the body: a loop that breaks or
   // continues in every iteration it ran also gets its else.
   bool completed = false;
@@ -258,18 +264,18 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s, std::string& out) {
     Value loop = make_dict();
     DictObj& d = loop.dict();
     d.loop = true;
-    d.set("index0", Value(i));
-    d.set("index", Value(i + 1));
-    d.set("revindex", Value(n - i));
-    d.set("revindex0", Value(n - i - 1));
-    d.set("first", Value(i == 0));
-    d.set("last", Value(i == n - 1));
-    d.set("length", Value(n));
-    d.set("depth", Value(1));
-    d.set("depth0", Value(0));
-    d.set("previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : Value::undefined("there is no previous item"));
-    d.set("nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value::undefined("there is no next item"));
-    d.set("cycle", make_function("loop.cycle", [i](Args& a) -> Value {
+    d.append("index0", Value(i));
+    d.append("index", Value(i + 1));
+    d.append("revindex", Value(n - i));
+    d.append("revindex0", Value(n - i - 1));
+    d.append("first", Value(i == 0));
+    d.append("last", Value(i == n - 1));
+    d.append("length", Value(n));
+    d.append("depth", Value(1));
+    d.append("depth0", Value(0));
+    d.append("previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : Value::undefined("there is no previous item"));
+    d.append("nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value::undefined("there is no next item"));
+    d.append("cycle", make_function("loop.cycle", [i](Args& a) -> Value {
       if (a.pos.empty()) fail("no items for cycling given");
       return a.pos[static_cast<size_t>(i) % a.pos.size()];
     }));
@@ -312,9 +318,9 @@ Value Evaluator::call_macro(const Stmt& m, Args& args) {
   // Jinja2 refuses surplus arguments unless the body mentions varargs / kwargs; we accept them.
   f.vars["varargs"] = make_list(std::move(extra), true);
   f.vars["kwargs"] = std::move(kwargs);
-  std::string out;
+  StringBuilder out("output of a macro");
   if (exec(m.body, out) != Flow::Normal) fail("'break' or 'continue' outside a loop in macro '" + m.text + "'");
-  return Value(std::move(out));
+  return Value(out.take());
 }
 
 Args Evaluator::eval_args(const Expr& e, size_t first) {
@@ -342,10 +348,7 @@ Value Evaluator::eval_call(const Expr& e) {
     fail(hint.empty() ? "call of an undefined value" : hint);
   }
   if (!callee.is_function()) fail("'" + type_name(callee) + "' object is not callable");
-  Value r = callee.function().call(a);
-  if (r.is_string() && r.str().size() > options_.limits.max_output_bytes)
-    fail("string larger than " + std::to_string(options_.limits.max_output_bytes) + " bytes");
-  return r;
+  return callee.function().call(a);
 }
 
 Value Evaluator::eval_inner(const Expr& e) {
@@ -383,7 +386,7 @@ Value Evaluator::eval_inner(const Expr& e) {
     case EK::Filter: {
       Value v = e.args[0] ? eval(*e.args[0]) : Value(std::string());
       Args a = eval_args(e, 1);
-      return apply_filter(e.name, v, a, options_.limits);
+      return apply_filter(e.name, v, a);
     }
     case EK::Test: {
       // `x is defined` must not fail on an undefined name; an undefined attribute of a defined
@@ -434,12 +437,9 @@ Value Evaluator::eval_inner(const Expr& e) {
       return Value(true);
     }
     case EK::Concat: {
-      std::string s;
-      for (const auto& a : e.args) {
-        s += to_str(eval(*a));
-        if (s.size() > options_.limits.max_output_bytes) fail("string larger than " + std::to_string(options_.limits.max_output_bytes) + " bytes");
-      }
-      return Value(std::move(s));
+      StringBuilder s("string built by '~'");
+      for (const auto& a : e.args) s += to_str(eval(*a));
+      return Value(s.take());
     }
     case EK::Cond: {
       if (truthy(eval(*e.args[1]))) return eval(*e.args[0]);
@@ -455,23 +455,22 @@ Value Evaluator::eval_binary(const Expr& e) {
   const std::string& op = e.name;
   if (l.is_undefined()) fail(l.undefined_name());
   if (r.is_undefined()) fail(r.undefined_name());
-  const size_t max = options_.limits.max_output_bytes;
   auto type_error = [&]() -> Value {
     fail("unsupported operand type(s) for " + op + ": '" + type_name(l) + "' and '" + type_name(r) + "'");
   };
   if (op == "+") {
     if (l.is_string() && r.is_string()) {
-      if (l.str().size() + r.str().size() > max) fail("string larger than " + std::to_string(max) + " bytes");
-      if (l.markup != r.markup) {  // Markup + str escapes the str, and the sum stays Markup
-        Value m(l.markup ? l.str() + html_escape(r.str()) : html_escape(l.str()) + r.str());
-        m.markup = true;
-        return m;
-      }
-      Value sum(l.str() + r.str());
-      sum.markup = l.markup;
-      return sum;
+      StringBuilder sum("string built by '+'");
+      // Markup + str escapes the str, and the sum stays Markup.
+      sum += !l.markup && r.markup ? html_escape(l.str()) : l.str();
+      sum += l.markup && !r.markup ? html_escape(r.str()) : r.str();
+      Value v(sum.take());
+      v.markup = l.markup || r.markup;
+      return v;
     }
     if (l.is_list() && r.is_list() && l.list().tuple == r.list().tuple) {
+      // Checked before the copy: doubling a list in a loop reached gigabytes when only items counted.
+      check_value_bytes(kObjectOverhead + (l.list().items.size() + r.list().items.size()) * sizeof(Value), "list built by '+'");
       std::vector<Value> items = l.list().items;
       items.insert(items.end(), r.list().items.begin(), r.list().items.end());
       return make_list(std::move(items), l.list().tuple);
@@ -480,16 +479,19 @@ Value Evaluator::eval_binary(const Expr& e) {
   if (op == "*" && (((l.is_string() || l.is_list()) && (r.is_int() || r.is_bool())) ||
                     ((r.is_string() || r.is_list()) && (l.is_int() || l.is_bool())))) {
     const Value& seq = l.is_int() || l.is_bool() ? r : l;
-    int64_t n = std::max<int64_t>(0, (l.is_int() || l.is_bool() ? l : r).as_int());
-    size_t unit = seq.is_string() ? seq.str().size() : seq.list().items.size();
-    if (unit != 0 && static_cast<uint64_t>(n) > max / unit) fail("repetition larger than " + std::to_string(max) + " items or bytes");
+    const uint64_t n = static_cast<uint64_t>(std::max<int64_t>(0, (l.is_int() || l.is_bool() ? l : r).as_int()));
+    // Bytes, not items, before anything is allocated: [0] * 16000000 is 16M values of 48 bytes.
+    const uint64_t unit = seq.is_string() ? seq.str().size() : seq.list().items.size() * sizeof(Value);
+    if (unit == 0 || n == 0) return seq.is_string() ? Value(std::string()) : make_list({}, seq.list().tuple);
+    const uint64_t bytes = n > (UINT64_MAX >> 1) / unit ? (UINT64_MAX >> 1) : n * unit;
+    check_value_bytes(seq.is_string() ? bytes : kObjectOverhead + bytes, seq.is_string() ? "string built by '*'" : "list built by '*'");
     if (seq.is_string()) {
-      std::string s;
-      for (int64_t i = 0; i < n; ++i) s += seq.str();
-      return Value(std::move(s));
+      StringBuilder s("string built by '*'");
+      for (uint64_t i = 0; i < n; ++i) s += seq.str();
+      return Value(s.take());
     }
     std::vector<Value> items;
-    for (int64_t i = 0; i < n; ++i) items.insert(items.end(), seq.list().items.begin(), seq.list().items.end());
+    for (uint64_t i = 0; i < n; ++i) items.insert(items.end(), seq.list().items.begin(), seq.list().items.end());
     return make_list(std::move(items), seq.list().tuple);
   }
   if (op == "%" && l.is_string()) return Value(percent_format(l.str(), r));

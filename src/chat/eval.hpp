@@ -1,11 +1,12 @@
 // Walks the parsed template: scopes as Jinja2 makes them (a for body and a macro call are new
-// scopes, an if is not), loop controls, macros, and the output and step limits.
+// scopes, an if is not), loop controls, macros, and the render's budget (budget.hpp).
 #pragma once
 
 #include <string>
 #include <unordered_map>
 
 #include "chat/ast.hpp"
+#include "chat/budget.hpp"
 #include "skainet/chat.hpp"
 
 namespace skainet::chat {
@@ -17,7 +18,8 @@ struct Frame {
 
 class Evaluator {
  public:
-  Evaluator(const Program& program, const Options& options) : program_(program), options_(options) {}
+  Evaluator(const Program& program, const Options& options)
+      : budget_(options.limits), program_(program), options_(options) {}
   std::string render(const nlohmann::ordered_json& context);
 
  private:
@@ -28,9 +30,9 @@ class Evaluator {
     Evaluator& e;
   };
 
-  Flow exec(const Body& body, std::string& out);
-  Flow exec(const Stmt& s, std::string& out);
-  Flow exec_for(const Stmt& s, std::string& out);
+  Flow exec(const Body& body, StringBuilder& out);
+  Flow exec(const Stmt& s, StringBuilder& out);
+  Flow exec_for(const Stmt& s, StringBuilder& out);
   void exec_set(const Stmt& s, Value value);
   Value eval(const Expr& e);
   Value eval_inner(const Expr& e);
@@ -40,15 +42,16 @@ class Evaluator {
   Args eval_args(const Expr& e, size_t first);
   Value lookup(const std::string& name) const;
   void step(int line, int column);
-  void append(std::string& out, std::string_view text, int line, int column) const;
+  void append(StringBuilder& out, std::string_view text, int line, int column) const;
 
+  // First, so it is destroyed last: every value the render built gives its bytes back to it.
+  Budget budget_;
   const Program& program_;
   const Options& options_;
   Frame globals_;
   Frame* root_ = nullptr;   // the template's top-level scope; macros resolve free names from it
   Frame* frame_ = nullptr;  // innermost scope
   int depth_ = 0;
-  uint64_t steps_ = 0;
 };
 
 }  // namespace skainet::chat

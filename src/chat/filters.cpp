@@ -1,8 +1,10 @@
 // Jinja2's built-in filters and tests, with HuggingFace's tojson (Python's json.dumps, no HTML
 // escaping, ensure_ascii off by default).
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "chat/builtins.hpp"
 
@@ -20,17 +22,26 @@ bool param_bool(const Args& a, size_t i, std::string_view name, bool def) {
   return v ? truthy(*v) : def;
 }
 
-// Jinja2's make_attrgetter: "a.b.0" walks attributes/items; Undefined where missing.
+// Jinja2's make_attrgetter: "a.b.0" walks attributes/items, a part of digits being an int index;
+// Undefined where missing.
 Value attr_path(const Value& item, const Value& attr) {
   if (!attr.is_string()) return get_item(item, attr);
   Value v = item;
-  std::string path = attr.str();
+  const std::string& path = attr.str();
   size_t i = 0;
   for (;;) {
     size_t j = path.find('.', i);
-    std::string part = path.substr(i, j == std::string::npos ? std::string::npos : j - i);
-    bool digits = !part.empty() && part.size() < 18 && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    v = digits ? get_item(v, Value(static_cast<int64_t>(std::stoll(part)))) : get_item(v, Value(part));
+    std::string_view part = std::string_view(path).substr(i, j == std::string::npos ? std::string::npos : j - i);
+    bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (digits) {
+      int64_t index = 0;
+      // Python's int(part) has no upper bound; past int64 it indexes nothing (and no key of ours equals it).
+      if (std::from_chars(part.data(), part.data() + part.size(), index).ec != std::errc())
+        return Value::undefined(type_name(v) + " object has no element " + std::string(part));
+      v = get_item(v, Value(index));
+    } else {
+      v = get_item(v, Value(std::string(part)));
+    }
     if (j == std::string::npos) return v;
     i = j + 1;
   }
@@ -90,22 +101,30 @@ Value tojson(const Value& v, const Args& a) {
 
 Value indent_filter(const Value& v, const Args& a) {
   const Value* w = param(a, 0, "width");
-  std::string ind = w ? (w->is_string() ? w->str() : std::string(static_cast<size_t>(std::clamp<int64_t>(w->as_int(), 0, 1024)), ' ')) : "    ";
+  StringBuilder ind("indent string of 'indent'");
+  if (!w) ind += "    ";
+  else if (w->is_string()) ind += w->str();
+  else ind.append(static_cast<size_t>(std::max<int64_t>(w->as_int(), 0)), ' ');  // checked before it is allocated
   bool first = param_bool(a, 1, "first", false);
   bool blank = param_bool(a, 2, "blank", false);
   if (!v.is_string()) fail("indent: expected a string, got '" + type_name(v) + "'");
-  std::string s = v.str() + "\n";
-  std::vector<std::string> lines = py_splitlines(s);
-  std::string rv;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (i > 0) {
+  // Jinja2 splits value + "\n" into lines and joins them with "\n" + indent (blank lines unindented
+  // unless `blank`); each piece is checked as the result grows.
+  StringBuilder text("text of 'indent'");
+  text += v.str();
+  text += '\n';
+  StringBuilder rv("output of 'indent'");
+  if (first) rv += ind.str();
+  bool at_first = true;
+  py_splitlines(text.str(), [&](std::string_view l) {
+    if (!at_first) {
       rv += '\n';
-      if (blank || !lines[i].empty()) rv += ind;
+      if (blank || !l.empty()) rv += ind.str();
     }
-    rv += lines[i];
-  }
-  if (first) rv = ind + rv;
-  return Value(rv);
+    at_first = false;
+    rv += l;
+  });
+  return Value(rv.take());
 }
 
 // Jinja2's do_title: words split at whitespace, '-', and opening brackets.
@@ -161,7 +180,7 @@ bool jinja2_builtin_filter(std::string_view n) {
                      "truncate", "urlencode", "urlize", "wordwrap", "xmlattr"});
 }
 
-Value apply_filter(const std::string& name, const Value& v, Args& a, const Limits& limits) {
+Value apply_filter(const std::string& name, const Value& v, Args& a) {
   if (name == "tojson") return tojson(v, a);
   if (name == "safe" || name == "e" || name == "escape" || name == "forceescape") {
     Value out(name == "safe" || (v.markup && name != "forceescape") ? to_str(v) : html_escape(to_str(v)));
@@ -177,7 +196,7 @@ Value apply_filter(const std::string& name, const Value& v, Args& a, const Limit
   if (name == "title") return Value(jinja_title(to_str(v)));
   if (name == "replace") {
     Args b = a;
-    return string_method(to_str(v), "replace", b, limits);
+    return string_method(to_str(v), "replace", b);
   }
   if (name == "default" || name == "d") {
     const Value* def = param(a, 0, "default_value");
@@ -189,21 +208,21 @@ Value apply_filter(const std::string& name, const Value& v, Args& a, const Limit
     const Value* d = param(a, 0, "d");
     const Value* attr = param(a, 1, "attribute");
     std::string sep = d ? to_str(*d) : "";
-    std::string out;
+    StringBuilder out("output of 'join'");
     bool first = true;
     for (const Value& item : iterate(v)) {
       if (!first) out += sep;
       first = false;
       out += to_str(attr ? attr_path(item, *attr) : item);
-      if (out.size() > limits.max_output_bytes) fail("string larger than " + std::to_string(limits.max_output_bytes) + " bytes");
     }
-    return Value(out);
+    return Value(out.take());
   }
   if (name == "first") {
     if (v.is_list() && v.list().generator) {  // next(iter(gen)) takes one item
       auto& items = v.list().items;
       if (items.empty()) return Value::undefined("No first item, sequence was empty.");
       Value f = items.front();
+      charge_work(items.size());  // the erase moves what is left
       items.erase(items.begin());
       return f;
     }
@@ -219,9 +238,9 @@ Value apply_filter(const std::string& name, const Value& v, Args& a, const Limit
   if (name == "reverse") {
     if (v.is_string()) {
       auto cps = code_points(v.str());
-      std::string out;
+      StringBuilder out("reversed string");
       for (auto it = cps.rbegin(); it != cps.rend(); ++it) out += *it;
-      return Value(out);
+      return Value(out.take());
     }
     bool gen = v.is_list() && v.list().generator;  // a list gives an iterator, anything else a list
     std::vector<Value> items = iterate(v);
@@ -315,7 +334,7 @@ Value apply_filter(const std::string& name, const Value& v, Args& a, const Limit
     rest.kw = a.kw;
     for (const Value& item : iterate(v)) {
       Args r = rest;
-      out.push_back(apply_filter(a.pos[0].str(), item, r, limits));
+      out.push_back(apply_filter(a.pos[0].str(), item, r));
     }
     return generator(std::move(out));
   }
@@ -324,11 +343,16 @@ Value apply_filter(const std::string& name, const Value& v, Args& a, const Limit
   if (name == "unique") {
     bool cs = param_bool(a, 0, "case_sensitive", false);
     const Value* attr = param(a, 1, "attribute");
+    // Hashed, as Python's set is: a linear scan of what was seen made range(100000)|unique quadratic.
     std::vector<Value> out, seen;
+    std::unordered_multimap<uint64_t, size_t> index;  // hash of a key -> its place in `seen`
     for (const Value& item : iterate(v)) {
       Value key = fold(attr ? attr_path(item, *attr) : item, cs);
       if (key.is_dict() || (key.is_list() && !key.list().tuple)) fail("unhashable type: '" + type_name(key) + "'");
-      if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equal(s, key); })) {
+      const uint64_t h = hash_value(key);
+      auto [lo, hi] = index.equal_range(h);
+      if (std::none_of(lo, hi, [&](const auto& e) { return equal(seen[e.second], key); })) {
+        index.emplace(h, seen.size());
         seen.push_back(key);
         out.push_back(item);
       }
@@ -397,6 +421,8 @@ Value apply_filter(const std::string& name, const Value& v, Args& a, const Limit
     const Value* n = param(a, 0, "linecount");
     const Value* fill = param(a, 1, "fill_with");
     if (!n || !n->is_int() || n->as_int() <= 0) fail("batch: linecount must be a positive integer");
+    // A batch is filled up to linecount: a list that long must fit before the filling starts.
+    if (fill) check_value_bytes(kObjectOverhead + static_cast<uint64_t>(n->as_int()) * sizeof(Value), "batch of 'batch'");
     std::vector<Value> out, cur;
     for (const Value& item : iterate(v)) {
       cur.push_back(item);
@@ -411,6 +437,7 @@ Value apply_filter(const std::string& name, const Value& v, Args& a, const Limit
   if (name == "indent") return indent_filter(v, a);
   if (name == "wordcount") {
     std::string s = to_str(v);
+    charge_bytes_scanned(s.size());
     int64_t n = 0;
     bool in = false;
     for (unsigned char c : s) {
@@ -425,9 +452,13 @@ Value apply_filter(const std::string& name, const Value& v, Args& a, const Limit
     std::string s = to_str(v);
     int64_t len = static_cast<int64_t>(code_point_count(s));
     if (width <= len) return Value(s);
-    int64_t pad = std::min<int64_t>(width - len, 4096);
+    int64_t pad = width - len;
     int64_t left = pad / 2 + (pad & width & 1);
-    return Value(std::string(static_cast<size_t>(left), ' ') + s + std::string(static_cast<size_t>(pad - left), ' '));
+    StringBuilder out("output of 'center'");  // checks the width before the padding is allocated
+    out.append(static_cast<size_t>(left), ' ');
+    out += s;
+    out.append(static_cast<size_t>(pad - left), ' ');
+    return Value(out.take());
   }
   if (jinja2_builtin_filter(name)) fail("the Jinja2 filter '" + name + "' is not supported");
   fail("no filter named '" + name + "'");
@@ -482,7 +513,7 @@ bool apply_test(const std::string& name, const Value& v, Args& a) {
   }
   if (name == "lower" || name == "upper") {
     Args none;
-    return truthy(string_method(to_str(v), name == "lower" ? "islower" : "isupper", none, Limits{}));
+    return truthy(string_method(to_str(v), name == "lower" ? "islower" : "isupper", none));
   }
   if (name == "escaped") return false;
   fail("no test named '" + name + "'");

@@ -31,8 +31,11 @@ const std::string& arg_str(const Value& v, const char* what) {
   return v.str();
 }
 
-std::vector<std::string> split_ws(std::string_view s, int64_t maxsplit) {
-  std::vector<std::string> out;
+// The parts are built as values, each charged as it is made: a 16 MiB string of separators cannot
+// become millions of uncharged std::strings first.
+std::vector<Value> split_ws(std::string_view s, int64_t maxsplit) {
+  charge_bytes_scanned(s.size());
+  std::vector<Value> out;
   size_t i = 0;
   while (i < s.size()) {
     while (i < s.size() && is_py_space(s[i])) ++i;
@@ -40,34 +43,35 @@ std::vector<std::string> split_ws(std::string_view s, int64_t maxsplit) {
     if (maxsplit >= 0 && static_cast<int64_t>(out.size()) >= maxsplit) {
       size_t e = s.size();
       while (e > i && is_py_space(s[e - 1])) --e;
-      out.emplace_back(s.substr(i, e - i));
+      out.emplace_back(std::string(s.substr(i, e - i)));
       return out;
     }
     size_t j = i;
     while (j < s.size() && !is_py_space(s[j])) ++j;
-    out.emplace_back(s.substr(i, j - i));
+    out.emplace_back(std::string(s.substr(i, j - i)));
     i = j;
   }
   return out;
 }
 
-std::vector<std::string> split_sep(std::string_view s, std::string_view sep, int64_t maxsplit) {
+std::vector<Value> split_sep(std::string_view s, std::string_view sep, int64_t maxsplit) {
   if (sep.empty()) fail("empty separator");
-  std::vector<std::string> out;
+  charge_bytes_scanned(s.size());
+  std::vector<Value> out;
   size_t i = 0;
   for (;;) {
     size_t j = s.find(sep, i);
     if (j == std::string_view::npos || (maxsplit >= 0 && static_cast<int64_t>(out.size()) >= maxsplit)) {
-      out.emplace_back(s.substr(i));
+      out.emplace_back(std::string(s.substr(i)));
       return out;
     }
-    out.emplace_back(s.substr(i, j - i));
+    out.emplace_back(std::string(s.substr(i, j - i)));
     i = j + sep.size();
   }
 }
 
-std::string replace_all(std::string_view s, std::string_view from, std::string_view to, int64_t count, size_t max) {
-  std::string out;
+std::string replace_all(std::string_view s, std::string_view from, std::string_view to, int64_t count) {
+  StringBuilder out("output of 'replace'");
   if (from.empty()) {
     // Python inserts `to` between every character and at both ends.
     auto cps = code_points(s);
@@ -75,9 +79,8 @@ std::string replace_all(std::string_view s, std::string_view from, std::string_v
     for (size_t i = 0; i <= cps.size(); ++i) {
       if (count < 0 || n < count) { out += to; ++n; }
       if (i < cps.size()) out += cps[i];
-      if (out.size() > max) fail("string larger than " + std::to_string(max) + " bytes");
     }
-    return out;
+    return out.take();
   }
   size_t i = 0;
   int64_t n = 0;
@@ -86,18 +89,18 @@ std::string replace_all(std::string_view s, std::string_view from, std::string_v
     if (j == std::string_view::npos || (count >= 0 && n >= count)) break;
     out.append(s.substr(i, j - i));
     out.append(to);
-    if (out.size() > max) fail("string larger than " + std::to_string(max) + " bytes");
     i = j + from.size();
     ++n;
   }
   out.append(s.substr(i));
-  return out;
+  return out.take();
 }
 
 bool prefix_match(const std::string& s, const Value& p, bool suffix) {
   auto one = [&](const Value& x) {
     const std::string& t = arg_str(x, suffix ? "endswith" : "startswith");
     if (t.size() > s.size()) return false;
+    charge_bytes_scanned(t.size());
     return suffix ? s.compare(s.size() - t.size(), t.size(), t) == 0 : s.compare(0, t.size(), t) == 0;
   };
   if (p.is_list() && p.list().tuple) {
@@ -125,7 +128,7 @@ std::string py_str_title(std::string_view s) {
 
 // str.format with automatic or explicit field numbering and keyword names; no format specs.
 std::string py_format(const std::string& fmt, Args& args) {
-  std::string out;
+  StringBuilder out("output of 'format'");
   size_t auto_index = 0;
   for (size_t i = 0; i < fmt.size(); ++i) {
     char c = fmt[i];
@@ -152,7 +155,7 @@ std::string py_format(const std::string& fmt, Args& args) {
     out += to_str(*v);
     i = e;
   }
-  return out;
+  return out.take();
 }
 
 Value bound(const Value& obj, const std::string& name) {
@@ -177,7 +180,7 @@ Value bound(const Value& obj, const std::string& name) {
       }
       if (name == "copy") {
         Value c = make_dict();
-        c.dict().items = d.items;
+        for (const auto& [k, v] : d.items) c.dict().append(k, v);
         return c;
       }
     }
@@ -196,9 +199,9 @@ Value bound(const Value& obj, const std::string& name) {
       }
       if (name == "copy") return make_list(items, obj.list().tuple);
     }
-    if (obj.is_string()) return string_method(obj.str(), name, a, Limits{});
+    if (obj.is_string()) return string_method(obj.str(), name, a);
     fail("'" + type_name(obj) + "' object has no attribute '" + name + "'");
-  });
+  }, &obj);
 }
 
 bool is_str_method(const std::string& n) {
@@ -214,10 +217,16 @@ bool is_str_method(const std::string& n) {
 }  // namespace
 
 std::string py_strip(std::string_view s, const Value* chars, bool left, bool right) {
-  auto strip_set = [&](char c) {
-    if (!chars || chars->is_none()) return is_py_space(c);
-    return arg_str(*chars, "strip").find(c) != std::string::npos;
-  };
+  bool set[256] = {};  // a table, so a long `chars` costs its length once, not once per character
+  if (!chars || chars->is_none()) {
+    for (char c : kPySpace) set[static_cast<unsigned char>(c)] = true;
+  } else {
+    const std::string& cs = arg_str(*chars, "strip");
+    charge_bytes_scanned(cs.size());
+    for (char c : cs) set[static_cast<unsigned char>(c)] = true;
+  }
+  charge_bytes_scanned(s.size());
+  auto strip_set = [&](char c) { return set[static_cast<unsigned char>(c)]; };
   size_t b = 0, e = s.size();
   if (left) while (b < e && strip_set(s[b])) ++b;
   if (right) while (e > b && strip_set(s[e - 1])) --e;
@@ -249,8 +258,8 @@ int64_t float_to_int(double d, const std::string& what) {
   return static_cast<int64_t>(t);
 }
 
-std::vector<std::string> py_splitlines(std::string_view s) {
-  std::vector<std::string> out;
+void py_splitlines(std::string_view s, const std::function<void(std::string_view)>& line) {
+  charge_bytes_scanned(s.size());
   size_t start = 0, i = 0;
   while (i < s.size()) {
     size_t brk = 0;
@@ -261,18 +270,17 @@ std::vector<std::string> py_splitlines(std::string_view s) {
     else if (c == 0xE2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
              (static_cast<unsigned char>(s[i + 2]) == 0xA8 || static_cast<unsigned char>(s[i + 2]) == 0xA9)) brk = 3;
     if (brk) {
-      out.emplace_back(s.substr(start, i - start));
+      line(s.substr(start, i - start));
       i += brk;
       start = i;
     } else {
       ++i;
     }
   }
-  if (start < s.size()) out.emplace_back(s.substr(start));
-  return out;
+  if (start < s.size()) line(s.substr(start));
 }
 
-Value string_method(const std::string& s, const std::string& name, Args& a, const Limits& limits) {
+Value string_method(const std::string& s, const std::string& name, Args& a) {
   auto pos = [&](size_t i) -> const Value* { return i < a.pos.size() ? &a.pos[i] : nullptr; };
   if (name == "strip" || name == "lstrip" || name == "rstrip")
     return Value(py_strip(s, pos(0), name != "rstrip", name != "lstrip"));
@@ -281,10 +289,7 @@ Value string_method(const std::string& s, const std::string& name, Args& a, cons
     const Value* ms = pos(1) ? pos(1) : a.kwarg("maxsplit");
     int64_t maxsplit = ms ? arg_int(*ms, "split") : -1;
     if (name == "rsplit" && maxsplit >= 0) fail("rsplit with maxsplit is not supported");
-    std::vector<std::string> parts = (!sep || sep->is_none()) ? split_ws(s, maxsplit) : split_sep(s, arg_str(*sep, "split"), maxsplit);
-    std::vector<Value> out;
-    for (auto& p : parts) out.emplace_back(std::move(p));
-    return make_list(std::move(out));
+    return make_list((!sep || sep->is_none()) ? split_ws(s, maxsplit) : split_sep(s, arg_str(*sep, "split"), maxsplit));
   }
   if (name == "startswith" || name == "endswith") {
     if (!pos(0)) fail(name + " takes at least 1 argument");
@@ -293,7 +298,7 @@ Value string_method(const std::string& s, const std::string& name, Args& a, cons
   if (name == "replace") {
     if (a.pos.size() < 2) fail("replace expected at least 2 arguments");
     int64_t count = pos(2) ? arg_int(*pos(2), "replace") : -1;
-    return Value(replace_all(s, arg_str(a.pos[0], "replace"), arg_str(a.pos[1], "replace"), count, limits.max_output_bytes));
+    return Value(replace_all(s, arg_str(a.pos[0], "replace"), arg_str(a.pos[1], "replace"), count));
   }
   if (name == "upper") return Value(ascii_upper(s));
   if (name == "lower") return Value(ascii_lower(s));
@@ -308,6 +313,7 @@ Value string_method(const std::string& s, const std::string& name, Args& a, cons
   if (name == "find" || name == "rfind" || name == "index" || name == "count") {
     if (!pos(0)) fail(name + " takes at least 1 argument");
     const std::string& sub = arg_str(*pos(0), name.c_str());
+    charge_bytes_scanned(s.size());
     if (name == "count") {
       if (sub.empty()) return Value(static_cast<int64_t>(code_point_count(s) + 1));
       int64_t n = 0;
@@ -323,29 +329,30 @@ Value string_method(const std::string& s, const std::string& name, Args& a, cons
   }
   if (name == "join") {
     if (!pos(0)) fail("join takes exactly one argument");
-    std::string out;
+    StringBuilder out("output of 'join'");
     bool first = true;
     for (const Value& v : iterate(*pos(0))) {
       if (!first) out += s;
       first = false;
       out += arg_str(v, "join");
     }
-    return Value(out);
+    return Value(out.take());
   }
   if (name == "splitlines") {
     std::vector<Value> out;
-    for (auto& l : py_splitlines(s)) out.emplace_back(std::move(l));
+    py_splitlines(s, [&](std::string_view l) { out.emplace_back(std::string(l)); });
     return make_list(std::move(out));
   }
   if (name == "zfill") {
     int64_t w = pos(0) ? arg_int(*pos(0), "zfill") : 0;
-    std::string o = s;
     size_t n = code_point_count(s);
-    if (w > static_cast<int64_t>(n)) {
-      size_t at = (!o.empty() && (o[0] == '-' || o[0] == '+')) ? 1 : 0;
-      o.insert(at, static_cast<size_t>(w) - n, '0');
-    }
-    return Value(o);
+    if (w <= static_cast<int64_t>(n)) return Value(s);
+    StringBuilder o("output of 'zfill'");  // checks the width before the zeros are allocated
+    size_t at = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+    o.append(s.substr(0, at));
+    o.append(static_cast<size_t>(w) - n, '0');
+    o.append(std::string_view(s).substr(at));
+    return Value(o.take());
   }
   auto all = [&](auto pred) {
     if (s.empty()) return false;
@@ -416,11 +423,16 @@ Value get_item(const Value& obj, const Value& key) {
       if (i < 0 || i >= n) return Value::undefined("list object has no element " + std::to_string(key.as_int()));
       return items[static_cast<size_t>(i)];
     }
-    auto cps = code_points(obj.str());
-    int64_t n = static_cast<int64_t>(cps.size());
+    // Walked as code_points() would split it, but without building that index of a long string.
+    const std::string& str = obj.str();
+    charge_bytes_scanned(str.size());
+    int64_t n = 0;
+    for (size_t at = 0; at < str.size(); at += code_point_size(str, at)) ++n;
     if (i < 0) i += n;
     if (i < 0 || i >= n) return Value::undefined("str object has no element " + std::to_string(key.as_int()));
-    return Value(std::string(cps[static_cast<size_t>(i)]));
+    size_t at = 0;
+    for (int64_t k = 0; k < i; ++k) at += code_point_size(str, at);
+    return Value(str.substr(at, code_point_size(str, at)));
   }
   if (key.is_string()) return get_attr(obj, key.str());
   return Value::undefined(type_name(obj) + " object has no element " + repr(key));
@@ -439,9 +451,13 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
   std::vector<std::string_view> cps;
   const std::vector<Value>* items = nullptr;
   int64_t n;
+  bool ascii = false;  // then a code point is a byte, and no index of the string is built
   if (obj.is_string()) {
-    cps = code_points(obj.str());
-    n = static_cast<int64_t>(cps.size());
+    const std::string& str = obj.str();
+    charge_bytes_scanned(str.size());
+    ascii = std::all_of(str.begin(), str.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x80; });
+    if (!ascii) cps = code_points(str);
+    n = static_cast<int64_t>(ascii ? str.size() : cps.size());
   } else if (obj.is_list() && !obj.list().generator) {
     items = &obj.list().items;
     n = static_cast<int64_t>(items->size());
@@ -456,29 +472,44 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
     return std::clamp<int64_t>(x, -1, n - 1);
   };
   int64_t lo = clamp(a, st > 0 ? 0 : n - 1), hi = clamp(b, st > 0 ? n : -1);
-  std::vector<size_t> idx;
-  if (st > 0) for (int64_t i = lo; i < hi; i += st) idx.push_back(static_cast<size_t>(i));
-  else for (int64_t i = lo; i > hi; i += st) idx.push_back(static_cast<size_t>(i));
   if (obj.is_string()) {
-    std::string out;
-    for (size_t i : idx) out += cps[i];
-    return Value(std::move(out));
+    if (ascii && st == 1) return Value(obj.str().substr(static_cast<size_t>(lo), static_cast<size_t>(std::max<int64_t>(hi - lo, 0))));
+    StringBuilder out("slice of a string");
+    for (int64_t i = lo; st > 0 ? i < hi : i > hi; i += st) {
+      if (ascii) out += obj.str()[static_cast<size_t>(i)];
+      else out += cps[static_cast<size_t>(i)];
+    }
+    return Value(out.take());
   }
   std::vector<Value> out;
-  for (size_t i : idx) out.push_back((*items)[i]);
+  for (int64_t i = lo; st > 0 ? i < hi : i > hi; i += st) out.push_back((*items)[static_cast<size_t>(i)]);
   return make_list(std::move(out), obj.list().tuple);
+}
+
+Value as_list(const Value& v) {
+  if (v.is_list() && !v.list().generator) return v;  // lists never change: no copy needed
+  return make_list(iterate(v));
 }
 
 std::vector<Value> iterate(const Value& v) {
   if (v.is_undefined()) return {};
-  if (v.is_list() && v.list().generator) return std::exchange(v.list().items, {});
-  if (v.is_list()) return v.list().items;
+  if (v.is_list() && v.list().generator) {
+    charge_work(v.list().items.size());
+    return std::exchange(v.list().items, {});
+  }
+  if (v.is_list()) {
+    charge_work(v.list().items.size());
+    return v.list().items;
+  }
   if (v.is_dict() && !v.dict().ns && !v.dict().loop) {
+    charge_work(v.dict().items.size());
     std::vector<Value> out;
     for (const auto& [k, x] : v.dict().items) out.push_back(k);
     return out;
   }
   if (v.is_string()) {
+    // Checked as the list of characters it becomes, before the index of its code points is built.
+    check_value_bytes(kObjectOverhead + code_point_count(v.str()) * sizeof(Value), "list of the characters of a string");
     std::vector<Value> out;
     for (auto cp : code_points(v.str())) out.emplace_back(std::string(cp));
     return out;
@@ -498,10 +529,12 @@ bool contains(const Value& c, const Value& item) {
   if (c.is_undefined()) return false;
   if (c.is_string()) {
     if (!item.is_string()) fail("'in <string>' requires string as left operand, not " + type_name(item));
+    charge_bytes_scanned(c.str().size());
     return c.str().find(item.str()) != std::string::npos;
   }
   if (c.is_list() && c.list().generator) {  // consumes up to the match, as Python's `in` does
     auto& items = c.list().items;
+    charge_work(items.size());  // the erase below moves what is left
     for (size_t i = 0; i < items.size(); ++i)
       if (equal(items[i], item)) {
         items.erase(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(i) + 1);

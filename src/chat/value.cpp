@@ -9,6 +9,14 @@ namespace skainet::chat {
 
 void fail(std::string message) { throw ValueError{std::move(message)}; }
 
+Value::Value(std::string s) {
+  check_value_bytes(s.size(), "string");
+  auto o = std::make_shared<StrObj>();
+  o->charge.grow(kObjectOverhead + s.size(), "string");
+  o->s = std::move(s);
+  v = std::shared_ptr<const StrObj>(std::move(o));
+}
+
 std::string Value::kind_name() const {
   std::string s = type_name(*this);
   s.insert(s.begin(), '\'');
@@ -25,12 +33,14 @@ const Value* DictObj::find(const Value& key) const {
 int value_depth(const Value& v) {
   if (v.is_list()) return v.list().depth;
   if (v.is_dict()) return v.dict().depth;
+  if (v.is_function()) return v.function().depth;
   return 0;
 }
 
 bool holds_namespace(const Value& v) {
   if (v.is_list()) return v.list().has_ns;
   if (v.is_dict()) return v.dict().ns || v.dict().has_ns;
+  if (v.is_function()) return v.function().has_ns;
   return false;
 }
 
@@ -40,12 +50,27 @@ static void check_value_depth(int depth) {
 
 void DictObj::set(Value key, Value value) {
   if (ns && holds_namespace(value)) fail("a namespace cannot hold a namespace");
+  for (auto& [k, v] : items)
+    if (equal(k, key)) {
+      int d = std::max(depth, 1 + value_depth(value));
+      check_value_depth(d);
+      depth = d;
+      has_ns = has_ns || holds_namespace(value);
+      v = std::move(value);
+      return;
+    }
+  append(std::move(key), std::move(value));
+}
+
+void DictObj::append(Value key, Value value) {
+  if (ns && holds_namespace(value)) fail("a namespace cannot hold a namespace");
   int d = std::max({depth, 1 + value_depth(key), 1 + value_depth(value)});
   check_value_depth(d);
+  constexpr uint64_t item_bytes = sizeof(std::pair<Value, Value>);
+  check_value_bytes(kObjectOverhead + (items.size() + 1) * item_bytes, "dict");
+  charge.grow(charge.bytes() == 0 ? kObjectOverhead + item_bytes : item_bytes, "dict");
   depth = d;
   has_ns = has_ns || holds_namespace(key) || holds_namespace(value);
-  for (auto& [k, v] : items)
-    if (equal(k, key)) { v = std::move(value); return; }
   items.emplace_back(std::move(key), std::move(value));
 }
 
@@ -56,7 +81,10 @@ const Value* Args::kwarg(std::string_view name) const {
 }
 
 Value make_list(std::vector<Value> items, bool tuple) {
+  const uint64_t bytes = kObjectOverhead + items.size() * sizeof(Value);
+  check_value_bytes(bytes, "list");
   auto l = std::make_shared<ListObj>();
+  l->charge.grow(bytes, "list");
   for (const auto& v : items) {
     l->depth = std::max(l->depth, 1 + value_depth(v));
     l->has_ns = l->has_ns || holds_namespace(v);
@@ -69,8 +97,14 @@ Value make_list(std::vector<Value> items, bool tuple) {
 
 Value make_dict() { return Value(std::make_shared<DictObj>()); }
 
-Value make_function(std::string name, std::function<Value(Args&)> fn) {
-  return Value(std::make_shared<Function>(Function{std::move(name), std::move(fn)}));
+Value make_function(std::string name, std::function<Value(Args&)> fn, const Value* holds) {
+  auto f = std::make_shared<Function>(Function{std::move(name), std::move(fn)});
+  if (holds) {
+    f->depth = 1 + value_depth(*holds);
+    check_value_depth(f->depth);
+    f->has_ns = holds_namespace(*holds);
+  }
+  return Value(std::move(f));
 }
 
 bool truthy(const Value& v) {
@@ -80,7 +114,7 @@ bool truthy(const Value& v) {
     else if constexpr (std::is_same_v<T, bool>) return x;
     else if constexpr (std::is_same_v<T, int64_t>) return x != 0;
     else if constexpr (std::is_same_v<T, double>) return x != 0.0;
-    else if constexpr (std::is_same_v<T, std::string>) return !x.empty();
+    else if constexpr (std::is_same_v<T, std::shared_ptr<const StrObj>>) return !x->s.empty();
     else if constexpr (std::is_same_v<T, std::shared_ptr<ListObj>>) return x->generator || !x->items.empty();
     else if constexpr (std::is_same_v<T, std::shared_ptr<DictObj>>) return x->ns || x->loop || !x->items.empty();
     else return true;
@@ -88,13 +122,18 @@ bool truthy(const Value& v) {
 }
 
 bool equal(const Value& a, const Value& b) {
+  charge_work(1);  // unique, `in`, index, dict lookups and == on lists all come through here
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
     return a.as_int() == b.as_int();
   }
   if (a.v.index() != b.v.index()) return false;
   if (a.is_undefined() || a.is_none()) return true;
-  if (a.is_string()) return a.str() == b.str();
+  if (a.is_string()) {
+    if (a.str().size() != b.str().size()) return false;
+    charge_bytes_scanned(a.str().size());
+    return a.str() == b.str();
+  }
   if (a.is_list()) {
     const auto& x = a.list();
     const auto& y = b.list();
@@ -118,7 +157,32 @@ bool equal(const Value& a, const Value& b) {
   return &a.function() == &b.function();
 }
 
+uint64_t hash_value(const Value& v) {
+  charge_work(1);
+  auto mix = [](uint64_t h, uint64_t x) { return (h ^ x) * 0x100000001b3ull + (h >> 29); };
+  if (v.is_number()) {  // 1, 1.0 and True are equal, so they hash alike
+    if (!v.is_float()) return std::hash<int64_t>{}(v.as_int());
+    double d = v.as_double();
+    if (d == std::trunc(d) && d >= -0x1p63 && d < 0x1p63) return std::hash<int64_t>{}(static_cast<int64_t>(d));
+    return std::hash<double>{}(d);
+  }
+  if (v.is_string()) {
+    charge_bytes_scanned(v.str().size());
+    return std::hash<std::string_view>{}(v.str());
+  }
+  if (v.is_list()) {
+    if (v.list().generator) return std::hash<const void*>{}(&v.list());
+    uint64_t h = v.list().items.size();
+    for (const Value& x : v.list().items) h = mix(h, hash_value(x));
+    return h;
+  }
+  if (v.is_dict()) return v.dict().items.size();  // equal dicts have equal sizes
+  if (v.is_function()) return std::hash<const void*>{}(&v.function());
+  return v.v.index();  // None, Undefined
+}
+
 int compare(const Value& a, const Value& b) {
+  charge_work(1);  // sort, min, max and dictsort come through here
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) {
       double x = a.as_double(), y = b.as_double();
@@ -127,7 +191,11 @@ int compare(const Value& a, const Value& b) {
     int64_t x = a.as_int(), y = b.as_int();
     return x < y ? -1 : (x > y ? 1 : 0);
   }
-  if (a.is_string() && b.is_string()) return a.str().compare(b.str()) < 0 ? -1 : (a.str() == b.str() ? 0 : 1);
+  if (a.is_string() && b.is_string()) {
+    charge_bytes_scanned(std::min(a.str().size(), b.str().size()));
+    int c = a.str().compare(b.str());
+    return c < 0 ? -1 : (c > 0 ? 1 : 0);
+  }
   if (a.is_list() && b.is_list() && a.list().tuple == b.list().tuple) {
     const auto& x = a.list().items;
     const auto& y = b.list().items;
@@ -186,7 +254,7 @@ std::string float_repr(double d) {
 }
 
 std::string html_escape(std::string_view s) {
-  std::string out;
+  StringBuilder out("escaped string");
   for (char c : s) {
     switch (c) {
       case '&': out += "&amp;"; break;
@@ -197,12 +265,12 @@ std::string html_escape(std::string_view s) {
       default: out += c;
     }
   }
-  return out;
+  return out.take();
 }
 
-static std::string repr_string(const std::string& s) {
+static void repr_string(StringBuilder& out, const std::string& s) {
   char q = (s.find('\'') != std::string::npos && s.find('"') == std::string::npos) ? '"' : '\'';
-  std::string out(1, q);
+  out += q;
   for (unsigned char c : s) {
     if (c == q || c == '\\') { out += '\\'; out += static_cast<char>(c); }
     else if (c == '\n') out += "\\n";
@@ -214,37 +282,44 @@ static std::string repr_string(const std::string& s) {
       out += b;
     } else out += static_cast<char>(c);
   }
-  return out + q;
+  out += q;
+}
+
+// One builder for the whole value: a list repeating one long string is checked as it grows, not after
+// each item's text was built.
+static void repr_into(StringBuilder& out, const Value& v) {
+  charge_work(1);
+  if (v.is_undefined()) out += "Undefined";
+  else if (v.is_string()) repr_string(out, v.str());
+  else if (v.is_list()) {
+    const auto& l = v.list();
+    if (l.generator) { out += "<generator object>"; return; }
+    out += l.tuple ? "(" : "[";
+    for (size_t i = 0; i < l.items.size(); ++i) {
+      if (i) out += ", ";
+      repr_into(out, l.items[i]);
+    }
+    if (l.tuple && l.items.size() == 1) out += ",";
+    out += l.tuple ? ")" : "]";
+  } else if (v.is_dict()) {
+    const auto& d = v.dict();
+    out += d.ns ? "<Namespace {" : "{";
+    for (size_t i = 0; i < d.items.size(); ++i) {
+      if (i) out += ", ";
+      repr_into(out, d.items[i].first);
+      out += ": ";
+      repr_into(out, d.items[i].second);
+    }
+    out += d.ns ? "}>" : "}";
+  } else {
+    out += to_str(v);
+  }
 }
 
 std::string repr(const Value& v) {
-  if (v.is_undefined()) return "Undefined";
-  if (v.is_string()) return repr_string(v.str());
-  if (v.is_list()) {
-    const auto& l = v.list();
-    if (l.generator) return "<generator object>";
-    std::string out = l.tuple ? "(" : "[";
-    for (size_t i = 0; i < l.items.size(); ++i) {
-      if (i) out += ", ";
-      out += repr(l.items[i]);
-    }
-    if (l.tuple && l.items.size() == 1) out += ",";
-    return out + (l.tuple ? ")" : "]");
-  }
-  if (v.is_dict()) {
-    const auto& d = v.dict();
-    if (d.ns) {
-      std::string out = "<Namespace {";
-      for (size_t i = 0; i < d.items.size(); ++i)
-        out += (i ? ", " : "") + repr(d.items[i].first) + ": " + repr(d.items[i].second);
-      return out + "}>";
-    }
-    std::string out = "{";
-    for (size_t i = 0; i < d.items.size(); ++i)
-      out += (i ? ", " : "") + repr(d.items[i].first) + ": " + repr(d.items[i].second);
-    return out + "}";
-  }
-  return to_str(v);
+  StringBuilder out("repr of a value");
+  repr_into(out, v);
+  return out.take();
 }
 
 std::string to_str(const Value& v) {
@@ -255,26 +330,33 @@ std::string to_str(const Value& v) {
     else if constexpr (std::is_same_v<T, bool>) return x ? "True" : "False";
     else if constexpr (std::is_same_v<T, int64_t>) return std::to_string(x);
     else if constexpr (std::is_same_v<T, double>) return float_repr(x);
-    else if constexpr (std::is_same_v<T, std::string>) return x;
+    else if constexpr (std::is_same_v<T, std::shared_ptr<const StrObj>>) return x->s;
     else if constexpr (std::is_same_v<T, std::shared_ptr<Function>>) return "<function " + x->name + ">";
     else return repr(v);
   }, v.v);
 }
 
 std::vector<std::string_view> code_points(std::string_view s) {
+  const size_t n = code_point_count(s);
+  check_value_bytes(n * sizeof(std::string_view), "code point index of a string");
   std::vector<std::string_view> out;
-  out.reserve(s.size());
+  out.reserve(n);
   for (size_t i = 0; i < s.size();) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
-    n = std::min(n, s.size() - i);
+    size_t n = code_point_size(s, i);
     out.push_back(s.substr(i, n));
     i += n;
   }
   return out;
 }
 
+size_t code_point_size(std::string_view s, size_t i) {
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+  return std::min(n, s.size() - i);
+}
+
 size_t code_point_count(std::string_view s) {
+  charge_bytes_scanned(s.size());
   size_t n = 0;
   for (unsigned char c : s)
     if ((c & 0xC0) != 0x80) ++n;
@@ -286,30 +368,31 @@ Value from_json(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::null: return Value(None{});
     case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
     case nlohmann::ordered_json::value_t::number_integer: return Value(j.get<int64_t>());
-    case nlohmann::ordered_json::value_t::number_unsigned: return Value(static_cast<int64_t>(j.get<uint64_t>()));
+    case nlohmann::ordered_json::value_t::number_unsigned: {
+      // Above INT64_MAX: Python keeps the exact int, which int64 cannot; the nearest float is the
+      // closest we hold, where a cast would wrap 2**64-1 to -1.
+      uint64_t u = j.get<uint64_t>();
+      if (u <= static_cast<uint64_t>(INT64_MAX)) return Value(static_cast<int64_t>(u));
+      return Value(static_cast<double>(u));
+    }
     case nlohmann::ordered_json::value_t::number_float: return Value(j.get<double>());
     case nlohmann::ordered_json::value_t::string: return Value(j.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
+      check_value_bytes(j.size() * sizeof(Value), "list");
       std::vector<Value> items;
       for (const auto& e : j) items.push_back(from_json(e));
       return make_list(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       Value d = make_dict();
-      for (const auto& [k, e] : j.items()) {
-        Value v = from_json(e);
-        auto& o = d.dict();
-        o.depth = std::max(o.depth, 1 + value_depth(v));
-        check_value_depth(o.depth);
-        o.items.emplace_back(Value(k), std::move(v));
-      }
+      for (const auto& [k, e] : j.items()) d.dict().append(Value(k), from_json(e));  // JSON keys are unique
       return d;
     }
     default: fail("unsupported JSON value of type " + std::string(j.type_name()));
   }
 }
 
-static void json_string(std::string& out, std::string_view s, bool ensure_ascii) {
+static void json_string(StringBuilder& out, std::string_view s, bool ensure_ascii) {
   out += '"';
   for (size_t i = 0; i < s.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(s[i]);
@@ -346,7 +429,7 @@ static void json_string(std::string& out, std::string_view s, bool ensure_ascii)
   out += '"';
 }
 
-static void json_dump(std::string& out, const Value& v, int indent, int level, bool ensure_ascii,
+static void json_dump(StringBuilder& out, const Value& v, int indent, int level, bool ensure_ascii,
                       std::string_view item_sep, std::string_view key_sep, bool sort_keys) {
   auto newline = [&](int lvl) {
     if (indent < 0) return;
@@ -354,6 +437,7 @@ static void json_dump(std::string& out, const Value& v, int indent, int level, b
     out.append(static_cast<size_t>(indent) * static_cast<size_t>(lvl), ' ');
   };
   if (level > 200) fail("tojson: nesting deeper than 200");
+  charge_work(1);
   if (v.is_none()) out += "null";
   else if (v.is_bool()) out += std::get<bool>(v.v) ? "true" : "false";
   else if (v.is_int()) out += std::to_string(v.as_int());
@@ -402,9 +486,9 @@ static void json_dump(std::string& out, const Value& v, int indent, int level, b
 
 std::string to_json(const Value& v, int indent, bool ensure_ascii, std::string_view item_sep,
                     std::string_view key_sep, bool sort_keys) {
-  std::string out;
+  StringBuilder out("output of 'tojson'");
   json_dump(out, v, indent, 0, ensure_ascii, item_sep, key_sep, sort_keys);
-  return out;
+  return out.take();
 }
 
 }  // namespace skainet::chat

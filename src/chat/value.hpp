@@ -13,9 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/budget.hpp"
+
 namespace skainet::chat {
 
 struct Value;
+struct StrObj;
 struct ListObj;
 struct DictObj;
 struct Function;
@@ -31,7 +34,9 @@ struct Undefined { std::string name; };  // Jinja2's default Undefined: empty, f
 struct None {};
 
 struct Value {
-  using Storage = std::variant<Undefined, None, bool, int64_t, double, std::string,
+  // Strings are shared too, but never change: copying a value (a variable read, an argument, an item)
+  // costs no copy of its bytes, and a string is charged to the render's budget once, where it is built.
+  using Storage = std::variant<Undefined, None, bool, int64_t, double, std::shared_ptr<const StrObj>,
                                std::shared_ptr<ListObj>, std::shared_ptr<DictObj>, std::shared_ptr<Function>>;
   Storage v;
   bool markup = false;  // a string marked safe (MarkupSafe's Markup): `+` escapes the plain side
@@ -42,8 +47,8 @@ struct Value {
   Value(int i) : v(int64_t{i}) {}
   Value(int64_t i) : v(i) {}
   Value(double d) : v(d) {}
-  Value(std::string s) : v(std::move(s)) {}
-  Value(const char* s) : v(std::string(s)) {}
+  Value(std::string s);  // checked against Limits::max_value_bytes and charged; defined in value.cpp
+  Value(const char* s) : Value(std::string(s)) {}
   Value(std::shared_ptr<ListObj> l) : v(std::move(l)) {}
   Value(std::shared_ptr<DictObj> d) : v(std::move(d)) {}
   Value(std::shared_ptr<Function> f) : v(std::move(f)) {}
@@ -55,16 +60,13 @@ struct Value {
   bool is_int() const { return std::holds_alternative<int64_t>(v); }
   bool is_float() const { return std::holds_alternative<double>(v); }
   bool is_number() const { return is_int() || is_float() || is_bool(); }
-  bool is_string() const { return std::holds_alternative<std::string>(v); }
+  bool is_string() const { return std::holds_alternative<std::shared_ptr<const StrObj>>(v); }
   bool is_list() const { return std::holds_alternative<std::shared_ptr<ListObj>>(v); }
   bool is_dict() const { return std::holds_alternative<std::shared_ptr<DictObj>>(v); }
   bool is_function() const { return std::holds_alternative<std::shared_ptr<Function>>(v); }
 
   // These fail with a ValueError (never std::bad_variant_access) on a value of another type.
-  const std::string& str() const {
-    if (!is_string()) fail("expected a string, got " + kind_name());
-    return std::get<std::string>(v);
-  }
+  const std::string& str() const;
   int64_t as_int() const {
     if (is_bool()) return int64_t{std::get<bool>(v)};
     if (!is_int()) fail("expected an integer, got " + kind_name());
@@ -92,8 +94,19 @@ constexpr int kMaxValueDepth = 500;
 int value_depth(const Value& v);   // 0 for scalars
 bool holds_namespace(const Value& v);
 
+struct StrObj {
+  std::string s;
+  Charge charge;
+};
+
+inline const std::string& Value::str() const {
+  if (!is_string()) fail("expected a string, got " + kind_name());
+  return std::get<std::shared_ptr<const StrObj>>(v)->s;
+}
+
 struct ListObj {
   std::vector<Value> items;
+  Charge charge;
   int depth = 1;
   bool has_ns = false;  // some item is, or holds, a namespace
   bool tuple = false;
@@ -103,7 +116,8 @@ struct ListObj {
 };
 
 struct DictObj {
-  std::vector<std::pair<Value, Value>> items;  // insertion order, as Python dicts keep it
+  std::vector<std::pair<Value, Value>> items;  // insertion order, as Python dicts keep it; grown by set/append
+  Charge charge;
   int depth = 1;
   bool has_ns = false;
   bool ns = false;                             // a namespace(): the one object `set x.y =` may change
@@ -111,6 +125,7 @@ struct DictObj {
 
   const Value* find(const Value& key) const;
   void set(Value key, Value value);
+  void append(Value key, Value value);  // a key known not to be there yet
 };
 
 struct Args {
@@ -122,15 +137,21 @@ struct Args {
 struct Function {
   std::string name;
   std::function<Value(Args&)> call;
+  // A bound method (`d.items`, `l.copy`) holds its object: it counts as one level deeper than the
+  // object, and as holding a namespace if the object does, so a chain of them is bounded like a list.
+  int depth = 0;
+  bool has_ns = false;
 };
 
 Value make_list(std::vector<Value> items, bool tuple = false);
 Value make_dict();
-Value make_function(std::string name, std::function<Value(Args&)> fn);
+// `holds`: the value a bound method keeps (its depth and namespaces count as the function's).
+Value make_function(std::string name, std::function<Value(Args&)> fn, const Value* holds = nullptr);
 
 // Python semantics.
 bool truthy(const Value& v);
 bool equal(const Value& a, const Value& b);
+uint64_t hash_value(const Value& v);  // equal values hash alike
 // <0, 0, >0; throws std::runtime_error-like TypeError text for unorderable pairs.
 int compare(const Value& a, const Value& b);
 std::string type_name(const Value& v);  // "str", "int", "NoneType", "list", "dict", ...
@@ -143,6 +164,7 @@ std::string html_escape(std::string_view s);  // MarkupSafe's escape: & < > " '
 // UTF-8 code points: Python strings index by code point.
 std::vector<std::string_view> code_points(std::string_view s);
 size_t code_point_count(std::string_view s);
+size_t code_point_size(std::string_view s, size_t i);  // bytes of the code point starting at s[i]
 
 Value from_json(const nlohmann::ordered_json& j);
 // json.dumps(v, ensure_ascii, indent, separators, sort_keys); indent < 0 means None.

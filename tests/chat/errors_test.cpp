@@ -145,10 +145,10 @@ TEST(ChatLimits, OutputSizeIsBounded) {
   EXPECT_NE(std::string(e->what()).find("output larger than 1000 bytes"), std::string::npos);
   e = failure("{{ 'x' * 100000000000 }}");
   ASSERT_TRUE(e);
-  EXPECT_NE(std::string(e->what()).find("repetition larger than"), std::string::npos);
+  EXPECT_NE(std::string(e->what()).find("string built by '*' larger than 16777216 bytes"), std::string::npos) << e->what();
   e = failure("{% set s = namespace(v='xx') %}{% for i in range(40) %}{% set s.v = s.v ~ s.v %}{% endfor %}");
   ASSERT_TRUE(e);
-  EXPECT_NE(std::string(e->what()).find("string larger than"), std::string::npos);
+  EXPECT_NE(std::string(e->what()).find("string built by '~' larger than 16777216 bytes"), std::string::npos) << e->what();
 }
 
 TEST(ChatLimits, WorkIsBounded) {
@@ -156,7 +156,7 @@ TEST(ChatLimits, WorkIsBounded) {
   o.limits.max_steps = 100000;
   auto e = failure("{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}", json::object(), o);
   ASSERT_TRUE(e);
-  EXPECT_NE(std::string(e->what()).find("evaluation steps"), std::string::npos);
+  EXPECT_NE(std::string(e->what()).find("the template ran past 100000 steps"), std::string::npos) << e->what();
   e = failure("{{ range(1000000) | length }}");
   ASSERT_TRUE(e);
   EXPECT_NE(std::string(e->what()).find("Range too big"), std::string::npos);

@@ -29,7 +29,14 @@ const nlohmann::ordered_json& conversation() {
 
 int chat_template_one_input(const uint8_t* data, size_t size) {
   chat::Options options;
-  options.limits = {.max_output_bytes = 1u << 16, .max_depth = 64, .max_steps = 200'000};
+  // Small enough that every limit is met by some input, and each input stays fast (libFuzzer's -timeout
+  // is the hang detector; the time budget is well inside it).
+  options.limits = {.max_output_bytes = 1u << 16,
+                    .max_value_bytes = 1u << 16,
+                    .max_memory_bytes = 1u << 20,
+                    .max_depth = 64,
+                    .max_steps = 200'000,
+                    .max_time = std::chrono::milliseconds(1000)};
   options.now = [] {
     std::tm t{};
     t.tm_mday = 15;
