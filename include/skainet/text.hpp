@@ -120,6 +120,17 @@ struct DecodeOptions {
   bool strip_leading_space = true;
 };
 
+// A byte range of a text: [offset, offset + length).
+struct TextRange {
+  size_t offset = 0, length = 0;
+};
+
+// Control- or unknown-token text found in a string: what parse_special would turn into that token.
+struct SpecialText {
+  int32_t id = -1;
+  size_t offset = 0;  // where its text begins
+};
+
 class Tokenizer {
  public:
   explicit Tokenizer(Vocab vocab);
@@ -132,6 +143,18 @@ class Tokenizer {
   // add_special: BOS/EOS as the vocabulary asks (add_bos/add_eos). parse_special: text such as "<s>"
   // becomes its control token; user-defined tokens are always matched whole, as in llama.cpp.
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special = false) const;
+  // As encode(text, add_special, /*parse_special=*/true), except that no control or unknown token is
+  // matched inside or across the `plain` ranges: their text stays text (a chat message's content
+  // inside the rendered template, so a client cannot forge turn boundaries). The rest tokenizes as the
+  // whole text would, so the ids equal encode()'s wherever no such token touches a range. Ranges may
+  // come in any order and overlap; one past the text throws InvalidArgument.
+  std::vector<int32_t> encode(std::string_view text, bool add_special, std::span<const TextRange> plain) const;
+  // The first (leftmost) control or unknown token whose text occurs in `text`, longest first as encode
+  // matches them; nullopt when parse_special would change nothing in it.
+  std::optional<SpecialText> find_special_text(std::string_view text) const;
+  // Whether `text` begins with a proper suffix or ends with a proper prefix of a control or unknown
+  // token's text: with the right text beside it, it could complete one.
+  bool may_join_special_text(std::string_view text) const;
 
   // The bytes of one token: may be part of a UTF-8 sequence (byte tokens). Control/unknown tokens give
   // "" unless render_special. Out-of-range ids throw InvalidArgument.

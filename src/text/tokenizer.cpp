@@ -54,6 +54,37 @@ struct Fragment {
   size_t offset, length;
 };
 
+// Sorted, merged, empty ones dropped: overlaps() then needs one binary search.
+std::vector<TextRange> normalized(std::span<const TextRange> ranges, size_t text_size) {
+  std::vector<TextRange> out;
+  for (const TextRange& r : ranges) {
+    if (r.offset > text_size || r.length > text_size - r.offset) {
+      throw InvalidArgument("plain-text range [" + std::to_string(r.offset) + ", +" + std::to_string(r.length) +
+                            ") is outside the text of " + std::to_string(text_size) + " bytes");
+    }
+    if (r.length > 0) out.push_back(r);
+  }
+  std::sort(out.begin(), out.end(), [](const TextRange& a, const TextRange& b) { return a.offset < b.offset; });
+  size_t kept = 0;
+  for (const TextRange& r : out) {
+    if (kept > 0 && r.offset <= out[kept - 1].offset + out[kept - 1].length) {
+      TextRange& last = out[kept - 1];
+      last.length = std::max(last.offset + last.length, r.offset + r.length) - last.offset;
+    } else {
+      out[kept++] = r;
+    }
+  }
+  out.resize(kept);
+  return out;
+}
+
+// Whether [at, at + length) shares a byte with one of the (normalized) ranges.
+bool overlaps(std::span<const TextRange> ranges, size_t at, size_t length) {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), at,
+                             [](size_t pos, const TextRange& r) { return pos < r.offset + r.length; });
+  return it != ranges.end() && it->offset < at + length;
+}
+
 }  // namespace
 
 struct Tokenizer::Impl {
@@ -122,13 +153,18 @@ struct Tokenizer::Impl {
   }
 
   // llama.cpp's tokenizer_st_partition: special tokens, longest first, carve the text into pieces.
-  std::vector<Fragment> partition(std::string_view text, bool parse_special) const {
+  // No control or unknown token is matched where it would share a byte with a `plain` range (these
+  // are normalized); the search goes on one byte later, so a real one overlapping it is still found.
+  std::vector<Fragment> partition(std::string_view text, bool parse_special,
+                                  std::span<const TextRange> plain = {}) const {
     std::vector<Fragment> frags;
     if (text.empty()) return frags;
     frags.push_back({-1, 0, text.size()});
     std::vector<Fragment> next;
     for (int32_t id : specials) {
-      if (!parse_special && (attrs[id] & (kControl | kUnknown))) continue;
+      const bool control = attrs[id] & (kControl | kUnknown);
+      if (!parse_special && control) continue;
+      const bool guarded = control && !plain.empty();
       const std::string& s = vocab.tokens[id];
       next.clear();
       bool changed = false;
@@ -137,17 +173,22 @@ struct Tokenizer::Impl {
           next.push_back(f);
           continue;
         }
-        size_t at = f.offset;
+        size_t at = f.offset, from = f.offset;
         const size_t end = f.offset + f.length;
         for (;;) {
-          const size_t m = text.substr(0, end).find(s, at);
+          const size_t m = text.substr(0, end).find(s, from);
           if (m == std::string_view::npos) break;
+          if (guarded && overlaps(plain, m, s.size())) {
+            from = m + 1;
+            continue;
+          }
           if (m > at) next.push_back({-1, at, m - at});
           next.push_back({id, m, s.size()});
           at = m + s.size();
           if (rstrip[id]) {
             while (at < end && is_c_space(text[at])) ++at;
           }
+          from = at;
           changed = true;
         }
         if (at < end) next.push_back({-1, at, end - at});
@@ -206,12 +247,13 @@ struct Tokenizer::Impl {
     return vocab.model == VocabModel::Bpe ? decode_bytes(text) : std::string(text);
   }
 
-  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const {
+  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special,
+                              std::span<const TextRange> plain = {}) const {
     std::vector<int32_t> out;
     if (add_special && vocab.add_bos && vocab.bos >= 0) out.push_back(vocab.bos);
     bool prev_special = true;  // SPM: the text after a special token (or at the start) gets a space
     std::string buf;
-    for (const Fragment& f : partition(text, parse_special)) {
+    for (const Fragment& f : partition(text, parse_special, plain)) {
       if (f.token >= 0) {
         out.push_back(f.token);
         prev_special = true;
@@ -252,6 +294,29 @@ Tokenizer Tokenizer::from_file(const std::filesystem::path& gguf_path) {
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
   return impl_->encode(text, add_special, parse_special);
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, std::span<const TextRange> plain) const {
+  const std::vector<TextRange> ranges = normalized(plain, text.size());
+  return impl_->encode(text, add_special, /*parse_special=*/true, ranges);
+}
+
+std::optional<SpecialText> Tokenizer::find_special_text(std::string_view text) const {
+  for (const Fragment& f : impl_->partition(text, /*parse_special=*/true)) {
+    if (f.token >= 0 && (impl_->attrs[f.token] & (kControl | kUnknown))) return SpecialText{f.token, f.offset};
+  }
+  return std::nullopt;
+}
+
+bool Tokenizer::may_join_special_text(std::string_view text) const {
+  for (int32_t id : impl_->specials) {
+    if (!(impl_->attrs[id] & (kControl | kUnknown))) continue;
+    const std::string_view s = impl_->vocab.tokens[id];
+    for (size_t k = 1; k < s.size() && k <= text.size(); ++k) {
+      if (text.ends_with(s.substr(0, k)) || text.starts_with(s.substr(s.size() - k))) return true;
+    }
+  }
+  return false;
 }
 
 std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const { return impl_->piece(id, render_special); }
