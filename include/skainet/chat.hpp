@@ -51,8 +51,9 @@ struct Limits {
   uint64_t max_memory_bytes = 64u << 20;
   int max_depth = 200;                    // nested macro calls, block bodies and expressions
   // Work, in steps: one per statement, expression, loop iteration or item a filter touches, and one per
-  // 64 bytes copied or scanned. The default keeps the slowest templates found under max_time.
-  uint64_t max_steps = 5'000'000;
+  // 256 bytes copied or scanned. The default ends the slowest loops found in about a second, and lets
+  // every real template render 400 turns (1 MiB) of conversation.
+  uint64_t max_steps = 10'000'000;
   // Wall-clock time of one render; the backstop for work the steps count too cheaply.
   std::chrono::milliseconds max_time{2000};
 };

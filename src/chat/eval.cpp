@@ -143,6 +143,14 @@ Evaluator::Flow Evaluator::exec(const Body& body, StringBuilder& out) {
 Evaluator::Flow Evaluator::exec(const Stmt& s, StringBuilder& out) {
   step(s.line, s.column);
   DepthGuard g(*this, s.line, s.column);
+  try {
+    return exec_inner(s, out);
+  } catch (const ValueError& e) {  // a limit met outside any expression (an assignment, a loop's items)
+    throw TemplateError(e.message, s.line, s.column);
+  }
+}
+
+Evaluator::Flow Evaluator::exec_inner(const Stmt& s, StringBuilder& out) {
   switch (s.kind) {
     case SK::Text: append(out, s.text, s.line, s.column); return Flow::Normal;
     case SK::Output: {

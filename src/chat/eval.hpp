@@ -32,6 +32,7 @@ class Evaluator {
 
   Flow exec(const Body& body, StringBuilder& out);
   Flow exec(const Stmt& s, StringBuilder& out);
+  Flow exec_inner(const Stmt& s, StringBuilder& out);
   Flow exec_for(const Stmt& s, StringBuilder& out);
   void exec_set(const Stmt& s, Value value);
   Value eval(const Expr& e);

@@ -425,7 +425,7 @@ Value get_item(const Value& obj, const Value& key) {
     }
     // Walked as code_points() would split it, but without building that index of a long string.
     const std::string& str = obj.str();
-    charge_bytes_scanned(str.size());
+    charge_bytes_scanned(2 * str.size());  // counted, then walked
     int64_t n = 0;
     for (size_t at = 0; at < str.size(); at += code_point_size(str, at)) ++n;
     if (i < 0) i += n;

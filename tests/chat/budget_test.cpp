@@ -7,6 +7,9 @@
 
 #include <chrono>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "chat/helpers.hpp"
 
@@ -129,22 +132,22 @@ TEST(ChatBudget, FiltersChargeForTheWorkTheyDo) {
   for (const std::string& body : {"{{ s | length }}", "{% if s == t %}{% endif %}", "{{ s.count('y') }}",
                                   "{{ 'y' in s }}", "{{ s[-1] }}", "{{ s.startswith(t) }}", "{{ s | wordcount }}",
                                   "{{ s.find('y') }}", "{% if s < t %}{% endif %}"}) {
-    expect_refused(big + "{% for i in range(100000) %}" + body + "{% endfor %}", "the template ran past 5000000 steps");
+    expect_refused(big + "{% for i in range(100000) %}" + body + "{% endfor %}", "the template ran past 10000000 steps");
   }
 }
 
 // A 20M-step loop ran 19.7 s before its refusal. The default step budget now ends the slowest loops
-// found well inside the 2 s time budget, and the time budget ends whatever the steps undercount.
+// found inside the 2 s time budget, and the time budget ends whatever the steps undercount.
 TEST(ChatBudget, TheWorstLoopsEndWithinTheTimeBudget) {
   expect_refused("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
-                 "the template ran past 5000000 steps");
+                 "the template ran past 10000000 steps");
   expect_refused("{% set ns = namespace(n=0) %}{% for i in range(100000) %}{% for j in range(100000) %}"
                  "{% set ns.n = ns.n + loop.index * i %}{% endfor %}{% endfor %}",
-                 "the template ran past 5000000 steps");
+                 "the template ran past 10000000 steps");
   expect_refused("{% for i in range(100000) %}{{ range(100000) | unique | list | length }}{% endfor %}",
-                 "the template ran past 5000000 steps");
+                 "the template ran past 10000000 steps");
   expect_refused("{% for i in range(100000) %}{{ range(1000) | sort(reverse=true) | join(',') }}{% endfor %}",
-                 "the template ran past 5000000 steps");
+                 "the template ran past 10000000 steps");
   Options o = fixed_clock_options();
   o.limits.max_steps = UINT64_MAX;
   o.limits.max_time = std::chrono::milliseconds(200);
@@ -184,4 +187,30 @@ TEST(ChatBudget, DigitAttributePathsIndexLikeJinja2) {
 TEST(ChatBudget, ContextIntegersAboveInt64DoNotWrap) {
   json ctx = json::parse(R"({"big": 18446744073709551615, "max": 9223372036854775807})");
   EXPECT_EQ(R("{{ big > 0 }} {{ big }} {{ max }}", ctx), "True 1.8446744073709552e+19 9223372036854775807");
+}
+
+// The limits are for hostile templates: every real template renders a long conversation (400 turns,
+// 1 MiB of text) within the default budget, or refuses it for its own reasons, never for a limit.
+TEST(ChatBudget, RealTemplatesRenderLongConversationsWithinTheDefaults) {
+  std::filesystem::path dir = std::filesystem::path(SKAINET_SHARED_MODELS) / "templates";
+  json messages = json::array({{{"role", "system"}, {"content", std::string(2000, 's')}}});
+  for (int i = 0; i < 400; ++i)
+    messages.push_back({{"role", i % 2 ? "assistant" : "user"}, {"content", std::string(2600, i % 2 ? 'a' : 'u')}});
+  json ctx = {{"messages", messages}, {"add_generation_prompt", true}, {"bos_token", "<s>"}, {"eos_token", "</s>"}};
+  size_t rendered = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".jinja") continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    try {
+      render(ss.str(), ctx, steady_options());
+      ++rendered;
+    } catch (const TemplateError& e) {
+      const std::string what = e.what();
+      for (const char* limit : {"steps", "budget", "larger than", "deeper than"})
+        EXPECT_EQ(what.find(limit), std::string::npos) << entry.path() << ": " << what;
+    }
+  }
+  EXPECT_GE(rendered, 60u);
 }
