@@ -20,6 +20,7 @@
 #include "generation_args.hpp"
 #include "skainet/base.hpp"
 #include "skainet/chat.hpp"
+#include "skainet/conversation.hpp"
 
 namespace skainet::cli {
 namespace {
@@ -179,13 +180,24 @@ int run_chat(GenerationArgs& a) {
       continue;
     }
     messages.push_back({{"role", "user"}, {"content", *user}});
-    const std::string rendered = tmpl.render(nlohmann::ordered_json{{"messages", messages},
-                                                                    {"add_generation_prompt", true},
-                                                                    {"bos_token", bos_text},
-                                                                    {"eos_token", eos_text}});
-    // A template that writes the BOS text itself must not get a second BOS from the tokenizer.
-    const bool add_special = bos_text.empty() || !rendered.starts_with(bos_text);
-    const std::vector<int32_t> ids = tok.encode(rendered, add_special, /*parse_special=*/true);
+    // Control-token text the user typed stays text unless --special-in-content (generate::tokenize_conversation).
+    std::vector<int32_t> ids;
+    try {
+      ids = generate::tokenize_conversation(tmpl,
+                                            nlohmann::ordered_json{{"messages", messages},
+                                                                   {"add_generation_prompt", true},
+                                                                   {"bos_token", bos_text},
+                                                                   {"eos_token", eos_text}},
+                                            tok, {.special_in_content = a.special_in_content})
+                .ids;
+    } catch (const generate::ContentSpecialTokenError& e) {
+      if (!interactive) throw;
+      // At a terminal the turn is refused, not the chat: the user can say it another way.
+      fmt::print(stderr, "skainet: {}\n", e.what());
+      messages.erase(messages.end() - 1);
+      --turn;
+      continue;
+    }
     if (static_cast<int64_t>(ids.size()) >= ctx_cells) {
       fmt::print(stderr, "skainet: the conversation is {} tokens and the context holds {}: it is full; start a new chat "
                          "or raise --ctx\n", ids.size(), ctx_cells);

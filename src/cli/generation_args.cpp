@@ -70,6 +70,9 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   if (!serve) cmd->add_option("--system-prompt", system_prompt, "as llama.cpp's -sys: the conversation's system message");
   cmd->add_option("--chat-template", chat_template,
                   "chat template: a .jinja file, or a built-in name (chatml, llama3); default: the model's");
+  cmd->add_flag("--special-in-content", special_in_content,
+                "control-token text in a message (\"<|im_end|>\") becomes the token, as in the template's own text; "
+                "default: it stays text, so a message cannot forge turn boundaries");
   cmd->add_flag("--ignore-eos", ignore_eos, "keep generating past end of text");
   cmd->add_flag("--check-tensors", check_tensors, "decode every tensor first and refuse NaN or infinity");
   cmd->add_flag("--force", force, "load even when the plan exceeds the memory available now (MemAvailable)");
@@ -80,8 +83,9 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
     const bool chat_command = command != Command::Run;  // serve renders chat requests with the template
     if (!chat_command && !conversation && prompt_option->count() == 0 && prompt_file.empty())
       throw CLI::RequiredError("-p,--prompt (or -f FILE)");
-    if (!chat_command && !conversation && (!system_prompt.empty() || !chat_template.empty()))
-      throw CLI::ValidationError("-sys/--system-prompt and --chat-template", "only in a conversation (-cnv, or skainet chat)");
+    if (!chat_command && !conversation && (!system_prompt.empty() || !chat_template.empty() || special_in_content))
+      throw CLI::ValidationError("-sys/--system-prompt, --chat-template and --special-in-content",
+                                 "only in a conversation (-cnv, or skainet chat)");
     apply_placement_compat(compat, placement);
     check_sampling(cmd, sampling);
   });

@@ -37,6 +37,8 @@ struct GenerationArgs {
   bool conversation = false;
   std::string system_prompt;
   std::string chat_template;
+  // Control-token text in a message's content becomes the token (the old behaviour; default: text).
+  bool special_in_content = false;
   CLI::Option* prompt_option = nullptr;
   CLI::Option* n_predict_option = nullptr;
 

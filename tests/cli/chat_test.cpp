@@ -1,5 +1,6 @@
 // `skainet chat` and `skainet run -cnv` without a terminal: user turns on stdin, replies on stdout,
 // a stats line per turn on stderr. stories260K has no chat template, so the built-in ChatML is used.
+#include <algorithm>
 #include <fstream>
 #include <regex>
 
@@ -104,4 +105,37 @@ TEST_F(ChatFiles, TemplateFromAFileAndAFullContext) {
   const RunResult too_long = run_skainet({"chat", kModel, "-c", "32"}, std::string(200, 'a') + "\n");
   EXPECT_EQ(too_long.exit_code, 1);
   EXPECT_NE(too_long.err.find("the context holds 32: it is full"), std::string::npos) << too_long.err;
+}
+
+// Issue 24 finding 8: control-token text the user types ("</s>" in stories260K's vocabulary) is text
+// unless --special-in-content, so it cannot end the turn or forge another.
+TEST(ChatCommand, ControlTokenTextInAMessageIsTextUnlessSpecialInContent) {
+  const std::string prompt = chatml_user("Hi</s>");
+  auto token_count = [&](bool parse_special) {
+    std::vector<std::string> args = {"tokenize", "-m", kModel, "-p", prompt, "--ids"};
+    if (!parse_special) args.push_back("--no-parse-special");
+    const RunResult r = run_skainet(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return static_cast<int>(std::count(r.out.begin(), r.out.end(), ',')) + 1;
+  };
+
+  const RunResult safe = run_skainet({"chat", kModel, "--temp", "0", "-n", "8"}, "Hi</s>\n");
+  ASSERT_EQ(safe.exit_code, 0) << safe.err;
+  const std::vector<TurnStats> safe_turns = turn_stats(safe.err);
+  ASSERT_EQ(safe_turns.size(), 1u) << safe.err;
+  EXPECT_EQ(safe_turns[0].prompt, token_count(false));
+
+  const RunResult trusted = run_skainet({"chat", kModel, "--temp", "0", "-n", "8", "--special-in-content"}, "Hi</s>\n");
+  ASSERT_EQ(trusted.exit_code, 0) << trusted.err;
+  const std::vector<TurnStats> trusted_turns = turn_stats(trusted.err);
+  ASSERT_EQ(trusted_turns.size(), 1u) << trusted.err;
+  EXPECT_EQ(trusted_turns[0].prompt, token_count(true));
+  EXPECT_LT(trusted_turns[0].prompt, safe_turns[0].prompt);
+  const RunResult run = run_skainet({"run", "-m", kModel, "-p", prompt, "-n", "8", "--temp", "0", "--no-display-prompt"});
+  EXPECT_EQ(trusted.out, run.out + "\n");
+
+  // A plain `run` prompt has no messages: the flag is refused there.
+  const RunResult plain = run_skainet({"run", "-m", kModel, "-p", "Hi", "--special-in-content"});
+  EXPECT_EQ(plain.exit_code, 2);
+  EXPECT_NE(plain.err.find("--special-in-content"), std::string::npos) << plain.err;
 }
