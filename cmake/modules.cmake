@@ -2,9 +2,9 @@
 # CMake package for it, so pkg-config finds it; only skainet_placement links it.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
-# cpp-httplib (Debian's libcpp-httplib-dev, compiled): the HTTP server under `skainet serve`; only
-# skainet_serve links it.
-pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# GNU libmicrohttpd (Debian's libmicrohttpd-dev): the HTTP transport under `skainet serve`, chosen
+# over cpp-httplib for its event loop (docs/dependencies.md); only skainet_serve links it.
+pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
 
 # One static library per module in src/<name>/, sources found by glob so that adding a file needs no
 # edit here. Dependencies are declared once, in the top-level list, and only point downward.

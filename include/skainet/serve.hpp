@@ -69,6 +69,10 @@ struct RequestLimits {
   size_t max_stop_strings = 4;          // OpenAI's limit
   size_t max_stop_bytes = 256;          // each
   size_t max_messages = 1024;
+  // What parsing a body may build: each value costs about 16-80 bytes beside its text, so 65536 values
+  // stay within a few MiB whatever an 8 MiB body holds (issue 24 #3: nested arrays cost 40x the body).
+  size_t max_json_depth = 64;
+  size_t max_json_values = 65536;
 };
 
 // Parses and validates a JSON body; throws RequestError (status 400) naming the field that is wrong.
@@ -181,6 +185,9 @@ struct ServerOptions {
   text::SamplerConfig sampling;
   std::vector<std::string> stop;  // always applied, beside the request's
   bool ignore_eos = false;
+  // A chat message's control-token text ("<|im_end|>") becomes the control token, as before issue 24
+  // #8; by default it stays text.
+  bool special_in_content = false;
   // Called once the socket is bound (the port is known), before serving.
   std::function<void(int port)> on_listening;
 };

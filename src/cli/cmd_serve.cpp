@@ -29,7 +29,7 @@ struct ServeArgs {
 int serve(ServeArgs& a) {
   a.gen.finish_parse();
   // SIGINT/SIGTERM are taken by a thread of their own (sigwait), blocked everywhere else: stopping
-  // httplib from a signal handler would not be async-signal-safe. Blocked before any thread starts so
+  // the server from a signal handler would not be async-signal-safe. Blocked before any thread starts so
   // every thread inherits the mask.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -60,6 +60,7 @@ int serve(ServeArgs& a) {
   so.max_tokens = a.gen.n_predict;
   so.sampling = a.gen.sampling;
   so.stop = a.gen.stops;
+  so.special_in_content = a.gen.special_in_content;
   so.ignore_eos = a.gen.ignore_eos;
   const plan::MemoryPlan& p = engine->plan;
   so.on_listening = [&](int port) {

@@ -161,7 +161,19 @@ std::string prompt_of(const json& body) {
 Request parse_request(Endpoint endpoint, std::string_view body, const RequestLimits& limits) {
   json j;
   try {
-    j = json::parse(body);
+    // Parsed JSON costs tens of bytes per body byte when it is all brackets ([[[[...), so the parse
+    // itself is bounded: nesting depth and the number of values, refused as soon as either is passed.
+    size_t values = 0;
+    j = json::parse(body, [&](int depth, json::parse_event_t event, json&) {
+      if (depth > static_cast<int>(limits.max_json_depth))
+        bad(fmt::format("the body nests JSON deeper than {} levels", limits.max_json_depth));
+      if (event == json::parse_event_t::value || event == json::parse_event_t::object_start ||
+          event == json::parse_event_t::array_start) {
+        if (++values > limits.max_json_values)
+          bad(fmt::format("the body holds more than {} JSON values", limits.max_json_values));
+      }
+      return true;
+    });
   } catch (const json::exception& e) {
     bad(fmt::format("the body is not valid JSON: {}", e.what()));
   }

@@ -1,35 +1,35 @@
-// The HTTP wiring: cpp-httplib's server, its handler threads, and the four endpoints. A request is
-// parsed and tokenized on its handler thread (400 before it waits for anything), then waits in the
-// slot queue (503 when the queue is full), then generates on that same thread with the slot it was
-// lent — so each busy slot has a worker of its own. A streamed answer generates inside httplib's
-// chunked content provider, where a failed write (the client went away) stops generation and the
-// slot is handed back at once.
-#include <netdb.h>
+// The server: four endpoints over the HTTP transport (http.cpp) and the slots (slots.cpp). The
+// transport's event-loop threads only route: /health and /v1/models are answered there, a completion is
+// *admitted* (503 when --slots + --queue requests are already in) and handed to a worker. Workers — one
+// per admitted request at most — parse the body, render the chat template and tokenize (400 before
+// waiting for anything), wait for a slot in FIFO order, and generate; so rendering, like generating,
+// is bounded by --slots and --queue and never runs on a thread that other clients' bytes need. A
+// streamed answer goes out piece by piece as it is generated; a client gone mid-stream stops the
+// generation at its next token and frees the slot.
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
+#include <condition_variable>
 #include <ctime>
+#include <deque>
+#include <mutex>
 #include <random>
+#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "http.hpp"
 #include "skainet/chat.hpp"
+#include "skainet/conversation.hpp"
 #include "skainet/serve.hpp"
 
 namespace skainet::serve {
 namespace {
 
 constexpr const char* kJson = "application/json";
-constexpr size_t kMaxBodyBytes = 8u << 20;
 
 // One request, ready to generate: everything that could be refused has been checked.
 struct Job {
@@ -51,10 +51,34 @@ FinishReason finish_of(generate::StopReason r) {
 
 int64_t now_seconds() { return static_cast<int64_t>(std::time(nullptr)); }
 
-void send_error(httplib::Response& res, int status, std::string_view type, std::string_view message) {
-  res.status = status;
-  res.set_content(error_json(message, type), kJson);
+void send_error(Exchange& ex, int status, std::string_view type, std::string_view message) {
+  ex.respond(status, error_json(message, type), kJson);
 }
+
+void shutting_down(Exchange& ex) {
+  send_error(ex, 503, "server_shutting_down", "the server is shutting down; the request was not served");
+}
+
+// What a generation cut off by the shutdown says instead of a finish reason: it did not end by itself.
+std::string cut_off(int32_t tokens) {
+  return error_json(fmt::format("the server is shutting down: the answer was cut off after {} tokens", tokens),
+                    "server_shutting_down");
+}
+
+struct Route {
+  std::string_view method, path;
+  enum class Kind : uint8_t { Health, Models, Chat, Completion } kind;
+};
+
+// llama.cpp's server answers the completion paths without /v1 too; clients configured for it work here.
+constexpr Route kRoutes[] = {
+    {"GET", "/health", Route::Kind::Health},
+    {"GET", "/v1/models", Route::Kind::Models},
+    {"POST", "/v1/chat/completions", Route::Kind::Chat},
+    {"POST", "/chat/completions", Route::Kind::Chat},
+    {"POST", "/v1/completions", Route::Kind::Completion},
+    {"POST", "/completions", Route::Kind::Completion},
+};
 
 }  // namespace
 
@@ -64,7 +88,10 @@ struct Server::Impl {
         options(std::move(o)),
         tmpl(chat_template),
         end_of_turn(std::move(eot)),
-        pool(e, options.slots, std::max(1, options.threads / static_cast<int>(options.slots)), options.queue_limit),
+        // Admission bounds who waits (--queue); the pool's own limit is never the one reached.
+        pool(e, options.slots, std::max(1, options.threads / static_cast<int>(options.slots)),
+             options.slots + options.queue_limit),
+        http(HttpLimits{}, [this](const std::shared_ptr<Exchange>& ex) { route(ex); }),
         started(now_seconds()) {
     const text::Tokenizer& tok = *engine.tokenizer;
     bos_text = tok.bos() >= 0 ? tok.token_to_piece(tok.bos(), true) : "";
@@ -72,22 +99,38 @@ struct Server::Impl {
   }
 
   Job prepare(const Request& r) const;
-  void complete(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
   generate::Stats generate(Slot& slot, const Job& job, const generate::TokenCallback& on_token) const;
-  void routes();
+  void route(const std::shared_ptr<Exchange>& ex);
+  void admit(const std::shared_ptr<Exchange>& ex, Endpoint endpoint);
+  void work();
+  void complete(Exchange& ex, Endpoint endpoint);
+  void stream(Exchange& ex, Job job, SlotPool::Lease lease);
+  std::string health() const;
 
   generate::Engine& engine;
   ServerOptions options;
   chat::Template tmpl;
   std::string end_of_turn, bos_text, eos_text;
   SlotPool pool;
-  httplib::Server http;
+  HttpServer http;
   std::atomic<int> port{0};
   mutable std::atomic<uint64_t> next_id{1};  // response ids; prepare() is const otherwise
   // Set by stop(): generations in flight end at their next token, so shutting down never waits for
-  // a long answer (httplib's stop joins its handler threads).
+  // a long answer.
   std::atomic<bool> stopping{false};
   int64_t started;
+
+  // Admitted requests, oldest first, and the workers that take them.
+  struct Admitted {
+    std::shared_ptr<Exchange> exchange;
+    Endpoint endpoint;
+  };
+  mutable std::mutex work_mutex;
+  std::condition_variable work_ready, stop_asked;
+  std::deque<Admitted> waiting;
+  size_t admitted = 0;  // waiting + with a worker
+  bool closing = false;  // workers leave once `waiting` is empty
+  std::vector<std::thread> workers;
 };
 
 Job Server::Impl::prepare(const Request& r) const {
@@ -97,24 +140,28 @@ Job Server::Impl::prepare(const Request& r) const {
               fmt::format("{}-{:x}{:06x}", r.endpoint == Endpoint::ChatCompletions ? "chatcmpl" : "cmpl", started,
                           next_id.fetch_add(1) & 0xffffff),
               now_seconds(), options.model_id};
-  std::string text;
   if (r.endpoint == Endpoint::ChatCompletions) {
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     for (const auto& m : r.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
     try {
-      text = tmpl.render(nlohmann::ordered_json{{"messages", messages}, {"add_generation_prompt", true},
-                                                {"bos_token", bos_text}, {"eos_token", eos_text}});
+      // A message's content stays text: "<|im_end|>" in it cannot end a turn (issue 24 #8).
+      job.ids = generate::tokenize_conversation(
+                    tmpl,
+                    nlohmann::ordered_json{{"messages", messages}, {"add_generation_prompt", true},
+                                           {"bos_token", bos_text}, {"eos_token", eos_text}},
+                    tok, {.special_in_content = options.special_in_content})
+                    .ids;
     } catch (const chat::TemplateError& e) {
-      // Templates refuse conversations they do not accept (raise_exception: roles must alternate, ...).
+      // Templates refuse conversations they do not accept (raise_exception: roles must alternate, ...),
+      // and every render is held to its budget of bytes, steps and time.
       throw RequestError(400, "invalid_request_error", fmt::format("the chat template refused the messages: {}", e.what()));
+    } catch (const generate::ContentSpecialTokenError& e) {
+      throw RequestError(400, "invalid_request_error", e.what());
     }
   } else {
-    text = r.prompt;
+    // A completion's prompt is the model's raw input, control tokens included (as `skainet run`).
+    job.ids = tok.encode(r.prompt, /*add_special=*/true, /*parse_special=*/true);
   }
-  // As the generator tokenizes for `skainet run`; a template that writes the BOS text itself must not
-  // get a second BOS from the tokenizer.
-  const bool add_special = r.endpoint == Endpoint::Completions || bos_text.empty() || !text.starts_with(bos_text);
-  job.ids = tok.encode(text, add_special, /*parse_special=*/true);
   const uint32_t ctx = engine.plan.kv->ctx;
   if (job.ids.empty()) throw RequestError(400, "invalid_request_error", "the prompt has no tokens");
   if (job.ids.size() >= ctx)
@@ -146,224 +193,198 @@ generate::Stats Server::Impl::generate(Slot& slot, const Job& job, const generat
   return slot.generator.generate_ids(job.ids, job.generation, on_token);
 }
 
-void Server::Impl::complete(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
-  Job job;
-  try {
-    job = prepare(parse_request(endpoint, req.body));
-  } catch (const RequestError& e) {
-    return send_error(res, e.status(), e.type(), e.message());
+void Server::Impl::route(const std::shared_ptr<Exchange>& ex) {
+  const Route* found = nullptr;
+  bool path_known = false;
+  for (const Route& r : kRoutes) {
+    if (r.path != ex->path()) continue;
+    path_known = true;
+    if (r.method == ex->method()) found = &r;
   }
-  std::optional<SlotPool::Lease> lease = pool.acquire();
-  if (!lease) {
-    const SlotCounts c = pool.counts();
-    return send_error(res, 503, "server_busy",
-                      fmt::format("all {} slots are busy and {} requests are already waiting (the queue's limit, --queue); "
-                                  "try again later",
-                                  c.slots, c.waiting));
+  if (!found) {
+    // 405 for a path served with another method, 404 for a path not served at all.
+    return send_error(*ex, path_known ? 405 : 404, path_known ? "invalid_request_error" : "not_found_error",
+                      fmt::format("{} endpoint {} {} (served: POST /v1/chat/completions, POST /v1/completions, "
+                                  "GET /v1/models, GET /health)",
+                                  path_known ? "no such method for the" : "unknown", ex->method(), ex->path()));
   }
-  const Usage usage_base{static_cast<int64_t>(job.ids.size()), 0};
-
-  if (!job.stream) {
-    std::string text;
-    const generate::Stats s = generate(lease->slot(), job, [&](std::string_view piece, int32_t) {
-      text.append(piece);
-      return !stopping.load(std::memory_order_relaxed);
-    });
-    lease.reset();
-    Usage usage = usage_base;
-    usage.completion_tokens = s.generated_tokens;
-    res.set_content(completion_json(job.head, text, finish_of(s.stop), usage), kJson);
-    return;
+  switch (found->kind) {
+    case Route::Kind::Health: return ex->respond(200, health(), kJson);
+    case Route::Kind::Models: return ex->respond(200, models_json(options.model_id, started), kJson);
+    case Route::Kind::Chat: return admit(ex, Endpoint::ChatCompletions);
+    case Route::Kind::Completion: return admit(ex, Endpoint::Completions);
   }
-
-  struct Stream {
-    Job job;
-    std::optional<SlotPool::Lease> lease;
-    Usage usage;
-  };
-  auto state = std::make_shared<Stream>();
-  state->job = std::move(job);
-  state->lease.emplace(std::move(*lease));
-  state->usage = usage_base;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [this, state](size_t, httplib::DataSink& sink) {
-    const ResponseHead& head = state->job.head;
-    auto send = [&](std::string_view data) {
-      const std::string event = fmt::format("data: {}\n\n", data);
-      return sink.write(event.data(), event.size());
-    };
-    bool alive = true;
-    bool first = true;
-    // The chat API opens with the role; the completions API has none.
-    if (head.endpoint == Endpoint::ChatCompletions) {
-      alive = send(chunk_json(head, "", true, std::nullopt));
-      first = false;
-    }
-    try {
-      const generate::Stats s =
-          alive ? generate(state->lease->slot(), state->job,
-                           [&](std::string_view piece, int32_t) {
-                             // Text held back by a stop-string match arrives later as one piece.
-                             if (piece.empty()) return true;
-                             alive = send(chunk_json(head, piece, std::exchange(first, false), std::nullopt));
-                             // false: the client is gone (or the server stops), so stop and free the slot
-                             return alive && !stopping.load(std::memory_order_relaxed);
-                           })
-                : generate::Stats{};
-      const size_t slot_index = state->lease->index();
-      state->lease.reset();
-      if (!alive)
-        fmt::print(stderr, "skainet: {}: the client went away after {} tokens; slot {} is free again\n", head.id,
-                   s.generated_tokens, slot_index);
-      if (alive) {
-        state->usage.completion_tokens = s.generated_tokens;
-        alive = send(chunk_json(head, "", first, finish_of(s.stop)));
-        if (alive && state->job.include_usage) alive = send(usage_chunk_json(head, state->usage));
-        if (alive) alive = send("[DONE]");
-      }
-    } catch (const std::exception& e) {
-      // The status line went out with the first chunk: the error travels as an event instead.
-      state->lease.reset();
-      if (alive) send(error_json(fmt::format("generation failed: {}", e.what()), "server_error"));
-    }
-    if (alive) sink.done();
-    return alive;
-  });
 }
 
-void Server::Impl::routes() {
-  http.Post("/v1/chat/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { complete(req, res, Endpoint::ChatCompletions); });
-  http.Post("/v1/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { complete(req, res, Endpoint::Completions); });
-  // llama.cpp's server answers the same paths without /v1 too; clients configured for it work here.
-  http.Post("/chat/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { complete(req, res, Endpoint::ChatCompletions); });
-  http.Post("/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { complete(req, res, Endpoint::Completions); });
-  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(models_json(options.model_id, started), kJson);
-  });
-  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    const SlotCounts c = pool.counts();
-    res.set_content(nlohmann::json{{"status", "ok"},
-                                   {"slots_idle", c.slots - c.busy},
-                                   {"slots_processing", c.busy},
-                                   {"requests_waiting", c.waiting}}
-                        .dump(),
-                    kJson);
-  });
-  // Routing failures (unknown path or method, a body over the limit) in OpenAI's error shape.
-  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // a handler already answered
-    std::string message;
-    std::string_view type = "invalid_request_error";
-    if (res.status == 404) {
-      message = fmt::format("unknown endpoint {} {} (served: POST /v1/chat/completions, POST /v1/completions, "
-                            "GET /v1/models, GET /health)",
-                            req.method, req.path);
-      type = "not_found_error";
-    } else if (res.status == 413) {
-      message = fmt::format("the request body is larger than {} bytes", kMaxBodyBytes);
-    } else {
-      message = fmt::format("HTTP {} for {} {}", res.status, req.method, req.path);
+std::string Server::Impl::health() const {
+  const SlotCounts c = pool.counts();
+  size_t in = 0;
+  {
+    std::lock_guard lock(work_mutex);
+    in = admitted;
+  }
+  return nlohmann::json{{"status", stopping.load() ? "stopping" : "ok"},
+                        {"slots_idle", c.slots - c.busy},
+                        {"slots_processing", c.busy},
+                        {"requests_waiting", in > c.busy ? in - c.busy : 0}}
+      .dump();
+}
+
+void Server::Impl::admit(const std::shared_ptr<Exchange>& ex, Endpoint endpoint) {
+  std::lock_guard lock(work_mutex);
+  if (closing || stopping.load()) return shutting_down(*ex);
+  if (admitted >= options.slots + options.queue_limit)
+    return send_error(*ex, 503, "server_busy",
+                      fmt::format("all {} slots are busy and {} requests are already waiting (the queue's limit, --queue); "
+                                  "try again later",
+                                  options.slots, admitted - options.slots));
+  ++admitted;
+  waiting.push_back({ex, endpoint});
+  work_ready.notify_one();
+}
+
+void Server::Impl::work() {
+  for (;;) {
+    Admitted next;
+    {
+      std::unique_lock lock(work_mutex);
+      work_ready.wait(lock, [&] { return closing || !waiting.empty(); });
+      if (waiting.empty()) return;
+      next = std::move(waiting.front());
+      waiting.pop_front();
     }
-    res.set_content(error_json(message, type), kJson);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string message = "unknown error";
     try {
-      std::rethrow_exception(ep);
+      complete(*next.exchange, next.endpoint);
     } catch (const std::exception& e) {
-      message = e.what();
-    } catch (...) {
+      // A stream already under way ignores this (its status went out); any other request gets its 500.
+      send_error(*next.exchange, 500, "server_error", e.what());
     }
-    send_error(res, 500, "server_error", message);
+    std::lock_guard lock(work_mutex);
+    --admitted;
+  }
+}
+
+void Server::Impl::complete(Exchange& ex, Endpoint endpoint) {
+  if (stopping.load()) return shutting_down(ex);
+  Job job;
+  try {
+    job = prepare(parse_request(endpoint, ex.body()));
+  } catch (const RequestError& e) {
+    return send_error(ex, e.status(), e.type(), e.message());
+  }
+  std::optional<SlotPool::Lease> lease = pool.acquire();
+  if (!lease) return shutting_down(ex);  // the pool closes only when the server stops
+  if (job.stream) return stream(ex, std::move(job), std::move(*lease));
+
+  std::string text;
+  const generate::Stats s = generate(lease->slot(), job, [&](std::string_view piece, int32_t) {
+    text.append(piece);
+    return !stopping.load(std::memory_order_relaxed);
   });
-  http.set_payload_max_length(kMaxBodyBytes);
-  // Every slot's worker, every waiting request, and a few more so /health and refusals (503) are
-  // answered while all of those are taken.
-  const size_t threads = options.slots + options.queue_limit + 4;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  lease.reset();
+  if (s.stop == generate::StopReason::Callback) return ex.respond(503, cut_off(s.generated_tokens), kJson);
+  const Usage usage{static_cast<int64_t>(job.ids.size()), s.generated_tokens};
+  ex.respond(200, completion_json(job.head, text, finish_of(s.stop), usage), kJson);
+}
+
+void Server::Impl::stream(Exchange& ex, Job job, SlotPool::Lease lease) {
+  const ResponseHead& head = job.head;
+  ex.start_stream("text/event-stream");
+  auto send = [&](std::string_view data) { return ex.send(fmt::format("data: {}\n\n", data)); };
+  bool alive = true;
+  bool first = true;
+  // The chat API opens with the role; the completions API has none.
+  if (head.endpoint == Endpoint::ChatCompletions) {
+    alive = send(chunk_json(head, "", true, std::nullopt));
+    first = false;
+  }
+  try {
+    const generate::Stats s =
+        alive ? generate(lease.slot(), job,
+                         [&](std::string_view piece, int32_t) {
+                           // Text held back by a stop-string match arrives later as one piece.
+                           if (piece.empty()) return true;
+                           alive = send(chunk_json(head, piece, std::exchange(first, false), std::nullopt));
+                           // false: the client is gone (or the server stops), so stop and free the slot
+                           return alive && !stopping.load(std::memory_order_relaxed);
+                         })
+              : generate::Stats{};
+    const size_t slot_index = lease.index();
+    { SlotPool::Lease done = std::move(lease); }  // the slot is free before the last bytes go out
+    if (!alive) {
+      fmt::print(stderr, "skainet: {}: the client went away after {} tokens; slot {} is free again\n", head.id,
+                 s.generated_tokens, slot_index);
+    } else if (s.stop == generate::StopReason::Callback) {
+      send(cut_off(s.generated_tokens));
+    } else {
+      alive = send(chunk_json(head, "", first, finish_of(s.stop)));
+      if (alive && job.include_usage)
+        alive = send(usage_chunk_json(head, {static_cast<int64_t>(job.ids.size()), s.generated_tokens}));
+      if (alive) send("[DONE]");
+    }
+  } catch (const std::exception& e) {
+    // The status line went out with the first chunk: the error travels as an event instead.
+    { SlotPool::Lease done = std::move(lease); }
+    if (alive) send(error_json(fmt::format("generation failed: {}", e.what()), "server_error"));
+  }
+  ex.finish();
 }
 
 Server::Server(generate::Engine& engine, ServerOptions options, std::string chat_template, std::string end_of_turn) {
   if (options.slots == 0) throw InvalidArgument("serve: --slots must be at least 1");
   if (!engine.tokenizer || !engine.plan.kv) throw InvalidArgument("serve: the engine has no model to serve");
   impl_ = std::make_unique<Impl>(engine, std::move(options), std::move(chat_template), std::move(end_of_turn));
-  impl_->routes();
 }
 
 Server::~Server() {
   stop();
 }
 
-namespace {
-
-// Why host:port cannot be bound, as the OS says it ("Address already in use"): httplib reports only
-// that binding failed, so the bind is tried again here, with the server's socket options.
-std::string bind_error(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0)
-    return fmt::format("cannot resolve the host: {}", ::gai_strerror(rc));
-  std::string why = "no address to bind";
-  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
-      why = std::strerror(errno);
-      continue;
-    }
-    int yes = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    const bool ok = ::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 1) == 0;
-    why = ok ? "the bind failed, then succeeded when tried again" : std::strerror(errno);
-    ::close(fd);
-    if (!ok) break;
-  }
-  ::freeaddrinfo(found);
-  return why;
-}
-
-}  // namespace
-
 void Server::listen() {
   // A client that goes away makes the next write fail with EPIPE; without this SIGPIPE would end the
   // whole server instead.
   ::signal(SIGPIPE, SIG_IGN);
   Impl& s = *impl_;
-  // httplib's default sets SO_REUSEPORT, with which a second server binds the same port and the kernel
-  // shares the connections between the two (issue 24 #13). SO_REUSEADDR alone lets a restart bind a
-  // port with connections in TIME_WAIT, yet refuses a port another socket listens on (EADDRINUSE).
-  s.http.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  int bound = s.options.port;
-  if (s.options.port == 0) {
-    bound = s.http.bind_to_any_port(s.options.host);
-    if (bound < 0)
-      throw IoError(fmt::format("serve: cannot listen on {}:0 (any free port): {}", s.options.host,
-                                bind_error(s.options.host, 0)));
-  } else if (!s.http.bind_to_port(s.options.host, s.options.port)) {
-    throw IoError(fmt::format("serve: cannot listen on {}:{}: {}", s.options.host, s.options.port,
-                              bind_error(s.options.host, s.options.port)));
+  const size_t workers = s.options.slots + s.options.queue_limit;
+  for (size_t i = 0; i < workers; ++i) s.workers.emplace_back([&s] { s.work(); });
+  const auto stop_workers = [&s] {
+    {
+      std::lock_guard lock(s.work_mutex);
+      s.closing = true;
+    }
+    s.work_ready.notify_all();
+    for (std::thread& t : s.workers) t.join();
+    s.workers.clear();
+  };
+  int bound = 0;
+  try {
+    bound = s.http.start(s.options.host, s.options.port);
+  } catch (...) {
+    stop_workers();
+    throw;
   }
   s.port.store(bound);
   if (s.options.on_listening) s.options.on_listening(bound);
-  s.http.listen_after_bind();
+  {
+    std::unique_lock lock(s.work_mutex);
+    s.stop_asked.wait(lock, [&] { return s.stopping.load(); });
+  }
+  // New connections are refused; requests waiting for a slot get 503 (the pool is closed); those
+  // generating end at their next token; then the answers are given a moment to go out.
+  s.http.stop_accepting();
+  s.pool.close();
+  stop_workers();
+  s.http.wait_idle(std::chrono::seconds(3));
+  s.http.stop();
 }
 
 void Server::stop() {
   if (!impl_) return;
-  impl_->stopping.store(true);
-  impl_->pool.close();
-  impl_->http.stop();
+  {
+    std::lock_guard lock(impl_->work_mutex);
+    impl_->stopping.store(true);
+  }
+  impl_->stop_asked.notify_all();
 }
 
 int Server::port() const noexcept { return impl_->port.load(); }

@@ -197,11 +197,19 @@ class OneSlot(unittest.TestCase):
         with self.assertRaises(openai.BadRequestError) as caught:
             self.c.completions.create(model="m", prompt="x", max_tokens=-1)
         self.assertIn("max_tokens", str(caught.exception))
-        for method, path in [("GET", "/v1/nothing"), ("GET", "/v1/completions"), ("POST", "/v1/models")]:
+        for method, path, want in [("GET", "/v1/nothing", 404), ("GET", "/v1/completions", 405), ("POST", "/v1/models", 405)]:
             status, err = self.server.http(method, path, "{}" if method == "POST" else None)
-            self.assertEqual(status, 404, path)
-            self.assertIn("unknown endpoint", err["error"]["message"])
+            self.assertEqual(status, want, path)
+            self.assertIn(f"{method} {path}", err["error"]["message"])
+            self.assertIn("served: POST /v1/chat/completions", err["error"]["message"])
         self.assertEqual(self.server.health()["status"], "ok", "the server must survive them all")
+
+    def test_control_token_text_in_a_message_stays_text(self):
+        # Issue 24 #8: "</s>" typed by a client must not become the end-of-sequence token.
+        def prompt_tokens(content):
+            r = self.c.chat.completions.create(model="m", messages=[{"role": "user", "content": content}], max_tokens=1)
+            return r.usage.prompt_tokens
+        self.assertGreater(prompt_tokens("hi</s>") - prompt_tokens("hi"), 1, "</s> became one control token")
 
     def test_oversize_prompt_is_400(self):
         with self.assertRaises(openai.BadRequestError) as caught:
@@ -324,6 +332,164 @@ class Busy(unittest.TestCase):
         finally:
             holder.close()
         self.wait_idle()
+
+
+def raw(port, data, half_close=False, timeout=5):
+    """Sends raw bytes, reads until the server closes or `timeout` passes; returns what came back."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(data)
+        if half_close:
+            s.shutdown(socket.SHUT_WR)
+        out = b""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                piece = s.recv(65536)
+            except socket.timeout:
+                break
+            if not piece:
+                break
+            out += piece
+        return out
+    finally:
+        s.close()
+
+
+def vm_hwm_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmHWM:\s+(\d+)", f.read()).group(1))
+
+
+GET_HEALTH = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+class Hostile(unittest.TestCase):
+    """Issue 24 #2, #3, #7: what raw clients did to the server, each answered within the transport's limits."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server("--ctx", "256", "--slots", "1", "--queue", "2")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_pipelined_requests_all_answered(self):
+        t = time.time()
+        out = raw(self.server.port, GET_HEALTH * 2 + b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        self.assertEqual(out.count(b"HTTP/1.1 200"), 3, out)
+        self.assertLess(time.time() - t, 2, "a stall between pipelined answers")
+
+    def test_half_closed_client_gets_its_answer(self):
+        out = raw(self.server.port, GET_HEALTH, half_close=True)
+        self.assertTrue(out.startswith(b"HTTP/1.1 200"), out)
+
+    def test_content_length_with_chunked_is_refused(self):
+        body = b'{"prompt":"x","max_tokens":1}'
+        out = raw(self.server.port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n" + f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n")
+        self.assertTrue(out.startswith(b"HTTP/1.1 400"), out)
+        self.assertIn(b"Content-Length and Transfer-Encoding", out)
+
+    def test_range_is_ignored(self):
+        out = raw(self.server.port, b"GET /health HTTP/1.1\r\nHost: x\r\nRange: bytes=0-3\r\nConnection: close\r\n\r\n")
+        self.assertTrue(out.startswith(b"HTTP/1.1 200"), out)
+
+    def test_chunked_body_over_the_limit_is_413(self):
+        piece = b"x" * (1 << 20)
+        chunk = f"{len(piece):x}\r\n".encode() + piece + b"\r\n"
+        out = raw(self.server.port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                  b"Content-Type: application/json\r\n\r\n" + chunk * 9 + b"0\r\n\r\n", timeout=20)
+        self.assertTrue(out.startswith(b"HTTP/1.1 413"), out[:200])
+        self.assertIn(b"larger than 8388608 bytes", out)
+
+    def test_content_length_over_the_limit_is_413_before_the_body(self):
+        out = raw(self.server.port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 9000000\r\n\r\n")
+        self.assertTrue(out.startswith(b"HTTP/1.1 413"), out)
+
+    def test_bracket_bodies_cost_little_memory(self):
+        before = vm_hwm_kib(self.server.proc.pid)
+        body = b'{"prompt":"x","n":[' + b",".join([b"[]"] * 2_700_000) + b"]}"  # just under 8 MiB
+        self.assertLess(len(body), 8 << 20)
+        results = []
+
+        def post():
+            results.append(self.server.http("POST", "/v1/completions", body))
+
+        threads = [threading.Thread(target=post) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for status, err in results:
+            self.assertIn(status, (400, 503), err)
+        self.assertTrue(any(status == 400 and "JSON values" in err["error"]["message"] for status, err in results), results)
+        grown_mib = (vm_hwm_kib(self.server.proc.pid) - before) / 1024
+        print(f"peak RSS grew {grown_mib:.1f} MiB for three 8 MiB bracket bodies")
+        self.assertLess(grown_mib, 80, "parsing is bounded by the value limit, not the body's 40x")
+
+    def test_slow_and_silent_clients_do_not_lock_out_health(self):
+        silent = [socket.create_connection(("127.0.0.1", self.server.port)) for _ in range(100)]
+        trickling = [socket.create_connection(("127.0.0.1", self.server.port)) for _ in range(22)]
+        try:
+            for s in trickling:
+                s.sendall(b"GET /health HTTP/1.1\r\nHo")
+            worst = 0
+            for _ in range(20):
+                t = time.time()
+                self.assertEqual(self.server.health()["status"], "ok")
+                worst = max(worst, time.time() - t)
+                for s in trickling:
+                    s.sendall(b"s")
+            self.assertLess(worst, 1.0, f"/health took {worst:.3f} s beside 122 slow sockets")
+            # A client that never finishes its headers is cut off at the header deadline (10 s).
+            silent[0].settimeout(20)
+            t = time.time()
+            self.assertEqual(silent[0].recv(1), b"")
+            self.assertLess(time.time() - t, 15)
+        finally:
+            for s in silent + trickling:
+                s.close()
+
+
+class Shutdown(unittest.TestCase):
+    """Issue 24 #9: SIGTERM with a stream in flight and a request waiting, and 100 silent sockets."""
+
+    def test_cut_off_and_queued_requests_say_so(self):
+        server = Server("--ctx", "4096", "--slots", "1", "--queue", "1", "--ignore-eos")
+        try:
+            streamer = open_stream(server.port)  # the only slot, generating until the context is full
+            silent = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(100)]
+            queued = []
+            waiter = threading.Thread(target=lambda: queued.append(server.http("POST", "/v1/completions",
+                                                                                json.dumps({"prompt": "x"}))))
+            waiter.start()
+            deadline = time.time() + 30
+            while server.health()["requests_waiting"] < 1:
+                self.assertLess(time.time(), deadline)
+                time.sleep(0.01)
+            t = time.time()
+            server.proc.terminate()
+            server.proc.wait(15)
+            self.assertLess(time.time() - t, 8, "SIGTERM waited for the silent sockets")
+            waiter.join(10)
+            status, err = queued[0]
+            self.assertEqual(status, 503, err)
+            self.assertIn("shutting down", err["error"]["message"])
+            streamer.settimeout(10)
+            rest = b""
+            while True:
+                piece = streamer.recv(65536)
+                if not piece:
+                    break
+                rest += piece
+            self.assertIn(b"cut off after", rest)
+            self.assertNotIn(b'"finish_reason":"stop"', rest)
+            for s in silent + [streamer]:
+                s.close()
+        finally:
+            server.stop()
 
 
 class BusyPort(unittest.TestCase):

@@ -147,6 +147,29 @@ TEST(ServeRequest, MessageCountIsBounded) {
   }
 }
 
+// Issue 24 #3: an 8 MiB body of brackets parsed to ~330 MB. The parse is refused at the depth or
+// value limit, before building more than the limit allows.
+TEST(ServeRequest, JsonDepthAndValueCountAreBounded) {
+  const auto refusal = [](const std::string& body) {
+    try {
+      parse_request(Endpoint::Completions, body);
+    } catch (const RequestError& e) {
+      EXPECT_EQ(e.status(), 400);
+      return e.message();
+    }
+    return std::string("accepted");
+  };
+  const std::string deep = R"({"prompt":"x","n":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_NE(refusal(deep).find("deeper than 64 levels"), std::string::npos) << refusal(deep);
+  std::string wide = R"({"prompt":"x","n":[)";
+  for (int i = 0; i < 2'000'000; ++i) wide += i ? ",[]" : "[]";
+  wide += "]}";
+  EXPECT_NE(refusal(wide).find("more than 65536 JSON values"), std::string::npos) << refusal(wide);
+  // Within the limits the same shapes parse as before (and are refused for their meaning only).
+  const std::string ok = R"({"prompt":"x","n":)" + std::string(60, '[') + std::string(60, ']') + "}";
+  EXPECT_NE(refusal(ok).find("'n' must be an integer"), std::string::npos) << refusal(ok);
+}
+
 TEST(ServeResponse, ShapesAreOpenAIs) {
   using nlohmann::json;
   const ResponseHead chat_head{Endpoint::ChatCompletions, "chatcmpl-1", 1700000000, "stories260K"};
