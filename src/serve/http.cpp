@@ -121,7 +121,7 @@ struct HttpServer::Impl {
 
   std::mutex open_mutex;
   std::condition_variable open_changed;
-  size_t open_exchanges = 0;
+  size_t answering = 0;  // exchanges handed to the application whose answer has not gone out
 
   std::mutex bodies_mutex;
   size_t bodies_bytes = 0;  // HttpLimits::all_bodies_bytes in use
@@ -222,8 +222,12 @@ struct Transport {
                          "application/json");
     }
     if (!ex.dispatched_) {
-      ex.dispatched_ = true;
+      ex.dispatched_ = ex.with_application_ = true;
       s.enter(c, Phase::Answering);
+      {
+        std::lock_guard lock(s.open_mutex);
+        ++s.answering;
+      }
       s.handler(*static_cast<Holder*>(*request_context));
     }
     std::lock_guard lock(ex.mutex_);
@@ -256,10 +260,6 @@ struct Transport {
     ex->connection_ = c;
     ex->stream_buffer_bytes_ = s.limits.stream_buffer_bytes;
     *request_context = new Holder(ex);
-    {
-      std::lock_guard lock(s.open_mutex);
-      ++s.open_exchanges;
-    }
     s.enter(c, Phase::Body);
     const char* length = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     const char* coding = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
@@ -320,11 +320,13 @@ struct Transport {
       ex.drained_.notify_all();
     }
     release_body(s, **holder);  // a worker may still read it; it is counted until the answer is out
+    const bool answered = (*holder)->with_application_;
     delete holder;
     *request_context = nullptr;
     s.enter(c, Phase::Headers);
+    if (!answered) return;
     std::lock_guard lock(s.open_mutex);
-    --s.open_exchanges;
+    --s.answering;
     s.open_changed.notify_all();
   }
 };
@@ -413,7 +415,7 @@ void HttpServer::stop_accepting() {
 void HttpServer::wait_idle(std::chrono::milliseconds limit) {
   Impl& s = *impl_;
   std::unique_lock lock(s.open_mutex);
-  s.open_changed.wait_for(lock, limit, [&] { return s.open_exchanges == 0; });
+  s.open_changed.wait_for(lock, limit, [&] { return s.answering == 0; });
 }
 
 void HttpServer::stop() {

@@ -63,7 +63,8 @@ class Exchange {
   enum class Refusal : uint8_t { None, TooLarge, NoRoom };  // for the body: read and dropped, then 413 / 503
   Refusal body_refusal_ = Refusal::None;
   size_t body_charged_ = 0;      // bytes of HttpLimits::all_bodies_bytes this body holds
-  bool dispatched_ = false;      // handed to the application
+  bool dispatched_ = false;      // answered by the transport (a refusal) or handed to the application
+  bool with_application_ = false;  // handed to the application
   bool queued_ = false;          // the answer went to libmicrohttpd
 
   mutable std::mutex mutex_;
@@ -94,7 +95,7 @@ class HttpServer {
   int start(const std::string& host, int port);
   // Stops accepting connections; those open go on.
   void stop_accepting();
-  // Waits until no request is open, at most `limit`.
+  // Waits until every request handed to the application has had its answer sent, at most `limit`.
   void wait_idle(std::chrono::milliseconds limit);
   // Closes every connection. Every dispatched exchange must have been answered before.
   void stop();

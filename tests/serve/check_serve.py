@@ -453,6 +453,37 @@ class Hostile(unittest.TestCase):
                 s.close()
 
 
+class SlowTemplate(unittest.TestCase):
+    """Issue 24 #5: a template that burns its whole work budget renders on a worker, not on the threads
+    that answer other clients, and is refused (400) within its time budget."""
+
+    def test_render_is_bounded_and_off_the_event_loop(self):
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".jinja", delete=False) as f:
+            f.write("{% for i in range(1000000000) %}{{ i }}{% endfor %}")
+        server = Server("--ctx", "256", "--slots", "1", "--chat-template", f.name)
+        try:
+            answers = []
+            burner = threading.Thread(target=lambda: answers.append(server.http(
+                "POST", "/v1/chat/completions", json.dumps({"messages": [{"role": "user", "content": "x"}]}))))
+            t = time.time()
+            burner.start()
+            worst = 0
+            while burner.is_alive():
+                h = time.time()
+                self.assertEqual(server.health()["status"], "ok")
+                worst = max(worst, time.time() - h)
+                time.sleep(0.02)
+            burner.join()
+            status, err = answers[0]
+            self.assertEqual(status, 400, err)
+            self.assertIn("the chat template refused the messages", err["error"]["message"])
+            self.assertLess(time.time() - t, 10, "the render ran past its budget")
+            self.assertLess(worst, 1.0, f"/health took {worst:.3f} s while a template rendered")
+        finally:
+            server.stop()
+
+
 class Shutdown(unittest.TestCase):
     """Issue 24 #9: SIGTERM with a stream in flight and a request waiting, and 100 silent sockets."""
 
