@@ -56,6 +56,11 @@ test-peer: build
 bench: build
 	@SKAINET_PEER_BIN=$$(bash scripts/peer.sh) bash bench/compare_llama_bench.sh --skainet $(SKAINET) $(BENCH_ARGS)
 
+# Issue 24's load test of `skainet serve` on loopback (docs/reliability.md); SERVE_LOAD_ARGS=--seconds 10 for a short run.
+.PHONY: bench-serve
+bench-serve: build
+	@nice -n 5 build/venv/bin/python bench/serve_load.py --skainet $(SKAINET) $(SERVE_LOAD_ARGS)
+
 fuzz:
 	@bash scripts/fuzz.sh
 
