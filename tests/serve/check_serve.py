@@ -7,6 +7,7 @@ it at the end whatever happens. A missing `openai` package fails the test (Impor
 """
 import http.client
 import json
+import os
 import re
 import socket
 import subprocess
@@ -427,7 +428,10 @@ class Hostile(unittest.TestCase):
         self.assertTrue(any(status == 400 and "JSON values" in err["error"]["message"] for status, err in results), results)
         grown_mib = (vm_hwm_kib(self.server.proc.pid) - before) / 1024
         print(f"peak RSS grew {grown_mib:.1f} MiB for three 8 MiB bracket bodies")
-        self.assertLess(grown_mib, 80, "parsing is bounded by the value limit, not the body's 40x")
+        # Under AddressSanitizer freed memory sits in its quarantine and every block has red zones: RSS
+        # says nothing about the parse there (make test-asan sets SKAINET_SANITIZED).
+        if not os.environ.get("SKAINET_SANITIZED"):
+            self.assertLess(grown_mib, 80, "parsing is bounded by the value limit, not the body's 40x")
 
     def test_slow_and_silent_clients_do_not_lock_out_health(self):
         silent = [socket.create_connection(("127.0.0.1", self.server.port)) for _ in range(100)]
