@@ -7,10 +7,10 @@
 // below, and the engine-kernel form (matmuls and attention call the engine's kernels through the
 // plugin), which must give the eager engine's numbers when both hold the same weights: dense F32
 // with an F32 cache (1e-4), and the default plan's packed weights with the default F16 cache (the
-// case's default bound: the same kernels on the same bytes, but the norms, RoPE and activations
-// between them are compiled by IREE and differ from the eager ones in their last bits, which the
-// 8-bit quantization of the activations turns into whole steps now and then: measured up to 8.5e-3
-// for Q8_0, 6e-7 for F32 files).
+// case's default bound, at least the F16 cache's 1e-3: the same kernels on the same bytes, but the
+// norms, RoPE and activations between them are compiled by IREE and differ from the eager ones in
+// their last bits, which the 8-bit quantization of the activations turns into whole steps now and
+// then: measured up to 8.5e-3 for Q8_0; for F32 files 6e-7, and 1.2e-4 with the F16 cache).
 //
 // Bounds, as max over positions of max|dlogit| / max|logit|:
 // - F32 KV cache, eager with every weight dequantized to F32 (the same values IREE computes from):
@@ -70,6 +70,10 @@ double worst_relative(const Logits& got, const Logits& reference, int64_t* worst
   }
   return worst;
 }
+
+// A comparison's bound with this cache type: never below the F16 cache's own 1e-3 (above), which an
+// F32 file's 1e-4 would be (measured 1.18e-4 on this machine kind for stories260K F32 with an F16 cache).
+double cache_bound(GgmlType kv, double bound) { return kv == GgmlType::F16 ? std::max(bound, 1e-3) : bound; }
 
 // The eager engine's prefill logits at every position, then one decode step of `next` at the end.
 struct EagerRun {
@@ -230,7 +234,7 @@ TEST_P(RecordedConformity, PrefillAndDecodeLogitsEqualTheEagerEngine) {
     const Logits iree_decode = exported.decode(next, static_cast<int64_t>(ids.size()));
 
     // The same dequantized weights in both engines: only float rounding differs.
-    const double dense_bound = kv == GgmlType::F32 ? 1e-4 : 1e-3;
+    const double dense_bound = cache_bound(kv, 1e-4);
     const EagerRun dense = run_eager(model, /*dense_f32=*/true, kv, ids, next);
     ASSERT_EQ(iree_prefill.rows, static_cast<int64_t>(ids.size()));
     ASSERT_EQ(iree_prefill.vocab, dense.prefill.vocab);
@@ -239,7 +243,7 @@ TEST_P(RecordedConformity, PrefillAndDecodeLogitsEqualTheEagerEngine) {
 
     // The default eager run (packed weights read by int8 kernels).
     const EagerRun packed = run_eager(model, /*dense_f32=*/false, kv, ids, next);
-    expect_close(iree_prefill, iree_decode, packed, c.default_bound, label, "the default eager run");
+    expect_close(iree_prefill, iree_decode, packed, cache_bound(kv, c.default_bound), label, "the default eager run");
   }
 
   // The engine-kernel form: the same weights on both sides, dense (F32 cache) and as the plan holds them.
@@ -252,7 +256,7 @@ TEST_P(RecordedConformity, PrefillAndDecodeLogitsEqualTheEagerEngine) {
     const Logits iree_prefill = exported.prefill(ids);
     const Logits iree_decode = exported.decode(next, static_cast<int64_t>(ids.size()));
     const EagerRun eager = run_eager(model, dense, kv, ids, next);
-    expect_close(iree_prefill, iree_decode, eager, dense ? 1e-4 : c.default_bound, label, "eager");
+    expect_close(iree_prefill, iree_decode, eager, cache_bound(kv, dense ? 1e-4 : c.default_bound), label, "eager");
   }
 }
 
