@@ -256,8 +256,10 @@ void Server::Impl::work() {
     try {
       complete(*next.exchange, next.endpoint);
     } catch (const std::exception& e) {
-      // A stream already under way ignores this (its status went out); any other request gets its 500.
+      // Any request not yet answered gets its 500; a stream already under way (its status went out)
+      // is ended, so its connection never waits for more.
       send_error(*next.exchange, 500, "server_error", e.what());
+      next.exchange->finish();
     }
     std::lock_guard lock(work_mutex);
     --admitted;
