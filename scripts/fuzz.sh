@@ -9,7 +9,8 @@
 #   FUZZ_JOBS=2 FUZZ_TARGET=gguf scripts/fuzz.sh 1800    # two processes sharing one corpus
 #
 # Targets (docs/fuzzing.md): gguf (the GGUF reader), irpa (the .irpa reader), tokenizer,
-# pre_tokenizer, vocab, plan, plan_json, placement_parse, dequantize.
+# pre_tokenizer, vocab, plan, plan_json, placement_parse, dequantize, chat_template (the template
+# engine), serve_request (the server's request parser).
 #
 # Configures and builds the "fuzz" preset (clang, SKAINET_FUZZ=ON; only the chosen fuzzers are
 # built), writes the seeds, then fuzzes. New inputs accumulate in build/fuzz/tests/fuzz/NAME-corpus
