@@ -7,14 +7,12 @@
 // as a client error), and body bytes past the limit are dropped and answered with 413.
 #include "http.hpp"
 
-#include <fcntl.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -44,9 +42,6 @@ struct ConnectionClock {
   bool cut = false;
 };
 
-// The transport's own refusals, in the shape of the application's (response.cpp).
-std::string refusal(std::string_view message) { return error_json(message, "invalid_request_error"); }
-
 MHD_Result queue_whole(MHD_Connection* c, int status, const std::string& body, const std::string& content_type) {
   MHD_Response* r = MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
   if (!r) return MHD_NO;
@@ -54,6 +49,15 @@ MHD_Result queue_whole(MHD_Connection* c, int status, const std::string& body, c
   const MHD_Result ok = MHD_queue_response(c, static_cast<unsigned>(status), r);
   MHD_destroy_response(r);
   return ok;
+}
+
+// The transport's own refusals, in the shape of the application's (response.cpp).
+MHD_Result refuse(MHD_Connection* c, int status, std::string_view message, std::string_view type = "invalid_request_error") {
+  return queue_whole(c, status, error_json(message, type), "application/json");
+}
+
+MHD_Result refuse_too_large(MHD_Connection* c, size_t limit) {
+  return refuse(c, 413, fmt::format("the request body is larger than {} bytes", limit));
 }
 
 }  // namespace
@@ -213,13 +217,11 @@ struct Transport {
       ex.answer_ = Exchange::Answer::Whole;
       release_body(s, ex);
       if (ex.body_refusal_ == Exchange::Refusal::TooLarge)
-        return queue_whole(c, 413, refusal(fmt::format("the request body is larger than {} bytes", s.limits.max_body_bytes)),
-                           "application/json");
-      return queue_whole(c, 503,
-                         error_json(fmt::format("the server holds {} bytes of request bodies, its limit; try again later",
-                                                s.limits.all_bodies_bytes),
-                                    "server_busy"),
-                         "application/json");
+        return refuse_too_large(c, s.limits.max_body_bytes);
+      return refuse(c, 503,
+                    fmt::format("the server holds {} bytes of request bodies, its limit; try again later",
+                                s.limits.all_bodies_bytes),
+                    "server_busy");
     }
     if (!ex.dispatched_) {
       ex.dispatched_ = ex.with_application_ = true;
@@ -269,15 +271,13 @@ struct Transport {
     // Two framings of one body: behind a proxy that reads the other one, the rest of this body would
     // be taken for a second request (request smuggling). RFC 9112 §6.3 lets a server refuse it.
     if (length && coding)
-      return queue_whole(c, 400, refusal("the request has both Content-Length and Transfer-Encoding; send one"),
-                         "application/json");
+      return refuse(c, 400, "the request has both Content-Length and Transfer-Encoding; send one");
     if (length) {
       errno = 0;
       char* end = nullptr;
       const unsigned long long n = std::strtoull(length, &end, 10);
       if (errno == 0 && end != length && n > s.limits.max_body_bytes)
-        return queue_whole(c, 413, refusal(fmt::format("the request body is larger than {} bytes", s.limits.max_body_bytes)),
-                           "application/json");
+        return refuse_too_large(c, s.limits.max_body_bytes);
     }
     ex->dispatched_ = ex->queued_ = false;
     ex->answer_ = Exchange::Answer::None;
