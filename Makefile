@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 BUILD := build/$(PRESET)
 SKAINET := $(BUILD)/skainet
 
-.PHONY: setup configure build demo test test-asan test-tsan test-peer fuzz bench clean
+.PHONY: setup configure build demo test test-slow test-asan test-tsan test-peer fuzz bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -24,9 +24,13 @@ demo: build
 	$(SKAINET) plan $(DEMO_MODEL) --ctx 256
 	$(SKAINET) run -m $(DEMO_MODEL) -p "Once upon a time" -n 128 --temp 0 --ctx 256
 
-# The whole default test suite (what .ci/run runs).
+# The default test suite (what the README and .ci/run run): everything but the `slow` label.
 test: build
 	@ctest --preset $(PRESET)
+
+# The `slow` label (the 1.1B export, the CUDA and Vulkan compiles), which .ci/run runs after `test`.
+test-slow: build
+	@ctest --preset slow
 
 # The suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang: float-cast-overflow included).
 # ASan would take SIGBUS for itself; the engine's own handler (a mapped file cut under it) is tested.

@@ -42,3 +42,7 @@ skainet_record_test(export_1b 900 check_export_1b.py
   $<TARGET_FILE:skainet> ${skainet_record_work}/export_1b)
 skainet_record_test(plugin 300 check_plugin.py
   $<TARGET_FILE:skainet_iree_plugin> ${skainet_record_work}/plugin)
+
+# The 1.1B export and the GPU targets' compiles (~65 s of the suite's CPU, nothing the CPU path runs)
+# are left out of `make test` and run by `make test-slow`, which .ci/run runs too.
+set_property(TEST record.targets.cuda record.targets.vulkan record.export_1b APPEND PROPERTY LABELS slow)
