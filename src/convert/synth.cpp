@@ -239,11 +239,9 @@ void plant_tied_bigram(const arch::ModelShape& s, std::vector<Planned>& plan, co
   }
 }
 
-}  // namespace
-
-Report synth(const std::filesystem::path& out, const SynthOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  // The family's own tensors and keys around the given numbers; head_dim 0 means dim / heads.
+// The family's own tensors and keys around the given numbers; head_dim 0 means dim / heads. The
+// vocabulary's keys are returned in `vocab` (copied from options.vocab_from, or the built-in one).
+arch::ModelShape shape_of(const SynthOptions& options, std::vector<gguf::KeyValue>& vocab) {
   arch::ModelShape shape = arch::ModelShape::of_family(options.arch);
   const arch::ModelShape& n = options.shape;
   shape.dim = n.dim, shape.layers = n.layers, shape.heads = n.heads, shape.kv_heads = n.kv_heads, shape.ffn = n.ffn;
@@ -257,7 +255,6 @@ Report synth(const std::filesystem::path& out, const SynthOptions& options) {
     throw InvalidArgument(fmt::format("synth: dim {} is not a multiple of heads {} (or give the head size)", n.dim, n.heads));
   shape.head_dim = n.head_dim != 0 ? n.head_dim : n.heads != 0 ? n.dim / n.heads : 0;
   shape.rope_dims = shape.head_dim;
-  std::vector<gguf::KeyValue> vocab;
   if (options.vocab_from) {
     const gguf::Header source = gguf::read_header(*options.vocab_from);
     vocab = vocabulary_of(source);
@@ -265,14 +262,56 @@ Report synth(const std::filesystem::path& out, const SynthOptions& options) {
   }
   check_shape(shape);
   if (!options.vocab_from) vocab = builtin_vocabulary(shape.vocab);
+  return shape;
+}
 
-  gguf::Writer writer(out);
+void write_metadata(gguf::Writer& writer, const arch::ModelShape& shape, const SynthOptions& options,
+                    std::vector<gguf::KeyValue> vocab) {
   writer.set("general.architecture", gguf::Value::string(shape.architecture));
   writer.set("general.name", gguf::Value::string(options.name));
   for (gguf::KeyValue& kv : shape.metadata()) writer.set(std::move(kv.key), std::move(kv.value));
   writer.set("general.file_type", gguf::Value::u32(static_cast<uint32_t>(options.scheme.file_type)));
   writer.set("general.quantization_version", gguf::Value::u32(2));
   for (gguf::KeyValue& kv : vocab) writer.set(std::move(kv.key), std::move(kv.value));
+}
+
+// One tensor's rows, drawn and quantized on `threads` workers into dst (the file's bytes of it). With
+// a planted bigram the output rows lean towards their predecessor's embedding row.
+void write_rows(const Planned& p, std::span<std::byte> dst, uint64_t seed, const std::optional<BigramPlant>& plant,
+                unsigned threads) {
+  const uint64_t row = p.choice.shape[0];
+  const uint64_t rows = elements_of(p.choice.shape) / row;
+  const GgmlType type = p.choice.type;
+  const uint64_t row_size = row_bytes(type, row);
+  const uint64_t tensor_seed = seed ^ fnv1a(p.choice.name);
+  const bool lean = plant && p.choice.name == arch::role_name(arch::Role::Output);
+  const uint64_t embd_seed = seed ^ fnv1a(arch::role_name(arch::Role::TokenEmbedding));
+  detail::parallel_for(rows, threads, std::max<uint64_t>(1, 65536 / row), [&](uint64_t begin, uint64_t end) {
+    std::vector<float> buffer(type == GgmlType::F32 ? 0 : row), embedding(lean ? row : 0);
+    for (uint64_t r = begin; r < end; ++r) {
+      std::byte* target = dst.data() + r * row_size;
+      float* values = type == GgmlType::F32 ? reinterpret_cast<float*>(target) : buffer.data();
+      if (p.make_row)
+        p.make_row(r, values);
+      else
+        fill_row(values, row, tensor_seed + r * kGolden * 3, p.mean, p.sigma);
+      if (lean) {  // the same draw as token_embd's row of the predecessor
+        fill_row(embedding.data(), row, embd_seed + plant->predecessor(r) * kGolden * 3, 0.0f, plant->embedding_sigma);
+        for (uint64_t j = 0; j < row; ++j) values[j] += plant->lean * embedding[j];
+      }
+      if (type != GgmlType::F32) kernels::ref::quantize_row(type, values, target, static_cast<int64_t>(row));
+    }
+  });
+}
+
+}  // namespace
+
+Report synth(const std::filesystem::path& out, const SynthOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<gguf::KeyValue> vocab;
+  const arch::ModelShape shape = shape_of(options, vocab);
+  gguf::Writer writer(out);
+  write_metadata(writer, shape, options, std::move(vocab));
 
   std::vector<Planned> plan = plan_tensors(shape, options.scheme);
   const uint64_t seed = mix64(options.seed ^ 0x5EED5EED5EED5EEDull);
@@ -296,31 +335,8 @@ Report synth(const std::filesystem::path& out, const SynthOptions& options) {
   if (options.progress) progress = std::make_unique<base::Progress>("synth", report.parameters);
 
   report.bytes_written = writer.write([&](size_t index, std::span<std::byte> dst) {
-    const Planned& p = plan[index];
-    const uint64_t row = p.choice.shape[0];
-    const uint64_t rows = elements_of(p.choice.shape) / row;
-    const GgmlType type = p.choice.type;
-    const uint64_t row_size = row_bytes(type, row);
-    const uint64_t tensor_seed = seed ^ fnv1a(p.choice.name);
-    const bool lean = plant && p.choice.name == arch::role_name(arch::Role::Output);
-    const uint64_t embd_seed = seed ^ fnv1a(arch::role_name(arch::Role::TokenEmbedding));
-    detail::parallel_for(rows, threads, std::max<uint64_t>(1, 65536 / row), [&](uint64_t begin, uint64_t end) {
-      std::vector<float> buffer(type == GgmlType::F32 ? 0 : row), embedding(lean ? row : 0);
-      for (uint64_t r = begin; r < end; ++r) {
-        std::byte* target = dst.data() + r * row_size;
-        float* values = type == GgmlType::F32 ? reinterpret_cast<float*>(target) : buffer.data();
-        if (p.make_row)
-          p.make_row(r, values);
-        else
-          fill_row(values, row, tensor_seed + r * kGolden * 3, p.mean, p.sigma);
-        if (lean) {  // the same draw as token_embd's row of the predecessor
-          fill_row(embedding.data(), row, embd_seed + plant->predecessor(r) * kGolden * 3, 0.0f, plant->embedding_sigma);
-          for (uint64_t j = 0; j < row; ++j) values[j] += plant->lean * embedding[j];
-        }
-        if (type != GgmlType::F32) kernels::ref::quantize_row(type, values, target, static_cast<int64_t>(row));
-      }
-    });
-    if (progress) progress->advance(rows * row);
+    write_rows(plan[index], dst, seed, plant, threads);
+    if (progress) progress->advance(elements_of(plan[index].choice.shape));
   });
   if (progress) progress->finish();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
