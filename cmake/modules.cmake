@@ -28,9 +28,10 @@ function(skainet_module name)
 endfunction()
 
 # One GoogleTest binary per folder of tests/, named test_<folder>. COUNT_ALLOCATIONS links the
-# process-wide allocation counter (tests/support/alloc_counter.cpp, which interposes malloc).
+# process-wide allocation counter (tests/support/alloc_counter.cpp, which interposes malloc); PROPERTIES
+# are test properties given to every test of the binary (a fixture they require, say).
 function(skainet_test_dir name)
-  cmake_parse_arguments(T "COUNT_ALLOCATIONS" "" "DEPS" ${ARGN})
+  cmake_parse_arguments(T "COUNT_ALLOCATIONS" "" "DEPS;PROPERTIES" ${ARGN})
   file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${name}/*.cpp)
   if(NOT sources)
     return()
@@ -50,5 +51,5 @@ function(skainet_test_dir name)
     SKAINET_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/${name}/data"
     SKAINET_BINARY_DIR="${PROJECT_BINARY_DIR}"
     SKAINET_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
-  gtest_discover_tests(test_${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${name})
+  gtest_discover_tests(test_${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${name} ${T_PROPERTIES})
 endfunction()

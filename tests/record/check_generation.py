@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Greedy generation through IREE equals the eager engine's, token for token.
 
-    check_generation.py SKAINET MODEL.gguf WORKDIR
+    check_generation.py SKAINET MODEL.gguf MODULES
 
-For MODEL (stories260K F32) and its Q8_0 quantization (made here), in both kernel forms (`--kernels
-engine`, the default: the engine's kernels through the plugin; `--kernels stablehlo`: every op
-compiled by IREE), and Q8_0 in `--kernels stablehlo-flat` (the products Vulkan compiles): `skainet export --ctx 128`, then scripts/iree_generate.py --ids -n 64 (compiles
-for llvm-cpu, prefill + 63 greedy decode steps on the IREE runtime), against `skainet run --temp 0
--n 64 --ctx 128 --ignore-eos`.
+For MODEL (stories260K F32) and its Q8_0 quantization, in both kernel forms (`--kernels engine`, the
+default: the engine's kernels through the plugin; `--kernels stablehlo`: every op compiled by IREE),
+and Q8_0 in `--kernels stablehlo-flat` (the products Vulkan compiles): the modules exported with
+`--ctx 128` and compiled for this CPU by the build (tests/record/modules.cmake, under MODULES: the
+Q8_0 file is MODULES/models/Q8_0.gguf), run by scripts/iree_generate.py --ids -n 64 (prefill + 63
+greedy decode steps on the IREE runtime), against `skainet run --temp 0 -n 64 --ctx 128 --ignore-eos`.
 
 `skainet run` prints text, not ids, so the comparison is on text: the prompt followed by the IREE ids
 detokenized by `skainet tokenize --decode` must equal run's output byte for byte, and both must be 64
@@ -20,14 +21,15 @@ import re
 import subprocess
 import sys
 
-from record_support import PROMPT, ROOT, export, fail, fresh_dir, quantized, run, tool
+from record_support import PROMPT, ROOT, fail, run
 
 N = 64
 CTX = "128"
 
 
-def check(skainet, model, work, kernels):
-    out = export(skainet, model, os.path.join(work, "export"), "--ctx", CTX, "--kernels", kernels)
+def check(skainet, model, out, kernels):
+    if not os.path.isfile(os.path.join(out, "model.vmfb")):
+        fail(f"no module in {out}: build the target record_modules (the record.modules test does)")
     ids = run([sys.executable, os.path.join(ROOT, "scripts", "iree_generate.py"), "--export", out, "-m", model,
                "-p", PROMPT, "-n", str(N), "--ids", "--skainet", skainet]).strip()
     if not re.fullmatch(r"\d+(,\d+)*", ids):
@@ -56,14 +58,12 @@ def check(skainet, model, work, kernels):
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
-    skainet, model, work = sys.argv[1:]
-    tool("iree-compile")  # iree_generate.py compiles with it; say so plainly when it is missing
-    fresh_dir(work)
-    q8 = quantized(skainet, model, os.path.join(work, "q8_0.gguf"), "Q8_0")
+    skainet, model, modules = sys.argv[1:]
+    q8 = os.path.join(modules, "models", "Q8_0.gguf")
     for kernels in ("engine", "stablehlo"):
-        check(skainet, model, fresh_dir(os.path.join(work, f"f32-{kernels}")), kernels)
-        check(skainet, q8, fresh_dir(os.path.join(work, f"q8_0-{kernels}")), kernels)
-    check(skainet, q8, fresh_dir(os.path.join(work, "q8_0-stablehlo-flat")), "stablehlo-flat")
+        check(skainet, model, os.path.join(modules, "generation-F32", kernels), kernels)
+        check(skainet, q8, os.path.join(modules, "generation-Q8_0", kernels), kernels)
+    check(skainet, q8, os.path.join(modules, "generation-Q8_0", "stablehlo-flat"), "stablehlo-flat")
     print("PASS")
 
 

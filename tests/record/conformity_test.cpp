@@ -1,7 +1,8 @@
 // The recorded path against IREE: stories260K (F32, and quantized to Q8_0 and Q4_0 with their
-// per-tensor fallbacks) is exported, compiled for llvm-cpu and run by iree-run-module; its prefill
-// logits at every position, and one decode step fed the prefill's KV caches, are compared with the
-// eager engine's. Missing IREE tools fail the tests (never skip).
+// per-tensor fallbacks) and six synthetic families, exported and compiled for llvm-cpu by the build
+// (tests/record/modules.cmake) and run by iree-run-module; their prefill logits at every position, and
+// one decode step fed the prefill's KV caches, are compared with the eager engine's. Missing IREE
+// tools or modules fail the tests (never skip).
 //
 // Both kernel forms: the StableHLO form (every op compiled by IREE from the dequantized weights) as
 // below, and the engine-kernel form (matmuls and attention call the engine's kernels through the
@@ -32,7 +33,6 @@
 #include <gtest/gtest.h>
 
 #include "iree_tools.hpp"
-#include "skainet/convert.hpp"
 #include "skainet/engine.hpp"
 #include "skainet/record.hpp"
 #include "temp_dir.hpp"
@@ -117,32 +117,19 @@ EagerRun run_eager(const fs::path& model, bool dense_f32, GgmlType kv, const std
   return out;
 }
 
-// One exported model: skainet export → iree-compile → iree-run-module.
+// One exported model, built for this CPU by the build (tests/record/modules.cmake: `skainet export`
+// and iree-compile with the flags it wrote), run by iree-run-module with its inputs, outputs and logs
+// in `work`.
 class Exported {
  public:
-  Exported(const fs::path& model, const fs::path& dir, int64_t seq, GgmlType kv, KernelForm form = KernelForm::StableHlo,
-           bool dense_f32 = false)
-      : model_(model), dir_(dir), form_(form) {
-    for (const char* tool : {"iree-compile", "iree-run-module"})
-      if (!fs::exists(kIreeBin / tool))
-        throw std::runtime_error(fmt::format("{} not found in {} (scripts/setup.sh installs it)", tool, kIreeBin.string()));
-    ExportOptions o;
-    o.out_dir = dir;
-    o.plan.ctx = kCtx;
-    o.plan.kv_type = kv;
-    o.seq_len = seq;
-    o.kernels = form;
-    if (dense_f32) o.overrides.uniform = placement::WeightForm::dense_in_memory();
-    o.progress = false;
-    report_ = export_model(model, o);
-    std::string flags;
-    for (const std::string& f : compile_flags(form)) flags += " " + f;
-    for (const std::string& f : llvm_cpu_compile_flags(form)) flags += " " + f;
-    if (form == KernelForm::StableHlo)
-      flags += " --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=host";
-    run(fmt::format("'{}' '{}'{} -o '{}'", (kIreeBin / "iree-compile").string(), (dir / "model.mlir").string(), flags,
-                    (dir / "model.vmfb").string()),
-        "compile");
+  Exported(const fs::path& dir, const fs::path& work, KernelForm form) : dir_(dir), work_(work), form_(form) {
+    fs::create_directories(work);
+    if (!fs::exists(kIreeBin / "iree-run-module"))
+      throw std::runtime_error(fmt::format("iree-run-module not found in {} (scripts/setup.sh installs it)", kIreeBin.string()));
+    for (const char* file : {"model.vmfb", "model.irpa"})
+      if (!fs::exists(dir / file))
+        throw std::runtime_error(fmt::format("no {} in {}: build the target record_modules (the record.modules test does)",
+                                             file, dir.string()));
   }
 
   Logits prefill(const std::vector<int32_t>& ids) {
@@ -153,83 +140,62 @@ class Exported {
   Logits decode(int32_t token, int64_t pos) {
     invoke("decode",
            {fmt::format("1xi32={}", token), fmt::format("i32={}", pos),
-            "@" + (dir_ / "prefill.k.npy").string(), "@" + (dir_ / "prefill.v.npy").string()},
+            "@" + (work_ / "prefill.k.npy").string(), "@" + (work_ / "prefill.v.npy").string()},
            "decode");
     Logits l = read("decode.logits.npy");
     return {l.values, 1, l.rows};  // [vocab] → one row
   }
-  const ExportReport& report() const { return report_; }
-
  private:
   void run(const std::string& command, const std::string& what) {
-    const auto [status, log] = test::run_command(command, dir_ / (what + ".log"));
+    const auto [status, log] = test::run_command(command, work_ / (what + ".log"));
     if (status != 0) throw std::runtime_error(fmt::format("{} failed:\n{}", what, log));
   }
   void invoke(const std::string& function, const std::vector<std::string>& inputs, const std::string& prefix) {
     std::string cmd = fmt::format("'{}' --device=local-task --module='{}' --parameters=model='{}' --function={}",
                                   (kIreeBin / "iree-run-module").string(), (dir_ / "model.vmfb").string(),
-                                  report_.params.string(), function);
+                                  (dir_ / "model.irpa").string(), function);
     for (const std::string& f : run_flags(form_)) cmd += fmt::format(" '{}'", f);
     for (const std::string& in : inputs) cmd += fmt::format(" --input='{}'", in);
-    for (const char* out : {"logits", "k", "v"}) cmd += fmt::format(" --output=@'{}'", (dir_ / fmt::format("{}.{}.npy", prefix, out)).string());
+    for (const char* out : {"logits", "k", "v"}) cmd += fmt::format(" --output=@'{}'", (work_ / fmt::format("{}.{}.npy", prefix, out)).string());
     run(cmd, function);
   }
   Logits read(const std::string& file) {
     std::vector<int64_t> shape;
     Logits l;
-    l.values = test::read_npy_f32(dir_ / file, shape);
+    l.values = test::read_npy_f32(work_ / file, shape);
     l.rows = shape.size() == 2 ? shape[0] : static_cast<int64_t>(l.values.size());
     l.vocab = shape.size() == 2 ? shape[1] : 1;
     return l;
   }
 
-  fs::path model_, dir_;
+  fs::path dir_, work_;
   KernelForm form_;
-  ExportReport report_;
 };
 
+// A model of tests/record/modules.cmake, which says how each is made (stories260K quantized, or a
+// synthetic family) and exports it in the four configurations below.
 struct Case {
   const char* name;
-  std::optional<const char*> scheme;  // quantized with `skainet quantize`'s scheme, or the F32 file
-  double default_bound;               // IREE vs the default eager run (int8 activations for packed)
-  const char* synth_arch = nullptr;   // instead of stories260K: `synth --preset tiny --arch A --bigram`
+  double default_bound;     // IREE vs the default eager run (int8 activations for packed weights)
+  bool in_place = false;    // stories260K F32 itself, not a model made under record-modules/models
 };
 
-class RecordedConformity : public ::testing::TestWithParam<Case> {
- protected:
-  static void SetUpTestSuite() { dir_ = new test::TempDir("record-conformity"); }
-  static void TearDownTestSuite() {
-    delete dir_;
-    dir_ = nullptr;
-  }
-  static test::TempDir* dir_;
-};
-test::TempDir* RecordedConformity::dir_ = nullptr;
+const fs::path kModules = SKAINET_BINARY_DIR "/record-modules";
+
+class RecordedConformity : public ::testing::TestWithParam<Case> {};
 
 TEST_P(RecordedConformity, PrefillAndDecodeLogitsEqualTheEagerEngine) {
   const Case& c = GetParam();
-  fs::path model = kStories;
-  if (c.synth_arch) {
-    model = *dir_ / fmt::format("{}.gguf", c.name);
-    convert::SynthOptions s;
-    s.shape = *convert::find_preset("tiny");
-    s.arch = c.synth_arch;
-    s.scheme = convert::parse_scheme(c.scheme.value_or("F32"));
-    s.bigram = true;
-    s.seed = 7;
-    convert::synth(model, s);
-  } else if (c.scheme) {
-    model = *dir_ / fmt::format("stories-{}.gguf", c.name);
-    convert::QuantizeOptions q;
-    q.scheme = convert::parse_scheme(*c.scheme);
-    convert::quantize(kStories, model, q);
-  }
+  const fs::path model = c.in_place ? kStories : kModules / "models" / fmt::format("{}.gguf", c.name);
+  ASSERT_TRUE(fs::exists(model)) << model << ": build the target record_modules (the record.modules test does)";
+  const fs::path modules = kModules / c.name;
+  const test::TempDir work(fmt::format("record-conformity-{}", c.name));
   const std::vector<int32_t> ids = prompt_ids(model);
   const int32_t next = 403;
   for (const GgmlType kv : {GgmlType::F32, GgmlType::F16}) {
     const std::string label = fmt::format("{}, {} KV cache", c.name, type_name(kv));
-    Exported exported(model, *dir_ / fmt::format("{}-{}", c.name, type_name(kv)), static_cast<int64_t>(ids.size()), kv);
-    ASSERT_EQ(exported.report().params.filename(), "model.irpa");
+    const std::string config = fmt::format("stablehlo-{}", kv == GgmlType::F32 ? "f32" : "f16");
+    Exported exported(modules / config, work / config, KernelForm::StableHlo);
     const Logits iree_prefill = exported.prefill(ids);
     const Logits iree_decode = exported.decode(next, static_cast<int64_t>(ids.size()));
 
@@ -251,8 +217,8 @@ TEST_P(RecordedConformity, PrefillAndDecodeLogitsEqualTheEagerEngine) {
     const GgmlType kv = dense ? GgmlType::F32 : GgmlType::F16;
     const std::string label = fmt::format("{}, engine kernels, {} weights, {} KV cache", c.name, dense ? "dense" : "planned",
                                           type_name(kv));
-    Exported exported(model, *dir_ / fmt::format("{}-engine-{}", c.name, dense ? "dense" : "planned"),
-                      static_cast<int64_t>(ids.size()), kv, KernelForm::Engine, dense);
+    const std::string config = dense ? "engine-dense" : "engine-planned";
+    Exported exported(modules / config, work / config, KernelForm::Engine);
     const Logits iree_prefill = exported.prefill(ids);
     const Logits iree_decode = exported.decode(next, static_cast<int64_t>(ids.size()));
     const EagerRun eager = run_eager(model, dense, kv, ids, next);
@@ -261,18 +227,10 @@ TEST_P(RecordedConformity, PrefillAndDecodeLogitsEqualTheEagerEngine) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RecordedConformity,
-                         ::testing::Values(Case{"F32", std::nullopt, 1e-4}, Case{"Q8_0", "q8_0", 3e-2},
-                                           Case{"Q4_0", "q4_0", 3e-2},
-                                           // q/k/v biases, NeoX RoPE, K formats in a whole model
-                                           Case{"Qwen2_Q4_K_M", "Q4_K_M", 3e-2, "qwen2"},
-                                           // The families after Llama: q/k norms, fused weights (row
-                                           // ranges sliced from the dense weight), rope_freqs, GeGLU,
-                                           // post norms, windows, soft caps, embedding scale, tied output
-                                           Case{"Qwen3_Q8_0", "Q8_0", 3e-2, "qwen3"},
-                                           Case{"Phi3_Q8_0", "Q8_0", 3e-2, "phi3"},
-                                           Case{"Llama3_F32", std::nullopt, 1e-4, "llama3"},
-                                           Case{"Gemma2_Q8_0", "Q8_0", 3e-2, "gemma2"},
-                                           Case{"Gemma3_F32", std::nullopt, 1e-4, "gemma3"}),
+                         ::testing::Values(Case{"F32", 1e-4, true}, Case{"Q8_0", 3e-2}, Case{"Q4_0", 3e-2},
+                                           Case{"Qwen2_Q4_K_M", 3e-2}, Case{"Qwen3_Q8_0", 3e-2},
+                                           Case{"Phi3_Q8_0", 3e-2}, Case{"Llama3_F32", 1e-4},
+                                           Case{"Gemma2_Q8_0", 3e-2}, Case{"Gemma3_F32", 1e-4}),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 }  // namespace

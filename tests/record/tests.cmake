@@ -1,6 +1,7 @@
 # The recorded path end to end, against IREE (docs/export.md): the built `skainet` exports, the IREE
 # tools and Python runtime of the test virtual environment (scripts/setup.sh; they sit beside
 # SKAINET_VENV_PYTHON) compile and run. A missing IREE makes these tests fail, never skip.
+#   record.modules         the fixture that builds the modules below's tests run (modules.cmake)
 #   record.generation      IREE's greedy 64 tokens == `skainet run --temp 0` (stories260K F32, Q8_0;
 #                          both kernel forms)
 #   record.stablehlo_packed the portable form keeps packed weights packed under IREE (llvm-cpu): no
@@ -19,6 +20,7 @@ endif()
 
 set(skainet_record_stories "${SKAINET_SHARED_MODELS}/stories260K.gguf")
 set(skainet_record_work "${CMAKE_BINARY_DIR}/record-check")
+include(${CMAKE_CURRENT_LIST_DIR}/modules.cmake)
 
 function(skainet_record_test name timeout)
   add_test(NAME record.${name}
@@ -31,7 +33,8 @@ endfunction()
 skainet_record_test(stablehlo_packed 600 check_stablehlo_packed.py
   $<TARGET_FILE:skainet> ${skainet_record_work}/stablehlo_packed)
 skainet_record_test(generation 900 check_generation.py
-  $<TARGET_FILE:skainet> ${skainet_record_stories} ${skainet_record_work}/generation)
+  $<TARGET_FILE:skainet> ${skainet_record_stories} ${skainet_modules})
+set_tests_properties(record.generation PROPERTIES FIXTURES_REQUIRED record_modules)
 skainet_record_test(archive 300 check_archive.py
   $<TARGET_FILE:skainet> ${skainet_record_stories} ${skainet_record_work}/archive)
 skainet_record_test(targets.cuda 600 check_targets.py
