@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "chat/builtins.hpp"
+#include "skainet/utf8.hpp"
 
 namespace skainet::chat {
 namespace {
@@ -427,12 +428,12 @@ Value get_item(const Value& obj, const Value& key) {
     const std::string& str = obj.str();
     charge_bytes_scanned(2 * str.size());  // counted, then walked
     int64_t n = 0;
-    for (size_t at = 0; at < str.size(); at += code_point_size(str, at)) ++n;
+    for (size_t at = 0; at < str.size(); at += base::utf8_sequence_size(str, at)) ++n;
     if (i < 0) i += n;
     if (i < 0 || i >= n) return Value::undefined("str object has no element " + std::to_string(key.as_int()));
     size_t at = 0;
-    for (int64_t k = 0; k < i; ++k) at += code_point_size(str, at);
-    return Value(str.substr(at, code_point_size(str, at)));
+    for (int64_t k = 0; k < i; ++k) at += base::utf8_sequence_size(str, at);
+    return Value(str.substr(at, base::utf8_sequence_size(str, at)));
   }
   if (key.is_string()) return get_attr(obj, key.str());
   return Value::undefined(type_name(obj) + " object has no element " + repr(key));
