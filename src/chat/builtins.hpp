@@ -3,8 +3,12 @@
 // Everything here reports failure through fail(); the evaluator adds the line and column.
 #pragma once
 
+#include <algorithm>
+#include <array>
+#include <cstddef>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chat/value.hpp"
@@ -25,7 +29,30 @@ Value as_list(const Value& v);
 size_t length(const Value& v);
 bool contains(const Value& container, const Value& item);
 
-// Names this interpreter implements; jinja2_builtin: a Jinja2 built-in it does not implement.
+// A name -> function table (filters, tests, the methods of str, dict and list). Each name is listed
+// once, in its table; tables are sorted by name, which sorted_by_name checks at compile time, so a
+// lookup is a binary search.
+template <class Fn>
+struct Named {
+  std::string_view name;
+  Fn fn;
+};
+template <class Fn, size_t N>
+constexpr bool sorted_by_name(const std::array<Named<Fn>, N>& table) {
+  for (size_t i = 1; i < N; ++i)
+    if (!(table[i - 1].name < table[i].name)) return false;  // strictly: no name twice
+  return true;
+}
+// The function registered under `name`, or nullptr.
+template <class Fn, size_t N>
+Fn find_named(const std::array<Named<Fn>, N>& table, std::string_view name) {
+  auto it = std::lower_bound(table.begin(), table.end(), name,
+                             [](const Named<Fn>& e, std::string_view n) { return e.name < n; });
+  return it != table.end() && it->name == name ? it->fn : nullptr;
+}
+
+// Names this interpreter implements (read from the tables apply_filter and apply_test use);
+// jinja2_builtin: a Jinja2 built-in it does not implement.
 bool known_filter(std::string_view name);
 bool known_test(std::string_view name);
 bool jinja2_builtin_filter(std::string_view name);

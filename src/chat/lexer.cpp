@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "skainet/chat.hpp"
+#include "skainet/utf8.hpp"
 
 namespace skainet::chat {
 namespace {
@@ -10,21 +11,6 @@ namespace {
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) out += static_cast<char>(cp);
-  else if (cp < 0x800) { out += static_cast<char>(0xC0 | (cp >> 6)); out += static_cast<char>(0x80 | (cp & 0x3F)); }
-  else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 // Jinja2 normalises the template's newlines to "\n" and drops one trailing newline.
 std::string normalize(std::string_view src) {
@@ -290,15 +276,21 @@ class Lexer {
         case 'r': out += '\r'; break;
         case 't': out += '\t'; break;
         case 'v': out += '\v'; break;
-        case 'x': append_utf8(out, hex(2)); break;
-        case 'u': append_utf8(out, hex(4)); break;
-        case 'U': append_utf8(out, hex(8)); break;
+        case 'x': base::append_utf8(out, hex(2)); break;
+        case 'u': base::append_utf8(out, hex(4)); break;
+        case 'U': {
+          const size_t escape = pos_ - 2;  // the backslash
+          const uint32_t cp = hex(8);
+          if (cp > base::kMaxCodePoint) error("illegal Unicode character", escape);  // as Jinja2 says it
+          base::append_utf8(out, cp);
+          break;
+        }
         default:
           if (e >= '0' && e <= '7') {
             uint32_t v = static_cast<uint32_t>(e - '0');
             for (int k = 0; k < 2 && pos_ < src_.size() && src_[pos_] >= '0' && src_[pos_] <= '7'; ++k)
               v = v * 8 + static_cast<uint32_t>(src_[pos_++] - '0');
-            append_utf8(out, v);
+            base::append_utf8(out, v);
           } else {
             out += '\\';
             out += e;

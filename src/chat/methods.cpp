@@ -3,8 +3,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "chat/builtins.hpp"
+#include "skainet/utf8.hpp"
 
 namespace skainet::chat {
 namespace {
@@ -158,62 +160,6 @@ std::string py_format(const std::string& fmt, Args& args) {
   return out.take();
 }
 
-Value bound(const Value& obj, const std::string& name) {
-  return make_function(name, [obj, name](Args& a) -> Value {
-    if (obj.is_dict()) {
-      const DictObj& d = obj.dict();
-      if (name == "items") {
-        std::vector<Value> out;
-        for (const auto& [k, v] : d.items) out.push_back(make_list({k, v}, true));
-        return make_list(std::move(out));
-      }
-      if (name == "keys" || name == "values") {
-        std::vector<Value> out;
-        for (const auto& [k, v] : d.items) out.push_back(name == "keys" ? k : v);
-        return make_list(std::move(out));
-      }
-      if (name == "get") {
-        if (a.pos.empty()) fail("get expected at least 1 argument, got 0");
-        const Value* v = d.find(a.pos[0]);
-        if (v) return *v;
-        return a.pos.size() > 1 ? a.pos[1] : Value(None{});
-      }
-      if (name == "copy") {
-        Value c = make_dict();
-        for (const auto& [k, v] : d.items) c.dict().append(k, v);
-        return c;
-      }
-    }
-    if (obj.is_list()) {
-      const auto& items = obj.list().items;
-      if (name == "index" || name == "count") {
-        if (a.pos.empty()) fail(name + " expected 1 argument, got 0");
-        int64_t n = 0;
-        for (size_t i = 0; i < items.size(); ++i)
-          if (equal(items[i], a.pos[0])) {
-            if (name == "index") return Value(static_cast<int64_t>(i));
-            ++n;
-          }
-        if (name == "index") fail(repr(a.pos[0]) + " is not in list");
-        return Value(n);
-      }
-      if (name == "copy") return make_list(items, obj.list().tuple);
-    }
-    if (obj.is_string()) return string_method(obj.str(), name, a);
-    fail("'" + type_name(obj) + "' object has no attribute '" + name + "'");
-  }, &obj);
-}
-
-bool is_str_method(const std::string& n) {
-  static const char* const names[] = {"strip", "lstrip", "rstrip", "split", "rsplit", "startswith", "endswith",
-                                      "replace", "upper", "lower", "title", "capitalize", "format", "find",
-                                      "rfind", "count", "join", "splitlines", "isdigit", "isalpha", "isalnum",
-                                      "isspace", "islower", "isupper", "index", "zfill", "swapcase"};
-  for (const char* m : names)
-    if (n == m) return true;
-  return false;
-}
-
 }  // namespace
 
 std::string py_strip(std::string_view s, const Value* chars, bool left, bool right) {
@@ -280,98 +226,200 @@ void py_splitlines(std::string_view s, const std::function<void(std::string_view
   if (start < s.size()) line(s.substr(start));
 }
 
+namespace {
+
+// Each method is called with its object, its arguments and the name it was called by (one function
+// serves the names that share a body, such as strip/lstrip/rstrip).
+using Name = const std::string&;
+
+const Value* pos(const Args& a, size_t i) { return i < a.pos.size() ? &a.pos[i] : nullptr; }
+
+Value s_strip(const std::string& s, Args& a, Name name) {  // strip, lstrip, rstrip
+  return Value(py_strip(s, pos(a, 0), name != "rstrip", name != "lstrip"));
+}
+
+Value s_split(const std::string& s, Args& a, Name name) {  // split, rsplit
+  const Value* sep = pos(a, 0) ? pos(a, 0) : a.kwarg("sep");
+  const Value* ms = pos(a, 1) ? pos(a, 1) : a.kwarg("maxsplit");
+  int64_t maxsplit = ms ? arg_int(*ms, "split") : -1;
+  if (name == "rsplit" && maxsplit >= 0) fail("rsplit with maxsplit is not supported");
+  return make_list((!sep || sep->is_none()) ? split_ws(s, maxsplit) : split_sep(s, arg_str(*sep, "split"), maxsplit));
+}
+
+Value s_affix(const std::string& s, Args& a, Name name) {  // startswith, endswith
+  if (!pos(a, 0)) fail(name + " takes at least 1 argument");
+  return Value(prefix_match(s, *pos(a, 0), name == "endswith"));
+}
+
+Value s_replace(const std::string& s, Args& a, Name) {
+  if (a.pos.size() < 2) fail("replace expected at least 2 arguments");
+  int64_t count = pos(a, 2) ? arg_int(*pos(a, 2), "replace") : -1;
+  return Value(replace_all(s, arg_str(a.pos[0], "replace"), arg_str(a.pos[1], "replace"), count));
+}
+
+Value s_upper(const std::string& s, Args&, Name) { return Value(ascii_upper(s)); }
+Value s_lower(const std::string& s, Args&, Name) { return Value(ascii_lower(s)); }
+Value s_title(const std::string& s, Args&, Name) { return Value(py_str_title(s)); }
+Value s_capitalize(const std::string& s, Args&, Name) { return Value(py_title_word(s)); }
+Value s_format(const std::string& s, Args& a, Name) { return Value(py_format(s, a)); }
+
+Value s_swapcase(const std::string& s, Args&, Name) {
+  std::string o = s;
+  for (char& c : o) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    c = static_cast<char>(std::isupper(u) ? std::tolower(u) : std::toupper(u));
+  }
+  return Value(o);
+}
+
+Value s_find(const std::string& s, Args& a, Name name) {  // find, rfind, index, count
+  if (!pos(a, 0)) fail(name + " takes at least 1 argument");
+  const std::string& sub = arg_str(*pos(a, 0), name.c_str());
+  charge_bytes_scanned(s.size());
+  if (name == "count") {
+    if (sub.empty()) return Value(static_cast<int64_t>(code_point_count(s) + 1));
+    int64_t n = 0;
+    for (size_t i = s.find(sub); i != std::string::npos; i = s.find(sub, i + sub.size())) ++n;
+    return Value(n);
+  }
+  size_t at = name == "rfind" ? s.rfind(sub) : s.find(sub);
+  if (at == std::string::npos) {
+    if (name == "index") fail("substring not found");
+    return Value(int64_t{-1});
+  }
+  return Value(static_cast<int64_t>(code_point_count(std::string_view(s).substr(0, at))));
+}
+
+Value s_join(const std::string& s, Args& a, Name) {
+  if (!pos(a, 0)) fail("join takes exactly one argument");
+  StringBuilder out("output of 'join'");
+  bool first = true;
+  for (const Value& v : iterate(*pos(a, 0))) {
+    if (!first) out += s;
+    first = false;
+    out += arg_str(v, "join");
+  }
+  return Value(out.take());
+}
+
+Value s_splitlines(const std::string& s, Args&, Name) {
+  std::vector<Value> out;
+  py_splitlines(s, [&](std::string_view l) { out.emplace_back(std::string(l)); });
+  return make_list(std::move(out));
+}
+
+Value s_zfill(const std::string& s, Args& a, Name) {
+  int64_t w = pos(a, 0) ? arg_int(*pos(a, 0), "zfill") : 0;
+  size_t n = code_point_count(s);
+  if (w <= static_cast<int64_t>(n)) return Value(s);
+  StringBuilder o("output of 'zfill'");  // checks the width before the zeros are allocated
+  size_t at = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  o.append(s.substr(0, at));
+  o.append(static_cast<size_t>(w) - n, '0');
+  o.append(std::string_view(s).substr(at));
+  return Value(o.take());
+}
+
+Value s_is_class(const std::string& s, Args&, Name name) {  // isdigit, isalpha, isalnum, isspace
+  using Class = bool (*)(unsigned char);
+  const Class in_class = name == "isdigit"   ? +[](unsigned char c) { return std::isdigit(c) != 0; }
+                         : name == "isalpha" ? +[](unsigned char c) { return std::isalpha(c) != 0; }
+                         : name == "isalnum" ? +[](unsigned char c) { return std::isalnum(c) != 0; }
+                                             : +[](unsigned char c) { return is_py_space(static_cast<char>(c)); };
+  if (s.empty()) return Value(false);
+  for (unsigned char c : s)
+    if (!in_class(c)) return Value(false);
+  return Value(true);
+}
+
+Value s_is_cased(const std::string& s, Args&, Name name) {  // islower, isupper
+  bool cased = false, ok = true;
+  for (unsigned char c : s) {
+    if (std::islower(c)) { cased = true; ok = ok && name == "islower"; }
+    if (std::isupper(c)) { cased = true; ok = ok && name == "isupper"; }
+  }
+  return Value(cased && ok);
+}
+
+using StrMethod = Value (*)(const std::string& s, Args& a, Name name);
+constexpr auto kStrMethods = std::to_array<Named<StrMethod>>({
+    {"capitalize", s_capitalize}, {"count", s_find},         {"endswith", s_affix},
+    {"find", s_find},             {"format", s_format},      {"index", s_find},
+    {"isalnum", s_is_class},      {"isalpha", s_is_class},   {"isdigit", s_is_class},
+    {"islower", s_is_cased},      {"isspace", s_is_class},   {"isupper", s_is_cased},
+    {"join", s_join},             {"lower", s_lower},        {"lstrip", s_strip},
+    {"replace", s_replace},       {"rfind", s_find},         {"rsplit", s_split},
+    {"rstrip", s_strip},          {"split", s_split},        {"splitlines", s_splitlines},
+    {"startswith", s_affix},      {"strip", s_strip},        {"swapcase", s_swapcase},
+    {"title", s_title},           {"upper", s_upper},        {"zfill", s_zfill},
+});
+static_assert(sorted_by_name(kStrMethods));
+
+Value d_items(const DictObj& d, Args&, Name) {
+  std::vector<Value> out;
+  for (const auto& [k, v] : d.items) out.push_back(make_list({k, v}, true));
+  return make_list(std::move(out));
+}
+
+Value d_keys(const DictObj& d, Args&, Name name) {  // keys, values
+  std::vector<Value> out;
+  for (const auto& [k, v] : d.items) out.push_back(name == "keys" ? k : v);
+  return make_list(std::move(out));
+}
+
+Value d_get(const DictObj& d, Args& a, Name) {
+  if (a.pos.empty()) fail("get expected at least 1 argument, got 0");
+  const Value* v = d.find(a.pos[0]);
+  if (v) return *v;
+  return a.pos.size() > 1 ? a.pos[1] : Value(None{});
+}
+
+Value d_copy(const DictObj& d, Args&, Name) {
+  Value c = make_dict();
+  for (const auto& [k, v] : d.items) c.dict().append(k, v);
+  return c;
+}
+
+using DictMethod = Value (*)(const DictObj& d, Args& a, Name name);
+constexpr auto kDictMethods = std::to_array<Named<DictMethod>>({
+    {"copy", d_copy}, {"get", d_get}, {"items", d_items}, {"keys", d_keys}, {"values", d_keys},
+});
+static_assert(sorted_by_name(kDictMethods));
+
+Value l_index(const ListObj& l, Args& a, Name name) {  // index, count
+  if (a.pos.empty()) fail(name + " expected 1 argument, got 0");
+  int64_t n = 0;
+  for (size_t i = 0; i < l.items.size(); ++i)
+    if (equal(l.items[i], a.pos[0])) {
+      if (name == "index") return Value(static_cast<int64_t>(i));
+      ++n;
+    }
+  if (name == "index") fail(repr(a.pos[0]) + " is not in list");
+  return Value(n);
+}
+
+Value l_copy(const ListObj& l, Args&, Name) { return make_list(l.items, l.tuple); }
+
+using ListMethod = Value (*)(const ListObj& l, Args& a, Name name);
+constexpr auto kListMethods = std::to_array<Named<ListMethod>>({
+    {"copy", l_copy}, {"count", l_index}, {"index", l_index},
+});
+static_assert(sorted_by_name(kListMethods));
+
+// obj.name as a callable: the method of `obj`'s type registered under `name`, bound to obj.
+template <class Method>
+Value bound(const Value& obj, const std::string& name, Method method) {
+  return make_function(name, [obj, name, method](Args& a) -> Value {
+    if constexpr (std::is_same_v<Method, StrMethod>) return method(obj.str(), a, name);
+    else if constexpr (std::is_same_v<Method, DictMethod>) return method(obj.dict(), a, name);
+    else return method(obj.list(), a, name);
+  }, &obj);
+}
+
+}  // namespace
+
 Value string_method(const std::string& s, const std::string& name, Args& a) {
-  auto pos = [&](size_t i) -> const Value* { return i < a.pos.size() ? &a.pos[i] : nullptr; };
-  if (name == "strip" || name == "lstrip" || name == "rstrip")
-    return Value(py_strip(s, pos(0), name != "rstrip", name != "lstrip"));
-  if (name == "split" || name == "rsplit") {
-    const Value* sep = pos(0) ? pos(0) : a.kwarg("sep");
-    const Value* ms = pos(1) ? pos(1) : a.kwarg("maxsplit");
-    int64_t maxsplit = ms ? arg_int(*ms, "split") : -1;
-    if (name == "rsplit" && maxsplit >= 0) fail("rsplit with maxsplit is not supported");
-    return make_list((!sep || sep->is_none()) ? split_ws(s, maxsplit) : split_sep(s, arg_str(*sep, "split"), maxsplit));
-  }
-  if (name == "startswith" || name == "endswith") {
-    if (!pos(0)) fail(name + " takes at least 1 argument");
-    return Value(prefix_match(s, *pos(0), name == "endswith"));
-  }
-  if (name == "replace") {
-    if (a.pos.size() < 2) fail("replace expected at least 2 arguments");
-    int64_t count = pos(2) ? arg_int(*pos(2), "replace") : -1;
-    return Value(replace_all(s, arg_str(a.pos[0], "replace"), arg_str(a.pos[1], "replace"), count));
-  }
-  if (name == "upper") return Value(ascii_upper(s));
-  if (name == "lower") return Value(ascii_lower(s));
-  if (name == "title") return Value(py_str_title(s));
-  if (name == "capitalize") return Value(py_title_word(s));
-  if (name == "swapcase") {
-    std::string o = s;
-    for (char& c : o) c = std::isupper(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return Value(o);
-  }
-  if (name == "format") return Value(py_format(s, a));
-  if (name == "find" || name == "rfind" || name == "index" || name == "count") {
-    if (!pos(0)) fail(name + " takes at least 1 argument");
-    const std::string& sub = arg_str(*pos(0), name.c_str());
-    charge_bytes_scanned(s.size());
-    if (name == "count") {
-      if (sub.empty()) return Value(static_cast<int64_t>(code_point_count(s) + 1));
-      int64_t n = 0;
-      for (size_t i = s.find(sub); i != std::string::npos; i = s.find(sub, i + sub.size())) ++n;
-      return Value(n);
-    }
-    size_t at = name == "rfind" ? s.rfind(sub) : s.find(sub);
-    if (at == std::string::npos) {
-      if (name == "index") fail("substring not found");
-      return Value(int64_t{-1});
-    }
-    return Value(static_cast<int64_t>(code_point_count(std::string_view(s).substr(0, at))));
-  }
-  if (name == "join") {
-    if (!pos(0)) fail("join takes exactly one argument");
-    StringBuilder out("output of 'join'");
-    bool first = true;
-    for (const Value& v : iterate(*pos(0))) {
-      if (!first) out += s;
-      first = false;
-      out += arg_str(v, "join");
-    }
-    return Value(out.take());
-  }
-  if (name == "splitlines") {
-    std::vector<Value> out;
-    py_splitlines(s, [&](std::string_view l) { out.emplace_back(std::string(l)); });
-    return make_list(std::move(out));
-  }
-  if (name == "zfill") {
-    int64_t w = pos(0) ? arg_int(*pos(0), "zfill") : 0;
-    size_t n = code_point_count(s);
-    if (w <= static_cast<int64_t>(n)) return Value(s);
-    StringBuilder o("output of 'zfill'");  // checks the width before the zeros are allocated
-    size_t at = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
-    o.append(s.substr(0, at));
-    o.append(static_cast<size_t>(w) - n, '0');
-    o.append(std::string_view(s).substr(at));
-    return Value(o.take());
-  }
-  auto all = [&](auto pred) {
-    if (s.empty()) return false;
-    for (unsigned char c : s)
-      if (!pred(c)) return false;
-    return true;
-  };
-  if (name == "isdigit") return Value(all([](unsigned char c) { return std::isdigit(c) != 0; }));
-  if (name == "isalpha") return Value(all([](unsigned char c) { return std::isalpha(c) != 0; }));
-  if (name == "isalnum") return Value(all([](unsigned char c) { return std::isalnum(c) != 0; }));
-  if (name == "isspace") return Value(all([](unsigned char c) { return is_py_space(static_cast<char>(c)); }));
-  if (name == "islower" || name == "isupper") {
-    bool cased = false, ok = true;
-    for (unsigned char c : s) {
-      if (std::islower(c)) { cased = true; ok = ok && name == "islower"; }
-      if (std::isupper(c)) { cased = true; ok = ok && name == "isupper"; }
-    }
-    return Value(cased && ok);
-  }
+  if (StrMethod m = find_named(kStrMethods, name)) return m(s, a, name);
   fail("'str' object has no attribute '" + name + "'");
 }
 
@@ -388,16 +436,19 @@ Value get_attr(const Value& obj, const std::string& name) {
   if (obj.is_dict()) {
     const DictObj& d = obj.dict();
     if (!d.ns && !d.loop) {
-      if (name == "items" || name == "keys" || name == "values" || name == "get" || name == "copy") return bound(obj, name);
+      if (DictMethod m = find_named(kDictMethods, name)) return bound(obj, name, m);
       for (const char* u : kUnsafeDict)
         if (name == u) unsafe(name, obj);
     }
     const Value* v = d.find(Value(name));
     return v ? *v : missing();
   }
-  if (obj.is_string()) return is_str_method(name) ? bound(obj, name) : missing();
+  if (obj.is_string()) {
+    StrMethod m = find_named(kStrMethods, name);
+    return m ? bound(obj, name, m) : missing();
+  }
   if (obj.is_list() && !obj.list().generator) {
-    if (name == "index" || name == "count" || name == "copy") return bound(obj, name);
+    if (ListMethod m = find_named(kListMethods, name)) return bound(obj, name, m);
     for (const char* u : kUnsafeList)
       if (name == u) unsafe(name, obj);
     return missing();
@@ -427,12 +478,12 @@ Value get_item(const Value& obj, const Value& key) {
     const std::string& str = obj.str();
     charge_bytes_scanned(2 * str.size());  // counted, then walked
     int64_t n = 0;
-    for (size_t at = 0; at < str.size(); at += code_point_size(str, at)) ++n;
+    for (size_t at = 0; at < str.size(); at += base::utf8_sequence_size(str, at)) ++n;
     if (i < 0) i += n;
     if (i < 0 || i >= n) return Value::undefined("str object has no element " + std::to_string(key.as_int()));
     size_t at = 0;
-    for (int64_t k = 0; k < i; ++k) at += code_point_size(str, at);
-    return Value(str.substr(at, code_point_size(str, at)));
+    for (int64_t k = 0; k < i; ++k) at += base::utf8_sequence_size(str, at);
+    return Value(str.substr(at, base::utf8_sequence_size(str, at)));
   }
   if (key.is_string()) return get_attr(obj, key.str());
   return Value::undefined(type_name(obj) + " object has no element " + repr(key));

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "skainet/utf8.hpp"
+
 namespace skainet::chat {
 
 void fail(std::string message) { throw ValueError{std::move(message)}; }
@@ -342,24 +344,17 @@ std::vector<std::string_view> code_points(std::string_view s) {
   std::vector<std::string_view> out;
   out.reserve(n);
   for (size_t i = 0; i < s.size();) {
-    size_t n = code_point_size(s, i);
+    size_t n = base::utf8_sequence_size(s, i);
     out.push_back(s.substr(i, n));
     i += n;
   }
   return out;
 }
 
-size_t code_point_size(std::string_view s, size_t i) {
-  unsigned char c = static_cast<unsigned char>(s[i]);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
-  return std::min(n, s.size() - i);
-}
-
 size_t code_point_count(std::string_view s) {
   charge_bytes_scanned(s.size());
   size_t n = 0;
-  for (unsigned char c : s)
-    if ((c & 0xC0) != 0x80) ++n;
+  for (size_t i = 0; i < s.size(); i += base::utf8_sequence_size(s, i)) ++n;
   return n;
 }
 
@@ -411,9 +406,8 @@ static void json_string(StringBuilder& out, std::string_view s, bool ensure_asci
       std::snprintf(b, sizeof b, "\\u%04x", c);
       out += b;
     } else if (c >= 0x80 && ensure_ascii) {
-      size_t n = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
-      uint32_t cp = n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : n == 4 ? c & 0x07 : c;
-      for (size_t k = 1; k < n && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+      const size_t n = base::utf8_sequence_size(s, i);
+      uint32_t cp = base::decode_utf8(s, i, n);
       i += n - 1;
       if (cp >= 0x10000) {
         cp -= 0x10000;

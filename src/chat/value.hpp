@@ -161,10 +161,11 @@ std::string float_repr(double d);
 std::string html_escape(std::string_view s);  // MarkupSafe's escape: & < > " '
 
 
-// UTF-8 code points: Python strings index by code point.
+// UTF-8 code points: Python strings index by code point. A code point is what base::utf8_sequence_size
+// says starts at a byte (a byte that starts no well-formed sequence is one of its own), so counts,
+// indexes and slices of any string agree with each other.
 std::vector<std::string_view> code_points(std::string_view s);
 size_t code_point_count(std::string_view s);
-size_t code_point_size(std::string_view s, size_t i);  // bytes of the code point starting at s[i]
 
 Value from_json(const nlohmann::ordered_json& j);
 // json.dumps(v, ensure_ascii, indent, separators, sort_keys); indent < 0 means None.

@@ -1,5 +1,6 @@
 #include "text/pre_tokenizer.hpp"
 
+#include "skainet/utf8.hpp"
 #include "text/unicode.hpp"
 
 namespace skainet::text {
@@ -204,10 +205,10 @@ std::vector<std::string> PreTokenizerSplitter::split(std::string_view text) cons
   std::string utf8;
   for (size_t len : pieces) {
     utf8.clear();
-    for (size_t i = at; i < at + len; ++i) unicode::append_utf8(utf8, cps[i]);
+    for (size_t i = at; i < at + len; ++i) base::append_utf8(utf8, cps[i]);
     std::string word;
     word.reserve(utf8.size() * 2);
-    for (unsigned char b : utf8) unicode::append_utf8(word, unicode::byte_to_codepoint(b));
+    for (unsigned char b : utf8) base::append_utf8(word, unicode::byte_to_codepoint(b));
     words.push_back(std::move(word));
     at += len;
   }

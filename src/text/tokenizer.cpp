@@ -2,6 +2,7 @@
 #include <charconv>
 
 #include "text/tokenizer_impl.hpp"
+#include "skainet/utf8.hpp"
 #include "text/unicode.hpp"
 
 namespace skainet::text {
@@ -233,7 +234,7 @@ struct Tokenizer::Impl {
     for (uint32_t cp : unicode::decode_lenient(text)) {
       const int b = unicode::byte_from_codepoint(cp);
       if (b >= 0) out += static_cast<char>(b);
-      else unicode::append_utf8(out, cp);
+      else base::append_utf8(out, cp);
     }
     return out;
   }

@@ -2,23 +2,18 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
+#include "skainet/base.hpp"
 #include "skainet/text.hpp"
 #include "text/pre_tokenizer.hpp"
 
 namespace skainet::text {
 
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
 // Token text -> id. A text that appears twice maps to its last id, as in llama.cpp.
-using TokenMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+using TokenMap = base::StringMap<int32_t>;
 
 inline int32_t lookup(const TokenMap& map, std::string_view text) {
   auto it = map.find(text);
@@ -40,7 +35,7 @@ class BpeModel {
   const TokenMap& map_;
   PreTokenizerSplitter splitter_;
   // Merge rank by the pair's texts; key = 4-byte length of the left text, left, right.
-  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> ranks_;
+  base::StringMap<int32_t> ranks_;
   int32_t rank(std::string_view left, std::string_view right, std::string& scratch) const;
   void tokenize_word(const std::string& word, std::vector<int32_t>& out) const;
 };

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <array>
 
+#include "skainet/utf8.hpp"
+
 namespace skainet::text::unicode {
 
 Category category(uint32_t cp) noexcept {
-  if (cp > kMaxCodePoint) return Category::Undefined;
+  if (cp > base::kMaxCodePoint) return Category::Undefined;
   const CategoryRun* end = kCategoryRuns + kCategoryRunCount;
   const CategoryRun* it = std::upper_bound(kCategoryRuns, end, cp,
                                            [](uint32_t v, const CategoryRun& r) { return v < r.first; });
@@ -26,46 +28,12 @@ bool is_whitespace(uint32_t cp) noexcept {
 std::vector<uint32_t> decode_lenient(std::string_view s) {
   std::vector<uint32_t> out;
   out.reserve(s.size());
-  auto cont = [&](size_t i) { return i < s.size() && (static_cast<uint8_t>(s[i]) & 0xC0) == 0x80; };
-  auto bits = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(s[i]) & 0x3F); };
-  size_t i = 0;
-  while (i < s.size()) {
-    const uint8_t b = static_cast<uint8_t>(s[i]);
-    uint32_t cp = kReplacement;
-    size_t n = 1;
-    if (b < 0x80) {
-      cp = b;
-    } else if ((b & 0xE0) == 0xC0 && cont(i + 1)) {
-      cp = ((b & 0x1Fu) << 6) | bits(i + 1), n = 2;
-    } else if ((b & 0xF0) == 0xE0 && cont(i + 1) && cont(i + 2)) {
-      cp = ((b & 0x0Fu) << 12) | (bits(i + 1) << 6) | bits(i + 2), n = 3;
-    } else if ((b & 0xF8) == 0xF0 && cont(i + 1) && cont(i + 2) && cont(i + 3)) {
-      cp = ((b & 0x07u) << 18) | (bits(i + 1) << 12) | (bits(i + 2) << 6) | bits(i + 3), n = 4;
-      if (cp > kMaxCodePoint) cp = kReplacement;
-    }
-    out.push_back(cp);
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = base::utf8_sequence_size(s, i);
+    out.push_back(base::decode_utf8(s, i, n));
     i += n;
   }
   return out;
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp > kMaxCodePoint) cp = kReplacement;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 namespace {

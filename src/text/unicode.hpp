@@ -19,9 +19,6 @@ struct CategoryRun {
 extern const CategoryRun kCategoryRuns[];
 extern const size_t kCategoryRunCount;
 
-inline constexpr uint32_t kReplacement = 0xFFFD;
-inline constexpr uint32_t kMaxCodePoint = 0x10FFFF;
-
 Category category(uint32_t cp) noexcept;
 // Unicode White_Space, as llama.cpp's table has it (0x1C..0x1F are not whitespace).
 bool is_whitespace(uint32_t cp) noexcept;
@@ -33,11 +30,9 @@ inline size_t sequence_length(uint8_t lead) noexcept {
   return kLen[lead >> 4];
 }
 
-// Decodes leniently as llama.cpp does: a byte that does not start a well-formed sequence (lead bits
-// and continuation bytes only; overlong forms pass) becomes U+FFFD and decoding goes on at the next
-// byte. Code points above U+10FFFF also become U+FFFD.
+// Decodes leniently as llama.cpp does (base::decode_utf8): a byte that does not start a well-formed
+// sequence becomes U+FFFD and decoding goes on at the next byte. Encoding is base::append_utf8.
 std::vector<uint32_t> decode_lenient(std::string_view s);
-void append_utf8(std::string& out, uint32_t cp);
 
 // GPT-2's byte-level alphabet: each byte maps to a printable code point and back.
 uint32_t byte_to_codepoint(uint8_t b) noexcept;

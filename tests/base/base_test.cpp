@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "skainet/base.hpp"
+#include "skainet/utf8.hpp"
 #include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -281,4 +282,33 @@ TEST(CpuTopology, DefaultThreadsAreTheUsablePhysicalCores) {
   CPU_ZERO(&set);
   ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
   EXPECT_LE(n, static_cast<unsigned>(CPU_COUNT(&set)));
+}
+
+TEST(Utf8, EncodesAndClampsWhatNoSequenceHolds) {
+  std::string s;
+  for (uint32_t cp : {0x41u, 0xE9u, 0x20ACu, 0x1F600u, 0x10FFFFu}) base::append_utf8(s, cp);
+  EXPECT_EQ(s, "A\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xF4\x8F\xBF\xBF");
+  s.clear();
+  base::append_utf8(s, 0x110000);  // beyond Unicode: U+FFFD, never a 4-byte form of a non-character
+  base::append_utf8(s, 0xFFFFFFFF);
+  EXPECT_EQ(s, "\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+TEST(Utf8, SplitsAndDecodesLeniently) {
+  auto decode_all = [](std::string_view s) {
+    std::vector<std::pair<size_t, uint32_t>> out;  // (bytes, code point) of each sequence
+    for (size_t i = 0; i < s.size();) {
+      const size_t n = base::utf8_sequence_size(s, i);
+      out.emplace_back(n, base::decode_utf8(s, i, n));
+      i += n;
+    }
+    return out;
+  };
+  using P = std::vector<std::pair<size_t, uint32_t>>;
+  EXPECT_EQ(decode_all("a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80"), (P{{1, 'a'}, {2, 0xE9}, {3, 0x20AC}, {4, 0x1F600}}));
+  // A stray continuation byte, a lead byte cut short, and bytes that lead nothing: one U+FFFD each.
+  EXPECT_EQ(decode_all("\x80" "b\xE2\x82" "c\xFF"),
+            (P{{1, 0xFFFD}, {1, 'b'}, {1, 0xFFFD}, {1, 0xFFFD}, {1, 'c'}, {1, 0xFFFD}}));
+  // Shape is what counts: an overlong form passes; a 4-byte form beyond U+10FFFF decodes to U+FFFD.
+  EXPECT_EQ(decode_all("\xC0\x80\xF4\x90\x80\x80"), (P{{2, 0}, {4, 0xFFFD}}));
 }

@@ -34,6 +34,8 @@ TEST(ChatErrors, SyntaxErrorsNameConstructAndPosition) {
   expect_error_at("{{ x", 1, 1, "unterminated '{{' expression");
   expect_error_at("{% for x in %}{% endfor %}", 1, 13, "unexpected token");
   expect_error_at("{% for x in y recursive %}{% endfor %}", 1, 15, "recursive");
+  // Beyond U+10FFFF no UTF-8 sequence holds it: Jinja2 (Python's unicode-escape) refuses the literal.
+  expect_error_at("{{ 'a\\U00110000' }}", 1, 6, "illegal Unicode character");
 }
 
 TEST(ChatErrors, NamesResolveWhenJinja2CompilesThem) {

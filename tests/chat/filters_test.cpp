@@ -41,6 +41,21 @@ TEST(ChatFilters, StringFilters) {
   EXPECT_EQ(R("{{ '<a>' | e }}|{{ '<a>' | safe }}|{{ '<' | safe + '>' }}"), "&lt;a&gt;|<a>|<&gt;");
 }
 
+TEST(ChatFilters, CodePointsAreCountedOneWayEverywhere) {
+  // Valid UTF-8 counts as Python counts code points (checked against Jinja2).
+  const json ok = {{"s", "h\u00e9\u20ac\U0001F600"}};  // h é € 😀: 1, 2, 3 and 4 bytes
+  EXPECT_EQ(R("{{ s|length }} {{ s|list|length }} {{ s[2] }} {{ s[-1] }} {{ s[1:3] }} {{ s|reverse }}", ok),
+            "4 4 \u20ac \U0001F600 \u00e9\u20ac \U0001F600\u20ac\u00e9h");
+  EXPECT_EQ(R("[{{ s|center(6) }}] {{ s.zfill(5) }} {{ s.count('') }} {{ s.find('\u20ac') }}", ok),
+            "[ h\u00e9\u20ac\U0001F600 ] 0h\u00e9\u20ac\U0001F600 5 2");
+  // Bytes that start no well-formed sequence (a stray continuation byte, a lead byte cut short) are
+  // one code point each, for the length, the characters, indexes and padding alike.
+  const json bad = {{"s", std::string("\x80" "a\xC3" "b")}};
+  EXPECT_EQ(R("{{ s|length }} {{ s|list|length }} {{ s[1] }}{{ s[3] }} {{ s[-2:]|length }}", bad), "4 4 ab 2");
+  EXPECT_EQ(R("{{ s|reverse|length }} {{ s.count('') }} [{{ s|center(6) }}]", bad),
+            "4 5 [ " + std::string("\x80" "a\xC3" "b") + " ]");
+}
+
 TEST(ChatFilters, SequenceFilters) {
   json ctx = {{"x", {1, 2, 3}},
               {"messages", {{{"role", "user"}, {"content", "a"}}, {{"role", "assistant"}, {"content", "b"}}}}};
