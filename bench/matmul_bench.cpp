@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "skainet/kernel_ops.hpp"
-#include "skainet/kernels.hpp"
-#include "skainet/memory.hpp"
-#include "skainet/ops.hpp"
+#include "skainet/compute/kernel_ops.hpp"
+#include "skainet/compute/kernels.hpp"
+#include "skainet/compute/memory.hpp"
+#include "skainet/compute/ops.hpp"
 
 using namespace skainet;
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "skainet/arch.hpp"
+#include "skainet/io/arch.hpp"
 
 namespace skainet::arch {
 namespace {

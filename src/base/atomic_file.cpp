@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "skainet/base.hpp"
+#include "skainet/core/base.hpp"
 
 namespace skainet::base {
 namespace {

@@ -1,4 +1,4 @@
-#include "skainet/base.hpp"
+#include "skainet/core/base.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>

@@ -7,7 +7,7 @@
 #include <thread>
 #include <utility>
 
-#include "skainet/base.hpp"
+#include "skainet/core/base.hpp"
 
 namespace skainet::base {
 namespace {

@@ -1,4 +1,4 @@
-#include "skainet/base.hpp"
+#include "skainet/core/base.hpp"
 
 namespace skainet {
 

@@ -2,7 +2,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "skainet/base.hpp"
+#include "skainet/core/base.hpp"
 
 namespace skainet::base {
 

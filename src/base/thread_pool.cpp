@@ -1,4 +1,4 @@
-#include "skainet/thread_pool.hpp"
+#include "skainet/core/thread_pool.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

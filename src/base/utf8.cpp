@@ -1,4 +1,4 @@
-#include "skainet/utf8.hpp"
+#include "skainet/core/utf8.hpp"
 
 namespace skainet::base {
 namespace {

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "skainet/chat.hpp"
+#include "skainet/text/chat.hpp"
 
 namespace skainet::chat {
 

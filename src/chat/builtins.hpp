@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "chat/value.hpp"
-#include "skainet/chat.hpp"
+#include "skainet/text/chat.hpp"
 
 namespace skainet::chat {
 

@@ -7,7 +7,7 @@
 
 #include "chat/ast.hpp"
 #include "chat/budget.hpp"
-#include "skainet/chat.hpp"
+#include "skainet/text/chat.hpp"
 
 namespace skainet::chat {
 

@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "skainet/chat.hpp"
-#include "skainet/utf8.hpp"
+#include "skainet/text/chat.hpp"
+#include "skainet/core/utf8.hpp"
 
 namespace skainet::chat {
 namespace {

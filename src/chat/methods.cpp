@@ -6,7 +6,7 @@
 #include <type_traits>
 
 #include "chat/builtins.hpp"
-#include "skainet/utf8.hpp"
+#include "skainet/core/utf8.hpp"
 
 namespace skainet::chat {
 namespace {

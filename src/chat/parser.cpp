@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "chat/scopes.hpp"
-#include "skainet/chat.hpp"
+#include "skainet/text/chat.hpp"
 
 namespace skainet::chat {
 namespace {

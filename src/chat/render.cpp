@@ -4,7 +4,7 @@
 #include "chat/eval.hpp"
 #include "chat/lexer.hpp"
 #include "chat/parser.hpp"
-#include "skainet/chat.hpp"
+#include "skainet/text/chat.hpp"
 
 namespace skainet::chat {
 

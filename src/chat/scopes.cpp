@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "chat/builtins.hpp"
-#include "skainet/chat.hpp"
+#include "skainet/text/chat.hpp"
 
 namespace skainet::chat {
 namespace {

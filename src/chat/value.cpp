@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "skainet/utf8.hpp"
+#include "skainet/core/utf8.hpp"
 
 namespace skainet::chat {
 

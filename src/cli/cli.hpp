@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "skainet/convert.hpp"
+#include "skainet/model/convert.hpp"
 
 namespace skainet::cli {
 

@@ -15,7 +15,7 @@
 #include "cli.hpp"
 #include "llama_compat.hpp"
 #include "placement_args.hpp"
-#include "skainet/engine.hpp"
+#include "skainet/model/engine.hpp"
 
 namespace skainet::cli {
 namespace {

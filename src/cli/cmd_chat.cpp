@@ -18,9 +18,9 @@
 
 #include "cli.hpp"
 #include "generation_args.hpp"
-#include "skainet/base.hpp"
-#include "skainet/chat.hpp"
-#include "skainet/conversation.hpp"
+#include "skainet/core/base.hpp"
+#include "skainet/text/chat.hpp"
+#include "skainet/model/conversation.hpp"
 
 namespace skainet::cli {
 namespace {

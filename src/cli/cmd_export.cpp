@@ -4,7 +4,7 @@
 
 #include "cli.hpp"
 #include "placement_args.hpp"
-#include "skainet/record.hpp"
+#include "skainet/model/record.hpp"
 
 namespace skainet::cli {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "cli.hpp"
 #include "llama_compat.hpp"
-#include "skainet/arch.hpp"
-#include "skainet/gguf.hpp"
+#include "skainet/io/arch.hpp"
+#include "skainet/io/gguf.hpp"
 
 namespace skainet::cli {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "cli.hpp"
 #include "generation_args.hpp"
-#include "skainet/serve.hpp"
+#include "skainet/app/serve.hpp"
 
 namespace skainet::cli {
 namespace {

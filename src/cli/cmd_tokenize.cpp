@@ -4,7 +4,7 @@
 
 #include "cli.hpp"
 #include "llama_compat.hpp"
-#include "skainet/text.hpp"
+#include "skainet/text/text.hpp"
 
 namespace skainet::cli {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "skainet/base.hpp"
+#include "skainet/core/base.hpp"
 
 namespace skainet::cli {
 

@@ -11,7 +11,7 @@
 
 #include "llama_compat.hpp"
 #include "placement_args.hpp"
-#include "skainet/engine.hpp"
+#include "skainet/model/engine.hpp"
 
 namespace skainet::cli {
 

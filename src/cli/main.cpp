@@ -9,7 +9,7 @@
 
 #include "cli.hpp"
 #include "llama_compat.hpp"
-#include "skainet/load.hpp"
+#include "skainet/model/load.hpp"
 
 #ifndef SKAINET_VERSION
 #define SKAINET_VERSION "unknown"

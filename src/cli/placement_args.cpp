@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "skainet/arch.hpp"
+#include "skainet/io/arch.hpp"
 
 namespace skainet::cli {
 

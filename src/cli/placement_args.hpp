@@ -7,8 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "skainet/placement.hpp"
-#include "skainet/plan.hpp"
+#include "skainet/model/placement.hpp"
+#include "skainet/model/plan.hpp"
 
 namespace skainet::cli {
 

@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "skainet/arch.hpp"
-#include "skainet/convert.hpp"
+#include "skainet/io/arch.hpp"
+#include "skainet/model/convert.hpp"
 
 namespace skainet::convert {
 namespace {

@@ -13,8 +13,8 @@
 #include <fmt/format.h>
 
 #include "convert/parallel.hpp"
-#include "skainet/convert.hpp"
-#include "skainet/kernels.hpp"
+#include "skainet/model/convert.hpp"
+#include "skainet/compute/kernels.hpp"
 
 namespace skainet::convert {
 namespace {

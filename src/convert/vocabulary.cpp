@@ -4,7 +4,7 @@
 // <0x00>..<0xFF> of type BYTE, which it uses for byte fallback and to find the newline token.
 #include <fmt/format.h>
 
-#include "skainet/convert.hpp"
+#include "skainet/model/convert.hpp"
 
 namespace skainet::convert {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "skainet/conversation.hpp"
+#include "skainet/model/conversation.hpp"
 
 namespace skainet::generate {
 

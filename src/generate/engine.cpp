@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "skainet/engine.hpp"
+#include "skainet/model/engine.hpp"
 
 namespace skainet::generate {
 

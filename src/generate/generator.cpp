@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "skainet/generate.hpp"
+#include "skainet/model/generate.hpp"
 
 namespace skainet::generate {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "skainet/gguf.hpp"
+#include "skainet/io/gguf.hpp"
 
 namespace skainet::gguf::detail {
 

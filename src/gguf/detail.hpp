@@ -6,7 +6,7 @@
 #include <optional>
 #include <string_view>
 
-#include "skainet/gguf.hpp"
+#include "skainet/io/gguf.hpp"
 
 namespace skainet::gguf::detail {
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "skainet/gguf.hpp"
+#include "skainet/io/gguf.hpp"
 
 namespace skainet::gguf::detail {
 

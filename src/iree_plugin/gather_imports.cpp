@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "iree_plugin/imports.hpp"
-#include "skainet/kernels.hpp"
+#include "skainet/compute/kernels.hpp"
 
 namespace skainet::iree_plugin {
 namespace {

@@ -13,9 +13,9 @@
 #include <cstdio>
 #include <exception>
 
-#include "skainet/kernel_imports.hpp"
-#include "skainet/kernel_ops.hpp"
-#include "skainet/tensor.hpp"
+#include "skainet/compute/kernel_imports.hpp"
+#include "skainet/compute/kernel_ops.hpp"
+#include "skainet/core/tensor.hpp"
 
 namespace skainet::iree_plugin {
 

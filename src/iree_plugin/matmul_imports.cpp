@@ -6,7 +6,7 @@
 #include <atomic>
 
 #include "iree_plugin/imports.hpp"
-#include "skainet/kernels.hpp"
+#include "skainet/compute/kernels.hpp"
 
 namespace skainet::iree_plugin {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "iree_plugin/imports.hpp"
 #include "iree_plugin/plugin_abi.hpp"
-#include "skainet/kernels.hpp"
+#include "skainet/compute/kernels.hpp"
 
 namespace skainet::iree_plugin {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "skainet/irpa.hpp"
+#include "skainet/io/irpa.hpp"
 
 namespace skainet::irpa::detail {
 

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "skainet/format.hpp"
+#include "skainet/core/format.hpp"
 
 namespace skainet::kernels {
 

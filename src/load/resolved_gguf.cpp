@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
-#include "skainet/kernels.hpp"
-#include "skainet/load.hpp"
-#include "skainet/thread_pool.hpp"
+#include "skainet/compute/kernels.hpp"
+#include "skainet/model/load.hpp"
+#include "skainet/core/thread_pool.hpp"
 
 namespace skainet::load {
 namespace {

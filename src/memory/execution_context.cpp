@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "skainet/kernels.hpp"
-#include "skainet/memory.hpp"
+#include "skainet/compute/kernels.hpp"
+#include "skainet/compute/memory.hpp"
 
 namespace skainet::memory {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "skainet/memory.hpp"
+#include "skainet/compute/memory.hpp"
 
 namespace skainet::memory {
 namespace {

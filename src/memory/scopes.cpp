@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "skainet/memory.hpp"
+#include "skainet/compute/memory.hpp"
 
 namespace skainet::memory {
 

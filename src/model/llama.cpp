@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "skainet/model.hpp"
-#include "skainet/ops.hpp"
+#include "skainet/model/model.hpp"
+#include "skainet/compute/ops.hpp"
 
 namespace skainet::model {
 

@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "skainet/model.hpp"
+#include "skainet/model/model.hpp"
 
 namespace skainet::model {
 namespace {

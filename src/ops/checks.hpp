@@ -4,7 +4,7 @@
 
 #include <string_view>
 
-#include "skainet/ops.hpp"
+#include "skainet/compute/ops.hpp"
 
 namespace skainet::ops::detail {
 

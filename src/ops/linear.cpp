@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "ops/checks.hpp"
-#include "skainet/kernels.hpp"
+#include "skainet/compute/kernels.hpp"
 
 namespace skainet::ops {
 

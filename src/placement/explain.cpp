@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "skainet/placement.hpp"
+#include "skainet/model/placement.hpp"
 
 namespace skainet::placement {
 namespace {

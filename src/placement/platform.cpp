@@ -5,9 +5,9 @@
 #include <fstream>
 #include <string>
 
-#include "skainet/kernel_ops.hpp"
-#include "skainet/kernels.hpp"
-#include "skainet/placement.hpp"
+#include "skainet/compute/kernel_ops.hpp"
+#include "skainet/compute/kernels.hpp"
+#include "skainet/model/placement.hpp"
 
 namespace skainet::placement {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "skainet/placement.hpp"
+#include "skainet/model/placement.hpp"
 
 namespace skainet::placement {
 

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "skainet/kernels.hpp"
-#include "skainet/placement.hpp"
+#include "skainet/compute/kernels.hpp"
+#include "skainet/model/placement.hpp"
 
 namespace skainet::placement {
 namespace {

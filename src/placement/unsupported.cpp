@@ -2,7 +2,7 @@
 // file with one unknown type usually has a hundred such tensors; naming only the first hides that).
 #include <fmt/format.h>
 
-#include "skainet/placement.hpp"
+#include "skainet/model/placement.hpp"
 
 namespace skainet::placement {
 namespace {

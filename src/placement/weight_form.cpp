@@ -1,8 +1,8 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
-#include "skainet/arch.hpp"
-#include "skainet/placement.hpp"
+#include "skainet/io/arch.hpp"
+#include "skainet/model/placement.hpp"
 
 namespace skainet::placement {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "skainet/plan.hpp"
+#include "skainet/model/plan.hpp"
 
 namespace skainet::plan {
 namespace {

@@ -1,6 +1,6 @@
 #include <string>
 
-#include "skainet/plan.hpp"
+#include "skainet/model/plan.hpp"
 
 namespace skainet::plan {
 namespace {

@@ -1,6 +1,6 @@
 // The engine-kernel form (`--kernels engine`): every op that reads a packed weight, and attention,
 // becomes an IREE dispatch of a hand-written executable whose workgroups call one of the engine's
-// kernels through an import (include/skainet/kernel_imports.hpp; resolved at run time by
+// kernels through an import (include/skainet/compute/kernel_imports.hpp; resolved at run time by
 // libskainet_iree_plugin.so). The weights reach the kernels as the bytes the plan decided — packed,
 // in the plan's block order — so IREE never unpacks them; the rest of the model stays StableHLO.
 //
@@ -13,8 +13,8 @@
 #include <fmt/format.h>
 
 #include "record/lowering.hpp"
-#include "skainet/kernel_imports.hpp"
-#include "skainet/kernels.hpp"
+#include "skainet/compute/kernel_imports.hpp"
+#include "skainet/compute/kernels.hpp"
 
 namespace skainet::record::detail {
 

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "skainet/irpa.hpp"
-#include "skainet/record.hpp"
-#include "skainet/stablehlo.hpp"
+#include "skainet/io/irpa.hpp"
+#include "skainet/model/record.hpp"
+#include "skainet/io/stablehlo.hpp"
 
 namespace skainet::record {
 namespace {

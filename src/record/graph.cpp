@@ -1,7 +1,7 @@
 #include <fmt/format.h>
 
-#include "skainet/kernels.hpp"
-#include "skainet/record.hpp"
+#include "skainet/compute/kernels.hpp"
+#include "skainet/model/record.hpp"
 
 namespace skainet::record {
 namespace {

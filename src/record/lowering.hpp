@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "skainet/record.hpp"
-#include "skainet/kernel_imports.hpp"
-#include "skainet/stablehlo.hpp"
+#include "skainet/model/record.hpp"
+#include "skainet/compute/kernel_imports.hpp"
+#include "skainet/io/stablehlo.hpp"
 
 namespace skainet::record::detail {
 

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "record/lowering.hpp"
-#include "skainet/kernels.hpp"
+#include "skainet/compute/kernels.hpp"
 
 namespace skainet::record {
 namespace {

@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "skainet/record.hpp"
+#include "skainet/model/record.hpp"
 
 namespace skainet::record {
 namespace {

@@ -21,7 +21,7 @@
 
 #include <fmt/format.h>
 
-#include "skainet/serve.hpp"
+#include "skainet/app/serve.hpp"
 
 namespace skainet::serve {
 namespace {

@@ -3,7 +3,7 @@
 // model list and the error object.
 #include <nlohmann/json.hpp>
 
-#include "skainet/serve.hpp"
+#include "skainet/app/serve.hpp"
 
 namespace skainet::serve {
 namespace {

@@ -22,9 +22,9 @@
 #include <nlohmann/json.hpp>
 
 #include "http.hpp"
-#include "skainet/chat.hpp"
-#include "skainet/conversation.hpp"
-#include "skainet/serve.hpp"
+#include "skainet/text/chat.hpp"
+#include "skainet/model/conversation.hpp"
+#include "skainet/app/serve.hpp"
 
 namespace skainet::serve {
 namespace {

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "skainet/stablehlo.hpp"
+#include "skainet/io/stablehlo.hpp"
 
 namespace skainet::stablehlo {
 namespace {

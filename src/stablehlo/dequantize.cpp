@@ -44,8 +44,8 @@
 
 #include <fmt/format.h>
 
-#include "skainet/blocks.hpp"
-#include "skainet/stablehlo.hpp"
+#include "skainet/core/blocks.hpp"
+#include "skainet/io/stablehlo.hpp"
 
 namespace skainet::stablehlo {
 namespace {

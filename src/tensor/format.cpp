@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "skainet/format.hpp"
+#include "skainet/core/format.hpp"
 
 namespace skainet {
 namespace {

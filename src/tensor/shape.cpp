@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "skainet/tensor.hpp"
+#include "skainet/core/tensor.hpp"
 
 namespace skainet {
 

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "skainet/tensor.hpp"
+#include "skainet/core/tensor.hpp"
 
 namespace skainet {
 namespace {

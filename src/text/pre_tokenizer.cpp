@@ -1,6 +1,6 @@
 #include "text/pre_tokenizer.hpp"
 
-#include "skainet/utf8.hpp"
+#include "skainet/core/utf8.hpp"
 #include "text/unicode.hpp"
 
 namespace skainet::text {

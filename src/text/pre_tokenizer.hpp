@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "skainet/text.hpp"
+#include "skainet/text/text.hpp"
 #include "text/regex.hpp"
 
 namespace skainet::text {

@@ -3,7 +3,7 @@
 #include <limits>
 #include <string>
 
-#include "skainet/base.hpp"
+#include "skainet/core/base.hpp"
 #include "text/unicode.hpp"
 
 namespace skainet::text {

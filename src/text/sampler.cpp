@@ -2,7 +2,7 @@
 #include <cmath>
 #include <limits>
 
-#include "skainet/text.hpp"
+#include "skainet/text/text.hpp"
 
 namespace skainet::text {
 

@@ -2,7 +2,7 @@
 #include <charconv>
 
 #include "text/tokenizer_impl.hpp"
-#include "skainet/utf8.hpp"
+#include "skainet/core/utf8.hpp"
 #include "text/unicode.hpp"
 
 namespace skainet::text {

@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "skainet/base.hpp"
-#include "skainet/text.hpp"
+#include "skainet/core/base.hpp"
+#include "skainet/text/text.hpp"
 #include "text/pre_tokenizer.hpp"
 
 namespace skainet::text {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <array>
 
-#include "skainet/utf8.hpp"
+#include "skainet/core/utf8.hpp"
 
 namespace skainet::text::unicode {
 

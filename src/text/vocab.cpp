@@ -1,7 +1,7 @@
 #include <cctype>
 #include <string>
 
-#include "skainet/text.hpp"
+#include "skainet/text/text.hpp"
 #include "text/pre_tokenizer.hpp"
 
 namespace skainet::text {

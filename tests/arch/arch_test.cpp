@@ -2,7 +2,7 @@
 // written as metadata reads back equal.
 #include <gtest/gtest.h>
 
-#include "skainet/arch.hpp"
+#include "skainet/io/arch.hpp"
 #include "temp_dir.hpp"
 
 using namespace skainet;

@@ -15,8 +15,8 @@
 
 #include <gtest/gtest.h>
 
-#include "skainet/base.hpp"
-#include "skainet/utf8.hpp"
+#include "skainet/core/base.hpp"
+#include "skainet/core/utf8.hpp"
 #include "temp_dir.hpp"
 
 namespace fs = std::filesystem;

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "skainet/chat.hpp"
+#include "skainet/text/chat.hpp"
 
 namespace skainet::chat::testing {
 

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "skainet/kernels.hpp"
+#include "skainet/compute/kernels.hpp"
 
 extern char** environ;
 

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "skainet/gguf.hpp"
+#include "skainet/io/gguf.hpp"
 #include "temp_dir.hpp"
 
 namespace skainet::cli_test {

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_support.hpp"
-#include "skainet/convert.hpp"
+#include "skainet/model/convert.hpp"
 
 extern char** environ;
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/cli_support.hpp"
-#include "skainet/convert.hpp"
+#include "skainet/model/convert.hpp"
 
 namespace skainet::cli_test {
 namespace {

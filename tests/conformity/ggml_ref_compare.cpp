@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 #include <cmath>
-#include "skainet/kernels.hpp"
+#include "skainet/compute/kernels.hpp"
 extern "C" {
 #define D(t) void quantize_row_##t##_ref(const float*, void*, int64_t); void dequantize_row_##t(const void*, float*, int64_t);
 D(q4_0) D(q4_1) D(q5_0) D(q5_1) D(q8_0) D(q2_K) D(q3_K) D(q4_K) D(q5_K) D(q6_K)

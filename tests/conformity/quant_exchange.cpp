@@ -14,10 +14,10 @@
 
 #include <fmt/format.h>
 
-#include "skainet/base.hpp"
-#include "skainet/format.hpp"
-#include "skainet/gguf.hpp"
-#include "skainet/kernels.hpp"
+#include "skainet/core/base.hpp"
+#include "skainet/core/format.hpp"
+#include "skainet/io/gguf.hpp"
+#include "skainet/compute/kernels.hpp"
 
 namespace {
 

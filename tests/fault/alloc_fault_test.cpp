@@ -14,9 +14,9 @@
 #include <gtest/gtest.h>
 
 #include "alloc_fault.hpp"
-#include "skainet/engine.hpp"
-#include "skainet/gguf.hpp"
-#include "skainet/thread_pool.hpp"
+#include "skainet/model/engine.hpp"
+#include "skainet/io/gguf.hpp"
+#include "skainet/core/thread_pool.hpp"
 #include "convert/parallel.hpp"
 
 namespace fs = std::filesystem;

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "io_fault.h"
-#include "skainet/base.hpp"
+#include "skainet/core/base.hpp"
 #include "temp_dir.hpp"
 
 namespace fs = std::filesystem;

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_target.hpp"
-#include "skainet/chat.hpp"
+#include "skainet/text/chat.hpp"
 
 namespace skainet::fuzz {
 namespace {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "fuzz_target.hpp"
-#include "skainet/format.hpp"
-#include "skainet/kernels.hpp"
+#include "skainet/core/format.hpp"
+#include "skainet/compute/kernels.hpp"
 
 namespace skainet::fuzz {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "fuzz_target.hpp"
-#include "skainet/gguf.hpp"
+#include "skainet/io/gguf.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fuzz_target.hpp"
-#include "skainet/irpa.hpp"
+#include "skainet/io/irpa.hpp"
 
 namespace {
 

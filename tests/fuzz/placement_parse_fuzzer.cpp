@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fuzz_target.hpp"
-#include "skainet/placement.hpp"
+#include "skainet/model/placement.hpp"
 
 namespace skainet::fuzz {
 namespace {

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "fuzz_target.hpp"
-#include "skainet/gguf.hpp"
-#include "skainet/kernels.hpp"
-#include "skainet/placement.hpp"
-#include "skainet/plan.hpp"
+#include "skainet/io/gguf.hpp"
+#include "skainet/compute/kernels.hpp"
+#include "skainet/model/placement.hpp"
+#include "skainet/model/plan.hpp"
 
 namespace skainet::fuzz {
 namespace {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "fuzz_target.hpp"
-#include "skainet/serve.hpp"
+#include "skainet/app/serve.hpp"
 
 namespace skainet::fuzz {
 

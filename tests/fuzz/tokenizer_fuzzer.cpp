@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "fuzz_target.hpp"
-#include "skainet/text.hpp"
+#include "skainet/text/text.hpp"
 
 namespace skainet::fuzz {
 namespace {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "fuzz_target.hpp"
-#include "skainet/gguf.hpp"
-#include "skainet/text.hpp"
+#include "skainet/io/gguf.hpp"
+#include "skainet/text/text.hpp"
 
 namespace skainet::fuzz {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "skainet/conversation.hpp"
+#include "skainet/model/conversation.hpp"
 
 namespace fs = std::filesystem;
 using namespace skainet;

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "alloc_counter.hpp"
-#include "skainet/convert.hpp"
-#include "skainet/engine.hpp"
+#include "skainet/model/convert.hpp"
+#include "skainet/model/engine.hpp"
 #include "temp_dir.hpp"
 
 namespace fs = std::filesystem;

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "alloc_counter.hpp"
-#include "skainet/engine.hpp"
+#include "skainet/model/engine.hpp"
 
 namespace fs = std::filesystem;
 using namespace skainet;

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "gguf_builder.hpp"
-#include "skainet/gguf.hpp"
+#include "skainet/io/gguf.hpp"
 #include "temp_dir.hpp"
 
 namespace skainet::gguf {

@@ -1,7 +1,7 @@
 // Value helpers and the Header's typed getters.
 #include <gtest/gtest.h>
 
-#include "skainet/gguf.hpp"
+#include "skainet/io/gguf.hpp"
 
 namespace skainet::gguf {
 namespace {

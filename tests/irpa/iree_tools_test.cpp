@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "irpa_support.hpp"
-#include "skainet/gguf.hpp"
-#include "skainet/irpa.hpp"
+#include "skainet/io/gguf.hpp"
+#include "skainet/io/irpa.hpp"
 #include "temp_dir.hpp"
 
 namespace skainet {

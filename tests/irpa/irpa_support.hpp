@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "skainet/irpa.hpp"
+#include "skainet/io/irpa.hpp"
 
 namespace skainet::test {
 

@@ -7,7 +7,7 @@
 #include "gguf_builder.hpp"
 #include "irpa/detail.hpp"
 #include "irpa_support.hpp"
-#include "skainet/irpa.hpp"
+#include "skainet/io/irpa.hpp"
 #include "temp_dir.hpp"
 
 namespace skainet {

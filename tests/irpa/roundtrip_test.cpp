@@ -5,7 +5,7 @@
 
 #include "irpa/detail.hpp"
 #include "irpa_support.hpp"
-#include "skainet/irpa.hpp"
+#include "skainet/io/irpa.hpp"
 #include "temp_dir.hpp"
 
 namespace skainet {

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "quant_test_util.hpp"
-#include "skainet/kernel_ops.hpp"
+#include "skainet/compute/kernel_ops.hpp"
 
 namespace skainet::kernels {
 namespace {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "skainet/blocks.hpp"
-#include "skainet/kernels.hpp"
+#include "skainet/core/blocks.hpp"
+#include "skainet/compute/kernels.hpp"
 
 namespace skainet {
 namespace {

@@ -13,9 +13,9 @@
 #include <gtest/gtest.h>
 
 #include "quant_test_util.hpp"
-#include "skainet/kernel_ops.hpp"
-#include "skainet/kernels.hpp"
-#include "skainet/thread_pool.hpp"
+#include "skainet/compute/kernel_ops.hpp"
+#include "skainet/compute/kernels.hpp"
+#include "skainet/core/thread_pool.hpp"
 
 namespace skainet::kernels {
 namespace {

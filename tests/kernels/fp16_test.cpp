@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "skainet/kernels.hpp"
+#include "skainet/compute/kernels.hpp"
 
 namespace skainet::kernels::ref {
 namespace {

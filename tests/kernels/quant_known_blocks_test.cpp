@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "skainet/blocks.hpp"
-#include "skainet/kernels.hpp"
+#include "skainet/core/blocks.hpp"
+#include "skainet/compute/kernels.hpp"
 
 namespace skainet::kernels::ref {
 namespace {

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "quant_test_util.hpp"
-#include "skainet/blocks.hpp"
+#include "skainet/core/blocks.hpp"
 
 namespace skainet::kernels::ref {
 namespace {

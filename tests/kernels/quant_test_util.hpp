@@ -7,9 +7,9 @@
 #include <random>
 #include <vector>
 
-#include "skainet/format.hpp"
-#include "skainet/kernels.hpp"
-#include "skainet/tensor.hpp"
+#include "skainet/core/format.hpp"
+#include "skainet/compute/kernels.hpp"
+#include "skainet/core/tensor.hpp"
 
 namespace skainet::test {
 

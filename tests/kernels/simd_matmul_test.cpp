@@ -21,8 +21,8 @@
 #include "kernels/ref/ops_common.hpp"
 #include "kernels/x86/isa.hpp"
 #include "quant_test_util.hpp"
-#include "skainet/kernel_ops.hpp"
-#include "skainet/thread_pool.hpp"
+#include "skainet/compute/kernel_ops.hpp"
+#include "skainet/core/thread_pool.hpp"
 
 namespace skainet::kernels {
 namespace {

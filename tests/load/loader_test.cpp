@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "skainet/kernels.hpp"
-#include "skainet/load.hpp"
+#include "skainet/compute/kernels.hpp"
+#include "skainet/model/load.hpp"
 #include "temp_dir.hpp"
 
 namespace fs = std::filesystem;

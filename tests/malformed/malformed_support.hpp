@@ -13,7 +13,7 @@
 
 #include "alloc_counter.hpp"
 #include "gguf_builder.hpp"
-#include "skainet/gguf.hpp"
+#include "skainet/io/gguf.hpp"
 #include "temp_dir.hpp"
 
 namespace skainet::gguf {

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "skainet/kernels.hpp"
-#include "skainet/memory.hpp"
+#include "skainet/compute/kernels.hpp"
+#include "skainet/compute/memory.hpp"
 
 using namespace skainet;
 using namespace skainet::memory;

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "skainet/memory.hpp"
+#include "skainet/compute/memory.hpp"
 
 using namespace skainet;
 using namespace skainet::memory;

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "skainet/model.hpp"
+#include "skainet/model/model.hpp"
 
 namespace fs = std::filesystem;
 using namespace skainet;

@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "skainet/kernels.hpp"
-#include "skainet/ops.hpp"
+#include "skainet/compute/kernels.hpp"
+#include "skainet/compute/ops.hpp"
 
 namespace skainet::test {
 

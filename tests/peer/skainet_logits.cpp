@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "logits_file.hpp"
-#include "skainet/engine.hpp"
+#include "skainet/model/engine.hpp"
 
 namespace {
 

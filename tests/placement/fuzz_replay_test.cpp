@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "fuzz_replay.hpp"
-#include "skainet/placement.hpp"
+#include "skainet/model/placement.hpp"
 
 namespace skainet::fuzz {
 int placement_parse_one_input(const uint8_t* data, size_t size);

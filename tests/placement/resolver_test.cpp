@@ -2,7 +2,7 @@
 // every profile, and platform variants built by hand (cannot map, no kernel for an encoding, repack).
 #include <gtest/gtest.h>
 
-#include "skainet/placement.hpp"
+#include "skainet/model/placement.hpp"
 
 using namespace skainet;
 using namespace skainet::placement;

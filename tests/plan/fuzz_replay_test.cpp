@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "fuzz_replay.hpp"
-#include "skainet/gguf.hpp"
-#include "skainet/plan.hpp"
+#include "skainet/io/gguf.hpp"
+#include "skainet/model/plan.hpp"
 
 namespace skainet::fuzz {
 int plan_one_input(const uint8_t* data, size_t size);

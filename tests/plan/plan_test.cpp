@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "skainet/plan.hpp"
+#include "skainet/model/plan.hpp"
 
 using namespace skainet;
 using namespace skainet::plan;

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "skainet/plan.hpp"
+#include "skainet/model/plan.hpp"
 #include "gguf_builder.hpp"
 #include "temp_dir.hpp"
 

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "gguf_builder.hpp"
-#include "skainet/plan.hpp"
+#include "skainet/model/plan.hpp"
 #include "temp_dir.hpp"
 
 using namespace skainet;

@@ -2,7 +2,7 @@
 // memory are warnings, as data; `run` refuses the second (tests/cli/reliability_test.cpp).
 #include <gtest/gtest.h>
 
-#include "skainet/plan.hpp"
+#include "skainet/model/plan.hpp"
 
 using namespace skainet;
 using namespace skainet::plan;

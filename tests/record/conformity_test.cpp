@@ -33,8 +33,8 @@
 #include <gtest/gtest.h>
 
 #include "iree_tools.hpp"
-#include "skainet/engine.hpp"
-#include "skainet/record.hpp"
+#include "skainet/model/engine.hpp"
+#include "skainet/model/record.hpp"
 #include "temp_dir.hpp"
 
 namespace skainet::record {

@@ -20,9 +20,9 @@
 #include <gtest/gtest.h>
 
 #include "iree_tools.hpp"
-#include "skainet/gguf.hpp"
-#include "skainet/ops.hpp"
-#include "skainet/record.hpp"
+#include "skainet/io/gguf.hpp"
+#include "skainet/compute/ops.hpp"
+#include "skainet/model/record.hpp"
 #include "temp_dir.hpp"
 
 namespace skainet::record {

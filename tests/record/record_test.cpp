@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "skainet/convert.hpp"
-#include "skainet/record.hpp"
-#include "skainet/stablehlo.hpp"
+#include "skainet/model/convert.hpp"
+#include "skainet/model/record.hpp"
+#include "skainet/io/stablehlo.hpp"
 #include "temp_dir.hpp"
 
 namespace skainet::record {

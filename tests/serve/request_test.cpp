@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "skainet/serve.hpp"
+#include "skainet/app/serve.hpp"
 
 namespace skainet::serve {
 namespace {

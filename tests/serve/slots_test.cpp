@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "alloc_counter.hpp"
-#include "skainet/serve.hpp"
+#include "skainet/app/serve.hpp"
 
 namespace skainet::serve {
 namespace {

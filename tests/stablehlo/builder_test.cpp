@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "skainet/base.hpp"
-#include "skainet/stablehlo.hpp"
+#include "skainet/core/base.hpp"
+#include "skainet/io/stablehlo.hpp"
 
 namespace skainet::stablehlo {
 namespace {

@@ -24,10 +24,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "skainet/blocks.hpp"
-#include "skainet/gguf.hpp"
-#include "skainet/kernels.hpp"
-#include "skainet/stablehlo.hpp"
+#include "skainet/core/blocks.hpp"
+#include "skainet/io/gguf.hpp"
+#include "skainet/compute/kernels.hpp"
+#include "skainet/io/stablehlo.hpp"
 #include "iree_tools.hpp"
 #include "temp_dir.hpp"
 

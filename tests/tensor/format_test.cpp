@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "skainet/format.hpp"
+#include "skainet/core/format.hpp"
 
 using namespace skainet;
 

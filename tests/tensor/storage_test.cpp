@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "skainet/tensor.hpp"
+#include "skainet/core/tensor.hpp"
 #include "temp_dir.hpp"
 
 using namespace skainet;

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "skainet/tensor.hpp"
+#include "skainet/core/tensor.hpp"
 
 using namespace skainet;
 

@@ -3,7 +3,7 @@
 
 #include <iostream>
 
-#include "skainet/text.hpp"
+#include "skainet/text/text.hpp"
 #include "text_test_support.hpp"
 
 namespace skainet::text {

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "fuzz_replay.hpp"
-#include "skainet/gguf.hpp"
-#include "skainet/text.hpp"
+#include "skainet/io/gguf.hpp"
+#include "skainet/text/text.hpp"
 
 namespace skainet::fuzz {
 int tokenizer_one_input(const uint8_t* data, size_t size);

@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "skainet/base.hpp"
+#include "skainet/core/base.hpp"
 #include "text/pre_tokenizer.hpp"
 #include "text/regex.hpp"
 #include "text/unicode.hpp"

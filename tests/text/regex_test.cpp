@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "skainet/base.hpp"
+#include "skainet/core/base.hpp"
 #include "text/pre_tokenizer.hpp"
 #include "text/regex.hpp"
 #include "text/unicode.hpp"

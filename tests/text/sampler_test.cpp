@@ -6,7 +6,7 @@
 #include <set>
 
 #include "alloc_counter.hpp"
-#include "skainet/text.hpp"
+#include "skainet/text/text.hpp"
 
 namespace skainet::text {
 namespace {

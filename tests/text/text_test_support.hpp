@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "skainet/text.hpp"
+#include "skainet/text/text.hpp"
 
 namespace skainet::text::testing {
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "skainet/text.hpp"
+#include "skainet/text/text.hpp"
 #include "text_test_support.hpp"
 
 namespace skainet::text {

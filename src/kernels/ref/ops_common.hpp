@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "skainet/kernel_ops.hpp"
-#include "skainet/kernels.hpp"
+#include "skainet/compute/kernel_ops.hpp"
+#include "skainet/compute/kernels.hpp"
 
 namespace skainet::kernels::ref::detail {
 

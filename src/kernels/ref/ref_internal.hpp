@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "skainet/blocks.hpp"
-#include "skainet/kernels.hpp"
+#include "skainet/core/blocks.hpp"
+#include "skainet/compute/kernels.hpp"
 
 // The reference quantizers must round exactly like ggml's plain C; a fused multiply-add would
 // change the last bit of intermediate values and, through them, chosen quants (measured: 0.1-3% of

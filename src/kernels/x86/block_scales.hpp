@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "skainet/blocks.hpp"
+#include "skainet/core/blocks.hpp"
 
 namespace skainet::kernels::x86 {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "kernels/ref/ops_common.hpp"
 #include "kernels/x86/isa.hpp"
-#include "skainet/base.hpp"
+#include "skainet/core/base.hpp"
 
 namespace skainet::kernels {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "kernels/feed_layout.hpp"
 #include "kernels/x86/isa.hpp"
-#include "skainet/blocks.hpp"
+#include "skainet/core/blocks.hpp"
 
 namespace skainet::kernels::x86 {
 namespace {

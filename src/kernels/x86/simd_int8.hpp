@@ -21,7 +21,7 @@
 
 #include "kernels/x86/block_scales.hpp"
 #include "kernels/x86/isa.hpp"
-#include "skainet/blocks.hpp"
+#include "skainet/core/blocks.hpp"
 
 namespace skainet::kernels::x86 {
 namespace {

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "../helpers.hpp"
-#include "skainet/chat.hpp"
+#include "skainet/text/chat.hpp"
 
 using namespace skainet;
 using json = nlohmann::ordered_json;

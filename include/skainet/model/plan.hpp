@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "skainet/arch.hpp"
-#include "skainet/gguf.hpp"
-#include "skainet/placement.hpp"
+#include "skainet/io/arch.hpp"
+#include "skainet/io/gguf.hpp"
+#include "skainet/model/placement.hpp"
 
 namespace skainet::plan {
 

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "skainet/format.hpp"
+#include "skainet/core/format.hpp"
 
 namespace skainet::kernels::ref {
 

@@ -24,9 +24,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "skainet/kernel_ops.hpp"
-#include "skainet/tensor.hpp"
-#include "skainet/thread_pool.hpp"
+#include "skainet/compute/kernel_ops.hpp"
+#include "skainet/core/tensor.hpp"
+#include "skainet/core/thread_pool.hpp"
 
 namespace skainet::memory {
 

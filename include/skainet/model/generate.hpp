@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "skainet/model.hpp"
-#include "skainet/text.hpp"
+#include "skainet/model/model.hpp"
+#include "skainet/text/text.hpp"
 
 namespace skainet::generate {
 

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "skainet/generate.hpp"
+#include "skainet/model/generate.hpp"
 
 namespace skainet::generate {
 

@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <span>
 
-#include "skainet/memory.hpp"
+#include "skainet/compute/memory.hpp"
 
 namespace skainet::ops {
 

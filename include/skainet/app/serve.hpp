@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "skainet/base.hpp"
-#include "skainet/engine.hpp"
+#include "skainet/core/base.hpp"
+#include "skainet/model/engine.hpp"
 
 namespace skainet::serve {
 

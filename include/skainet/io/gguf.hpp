@@ -21,8 +21,8 @@
 #include <variant>
 #include <vector>
 
-#include "skainet/base.hpp"
-#include "skainet/format.hpp"
+#include "skainet/core/base.hpp"
+#include "skainet/core/format.hpp"
 
 namespace skainet::gguf {
 

@@ -21,8 +21,8 @@
 #include <string_view>
 #include <vector>
 
-#include "skainet/base.hpp"
-#include "skainet/gguf.hpp"
+#include "skainet/core/base.hpp"
+#include "skainet/io/gguf.hpp"
 
 namespace skainet::text {
 

@@ -24,7 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "skainet/base.hpp"
+#include "skainet/core/base.hpp"
 
 namespace skainet::chat {
 

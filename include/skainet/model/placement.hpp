@@ -21,11 +21,11 @@
 #include <string_view>
 #include <vector>
 
-#include "skainet/base.hpp"
-#include "skainet/format.hpp"
-#include "skainet/gguf.hpp"
-#include "skainet/memory.hpp"
-#include "skainet/tensor.hpp"
+#include "skainet/core/base.hpp"
+#include "skainet/core/format.hpp"
+#include "skainet/io/gguf.hpp"
+#include "skainet/compute/memory.hpp"
+#include "skainet/core/tensor.hpp"
 
 namespace re2 {
 class RE2;

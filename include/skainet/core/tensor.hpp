@@ -24,8 +24,8 @@
 #include <string>
 #include <string_view>
 
-#include "skainet/base.hpp"
-#include "skainet/format.hpp"
+#include "skainet/core/base.hpp"
+#include "skainet/core/format.hpp"
 
 namespace skainet {
 

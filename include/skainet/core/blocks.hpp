@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "skainet/format.hpp"
+#include "skainet/core/format.hpp"
 
 namespace skainet {
 

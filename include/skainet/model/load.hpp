@@ -21,10 +21,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "skainet/gguf.hpp"
-#include "skainet/memory.hpp"
-#include "skainet/plan.hpp"
-#include "skainet/tensor.hpp"
+#include "skainet/io/gguf.hpp"
+#include "skainet/compute/memory.hpp"
+#include "skainet/model/plan.hpp"
+#include "skainet/core/tensor.hpp"
 
 namespace skainet::load {
 

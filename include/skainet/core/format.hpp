@@ -12,7 +12,7 @@
 #include <span>
 #include <string_view>
 
-#include "skainet/base.hpp"
+#include "skainet/core/base.hpp"
 
 namespace skainet {
 

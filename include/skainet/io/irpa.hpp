@@ -25,7 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "skainet/base.hpp"
+#include "skainet/core/base.hpp"
 
 namespace skainet::irpa {
 

@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "skainet/tensor.hpp"
+#include "skainet/core/tensor.hpp"
 
 namespace skainet::kernels {
 

@@ -19,9 +19,9 @@
 #include <span>
 #include <vector>
 
-#include "skainet/load.hpp"
-#include "skainet/memory.hpp"
-#include "skainet/plan.hpp"
+#include "skainet/model/load.hpp"
+#include "skainet/compute/memory.hpp"
+#include "skainet/model/plan.hpp"
 
 namespace skainet::model {
 

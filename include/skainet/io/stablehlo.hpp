@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "skainet/format.hpp"
+#include "skainet/core/format.hpp"
 
 namespace skainet::stablehlo {
 

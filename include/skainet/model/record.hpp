@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "skainet/memory.hpp"
-#include "skainet/model.hpp"
-#include "skainet/plan.hpp"
+#include "skainet/compute/memory.hpp"
+#include "skainet/model/model.hpp"
+#include "skainet/model/plan.hpp"
 
 namespace skainet::record {
 

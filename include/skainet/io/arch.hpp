@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "skainet/gguf.hpp"
+#include "skainet/io/gguf.hpp"
 
 namespace skainet::arch {
 

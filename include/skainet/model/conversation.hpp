@@ -23,9 +23,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "skainet/base.hpp"
-#include "skainet/chat.hpp"
-#include "skainet/text.hpp"
+#include "skainet/core/base.hpp"
+#include "skainet/text/chat.hpp"
+#include "skainet/text/text.hpp"
 
 namespace skainet::generate {
 

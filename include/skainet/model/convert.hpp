@@ -22,9 +22,9 @@
 #include <string_view>
 #include <vector>
 
-#include "skainet/arch.hpp"
-#include "skainet/format.hpp"
-#include "skainet/gguf.hpp"
+#include "skainet/io/arch.hpp"
+#include "skainet/core/format.hpp"
+#include "skainet/io/gguf.hpp"
 
 namespace skainet::convert {
 
