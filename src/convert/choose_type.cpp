@@ -99,19 +99,11 @@ std::pair<GgmlType, TypeRule> mix_type(const Scheme& s, std::string_view name, u
   return {s.base, TypeRule::Base};
 }
 
-// llama.cpp's fallback table for rows that do not divide into 256-element super-blocks, then F16.
+// llama.cpp's fallback for rows that do not divide into the wanted type's blocks (the type's row in
+// tensor/format.cpp), then F16 where the fallback's blocks do not divide the row either.
 GgmlType fallback_for(GgmlType wanted, uint64_t row) {
-  GgmlType next = GgmlType::F16;
-  switch (wanted) {
-    case GgmlType::Q2_K: case GgmlType::Q3_K: next = GgmlType::Q4_0; break;
-    case GgmlType::IQ4_XS: next = GgmlType::IQ4_NL; break;
-    case GgmlType::Q4_K: next = GgmlType::Q5_0; break;
-    case GgmlType::Q5_K: next = GgmlType::Q5_1; break;
-    case GgmlType::Q6_K: next = GgmlType::Q8_0; break;
-    default: break;
-  }
-  if (row % type_traits(next).block_elements != 0) next = GgmlType::F16;
-  return next;
+  const GgmlType next = type_traits(wanted).fallback;
+  return row % type_traits(next).block_elements == 0 ? next : GgmlType::F16;
 }
 
 }  // namespace

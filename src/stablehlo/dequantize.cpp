@@ -167,7 +167,7 @@ Value legacy(FunctionBuilder& f, const Value& raw) {
   constexpr bool kHasMin = requires(B b) { b.m; };
   constexpr bool kHasHigh = requires(B b) { b.qh; };
   constexpr bool kLevels = B::kType == GgmlType::IQ4_NL;
-  const Shape s = check_packed(B::kType, raw, {2, 16});
+  const Shape s = check_packed(B::kType, raw, block_inner_dims(B::kType));
   const Field qs_field = SKAINET_FIELD(B, qs);
   const Value qs = along(f, bytes(f, raw, qs_field.offset, qs_field.size), s.full, 1);
   Value q = bits(f, qs, shl(f, at(f, s.full, 0, Elem::I8), 2), 0xf);
@@ -197,7 +197,7 @@ Value legacy(FunctionBuilder& f, const Value& raw) {
 }
 
 Value q8_0(FunctionBuilder& f, const Value& raw) {
-  const Shape s = check_packed(GgmlType::Q8_0, raw, {32});
+  const Shape s = check_packed(GgmlType::Q8_0, raw, block_inner_dims(GgmlType::Q8_0));
   const Field qs = SKAINET_FIELD(BlockQ8_0, qs);
   const Value qf = f.convert(bytes(f, raw, qs.offset, qs.size), Elem::F32);
   const Value d = spread(f, half(f, raw, SKAINET_FIELD(BlockQ8_0, d).offset), s.full);
@@ -244,7 +244,7 @@ Value k4_scaled(FunctionBuilder& f, const Value& raw, const Shape& s, const Valu
 template <class B>
 Value k4(FunctionBuilder& f, const Value& raw) {
   constexpr bool kHasHigh = requires(B b) { b.qh; };
-  const Shape s = check_packed(B::kType, raw, kHasHigh ? std::vector<int64_t>{4, 2, 2, 16} : std::vector<int64_t>{4, 2, 32});
+  const Shape s = check_packed(B::kType, raw, block_inner_dims(B::kType));
   std::vector<Value> chunks;
   if constexpr (kHasHigh) {
     static_assert(sizeof(B) % 16 == 0 && offsetof(B, qs) % 16 == 0 && offsetof(B, qh) % 16 == 0);
@@ -276,7 +276,7 @@ Value k4(FunctionBuilder& f, const Value& raw) {
 // ql[64h + 32(g-2) + l]) and qh (bits 2g, 2g+1 of qh[32h + l]).
 Value q6_k(FunctionBuilder& f, const Value& raw) {
   using B = BlockQ6_K;
-  const Shape s = check_packed(B::kType, raw, {2, 4, 32});
+  const Shape s = check_packed(B::kType, raw, block_inner_dims(B::kType));
   const int64_t ql_at = SKAINET_FIELD(B, ql).offset, qh_at = SKAINET_FIELD(B, qh).offset;
   const Value h = at(f, s.full, 0), g = at(f, s.full, 1), g8 = at(f, s.full, 1, Elem::I8);
   std::vector<Value> ql_chunks, qh_chunks;
@@ -305,7 +305,7 @@ Value q6_k(FunctionBuilder& f, const Value& raw) {
 template <class B>
 Value k_low(FunctionBuilder& f, const Value& raw) {
   constexpr bool kQ3 = B::kType == GgmlType::Q3_K;
-  const Shape s = check_packed(B::kType, raw, {2, 4, 32});
+  const Shape s = check_packed(B::kType, raw, block_inner_dims(B::kType));
   const int64_t qs_at = SKAINET_FIELD(B, qs).offset, sc_at = SKAINET_FIELD(B, scales).offset;
   const Value h = at(f, s.full, 0), sub = at(f, s.full, 1), half16 = shr(f, at(f, s.full, 2), 4);
   const Value s8 = at(f, s.full, 1, Elem::I8);
@@ -360,7 +360,7 @@ Value k_low(FunctionBuilder& f, const Value& raw) {
 // itself, which IREE folds into the load) and qs read as two strided 2-D slices, one per jh.
 Value iq4_xs(FunctionBuilder& f, const Value& raw) {
   using B = BlockIQ4_XS;
-  const Shape s = check_packed(B::kType, raw, {8, 2, 2, 8});
+  const Shape s = check_packed(B::kType, raw, block_inner_dims(B::kType));
   const int64_t qs_at = SKAINET_FIELD(B, qs).offset;
   static_assert(offsetof(B, qs) % 8 == 0 && sizeof(B) % 8 == 0);
   const Value view = f.reshape(raw, {s.rows, s.blocks, static_cast<int64_t>(sizeof(B)) / 8, 8});
@@ -386,6 +386,34 @@ Value iq4_xs(FunctionBuilder& f, const Value& raw) {
 }
 
 #undef SKAINET_FIELD
+
+// One row per packed format with a StableHLO form: the element order inside a block (the inner dims
+// of the blocked form) and the function that builds it. A format without a row is not exported.
+struct BlockRule {
+  GgmlType type;
+  std::vector<int64_t> inner;
+  Value (*build)(FunctionBuilder& f, const Value& raw);
+};
+
+const BlockRule* find_rule(GgmlType type) noexcept {
+  static const BlockRule kRules[] = {
+      {.type = GgmlType::Q8_0, .inner = {32}, .build = &q8_0},
+      {.type = GgmlType::Q4_0, .inner = {2, 16}, .build = &legacy<BlockQ4_0>},
+      {.type = GgmlType::Q4_1, .inner = {2, 16}, .build = &legacy<BlockQ4_1>},
+      {.type = GgmlType::Q5_0, .inner = {2, 16}, .build = &legacy<BlockQ5_0>},
+      {.type = GgmlType::Q5_1, .inner = {2, 16}, .build = &legacy<BlockQ5_1>},
+      {.type = GgmlType::IQ4_NL, .inner = {2, 16}, .build = &legacy<BlockIQ4_NL>},
+      {.type = GgmlType::Q2_K, .inner = {2, 4, 32}, .build = &k_low<BlockQ2_K>},
+      {.type = GgmlType::Q3_K, .inner = {2, 4, 32}, .build = &k_low<BlockQ3_K>},
+      {.type = GgmlType::Q4_K, .inner = {4, 2, 32}, .build = &k4<BlockQ4_K>},
+      {.type = GgmlType::Q5_K, .inner = {4, 2, 2, 16}, .build = &k4<BlockQ5_K>},
+      {.type = GgmlType::Q6_K, .inner = {2, 4, 32}, .build = &q6_k},
+      {.type = GgmlType::IQ4_XS, .inner = {8, 2, 2, 8}, .build = &iq4_xs},
+  };
+  for (const BlockRule& r : kRules)
+    if (r.type == type) return &r;
+  return nullptr;
+}
 
 std::optional<Elem> dense_elem(GgmlType type) noexcept {
   switch (type) {
@@ -418,49 +446,16 @@ TensorType raw_type(GgmlType type, int64_t rows, int64_t cols) {
   return TensorType::of({rows, cols / n, static_cast<int64_t>(t.block_bytes)}, Elem::I8);
 }
 
-bool can_dequantize(GgmlType type) noexcept {
-  switch (type) {
-    case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16:
-    case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1:
-    case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
-    case GgmlType::IQ4_NL: case GgmlType::IQ4_XS:
-      return true;
-    default:
-      return false;
-  }
-}
+bool can_dequantize(GgmlType type) noexcept { return dense_elem(type) || find_rule(type); }
 
 std::vector<int64_t> block_inner_dims(GgmlType type) {
-  switch (type) {
-    case GgmlType::Q8_0: return {32};
-    case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::IQ4_NL:
-      return {2, 16};
-    case GgmlType::Q4_K: return {4, 2, 32};
-    case GgmlType::Q5_K: return {4, 2, 2, 16};
-    case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q6_K: return {2, 4, 32};
-    case GgmlType::IQ4_XS: return {8, 2, 2, 8};
-    default:
-      throw InvalidArgument(fmt::format("stablehlo::block_inner_dims: {} has no blocked StableHLO form", type_name(type)));
-  }
+  if (const BlockRule* r = find_rule(type)) return r->inner;
+  throw InvalidArgument(fmt::format("stablehlo::block_inner_dims: {} has no blocked StableHLO form", type_name(type)));
 }
 
 Value dequantize_blocks(FunctionBuilder& f, GgmlType type, const Value& raw) {
-  switch (type) {
-    case GgmlType::Q8_0: return q8_0(f, raw);
-    case GgmlType::Q4_0: return legacy<BlockQ4_0>(f, raw);
-    case GgmlType::Q4_1: return legacy<BlockQ4_1>(f, raw);
-    case GgmlType::Q5_0: return legacy<BlockQ5_0>(f, raw);
-    case GgmlType::Q5_1: return legacy<BlockQ5_1>(f, raw);
-    case GgmlType::IQ4_NL: return legacy<BlockIQ4_NL>(f, raw);
-    case GgmlType::Q2_K: return k_low<BlockQ2_K>(f, raw);
-    case GgmlType::Q3_K: return k_low<BlockQ3_K>(f, raw);
-    case GgmlType::Q4_K: return k4<BlockQ4_K>(f, raw);
-    case GgmlType::Q5_K: return k4<BlockQ5_K>(f, raw);
-    case GgmlType::Q6_K: return q6_k(f, raw);
-    case GgmlType::IQ4_XS: return iq4_xs(f, raw);
-    default:
-      throw InvalidArgument(fmt::format("stablehlo::dequantize_blocks: {} has no blocked StableHLO form", type_name(type)));
-  }
+  if (const BlockRule* r = find_rule(type)) return r->build(f, raw);
+  throw InvalidArgument(fmt::format("stablehlo::dequantize_blocks: {} has no blocked StableHLO form", type_name(type)));
 }
 
 Value dequantize(FunctionBuilder& f, GgmlType type, const Value& raw) {

@@ -13,42 +13,49 @@ namespace {
 constexpr Format dense(DType d) { return Format{d, Encoding::Dense}; }
 constexpr Format packed(Encoding e) { return Format{DType::F32, e}; }
 
-// Block geometry as ggml defines it (ggml.c type_traits); `reference_kernels` marks what
-// src/kernels/ref implements.
+// Block geometry as ggml defines it (ggml.c type_traits), and quantize's fallback where llama.cpp
+// names one (llama_tensor_get_type's table for rows that are not whole super-blocks).
 constexpr std::array kTypes = {
-    TypeTraits{GgmlType::F32, "F32", 1, 4, dense(DType::F32), false, true},
-    TypeTraits{GgmlType::F16, "F16", 1, 2, dense(DType::F16), false, true},
-    TypeTraits{GgmlType::Q4_0, "Q4_0", 32, 18, packed(Encoding::Q4_0), true, true},
-    TypeTraits{GgmlType::Q4_1, "Q4_1", 32, 20, packed(Encoding::Q4_1), true, true},
-    TypeTraits{GgmlType::Q5_0, "Q5_0", 32, 22, packed(Encoding::Q5_0), true, true},
-    TypeTraits{GgmlType::Q5_1, "Q5_1", 32, 24, packed(Encoding::Q5_1), true, true},
-    TypeTraits{GgmlType::Q8_0, "Q8_0", 32, 34, packed(Encoding::Q8_0), true, true},
-    TypeTraits{GgmlType::Q8_1, "Q8_1", 32, 36, packed(Encoding::Q8_1), true, false},
-    TypeTraits{GgmlType::Q2_K, "Q2_K", 256, 84, packed(Encoding::Q2_K), true, true},
-    TypeTraits{GgmlType::Q3_K, "Q3_K", 256, 110, packed(Encoding::Q3_K), true, true},
-    TypeTraits{GgmlType::Q4_K, "Q4_K", 256, 144, packed(Encoding::Q4_K), true, true},
-    TypeTraits{GgmlType::Q5_K, "Q5_K", 256, 176, packed(Encoding::Q5_K), true, true},
-    TypeTraits{GgmlType::Q6_K, "Q6_K", 256, 210, packed(Encoding::Q6_K), true, true},
-    TypeTraits{GgmlType::Q8_K, "Q8_K", 256, 292, packed(Encoding::Q8_K), true, false},
-    TypeTraits{GgmlType::IQ2_XXS, "IQ2_XXS", 256, 66, packed(Encoding::IQ2_XXS), true, false},
-    TypeTraits{GgmlType::IQ2_XS, "IQ2_XS", 256, 74, packed(Encoding::IQ2_XS), true, false},
-    TypeTraits{GgmlType::IQ3_XXS, "IQ3_XXS", 256, 98, packed(Encoding::IQ3_XXS), true, false},
-    TypeTraits{GgmlType::IQ1_S, "IQ1_S", 256, 50, packed(Encoding::IQ1_S), true, false},
-    TypeTraits{GgmlType::IQ4_NL, "IQ4_NL", 32, 18, packed(Encoding::IQ4_NL), true, true},
-    TypeTraits{GgmlType::IQ3_S, "IQ3_S", 256, 110, packed(Encoding::IQ3_S), true, false},
-    TypeTraits{GgmlType::IQ2_S, "IQ2_S", 256, 82, packed(Encoding::IQ2_S), true, false},
-    TypeTraits{GgmlType::IQ4_XS, "IQ4_XS", 256, 136, packed(Encoding::IQ4_XS), true, true},
-    TypeTraits{GgmlType::I8, "I8", 1, 1, dense(DType::I8), false, false},
-    TypeTraits{GgmlType::I16, "I16", 1, 2, dense(DType::I16), false, false},
-    TypeTraits{GgmlType::I32, "I32", 1, 4, dense(DType::I32), false, false},
-    TypeTraits{GgmlType::I64, "I64", 1, 8, dense(DType::I64), false, false},
-    TypeTraits{GgmlType::F64, "F64", 1, 8, dense(DType::F64), false, false},
-    TypeTraits{GgmlType::IQ1_M, "IQ1_M", 256, 56, packed(Encoding::IQ1_M), true, false},
-    TypeTraits{GgmlType::BF16, "BF16", 1, 2, dense(DType::BF16), false, true},
-    TypeTraits{GgmlType::TQ1_0, "TQ1_0", 256, 54, packed(Encoding::TQ1_0), true, false},
-    TypeTraits{GgmlType::TQ2_0, "TQ2_0", 256, 66, packed(Encoding::TQ2_0), true, false},
-    TypeTraits{GgmlType::MXFP4, "MXFP4", 32, 17, packed(Encoding::MXFP4), true, false},
+    TypeTraits{GgmlType::F32, "F32", 1, 4, dense(DType::F32), false},
+    TypeTraits{GgmlType::F16, "F16", 1, 2, dense(DType::F16), false},
+    TypeTraits{GgmlType::Q4_0, "Q4_0", 32, 18, packed(Encoding::Q4_0), true},
+    TypeTraits{GgmlType::Q4_1, "Q4_1", 32, 20, packed(Encoding::Q4_1), true},
+    TypeTraits{GgmlType::Q5_0, "Q5_0", 32, 22, packed(Encoding::Q5_0), true},
+    TypeTraits{GgmlType::Q5_1, "Q5_1", 32, 24, packed(Encoding::Q5_1), true},
+    TypeTraits{GgmlType::Q8_0, "Q8_0", 32, 34, packed(Encoding::Q8_0), true},
+    TypeTraits{GgmlType::Q8_1, "Q8_1", 32, 36, packed(Encoding::Q8_1), true},
+    TypeTraits{GgmlType::Q2_K, "Q2_K", 256, 84, packed(Encoding::Q2_K), true, GgmlType::Q4_0},
+    TypeTraits{GgmlType::Q3_K, "Q3_K", 256, 110, packed(Encoding::Q3_K), true, GgmlType::Q4_0},
+    TypeTraits{GgmlType::Q4_K, "Q4_K", 256, 144, packed(Encoding::Q4_K), true, GgmlType::Q5_0},
+    TypeTraits{GgmlType::Q5_K, "Q5_K", 256, 176, packed(Encoding::Q5_K), true, GgmlType::Q5_1},
+    TypeTraits{GgmlType::Q6_K, "Q6_K", 256, 210, packed(Encoding::Q6_K), true, GgmlType::Q8_0},
+    TypeTraits{GgmlType::Q8_K, "Q8_K", 256, 292, packed(Encoding::Q8_K), true},
+    TypeTraits{GgmlType::IQ2_XXS, "IQ2_XXS", 256, 66, packed(Encoding::IQ2_XXS), true},
+    TypeTraits{GgmlType::IQ2_XS, "IQ2_XS", 256, 74, packed(Encoding::IQ2_XS), true},
+    TypeTraits{GgmlType::IQ3_XXS, "IQ3_XXS", 256, 98, packed(Encoding::IQ3_XXS), true},
+    TypeTraits{GgmlType::IQ1_S, "IQ1_S", 256, 50, packed(Encoding::IQ1_S), true},
+    TypeTraits{GgmlType::IQ4_NL, "IQ4_NL", 32, 18, packed(Encoding::IQ4_NL), true},
+    TypeTraits{GgmlType::IQ3_S, "IQ3_S", 256, 110, packed(Encoding::IQ3_S), true},
+    TypeTraits{GgmlType::IQ2_S, "IQ2_S", 256, 82, packed(Encoding::IQ2_S), true},
+    TypeTraits{GgmlType::IQ4_XS, "IQ4_XS", 256, 136, packed(Encoding::IQ4_XS), true, GgmlType::IQ4_NL},
+    TypeTraits{GgmlType::I8, "I8", 1, 1, dense(DType::I8), false},
+    TypeTraits{GgmlType::I16, "I16", 1, 2, dense(DType::I16), false},
+    TypeTraits{GgmlType::I32, "I32", 1, 4, dense(DType::I32), false},
+    TypeTraits{GgmlType::I64, "I64", 1, 8, dense(DType::I64), false},
+    TypeTraits{GgmlType::F64, "F64", 1, 8, dense(DType::F64), false},
+    TypeTraits{GgmlType::IQ1_M, "IQ1_M", 256, 56, packed(Encoding::IQ1_M), true},
+    TypeTraits{GgmlType::BF16, "BF16", 1, 2, dense(DType::BF16), false},
+    TypeTraits{GgmlType::TQ1_0, "TQ1_0", 256, 54, packed(Encoding::TQ1_0), true},
+    TypeTraits{GgmlType::TQ2_0, "TQ2_0", 256, 66, packed(Encoding::TQ2_0), true},
+    TypeTraits{GgmlType::MXFP4, "MXFP4", 32, 17, packed(Encoding::MXFP4), true},
 };
+
+constexpr bool ids_fit_slots() {
+  for (const auto& t : kTypes)
+    if (static_cast<size_t>(t.type) >= kTypeSlots) return false;
+  return true;
+}
+static_assert(ids_fit_slots(), "kTypeSlots must stay one past the highest type id");
 
 }  // namespace
 

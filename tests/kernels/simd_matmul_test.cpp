@@ -19,7 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/ref/ops_common.hpp"
-#include "kernels/x86/isa.hpp"
+#include "kernels/x86/level.hpp"
 #include "quant_test_util.hpp"
 #include "skainet/compute/kernel_ops.hpp"
 #include "skainet/core/thread_pool.hpp"
@@ -31,13 +31,9 @@ using x86::Act;
 
 // The IsaKernels behind a table level, or null when this build or CPU lacks it.
 const x86::IsaKernels* isa_kernels(IsaLevel level) {
-#if defined(__x86_64__)
   if (!table_for(level)) return nullptr;
-  if (level == IsaLevel::Avx2) return &x86::kAvx2Kernels;
-  if (level == IsaLevel::Avx512) return &x86::kAvx512Kernels;
-  if (level == IsaLevel::Amx) return x86::amx_kernels();
-#endif
-  return nullptr;
+  const x86::Level* l = x86::level(level);
+  return l ? l->isa : nullptr;
 }
 
 std::vector<IsaLevel> simd_levels() {

@@ -14,7 +14,7 @@
 
 namespace skainet::kernels::ref {
 
-// True when quantize_row / dequantize_row support `type` (the TypeTraits::reference_kernels flag).
+// True when quantize_row / dequantize_row support `type` (it has a row in src/kernels/ref).
 bool has_reference(GgmlType type) noexcept;
 
 // x: n floats; dst: row_bytes(type, n) bytes. n must be a multiple of the block size (checked by the

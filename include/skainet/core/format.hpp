@@ -7,6 +7,7 @@
 //   Format f = format_of(GgmlType::Q8_0);                   // {DType::F32, Encoding::Q8_0}
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -25,6 +26,8 @@ enum class GgmlType : uint32_t {
   I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
   TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39,
 };
+// One past the highest id: the slots of a table indexed by type (the kernels' rows).
+inline constexpr size_t kTypeSlots = static_cast<size_t>(GgmlType::MXFP4) + 1;
 
 enum class DType : uint8_t { F32, F16, BF16, F64, I8, I16, I32, I64 };
 
@@ -48,7 +51,9 @@ struct TypeTraits {
   uint32_t block_bytes;        // bytes per block
   Format format;
   bool quantized;
-  bool reference_kernels;      // we can quantize/dequantize it (src/kernels/ref)
+  // What quantize writes instead when a row does not divide into this type's blocks (llama.cpp's
+  // fallback table); F16 where llama.cpp names none, and again F16 if the fallback's blocks don't fit.
+  GgmlType fallback = GgmlType::F16;
 };
 
 // Traits of a known type id; nullopt for an id ggml does not define (or has retired).

@@ -82,7 +82,6 @@ void unpack_levels(float d, const uint8_t* qs, float* y) noexcept {
   }
 }
 
-}  // namespace
 
 void quantize_iq4_nl(const float* x, void* dst, int64_t n) noexcept {
   uint8_t L[kSub];
@@ -146,6 +145,16 @@ void dequantize_iq4_xs(const void* src, float* y, int64_t n) noexcept {
       unpack_levels(d * static_cast<float>(ls - 32), b.qs + 16 * ib, y);
     }
   }
+}
+
+}  // namespace
+
+std::span<const RefFormat> iq4_formats() noexcept {
+  static constexpr RefFormat kRows[] = {
+      {.type = GgmlType::IQ4_NL, .quantize = &quantize_iq4_nl, .dequantize = &dequantize_iq4_nl},
+      {.type = GgmlType::IQ4_XS, .quantize = &quantize_iq4_xs, .dequantize = &dequantize_iq4_xs},
+  };
+  return kRows;
 }
 
 }  // namespace skainet::kernels::ref::detail

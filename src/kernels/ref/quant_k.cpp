@@ -199,7 +199,6 @@ void quantize_k_scales(const float* x, int nmax, float rmin, float rdelta, int n
   }
 }
 
-}  // namespace
 
 void quantize_q4_k(const float* x, void* dst, int64_t n) noexcept {
   uint8_t L[kQK_K];
@@ -335,6 +334,19 @@ void dequantize_q6_k(const void* src, float* y, int64_t n) noexcept {
       }
     }
   }
+}
+
+}  // namespace
+
+std::span<const RefFormat> k_formats() noexcept {
+  static constexpr RefFormat kRows[] = {
+      {.type = GgmlType::Q4_K, .quantize = &quantize_q4_k, .dequantize = &dequantize_q4_k,
+       .feed = &kFeedQ4_K},
+      {.type = GgmlType::Q5_K, .quantize = &quantize_q5_k, .dequantize = &dequantize_q5_k},
+      {.type = GgmlType::Q6_K, .quantize = &quantize_q6_k, .dequantize = &dequantize_q6_k,
+       .feed = &kFeedQ6_K},
+  };
+  return kRows;
 }
 
 }  // namespace skainet::kernels::ref::detail

@@ -80,7 +80,6 @@ inline int q3_scale_code(const uint8_t* scales, int j) noexcept {
   return low | (((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4);
 }
 
-}  // namespace
 
 void quantize_q2_k(const float* x, void* dst, int64_t n) noexcept {
   constexpr float kScaleLevels = 15.0f;
@@ -196,6 +195,16 @@ void dequantize_q3_k(const void* src, float* y, int64_t n) noexcept {
       }
     }
   }
+}
+
+}  // namespace
+
+std::span<const RefFormat> k_low_formats() noexcept {
+  static constexpr RefFormat kRows[] = {
+      {.type = GgmlType::Q2_K, .quantize = &quantize_q2_k, .dequantize = &dequantize_q2_k},
+      {.type = GgmlType::Q3_K, .quantize = &quantize_q3_k, .dequantize = &dequantize_q3_k},
+  };
+  return kRows;
 }
 
 }  // namespace skainet::kernels::ref::detail

@@ -54,7 +54,6 @@ inline void store_qh(uint8_t (&qh)[4], uint32_t v) noexcept {
   for (int k = 0; k < 4; ++k) qh[k] = static_cast<uint8_t>(v >> (8 * k));
 }
 
-}  // namespace
 
 void quantize_q4_0(const float* x, void* dst, int64_t n) noexcept {
   for (int64_t i = 0; i < n / kQK; ++i, x += kQK) {
@@ -208,6 +207,21 @@ void dequantize_q8_0(const void* src, float* y, int64_t n) noexcept {
     const float d = fp16_to_fp32(b.d);
     for (int j = 0; j < kQK; ++j) y[j] = static_cast<float>(b.qs[j]) * d;
   }
+}
+
+}  // namespace
+
+std::span<const RefFormat> legacy_formats() noexcept {
+  static constexpr RefFormat kRows[] = {
+      {.type = GgmlType::Q4_0, .quantize = &quantize_q4_0, .dequantize = &dequantize_q4_0,
+       .feed = &kFeedQ4_0},
+      {.type = GgmlType::Q4_1, .quantize = &quantize_q4_1, .dequantize = &dequantize_q4_1},
+      {.type = GgmlType::Q5_0, .quantize = &quantize_q5_0, .dequantize = &dequantize_q5_0},
+      {.type = GgmlType::Q5_1, .quantize = &quantize_q5_1, .dequantize = &dequantize_q5_1},
+      {.type = GgmlType::Q8_0, .quantize = &quantize_q8_0, .dequantize = &dequantize_q8_0,
+       .feed = &kFeedQ8_0},
+  };
+  return kRows;
 }
 
 }  // namespace skainet::kernels::ref::detail

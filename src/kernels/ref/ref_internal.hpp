@@ -1,12 +1,14 @@
-// Private to src/kernels/ref: the per-format row kernels that dispatch.cpp routes to, and the small
-// helpers they share. Rows may start at any byte address, so blocks travel through memcpy.
+// Private to src/kernels/ref: the rows of per-format kernels that dispatch.cpp looks types up in, and
+// the small helpers they share. Rows may start at any byte address, so blocks travel through memcpy.
 #pragma once
 
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 
+#include "kernels/feed_layout.hpp"
 #include "skainet/core/blocks.hpp"
 #include "skainet/compute/kernels.hpp"
 
@@ -52,30 +54,22 @@ inline void store_block(void* dst, int64_t i, const B& b) noexcept {
   std::memcpy(static_cast<std::byte*>(dst) + i * static_cast<int64_t>(sizeof(B)), &b, sizeof(B));
 }
 
-void quantize_q4_0(const float* x, void* dst, int64_t n) noexcept;
-void quantize_q4_1(const float* x, void* dst, int64_t n) noexcept;
-void quantize_q5_0(const float* x, void* dst, int64_t n) noexcept;
-void quantize_q5_1(const float* x, void* dst, int64_t n) noexcept;
-void quantize_q8_0(const float* x, void* dst, int64_t n) noexcept;
-void quantize_q2_k(const float* x, void* dst, int64_t n) noexcept;
-void quantize_q3_k(const float* x, void* dst, int64_t n) noexcept;
-void quantize_q4_k(const float* x, void* dst, int64_t n) noexcept;
-void quantize_q5_k(const float* x, void* dst, int64_t n) noexcept;
-void quantize_q6_k(const float* x, void* dst, int64_t n) noexcept;
-void quantize_iq4_nl(const float* x, void* dst, int64_t n) noexcept;
-void quantize_iq4_xs(const float* x, void* dst, int64_t n) noexcept;
+// One format's reference kernels: its row. x: n floats, n a multiple of the block; dst/src:
+// row_bytes(type, n) bytes. A type without a row has no reference kernels (has_reference is false).
+struct RefFormat {
+  GgmlType type;
+  void (*quantize)(const float* x, void* dst, int64_t n) noexcept;
+  void (*dequantize)(const void* src, float* y, int64_t n) noexcept;
+  const FeedLayout* feed = nullptr;  // its BlockOrder::Interleaved16 layout; null: no kernel-feed order
+};
 
-void dequantize_q4_0(const void* src, float* y, int64_t n) noexcept;
-void dequantize_q4_1(const void* src, float* y, int64_t n) noexcept;
-void dequantize_q5_0(const void* src, float* y, int64_t n) noexcept;
-void dequantize_q5_1(const void* src, float* y, int64_t n) noexcept;
-void dequantize_q8_0(const void* src, float* y, int64_t n) noexcept;
-void dequantize_q2_k(const void* src, float* y, int64_t n) noexcept;
-void dequantize_q3_k(const void* src, float* y, int64_t n) noexcept;
-void dequantize_q4_k(const void* src, float* y, int64_t n) noexcept;
-void dequantize_q5_k(const void* src, float* y, int64_t n) noexcept;
-void dequantize_q6_k(const void* src, float* y, int64_t n) noexcept;
-void dequantize_iq4_nl(const void* src, float* y, int64_t n) noexcept;
-void dequantize_iq4_xs(const void* src, float* y, int64_t n) noexcept;
+// Each quant file's rows (defined beside the kernels they name); dispatch.cpp indexes them by type.
+std::span<const RefFormat> legacy_formats() noexcept;  // quant_legacy.cpp
+std::span<const RefFormat> k_formats() noexcept;       // quant_k.cpp
+std::span<const RefFormat> k_low_formats() noexcept;   // quant_k_low.cpp
+std::span<const RefFormat> iq4_formats() noexcept;     // quant_iq4.cpp
+
+// The row of `type`, or null when it has no reference kernels.
+const RefFormat* find_format(GgmlType type) noexcept;
 
 }  // namespace skainet::kernels::ref::detail

@@ -5,22 +5,17 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/feed_layout.hpp"
-#include "skainet/core/blocks.hpp"
-#include "skainet/compute/kernels.hpp"
+#include "kernels/ref/ref_internal.hpp"
 
 namespace skainet::kernels::ref {
 namespace {
 
-// The layout of each format (kernels/feed_layout.hpp), or false where it has none.
+// The layout of each format (its reference row's, kernels/feed_layout.hpp), or false where it has none.
 bool geometry(GgmlType type, FeedLayout& g) noexcept {
-  switch (type) {
-    case GgmlType::Q4_0: g = kFeedQ4_0; return true;
-    case GgmlType::Q8_0: g = kFeedQ8_0; return true;
-    case GgmlType::Q4_K: g = kFeedQ4_K; return true;
-    case GgmlType::Q6_K: g = kFeedQ6_K; return true;
-    default: return false;
-  }
+  const detail::RefFormat* f = detail::find_format(type);
+  if (!f || !f->feed) return false;
+  g = *f->feed;
+  return true;
 }
 
 constexpr int64_t head_offset(const FeedLayout& g) { return g.head_last ? g.quant_bytes : 0; }

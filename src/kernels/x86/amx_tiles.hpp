@@ -58,5 +58,13 @@ void gemm_in_tiles(const Gemv& g, GemvFn rest, bool tiles) noexcept {
   }
 }
 
+// The AVX-512 row of `kType` (isa.hpp), whose kernels take what the tiles leave; looked up on the
+// first call, so the tile kernels name no AVX-512 kernel by a field of its own.
+template <GgmlType kType>
+const FormatKernels& avx512_row() noexcept {
+  static const FormatKernels row = row_of(kAvx512Kernels, kType);
+  return row;
+}
+
 }  // namespace
 }  // namespace skainet::kernels::x86

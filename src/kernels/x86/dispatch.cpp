@@ -1,17 +1,12 @@
-// The x86 KernelTables: which matmuls an ISA level accelerates, the Tensor-to-pointer plumbing for
-// them (this unit is compiled for the baseline CPU), and the choice of the best level at run time.
-// Whatever a level does not accelerate goes to the reference kernels.
+// The x86 KernelTables: the Tensor-to-pointer plumbing of the matmul and row kernels (this unit is
+// compiled for the baseline CPU) over a level's kernels by type (level.hpp), and the choice of the
+// best level at run time. Whatever a level does not accelerate goes to the reference kernels.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
-#if defined(__linux__)
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
-
 #include "kernels/ref/ops_common.hpp"
-#include "kernels/x86/isa.hpp"
+#include "kernels/x86/level.hpp"
 #include "skainet/core/base.hpp"
 
 namespace skainet::kernels {
@@ -22,7 +17,8 @@ using x86::Act;
 using x86::ActLayout;
 using x86::Gemv;
 using x86::GemvFn;
-using x86::IsaKernels;
+using x86::Level;
+using x86::Route;
 
 // The plain matmul entry quantizes x rows into a stack buffer when no scratch comes with the call;
 // longer rows than this go to the reference kernel.
@@ -30,59 +26,16 @@ constexpr int64_t kStackK = 16384;
 constexpr int64_t kStackBytes =
     std::max(x86::act_layout(Act::Q8x32, kStackK).row_bytes, x86::act_layout(Act::Q8x256, kStackK).row_bytes);
 
-struct Route {
-  GemvFn fn = nullptr;  // null: the reference kernel
-  Act act = Act::None;
-};
-
-// The kernel for a weight in a kernel-feed order (null: none); the one list of which orders a
-// level reads fast, for the route and for `feeds`.
-Route feed_kernel(const IsaKernels& K, GgmlType type, BlockOrder order) noexcept {
-  if (order != BlockOrder::Interleaved16) return {};
-  switch (type) {
-    case GgmlType::Q4_0: return {K.q4_0_feed, Act::Q8x32};
-    case GgmlType::Q8_0: return {K.q8_0_feed, Act::Q8x32};
-    case GgmlType::Q4_K: return {K.q4_k_feed, Act::Q8x256};
-    case GgmlType::Q6_K: return {K.q6_k_feed, Act::Q8x256};
-    default: return {};
-  }
-}
-
-// Dense F16/BF16 weights take the level's BF16 tiles (x prepared as Act::Bf16Pairs) where it has
-// them, from 16 x rows on (fewer would leave the tiles empty) and for k in whole tile steps; only
-// the two-phase entry prepares x, so the plain entry passes prepared = false.
-Route dense_kernel(GemvFn plain, GemvFn tiles, int64_t rows, int64_t k, bool prepared) noexcept {
-  if (tiles && prepared && rows >= 16 && k % 32 == 0) return {tiles, Act::Bf16Pairs};
-  return {plain, Act::None};
-}
-
-// The route of `rows` contiguous x rows of `k` against a rank-2 weight with contiguous rows: the
-// one place that says which kernel, and so which prepared activation, each (type, order) gets.
-Route route_of(const IsaKernels& K, GgmlType type, BlockOrder order, int64_t rows, int64_t k, bool prepared) noexcept {
-  if (order != BlockOrder::RowMajor) return feed_kernel(K, type, order);
-  switch (type) {
-    case GgmlType::F32: return {K.f32, Act::None};
-    case GgmlType::F16: return dense_kernel(K.f16, K.f16_tiles, rows, k, prepared);
-    case GgmlType::BF16: return dense_kernel(K.bf16, K.bf16_tiles, rows, k, prepared);
-    case GgmlType::Q4_0: return {K.q4_0, Act::Q8x32};
-    case GgmlType::Q4_1: return {K.q4_1, Act::Q8x32};
-    case GgmlType::Q5_0: return {K.q5_0, Act::Q8x32};
-    case GgmlType::Q5_1: return {K.q5_1, Act::Q8x32};
-    case GgmlType::Q8_0: return {K.q8_0, Act::Q8x32};
-    case GgmlType::Q4_K: return {K.q4_k, Act::Q8x256};
-    case GgmlType::Q5_K: return {K.q5_k, Act::Q8x256};
-    case GgmlType::Q6_K: return {K.q6_k, Act::Q8x256};
-    case GgmlType::IQ4_NL: return {K.iq4_nl, Act::Q8x32};
-    case GgmlType::IQ4_XS: return {K.iq4_xs, Act::Q8x256};
-    case GgmlType::Q2_K: return {K.q2_k, Act::Q8x256};
-    case GgmlType::Q3_K: return {K.q3_k, Act::Q8x256};
-    default: return {};
-  }
+// The level of a table's entries, looked up once (level() builds it on first use).
+template <IsaLevel L>
+const Level& level_of() noexcept {
+  static const Level* const l = x86::level(L);
+  return *l;
 }
 
 // Rank-2 row-major weights with a contiguous inner dim (dense: elements; packed: the op already
 // checked), x rows contiguous. Transposed or batched weights stay on the reference path.
-Route route(const IsaKernels& K, const Tensor& x, const Tensor& w, bool prepared) noexcept {
+Route route(const Level& K, const Tensor& x, const Tensor& w, bool prepared) noexcept {
   if (w.rank() != 2 || inner_stride(x) != 4) return {};
   if (!w.packed() && inner_stride(w) != static_cast<int64_t>(w.element_size())) return {};
   return route_of(K, w.type(), w.block_order(), row_count(x.shape()), x.shape().back(), prepared);
@@ -90,14 +43,10 @@ Route route(const IsaKernels& K, const Tensor& x, const Tensor& w, bool prepared
 
 // A dense F32/F16 weight viewed transposed (output dimension contiguous, e.g. attention's Vᵀ), x and
 // out with contiguous rows: the GemmT kernel, which reads each weight row once for several x rows.
-x86::GemmTFn route_transposed(const IsaKernels& K, const Tensor& x, const Tensor& w, const Tensor& out) noexcept {
+x86::GemmTFn route_transposed(const Level& K, const Tensor& x, const Tensor& w, const Tensor& out) noexcept {
   if (w.rank() != 2 || w.packed() || w.stride(0) != static_cast<int64_t>(w.element_size())) return nullptr;
   if (inner_stride(x) != 4 || inner_stride(out) != 4) return nullptr;
-  switch (w.type()) {
-    case GgmlType::F32: return K.f32_t;
-    case GgmlType::F16: return K.f16_t;
-    default: return nullptr;
-  }
+  return K.row(w.type()).transposed;
 }
 
 // Whether the rows of t (every dim but the innermost) sit at one fixed byte stride.
@@ -113,10 +62,10 @@ bool uniform_rows(const Tensor& t, int64_t& stride) noexcept {
   return true;
 }
 
-void quantize(const IsaKernels& K, Act a, const std::byte* xrow, int64_t k, std::byte* dst) noexcept {
+void quantize(const Level& K, Act a, const std::byte* xrow, int64_t k, std::byte* dst) noexcept {
   const auto* x = reinterpret_cast<const float*>(xrow);
-  if (a == Act::Q8x32) K.quantize_q8x32(x, k, dst);
-  else K.quantize_q8x256(x, k, dst);
+  if (a == Act::Q8x32) K.isa->quantize_q8x32(x, k, dst);
+  else K.isa->quantize_q8x256(x, k, dst);
 }
 
 // Bytes of n prepared x rows.
@@ -179,10 +128,11 @@ void run_transposed(x86::GemmTFn fn, const Tensor& x, const Tensor& w, const Ten
   }
 }
 
-template <const IsaKernels* K>
+template <IsaLevel L>
 void matmul(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end) noexcept {
-  if (const x86::GemmTFn t = route_transposed(*K, x, w, out)) return run_transposed(t, x, w, out, begin, end);
-  const Route rt = route(*K, x, w, false);
+  const Level& K = level_of<L>();
+  if (const x86::GemmTFn t = route_transposed(K, x, w, out)) return run_transposed(t, x, w, out, begin, end);
+  const Route rt = route(K, x, w, false);
   const int64_t k = x.shape().back();
   if (!rt.fn || (rt.act != Act::None && k > kStackK)) return ref::matmul(x, w, out, begin, end);
   if (rt.act == Act::None) return run_rows(rt.fn, x, w, out, begin, end, nullptr, 0);
@@ -198,7 +148,7 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, 
   g.n = 1;
   g.out_col = inner_stride(out);
   for (int64_t r = 0; r < rows; ++r) {
-    quantize(*K, rt.act, x.raw() + row_offset(x.shape(), x.strides(), r), k, buf);
+    quantize(K, rt.act, x.raw() + row_offset(x.shape(), x.strides(), r), k, buf);
     g.out = out.raw_mut() + row_offset(out.shape(), out.strides(), r) + begin * g.out_col;
     rt.fn(g);
   }
@@ -209,44 +159,49 @@ size_t scratch_of(Route rt, int64_t rows, int64_t k) noexcept {
   return static_cast<size_t>(prepared_bytes(rt.act, rows, k));
 }
 
-template <const IsaKernels* K>
+template <IsaLevel L>
 size_t matmul_scratch(const Tensor& x, const Tensor& w) noexcept {
-  return scratch_of(route(*K, x, w, true), row_count(x.shape()), x.shape().back());
+  const Level& K = level_of<L>();
+  return scratch_of(route(K, x, w, true), row_count(x.shape()), x.shape().back());
 }
 
-template <const IsaKernels* K>
+template <IsaLevel L>
 size_t matmul_scratch_for(GgmlType type, BlockOrder order, int64_t rows, int64_t k) noexcept {
-  return scratch_of(route_of(*K, type, order, rows, k, true), rows, k);
+  const Level& K = level_of<L>();
+  return scratch_of(route_of(K, type, order, rows, k, true), rows, k);
 }
 
-template <const IsaKernels* K>
+template <IsaLevel L>
 void matmul_prepare(const Tensor& x, const Tensor& w, std::byte* scratch, int64_t r0, int64_t r1) noexcept {
-  const Route rt = route(*K, x, w, true);
+  const Level& K = level_of<L>();
+  const Route rt = route(K, x, w, true);
   const int64_t k = x.shape().back(), n = row_count(x.shape());
   const int64_t stride = x86::act_layout(rt.act, k).row_bytes;
   for (int64_t r = r0; r < r1; ++r) {
     const std::byte* row = x.raw() + row_offset(x.shape(), x.strides(), r);
-    if (rt.act == Act::Bf16Pairs) K->split_bf16_pairs(reinterpret_cast<const float*>(row), k, r, n, scratch);
-    else quantize(*K, rt.act, row, k, scratch + r * stride);
+    if (rt.act == Act::Bf16Pairs) K.split_bf16_pairs(reinterpret_cast<const float*>(row), k, r, n, scratch);
+    else quantize(K, rt.act, row, k, scratch + r * stride);
   }
 }
 
-template <const IsaKernels* K>
+template <IsaLevel L>
 void matmul_prepared(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end,
                      const std::byte* scratch) noexcept {
-  const Route rt = route(*K, x, w, true);
+  const Level& K = level_of<L>();
+  const Route rt = route(K, x, w, true);
   run_rows(rt.fn, x, w, out, begin, end, scratch, x86::act_layout(rt.act, x.shape().back()).row_bytes);
 }
 
 // Rows with contiguous elements go to the ISA's row softmax; anything else to the reference.
-template <const IsaKernels* K>
+template <IsaLevel L>
 void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcept {
+  const Level& K = level_of<L>();
   if (inner_stride(x) != 4 || inner_stride(out) != 4) return ref::softmax(x, p, out);
   const int64_t rows = row_count(x.shape()), n = x.shape().back();
   const int64_t queries = x.rank() >= 2 ? x.dim(x.rank() - 2) : 1;
   for (int64_t r = 0; r < rows; ++r) {
     const auto [begin, end] = softmax_visible(p, r, queries, n);
-    K->softmax_row(reinterpret_cast<const float*>(x.raw() + row_offset(x.shape(), x.strides(), r)),
+    K.isa->softmax_row(reinterpret_cast<const float*>(x.raw() + row_offset(x.shape(), x.strides(), r)),
                    reinterpret_cast<float*>(out.raw_mut() + row_offset(out.shape(), out.strides(), r)), begin, end,
                    n, p.scale, p.softcap);
   }
@@ -264,125 +219,70 @@ void for_each_row(const Tensor& t, Fn&& fn) noexcept {
   for (int64_t r = 0; r < rows; ++r) fn(r, row_offset(t.shape(), t.strides(), r));
 }
 
-template <const IsaKernels* K>
+template <IsaLevel L>
 void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept {
+  const Level& K = level_of<L>();
   if (!f32_rows(gate, out.shape()) || !f32_rows(up, out.shape()) || !f32_rows(out, out.shape()))
     return ref::swiglu(gate, up, out);
   const int64_t n = out.shape().back();
   for_each_row(out, [&](int64_t r, int64_t at) {
-    K->swiglu_row(reinterpret_cast<const float*>(gate.raw() + row_offset(gate.shape(), gate.strides(), r)),
+    K.isa->swiglu_row(reinterpret_cast<const float*>(gate.raw() + row_offset(gate.shape(), gate.strides(), r)),
                   reinterpret_cast<const float*>(up.raw() + row_offset(up.shape(), up.strides(), r)),
                   reinterpret_cast<float*>(out.raw_mut() + at), n);
   });
 }
 
-template <const IsaKernels* K>
+template <IsaLevel L>
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) noexcept {
+  const Level& K = level_of<L>();
   const int64_t n = x.shape().back();
   if (!f32_rows(x, out.shape()) || !f32_rows(out, out.shape()) ||
       (weight.defined() && !f32_rows(weight, Shape{n})))
     return ref::rms_norm(x, weight, eps, out);
   const float* w = weight.defined() ? reinterpret_cast<const float*>(weight.raw()) : nullptr;
   for_each_row(out, [&](int64_t r, int64_t at) {
-    K->rms_norm_row(reinterpret_cast<const float*>(x.raw() + row_offset(x.shape(), x.strides(), r)), w, eps,
+    K.isa->rms_norm_row(reinterpret_cast<const float*>(x.raw() + row_offset(x.shape(), x.strides(), r)), w, eps,
                     reinterpret_cast<float*>(out.raw_mut() + at), n);
   });
 }
 
 // F32 -> F16 (a KV cache write) on the ISA's conversion; every other copy on the reference.
-template <const IsaKernels* K>
+template <IsaLevel L>
 void copy(const Tensor& src, const Tensor& dst) noexcept {
+  const Level& K = level_of<L>();
   if (!f32_rows(src, dst.shape()) || dst.type() != GgmlType::F16 || inner_stride(dst) != 2) return ref::copy(src, dst);
   const int64_t n = src.shape().back();
   for_each_row(dst, [&](int64_t r, int64_t at) {
-    K->f32_to_f16_row(reinterpret_cast<const float*>(src.raw() + row_offset(src.shape(), src.strides(), r)),
+    K.isa->f32_to_f16_row(reinterpret_cast<const float*>(src.raw() + row_offset(src.shape(), src.strides(), r)),
                       reinterpret_cast<uint16_t*>(dst.raw_mut() + at), n);
   });
 }
 
-template <const IsaKernels* K>
+template <IsaLevel L>
 bool feeds(GgmlType type, BlockOrder order) noexcept {
-  return feed_kernel(*K, type, order).fn != nullptr;
+  const Level& K = level_of<L>();
+  return x86::feeds(K, type, order);
 }
 
-template <const IsaKernels* K>
+template <IsaLevel L>
 KernelTable make_table() noexcept {
+  const Level& K = level_of<L>();
   KernelTable t = reference_table();
-  t.matmul = &matmul<K>;
-  t.matmul_scratch = &matmul_scratch<K>;
-  t.matmul_scratch_for = &matmul_scratch_for<K>;
-  t.matmul_prepare = &matmul_prepare<K>;
-  t.matmul_prepared = &matmul_prepared<K>;
-  t.feeds = &feeds<K>;
-  t.softmax = &softmax<K>;
-  t.swiglu = &swiglu<K>;
-  t.rms_norm = &rms_norm<K>;
-  t.copy = &copy<K>;
-  t.name = K->name;
+  t.matmul = &matmul<L>;
+  t.matmul_scratch = &matmul_scratch<L>;
+  t.matmul_scratch_for = &matmul_scratch_for<L>;
+  t.matmul_prepare = &matmul_prepare<L>;
+  t.matmul_prepared = &matmul_prepared<L>;
+  t.feeds = &feeds<L>;
+  t.softmax = &softmax<L>;
+  t.swiglu = &swiglu<L>;
+  t.rms_norm = &rms_norm<L>;
+  t.copy = &copy<L>;
+  t.name = K.name;
   return t;
 }
 
-bool has_avx2() noexcept {
-  const auto& f = base::CpuFeatures::detected();
-  return f.avx2 && f.fma && f.f16c;
-}
-
-bool has_avx512() noexcept {
-  const auto& f = base::CpuFeatures::detected();
-  return has_avx2() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
-}
-
-// Linux hands out the AMX tile state only to a process that asks (ARCH_REQ_XCOMP_PERM for
-// XFEATURE_XTILEDATA, kernel 5.16 on); the permission then holds for all its threads. Asked once,
-// when the level is first looked at; a refusal (older kernel, a sandbox) leaves the level absent.
-bool amx_permitted() noexcept {
-#if defined(__linux__) && defined(SYS_arch_prctl)
-  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  return ::syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
-#else
-  return false;
-#endif
-}
-
-bool has_amx() noexcept {
-  static const bool ok = has_avx512() && base::CpuFeatures::detected().amx_int8 && amx_permitted();
-  return ok;
-}
-
-#if defined(SKAINET_X86_KERNELS)
-// Copied here, in baseline code, from the ISA units' constant tables (initialized before any dynamic
-// initialization, so before this one).
-const IsaKernels amx_isa = [] {
-  IsaKernels k = x86::kAvx512Kernels;
-  k.name = "amx";
-  k.q4_0_feed = x86::kAmxInt8Kernels.q4_0_feed;
-  k.q8_0_feed = x86::kAmxInt8Kernels.q8_0_feed;
-  k.q4_k_feed = x86::kAmxInt8Kernels.q4_k_feed;
-  k.q6_k_feed = x86::kAmxInt8Kernels.q6_k_feed;
-  k.iq4_xs = x86::kAmxInt8Kernels.iq4_xs;
-  k.q2_k = x86::kAmxInt8Kernels.q2_k;
-  k.q3_k = x86::kAmxInt8Kernels.q3_k;
-  const auto& f = base::CpuFeatures::detected();
-  if (f.amx_bf16 && f.avx512bf16) {
-    k.f16_tiles = x86::kAmxBf16Kernels.f16_tiles;
-    k.bf16_tiles = x86::kAmxBf16Kernels.bf16_tiles;
-    k.split_bf16_pairs = x86::kAmxBf16Kernels.split_bf16_pairs;
-  }
-  return k;
-}();
-#endif
-
 }  // namespace
-
-namespace x86 {
-const IsaKernels* amx_kernels() noexcept {
-#if defined(SKAINET_X86_KERNELS)
-  return has_amx() ? &amx_isa : nullptr;
-#else
-  return nullptr;
-#endif
-}
-}  // namespace x86
 
 const char* isa_level_name(IsaLevel level) noexcept {
   switch (level) {
@@ -396,12 +296,19 @@ const char* isa_level_name(IsaLevel level) noexcept {
 
 const KernelTable* table_for(IsaLevel level) noexcept {
 #if defined(SKAINET_X86_KERNELS)
-  static const KernelTable avx2 = make_table<&x86::kAvx2Kernels>();
-  static const KernelTable avx512 = make_table<&x86::kAvx512Kernels>();
-  if (level == IsaLevel::Avx2) return has_avx2() ? &avx2 : nullptr;
-  if (level == IsaLevel::Avx512) return has_avx512() ? &avx512 : nullptr;
-  static const KernelTable amx = make_table<&amx_isa>();
-  if (level == IsaLevel::Amx) return has_amx() ? &amx : nullptr;
+  if (level != IsaLevel::Reference && !x86::level(level)) return nullptr;
+  if (level == IsaLevel::Avx2) {
+    static const KernelTable avx2 = make_table<IsaLevel::Avx2>();
+    return &avx2;
+  }
+  if (level == IsaLevel::Avx512) {
+    static const KernelTable avx512 = make_table<IsaLevel::Avx512>();
+    return &avx512;
+  }
+  if (level == IsaLevel::Amx) {
+    static const KernelTable amx = make_table<IsaLevel::Amx>();
+    return &amx;
+  }
 #endif
   return level == IsaLevel::Reference ? &reference_table() : nullptr;
 }

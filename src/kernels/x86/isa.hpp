@@ -1,16 +1,20 @@
-// The contract between the x86 dispatch (x86/dispatch.cpp, compiled for the baseline CPU) and the
-// per-ISA translation units (matmul_avx2.cpp, matmul_avx512.cpp, matmul_amx.cpp, compiled with
-// -mavx2 / -mavx512* / -mamx-*).
+// The contract between the x86 dispatch (x86/level.cpp and x86/dispatch.cpp, compiled for the
+// baseline CPU) and the per-ISA translation units (matmul_avx2.cpp, matmul_avx512.cpp, matmul_amx.cpp,
+// compiled with -mavx2 / -mavx512* / -mamx-*): each level's kernels as one row per weight type, plus
+// the entries that do not depend on the weight's format.
 // Private to src/kernels.
 //
 // The ISA units see raw pointers only, never a Tensor: an inline function of a shared header that
 // a -mavx512f unit emits out of line may be the copy the linker keeps for every caller, and would
 // then run AVX-512 code on a CPU without it. So the functions here have internal linkage (anonymous
-// namespace), the rest is plain data, and the ISA units include only this, <immintrin.h> and C headers.
+// namespace), the rest is plain data, and the ISA units include only this, <immintrin.h>, C headers
+// and the type ids of skainet/format.hpp (an enum; they call none of its functions).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#include "skainet/core/format.hpp"
 
 // The ISA units' tile loops must be fully unrolled for the accumulators to live in registers (GCC
 // keeps an array of vectors in memory otherwise).
@@ -113,26 +117,32 @@ struct GemmT {
 
 using GemmTFn = void (*)(const GemmT&) noexcept;
 
+// One weight type's kernels at one level: its row, designated-initialized in the ISA unit. dispatch
+// (x86/level.cpp) indexes the rows by type once; a type without a row, or a null kernel in it, goes
+// to the reference kernels.
+struct FormatKernels {
+  GgmlType type = GgmlType::F32;
+  Act act = Act::None;            // what gemv and feed read: prepared x rows, or (None) x as F32
+  GemvFn gemv = nullptr;          // BlockOrder::RowMajor weights
+  GemvFn feed = nullptr;          // BlockOrder::Interleaved16 weights (feed_tiles.hpp), same act
+  GemmTFn transposed = nullptr;   // dense: the weight viewed transposed (output dimension contiguous)
+  // Dense: against x Act::Bf16Pairs (x row r of n written by IsaKernels::split_bf16_pairs).
+  GemvFn tiles = nullptr;
+};
+
 struct IsaKernels {
   const char* name;
   // x: k floats (k a multiple of the block); dst: act_layout(..., k).row_bytes bytes, 64-byte aligned.
   void (*quantize_q8x32)(const float* x, int64_t k, std::byte* dst) noexcept;
   void (*quantize_q8x256)(const float* x, int64_t k, std::byte* dst) noexcept;
-  GemvFn f32, f16, bf16;                       // dense: x F32, any k
-  GemvFn q4_0, q4_1, q5_0, q5_1, q8_0;         // x Q8x32
-  GemvFn q4_k, q5_k, q6_k;                     // x Q8x256
-  GemmTFn f32_t, f16_t;                        // dense, output dimension contiguous
-  GemvFn q4_0_feed, q8_0_feed;                 // BlockOrder::Interleaved16, x Q8x32 (feed_tiles.hpp)
-  GemvFn q4_k_feed, q6_k_feed;                 // BlockOrder::Interleaved16, x Q8x256
+  const FormatKernels* formats;  // format_count rows, one per type the level accelerates
+  int64_t format_count;
   // out[j] = softmax(score(x))[j] over j in [begin, end), 0 for the other j < n, score(v) = scale * v
   // capped to softcap * tanh(score / softcap) when softcap > 0; contiguous rows, out may be x.
   void (*softmax_row)(const float* x, float* out, int64_t begin, int64_t end, int64_t n, float scale,
                       float softcap) noexcept;
-  GemvFn iq4_nl, iq4_xs;                       // x Q8x32 (prefill: the legacy tiles) / Q8x256 (one-row dots only)
-  GemvFn q2_k, q3_k;                           // x Q8x256 (one-row dots simd_q23_k.hpp, tiles k_tiles.hpp)
-  // Dense weights against x Bf16Pairs (null where the level has no such tiles); x row r of n written
-  // into `prepared` (bf16_pairs_bytes(n, k)) by split_bf16_pairs.
-  GemvFn f16_tiles, bf16_tiles;
+  // Writes x row r of n into `prepared` (bf16_pairs_bytes(n, k)) for the rows' `tiles` kernels; null
+  // where the level has none.
   void (*split_bf16_pairs)(const float* x, int64_t k, int64_t r, int64_t n, std::byte* prepared) noexcept;
   // Contiguous rows of n elements (rows.hpp); out may be an input.
   void (*swiglu_row)(const float* gate, const float* up, float* out, int64_t n) noexcept;
@@ -140,28 +150,32 @@ struct IsaKernels {
   void (*f32_to_f16_row)(const float* x, uint16_t* out, int64_t n) noexcept;
 };
 
-// The AMX level's own entries (matmul_amx.cpp); dispatch.cpp puts them into a copy of the AVX-512
-// table, which the AMX kernels also call for what their tiles do not cover.
-struct AmxInt8Kernels {
-  GemvFn q4_0_feed, q8_0_feed;  // BlockOrder::Interleaved16, x Q8x32
-  GemvFn q4_k_feed, q6_k_feed;  // BlockOrder::Interleaved16, x Q8x256
-  GemvFn iq4_xs, q2_k, q3_k;    // file order, x Q8x256
-};
-
-// The AMX-BF16 entries (matmul_amx_bf16.cpp), put into the AMX table where the CPU has AMX-BF16.
-struct AmxBf16Kernels {
-  GemvFn f16_tiles, bf16_tiles;
+// Rows a level lays over another's (the AMX units over AVX-512's): a kernel named here replaces the
+// one the base row has, the base keeps the rest.
+struct OverlayKernels {
+  const FormatKernels* formats;
+  int64_t format_count;
   void (*split_bf16_pairs)(const float* x, int64_t k, int64_t r, int64_t n, std::byte* prepared) noexcept;
 };
+
+namespace {
+
+// The row of `type` in a level's rows (a row of nulls where it has none): what the AMX units hand
+// the AVX-512 kernels that cover what their tiles leave. A scan of a few rows, once per call.
+inline FormatKernels row_of(const IsaKernels& k, GgmlType type) noexcept {
+  for (int64_t i = 0; i < k.format_count; ++i)
+    if (k.formats[i].type == type) return k.formats[i];
+  return FormatKernels{.type = type};
+}
+
+}  // namespace
 
 // Defined in the ISA units (data, not code: safe to name from the baseline unit).
 extern const IsaKernels kAvx2Kernels;
 extern const IsaKernels kAvx512Kernels;
-extern const AmxInt8Kernels kAmxInt8Kernels;
-extern const AmxBf16Kernels kAmxBf16Kernels;
-
-// The AMX level's table (kAvx512Kernels with kAmxInt8Kernels), or null when this CPU or the OS
-// does not let this process use AMX tiles. Defined in dispatch.cpp (baseline code).
-const IsaKernels* amx_kernels() noexcept;
+// The AMX level is AVX-512's with these laid over it: the AMX-INT8 tiles (matmul_amx.cpp), and the
+// AMX-BF16 ones (matmul_amx_bf16.cpp) where the CPU has AMX-BF16.
+extern const OverlayKernels kAmxInt8Kernels;
+extern const OverlayKernels kAmxBf16Kernels;
 
 }  // namespace skainet::kernels::x86

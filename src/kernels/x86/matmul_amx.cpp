@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "kernels/x86/amx_tiles.hpp"
 #include "kernels/x86/block_scales.hpp"
@@ -473,13 +474,38 @@ void amx_tiles_split(const Gemv& g, int64_t groups, int64_t rows) noexcept {
   }
 }
 
-void q4_0_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles<AmxQ4_0>>(g, kAvx512Kernels.q4_0_feed, true); }
-void q8_0_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles<AmxQ8_0>>(g, kAvx512Kernels.q8_0_feed, true); }
-void q4_k_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitQ4_K>>(g, kAvx512Kernels.q4_k_feed, true); }
-void q6_k_feed(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitQ6_K>>(g, kAvx512Kernels.q6_k_feed, true); }
-void iq4_xs(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitRows<IQ4_XSRow>>>(g, kAvx512Kernels.iq4_xs, true); }
-void q2_k(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitRows<Q2_KRow>>>(g, kAvx512Kernels.q2_k, true); }
-void q3_k(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitRows<Q3_KRow>>>(g, kAvx512Kernels.q3_k, true); }
+void q4_0_feed(const Gemv& g) noexcept {
+  gemm_in_tiles<&amx_tiles<AmxQ4_0>>(g, avx512_row<GgmlType::Q4_0>().feed, true);
+}
+void q8_0_feed(const Gemv& g) noexcept {
+  gemm_in_tiles<&amx_tiles<AmxQ8_0>>(g, avx512_row<GgmlType::Q8_0>().feed, true);
+}
+void q4_k_feed(const Gemv& g) noexcept {
+  gemm_in_tiles<&amx_tiles_split<SplitQ4_K>>(g, avx512_row<GgmlType::Q4_K>().feed, true);
+}
+void q6_k_feed(const Gemv& g) noexcept {
+  gemm_in_tiles<&amx_tiles_split<SplitQ6_K>>(g, avx512_row<GgmlType::Q6_K>().feed, true);
+}
+void iq4_xs(const Gemv& g) noexcept {
+  gemm_in_tiles<&amx_tiles_split<SplitRows<IQ4_XSRow>>>(g, avx512_row<GgmlType::IQ4_XS>().gemv, true);
+}
+void q2_k(const Gemv& g) noexcept {
+  gemm_in_tiles<&amx_tiles_split<SplitRows<Q2_KRow>>>(g, avx512_row<GgmlType::Q2_K>().gemv, true);
+}
+void q3_k(const Gemv& g) noexcept {
+  gemm_in_tiles<&amx_tiles_split<SplitRows<Q3_KRow>>>(g, avx512_row<GgmlType::Q3_K>().gemv, true);
+}
+
+// The kernels laid over the AVX-512 rows (isa.hpp): feed orders and three file-order K formats.
+constexpr FormatKernels kFormats[] = {
+    {.type = GgmlType::Q4_0, .act = Act::Q8x32, .feed = &q4_0_feed},
+    {.type = GgmlType::Q8_0, .act = Act::Q8x32, .feed = &q8_0_feed},
+    {.type = GgmlType::Q4_K, .act = Act::Q8x256, .feed = &q4_k_feed},
+    {.type = GgmlType::Q6_K, .act = Act::Q8x256, .feed = &q6_k_feed},
+    {.type = GgmlType::IQ4_XS, .act = Act::Q8x256, .gemv = &iq4_xs},
+    {.type = GgmlType::Q2_K, .act = Act::Q8x256, .gemv = &q2_k},
+    {.type = GgmlType::Q3_K, .act = Act::Q8x256, .gemv = &q3_k},
+};
 
 }  // namespace
 
@@ -499,7 +525,8 @@ void q3_k(const Gemv& g) noexcept { gemm_in_tiles<&amx_tiles_split<SplitRows<Q3_
 #undef SKAINET_SPLIT_BH
 #undef SKAINET_SPLIT_BL
 
-const AmxInt8Kernels kAmxInt8Kernels = {&q4_0_feed, &q8_0_feed, &q4_k_feed, &q6_k_feed, &iq4_xs, &q2_k, &q3_k};
+const OverlayKernels kAmxInt8Kernels = {
+    .formats = kFormats, .format_count = std::size(kFormats), .split_bf16_pairs = nullptr};
 
 }  // namespace skainet::kernels::x86
 

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "kernels/x86/amx_tiles.hpp"
 #include "kernels/x86/isa.hpp"
@@ -196,8 +197,18 @@ void dense_tiles(const Gemv& g, int64_t groups, int64_t rows) noexcept {
 }
 
 // The tiles read x's BF16 parts, the AVX-512 kernel its F32 rows (Act::Bf16Pairs).
-void f16_tiles(const Gemv& g) noexcept { gemm_in_tiles<&dense_tiles<F16Weight>>(g, kAvx512Kernels.f16, g.k % kStep == 0); }
-void bf16_tiles(const Gemv& g) noexcept { gemm_in_tiles<&dense_tiles<BF16Weight>>(g, kAvx512Kernels.bf16, g.k % kStep == 0); }
+void f16_tiles(const Gemv& g) noexcept {
+  gemm_in_tiles<&dense_tiles<F16Weight>>(g, avx512_row<GgmlType::F16>().gemv, g.k % kStep == 0);
+}
+void bf16_tiles(const Gemv& g) noexcept {
+  gemm_in_tiles<&dense_tiles<BF16Weight>>(g, avx512_row<GgmlType::BF16>().gemv, g.k % kStep == 0);
+}
+
+// Laid over the AVX-512 rows (isa.hpp) where the CPU has AMX-BF16.
+constexpr FormatKernels kFormats[] = {
+    {.type = GgmlType::F16, .tiles = &f16_tiles},
+    {.type = GgmlType::BF16, .tiles = &bf16_tiles},
+};
 
 }  // namespace
 
@@ -206,7 +217,8 @@ void bf16_tiles(const Gemv& g) noexcept { gemm_in_tiles<&dense_tiles<BF16Weight>
 #undef SKAINET_TMM_XH
 #undef SKAINET_TMM_XL
 
-const AmxBf16Kernels kAmxBf16Kernels = {&f16_tiles, &bf16_tiles, &split_bf16_pairs};
+const OverlayKernels kAmxBf16Kernels = {
+    .formats = kFormats, .format_count = std::size(kFormats), .split_bf16_pairs = &split_bf16_pairs};
 
 }  // namespace skainet::kernels::x86
 
