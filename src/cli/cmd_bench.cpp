@@ -100,8 +100,7 @@ int run(const BenchArgs& a) {
   options.progress = false;
   options.force = a.force;
   auto e = generate::Engine::open(a.model, options);
-  text::Sampler greedy(e->tokenizer->vocab_size(), {.temperature = 0.0f});
-  generate::Generator gen = e->generator(greedy);
+  generate::Generator& gen = e->sequence->sample_with({.temperature = 0.0f});
   const auto ids = prompt_ids(a.n_prompt, static_cast<int32_t>(e->plan.model->vocab));
 
   std::vector<Result> results;

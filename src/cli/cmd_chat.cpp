@@ -138,8 +138,7 @@ int run_chat(GenerationArgs& a) {
 
   const uint64_t seed = a.resolve_seed();
   const int64_t ctx_cells = engine->plan.kv->ctx;
-  text::Sampler sampler(tok.vocab_size(), a.sampling, static_cast<uint32_t>(ctx_cells));
-  generate::Generator gen = engine->generator(sampler);
+  generate::Generator& gen = engine->sequence->sample_with(a.sampling);
   generate::Options options;
   options.max_tokens = a.n_predict;
   options.stop_at_eos = !a.ignore_eos;

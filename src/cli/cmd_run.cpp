@@ -24,7 +24,7 @@ void print_run_stats(const generate::Engine& e, const generate::Stats& s, uint64
              base::format_bytes(p.totals.scratch), p.profile, seed);
   struct rusage ru {};
   ::getrusage(RUSAGE_SELF, &ru);
-  const memory::ExecutionContext::ScratchStats& scratch = e.ctx->scratch_stats();
+  const memory::ExecutionContext::ScratchStats& scratch = e.sequence->ctx.scratch_stats();
   fmt::print(stderr, "skainet: step slab {} peak {} | layer slab peak {} | overflow {} in {} allocations | "
                      "scratch peak {}{} | peak RSS {} ({} bytes)\n",
              base::format_bytes(s.step_slab_bytes), base::format_bytes(s.step_slab_peak),
@@ -52,8 +52,7 @@ int run(GenerationArgs& a) {
   if (a.conversation) return run_chat(a);
   auto engine = open_engine(a);
   const uint64_t seed = a.resolve_seed();
-  text::Sampler sampler(engine->tokenizer->vocab_size(), a.sampling, engine->plan.kv->ctx);
-  generate::Generator gen = engine->generator(sampler);
+  generate::Generator& gen = engine->sequence->sample_with(a.sampling);
 
   if (!a.no_display_prompt) {
     fmt::print("{}", a.prompt);

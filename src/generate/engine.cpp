@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -33,23 +32,13 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& path, const En
   load::ResolvedGguf loader(e->header, e->plan);
   e->loaded = loader.load(e->scope, {.progress = options.progress, .threads = options.threads});
   e->tokenizer.emplace(text::Tokenizer::from_gguf(e->header));
-  if (options.sequence) {
-    e->kv.emplace(e->scope, *e->plan.kv);
-    const uint64_t layer_slab = std::max(e->plan.decode->layer_bytes, e->plan.prefill->layer_bytes);
-    e->llama.emplace(*e->plan.model, model::LlamaWeights::bind(e->loaded, *e->plan.model), *e->kv, layer_slab);
-    e->ctx = std::make_unique<memory::ExecutionContext>(options.threads);
-    e->ctx->reserve_scratch(e->plan.scratch.bytes);
-  }
+  if (options.sequence) e->sequence = e->new_sequence(options.threads);
   e->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return e;
 }
 
-uint64_t Engine::step_slab_bytes() const noexcept {
-  return std::max(plan.decode->step_bytes, plan.prefill->step_bytes);
-}
-
-Generator Engine::generator(text::Sampler& sampler) {
-  return Generator(*llama, *tokenizer, sampler, *ctx, {.step_slab_bytes = step_slab_bytes(), .prefill_chunk = plan.prefill->tokens});
+std::unique_ptr<Sequence> Engine::new_sequence(int threads) {
+  return std::make_unique<Sequence>(plan, scope, loaded, *tokenizer, threads);
 }
 
 }  // namespace skainet::generate

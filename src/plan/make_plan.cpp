@@ -41,11 +41,11 @@ void add_totals(MemoryPlan& p) {
       default: t.heap += d.spec.bytes; break;
     }
   }
-  if (p.kv) t.kv = checked_mul<uint64_t>(p.kv->bytes, p.slots, "kv cache bytes of all slots");
-  // Decode and prefill use the same slabs, sized for the larger of the two; each slot has its own.
-  if (p.decode)
-    t.slab = checked_mul<uint64_t>(std::max(p.decode->total(), p.prefill ? p.prefill->total() : 0), p.slots,
-                                   "slab bytes of all slots");
+  // Each slot is one sequence, with its own KV cache, slabs and scratch.
+  if (const std::optional<SequencePlan> s = p.sequence()) {
+    t.kv = checked_mul<uint64_t>(s->kv.bytes, p.slots, "kv cache bytes of all slots");
+    t.slab = checked_mul<uint64_t>(s->slab_bytes(), p.slots, "slab bytes of all slots");
+  }
   t.scratch = checked_mul<uint64_t>(p.scratch.bytes, p.slots, "matmul scratch of all slots");
   p.totals = t;
 }
@@ -53,14 +53,14 @@ void add_totals(MemoryPlan& p) {
 void suggest(MemoryPlan& p, const placement::MemoryProfile& profile, const placement::Platform& platform) {
   if (!p.budget || p.fits) return;
   const uint64_t over = p.totals.resident() - *p.budget;
-  if (p.kv && p.model) {
+  if (p.kv && p.prefill && p.model) {
     // The largest power-of-two context (at least 256) whose savings cover the excess.
     for (uint32_t ctx = p.kv->ctx / 2; ctx >= 256; ctx /= 2) {
-      KvCachePlan smaller = plan_kv(*p.model, ctx, p.kv->type, profile);
-      const uint64_t slab = std::max(estimate_slabs(*p.model, 1, ctx).total(),
-                                     p.prefill ? estimate_slabs(*p.model, p.prefill->tokens, ctx).total() : 0);
-      const uint64_t saves = (p.kv->bytes - smaller.bytes) * p.slots +
-                             (p.totals.slab - std::min(p.totals.slab, slab * p.slots));
+      const SequencePlan smaller =
+          SequencePlan::of(plan_kv(*p.model, ctx, p.kv->type, profile), estimate_slabs(*p.model, 1, ctx),
+                           estimate_slabs(*p.model, p.prefill->tokens, ctx), p.scratch);
+      const uint64_t saves = (p.kv->bytes - smaller.kv.bytes) * p.slots +
+                             (p.totals.slab - std::min(p.totals.slab, smaller.slab_bytes() * p.slots));
       if (saves >= over || ctx / 2 < 256) {
         p.suggestions.push_back({SuggestionKind::SmallerContext, fmt::format("--ctx {}", ctx), saves});
         break;
@@ -71,12 +71,12 @@ void suggest(MemoryPlan& p, const placement::MemoryProfile& profile, const place
       p.suggestions.push_back({SuggestionKind::SmallerKvType, "--kv-type f16", (p.kv->bytes - half.bytes) * p.slots});
     }
   }
-  if (p.prefill && p.model && p.prefill->tokens > 16) {
-    const uint64_t small =
-        std::max(estimate_slabs(*p.model, 16, p.kv ? p.kv->ctx : 0).total(), p.decode->total()) * p.slots +
-        estimate_scratch(p.tensors, platform, 16).bytes * p.slots;
+  if (p.kv && p.prefill && p.model && p.prefill->tokens > 16) {
+    const SequencePlan small = SequencePlan::of(*p.kv, *p.decode, estimate_slabs(*p.model, 16, p.kv->ctx),
+                                                estimate_scratch(p.tensors, platform, 16));
     const uint64_t now = p.totals.slab + p.totals.scratch;
-    if (now > small) p.suggestions.push_back({SuggestionKind::SmallerPrefillChunk, "--prefill-chunk 16", now - small});
+    const uint64_t then = (small.slab_bytes() + small.scratch_bytes) * p.slots;
+    if (now > then) p.suggestions.push_back({SuggestionKind::SmallerPrefillChunk, "--prefill-chunk 16", now - then});
   }
   uint64_t blow_up = 0;
   for (const auto& d : p.tensors)
@@ -137,6 +137,20 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
   if (options.available_memory && p.totals.resident() > *options.available_memory)
     p.warnings.push_back({PlanWarningKind::ExceedsAvailableMemory, p.totals.resident(), *options.available_memory});
   return p;
+}
+
+SequencePlan SequencePlan::of(const KvCachePlan& kv, const SlabPlan& decode, const SlabPlan& prefill,
+                              const ScratchPlan& scratch) {
+  return {.kv = kv,
+          .step_bytes = std::max(decode.step_bytes, prefill.step_bytes),
+          .layer_bytes = std::max(decode.layer_bytes, prefill.layer_bytes),
+          .scratch_bytes = scratch.bytes,
+          .prefill_chunk = prefill.tokens};
+}
+
+std::optional<SequencePlan> MemoryPlan::sequence() const {
+  if (!kv || !decode || !prefill) return std::nullopt;
+  return SequencePlan::of(*kv, *decode, *prefill, scratch);
 }
 
 bool MemoryPlan::has_warning(PlanWarningKind k) const noexcept {

@@ -189,8 +189,7 @@ Job Server::Impl::prepare(const Request& r) const {
 generate::Stats Server::Impl::generate(Slot& slot, const Job& job, const generate::TokenCallback& on_token) const {
   // A sampler's settings are fixed when it is made: a new one per request (its buffers are sized
   // here, not per token).
-  slot.sampler = text::Sampler(engine.tokenizer->vocab_size(), job.sampling, engine.plan.kv->ctx);
-  return slot.generator.generate_ids(job.ids, job.generation, on_token);
+  return slot.sample_with(job.sampling).generate_ids(job.ids, job.generation, on_token);
 }
 
 void Server::Impl::route(const std::shared_ptr<Exchange>& ex) {

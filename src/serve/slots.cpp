@@ -2,11 +2,12 @@
 //
 // What a slot shares and what it owns: the weights (views into the engine's ModelScope) and the
 // tokenizer are read-only after loading, so any number of slots read them at once. Everything a
-// forward pass writes is the slot's own: the KV cache, the layer slab (inside model::Llama), the
-// step slab (inside the Generator), the matmul scratch and the active-scope pointer (inside the
-// ExecutionContext). The kernels' thread pool is per ExecutionContext as well, so slots never enter
-// one pool together (a pool serializes outside dispatches on a mutex: sharing one would make the
-// slots take turns at every matmul); instead the --threads are divided between the slots.
+// forward pass writes is the slot's own generate::Sequence: the KV cache, the layer slab (inside
+// model::Llama), the step slab (inside the Generator), the matmul scratch and the active-scope
+// pointer (inside the ExecutionContext). The kernels' thread pool is per ExecutionContext as well,
+// so slots never enter one pool together (a pool serializes outside dispatches on a mutex: sharing
+// one would make the slots take turns at every matmul); instead the --threads are divided between
+// the slots.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -14,21 +15,6 @@
 #include "skainet/app/serve.hpp"
 
 namespace skainet::serve {
-namespace {
-
-uint64_t layer_slab_bytes(const plan::MemoryPlan& p) { return std::max(p.decode->layer_bytes, p.prefill->layer_bytes); }
-
-}  // namespace
-
-Slot::Slot(generate::Engine& e, int threads)
-    : kv(e.scope, *e.plan.kv),
-      llama(*e.plan.model, model::LlamaWeights::bind(e.loaded, *e.plan.model), kv, layer_slab_bytes(e.plan)),
-      ctx(threads),
-      sampler(e.tokenizer->vocab_size(), text::SamplerConfig{}, e.plan.kv->ctx),
-      generator(llama, *e.tokenizer, sampler, ctx,
-                {.step_slab_bytes = e.step_slab_bytes(), .prefill_chunk = e.plan.prefill->tokens}) {
-  ctx.reserve_scratch(e.plan.scratch.bytes);
-}
 
 SlotPool::SlotPool(size_t slots, size_t queue_limit) : size_(slots), queue_limit_(queue_limit) {
   if (slots == 0) throw InvalidArgument("a slot pool needs at least one slot");
@@ -42,7 +28,7 @@ SlotPool::SlotPool(generate::Engine& engine, size_t slots, int threads_per_slot,
   if (engine.plan.slots < slots)
     throw InvalidArgument(fmt::format("{} slots asked for, but the plan priced {}", slots, engine.plan.slots));
   slots_.reserve(slots);
-  for (size_t i = 0; i < slots; ++i) slots_.push_back(std::make_unique<Slot>(engine, threads_per_slot));
+  for (size_t i = 0; i < slots; ++i) slots_.push_back(engine.new_sequence(threads_per_slot));
 }
 
 SlotPool::~SlotPool() { close(); }

@@ -38,8 +38,7 @@ Output open_and_generate() {
   o.threads = 2;
   o.progress = false;
   auto e = generate::Engine::open(kStories, o);
-  text::Sampler greedy(e->tokenizer->vocab_size(), {.temperature = 0.0f});
-  generate::Generator gen = e->generator(greedy);
+  generate::Generator& gen = e->sequence->sample_with({.temperature = 0.0f});
   Output out;
   gen.generate("Once upon a time", {.max_tokens = 4}, [&](std::string_view piece, int32_t id) {
     out.text += piece;

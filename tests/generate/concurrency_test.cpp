@@ -26,9 +26,9 @@ std::vector<int32_t> greedy_ids(const fs::path& model, const char* prompt, int t
   o.threads = 2;
   o.progress = false;
   auto e = generate::Engine::open(model, o);
-  text::Sampler greedy(e->tokenizer->vocab_size(), {.temperature = 0.0f});
   std::vector<int32_t> ids;
-  e->generator(greedy).generate_ids(e->tokenizer->encode(prompt, true), {.max_tokens = tokens}, nullptr, &ids);
+  generate::Generator& gen = e->sequence->sample_with({.temperature = 0.0f});
+  gen.generate_ids(e->tokenizer->encode(prompt, true), {.max_tokens = tokens}, nullptr, &ids);
   return ids;
 }
 

@@ -36,8 +36,8 @@ Run greedy(const fs::path& file, bool file_order, const std::string& prompt, int
   Run r;
   for (const auto& d : e->plan.tensors) r.repacked += d.held_order != BlockOrder::RowMajor;
   EXPECT_EQ(static_cast<uint32_t>(r.repacked), e->loaded.stats.repacked);
-  text::Sampler sampler(e->tokenizer->vocab_size(), {.temperature = 0.0f});
-  e->generator(sampler).generate_ids(e->tokenizer->encode(prompt, true), {.max_tokens = tokens}, nullptr, &r.ids);
+  generate::Generator& gen = e->sequence->sample_with({.temperature = 0.0f});
+  gen.generate_ids(e->tokenizer->encode(prompt, true), {.max_tokens = tokens}, nullptr, &r.ids);
   return r;
 }
 
@@ -59,8 +59,7 @@ void expect_same_tokens(const fs::path& file, const std::string& prompt, int tok
   for (const auto& d : e->plan.tensors) repacked += d.held_order != BlockOrder::RowMajor;
   EXPECT_GT(repacked, 0u) << "the default profile repacked nothing";
   EXPECT_EQ(repacked, e->loaded.stats.repacked);
-  text::Sampler sampler(e->tokenizer->vocab_size(), {.temperature = 0.0f});
-  generate::Generator gen = e->generator(sampler);
+  generate::Generator& gen = e->sequence->sample_with({.temperature = 0.0f});
   const std::vector<int32_t> ids = e->tokenizer->encode(prompt, true);
   std::vector<int32_t> predicted{gen.prefill(ids, 0)};
   for (int i = 0; i + 1 < tokens; ++i)

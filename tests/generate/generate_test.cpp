@@ -40,8 +40,7 @@ TEST(Generate, StoriesGreedyTextEqualsLlamaCpp) {
   ASSERT_FALSE(expected.empty());
   for (const char* profile : {"default", "in-memory"}) {
     auto e = open_stories(256, profile);
-    text::Sampler greedy(e->tokenizer->vocab_size(), {.temperature = 0.0f});
-    generate::Generator gen = e->generator(greedy);
+    generate::Generator& gen = e->sequence->sample_with({.temperature = 0.0f});
     std::string text;
     const generate::Stats s = gen.generate("Once upon a time", {.max_tokens = 128}, [&](std::string_view piece, int32_t) {
       text += piece;
@@ -60,9 +59,12 @@ TEST(Generate, PrefillInChunksGivesTheSameTokens) {
   text::Sampler greedy(e->tokenizer->vocab_size(), {.temperature = 0.0f});
   const std::vector<int32_t> prompt = e->tokenizer->encode("Once upon a time, there was a little girl", true);
   std::vector<int32_t> whole, chunked;
-  generate::Generator one(*e->llama, *e->tokenizer, greedy, *e->ctx, {.step_slab_bytes = e->step_slab_bytes(), .prefill_chunk = 64});
+  generate::Sequence& seq = *e->sequence;
+  generate::Generator one(seq.llama, *e->tokenizer, greedy, seq.ctx,
+                          {.step_slab_bytes = seq.plan.step_bytes, .prefill_chunk = 64});
   one.generate_ids(prompt, {.max_tokens = 16}, nullptr, &whole);
-  generate::Generator three(*e->llama, *e->tokenizer, greedy, *e->ctx, {.step_slab_bytes = e->step_slab_bytes(), .prefill_chunk = 3});
+  generate::Generator three(seq.llama, *e->tokenizer, greedy, seq.ctx,
+                            {.step_slab_bytes = seq.plan.step_bytes, .prefill_chunk = 3});
   three.generate_ids(prompt, {.max_tokens = 16}, nullptr, &chunked);
   EXPECT_EQ(whole, chunked);
 }
@@ -70,9 +72,10 @@ TEST(Generate, PrefillInChunksGivesTheSameTokens) {
 TEST(Generate, SeededSamplingIsReproducible) {
   auto e = open_stories();
   auto run = [&](uint64_t seed) {
-    text::Sampler s(e->tokenizer->vocab_size(), {.temperature = 0.9f, .top_k = 40, .top_p = 0.95f, .seed = seed});
     std::vector<int32_t> ids;
-    e->generator(s).generate_ids(e->tokenizer->encode("Once upon a time", true), {.max_tokens = 32}, nullptr, &ids);
+    generate::Generator& gen =
+        e->sequence->sample_with({.temperature = 0.9f, .top_k = 40, .top_p = 0.95f, .seed = seed});
+    gen.generate_ids(e->tokenizer->encode("Once upon a time", true), {.max_tokens = 32}, nullptr, &ids);
     return ids;
   };
   EXPECT_EQ(run(7), run(7));
@@ -81,18 +84,19 @@ TEST(Generate, SeededSamplingIsReproducible) {
 
 TEST(Generate, StopsWhenTheContextIsFull) {
   auto e = open_stories(16);
-  text::Sampler greedy(e->tokenizer->vocab_size(), {.temperature = 0.0f});
-  const generate::Stats s = e->generator(greedy).generate("Once upon a time", {.max_tokens = 100}, nullptr);
+  generate::Generator& gen = e->sequence->sample_with({.temperature = 0.0f});
+  const generate::Stats s = gen.generate("Once upon a time", {.max_tokens = 100}, nullptr);
   EXPECT_EQ(s.stop, generate::StopReason::ContextFull);
   EXPECT_EQ(s.prompt_tokens + s.generated_tokens, 17) << "16 cells, and the last token is sampled, not stored";
-  EXPECT_THROW(e->generator(greedy).generate(std::string(200, 'a'), {}, nullptr), InvalidArgument);
+  EXPECT_THROW(gen.generate(std::string(200, 'a'), {}, nullptr), InvalidArgument);
 }
 
 TEST(Generate, DecodeStepsMakeNoHeapAllocationsInSteadyState) {
   if (!test::allocation_counter_available()) GTEST_SKIP() << "malloc is owned by the sanitizer in this build";
   auto e = open_stories();
-  text::Sampler sampler(e->tokenizer->vocab_size(), {.temperature = 0.8f, .top_k = 40, .top_p = 0.9f, .repeat_penalty = 1.1f});
-  generate::Generator gen = e->generator(sampler);
+  generate::Generator& gen =
+      e->sequence->sample_with({.temperature = 0.8f, .top_k = 40, .top_p = 0.9f, .repeat_penalty = 1.1f});
+  text::Sampler& sampler = e->sequence->sampler;
   const std::vector<int32_t> prompt = e->tokenizer->encode("Once upon a time", true);
   int32_t tok = gen.prefill(prompt, 0);
   int64_t pos = static_cast<int64_t>(prompt.size());
@@ -129,13 +133,12 @@ TEST(Generate, PlannedScratchIsWhatTheMatmulsAsk) {
     auto e = generate::Engine::open(file, o);
     const plan::ScratchPlan& planned = e->plan.scratch;
     EXPECT_EQ(e->plan.totals.scratch, planned.bytes);
-    EXPECT_EQ(e->ctx->scratch_stats().held, planned.bytes);
+    EXPECT_EQ(e->sequence->ctx.scratch_stats().held, planned.bytes);
     if (std::string_view(type) != "F16") EXPECT_GT(planned.bytes, 0u) << "every x86 level prepares 8-bit rows";
     std::vector<int32_t> prompt(e->plan.prefill->tokens);
     for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(1 + i % 200);
-    text::Sampler greedy(e->tokenizer->vocab_size(), {.temperature = 0.0f});
-    e->generator(greedy).generate_ids(prompt, {.max_tokens = 4}, nullptr, nullptr);
-    const memory::ExecutionContext::ScratchStats& used = e->ctx->scratch_stats();
+    e->sequence->sample_with({.temperature = 0.0f}).generate_ids(prompt, {.max_tokens = 4}, nullptr, nullptr);
+    const memory::ExecutionContext::ScratchStats& used = e->sequence->ctx.scratch_stats();
     EXPECT_EQ(used.peak, planned.bytes) << "largest call " << planned.tensor << " x " << planned.rows;
     EXPECT_EQ(used.growths, 0u) << "a call asked more than the plan priced";
   }
@@ -167,15 +170,14 @@ TEST(Generate, SynthBigramModelFollowsItsPlantedSuccessors) {
     o.threads = 2;
     o.progress = false;
     auto e = generate::Engine::open(file, o);
-    text::Sampler greedy(e->tokenizer->vocab_size(), {.temperature = 0.0f});
     const std::vector<int32_t> prompt = e->tokenizer->encode("Once upon a time", true);
     std::vector<int32_t> ids;
-    generate::Generator gen = e->generator(greedy);
+    generate::Generator& gen = e->sequence->sample_with({.temperature = 0.0f});
     gen.generate_ids(prompt, {.max_tokens = 24}, nullptr, &ids);
     // The plan's slabs hold every family's step (its extra buffers are planned, not overflowed).
     EXPECT_EQ(gen.step_stats().total_overflow_count, 0u);
-    EXPECT_EQ(e->llama->layer_stats().total_overflow_count, 0u);
-    EXPECT_EQ(e->ctx->scratch_stats().growths, 0u) << "the plan's matmul scratch was too small";
+    EXPECT_EQ(e->sequence->llama.layer_stats().total_overflow_count, 0u);
+    EXPECT_EQ(e->sequence->ctx.scratch_stats().growths, 0u) << "the plan's matmul scratch was too small";
     ASSERT_GE(ids.size(), 8u) << "the chain reached end-of-sequence early; pick another seed";
     int32_t previous = prompt.back();
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -216,9 +218,9 @@ TEST(Generate, Llama3RopeFreqsDivideTheAngles) {
     std::vector<int32_t> prompt(240);
     for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(3 + (i * 37) % 500);
     std::vector<float> out;
-    memory::ForwardScope step({.slab_bytes = e->step_slab_bytes()});
-    e->ctx->step(step, [&] {
-      const Tensor logits = e->llama->forward(*e->ctx, prompt, 0);
+    memory::ForwardScope step({.slab_bytes = e->sequence->plan.step_bytes});
+    e->sequence->ctx.step(step, [&] {
+      const Tensor logits = e->sequence->llama.forward(e->sequence->ctx, prompt, 0);
       out.assign(logits.data<float>(), logits.data<float>() + logits.numel());
     });
     return out;

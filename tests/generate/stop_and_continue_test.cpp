@@ -35,9 +35,9 @@ std::pair<std::string, bool> feed(const std::vector<std::string>& stops, const s
 }
 
 std::string greedy_text(generate::Engine& e, const generate::Options& options, generate::Stats* stats = nullptr) {
-  text::Sampler greedy(e.tokenizer->vocab_size(), {.temperature = 0.0f});
   std::string text;
-  const generate::Stats s = e.generator(greedy).generate("Once upon a time", options, [&](std::string_view piece, int32_t) {
+  generate::Generator& gen = e.sequence->sample_with({.temperature = 0.0f});
+  const generate::Stats s = gen.generate("Once upon a time", options, [&](std::string_view piece, int32_t) {
     text += piece;
     return true;
   });
@@ -77,8 +77,7 @@ TEST(Generate, StopStringEndsGenerationAndIsNotShown) {
 
 TEST(Generate, ContinuingFromTheCacheGivesWhatAFreshRunGives) {
   auto e = open_stories();
-  text::Sampler greedy(e->tokenizer->vocab_size(), {.temperature = 0.0f});
-  generate::Generator gen = e->generator(greedy);
+  generate::Generator& gen = e->sequence->sample_with({.temperature = 0.0f});
   const std::vector<int32_t> first = e->tokenizer->encode("Once upon a time", true);
   std::vector<int32_t> out;
   gen.generate_ids(first, {.max_tokens = 20}, nullptr, &out);
@@ -102,8 +101,7 @@ TEST(Generate, ContinuingFromTheCacheGivesWhatAFreshRunGives) {
 TEST(Generate, StopStringsAddNoHeapAllocationsPerToken) {
   if (!test::allocation_counter_available()) GTEST_SKIP() << "malloc is owned by the sanitizer in this build";
   auto e = open_stories();
-  text::Sampler greedy(e->tokenizer->vocab_size(), {.temperature = 0.0f});
-  generate::Generator gen = e->generator(greedy);
+  generate::Generator& gen = e->sequence->sample_with({.temperature = 0.0f});
   generate::Options options{.max_tokens = 0};
   options.stop_strings = {"zebra crossing", "<|im_end|>"};
   const std::vector<int32_t> prompt = e->tokenizer->encode("Once upon a time", true);

@@ -47,14 +47,14 @@ int run(int argc, char** argv) {
   const uint32_t n_vocab = e->plan.model->vocab;
 
   skainet_peer::LogitsWriter out(out_path, n_vocab, prompt);
-  memory::ForwardScope step({.slab_bytes = e->step_slab_bytes()});
+  memory::ForwardScope step({.slab_bytes = e->sequence->plan.step_bytes});
   std::span<const int32_t> batch(prompt);
   int64_t pos = 0;
   int32_t tok = 0, fed = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < n_steps; ++i) {
-    e->ctx->step(step, [&] {
-      const Tensor logits = e->llama->forward(*e->ctx, batch, pos);
+    e->sequence->ctx.step(step, [&] {
+      const Tensor logits = e->sequence->llama.forward(e->sequence->ctx, batch, pos);
       if (static_cast<uint64_t>(logits.numel()) != n_vocab) throw Error("logits are not [1, vocab]");
       tok = skainet_peer::argmax(logits.data<float>(), n_vocab);
       out.step(tok, logits.data<float>());

@@ -154,6 +154,30 @@ TEST(Plan, SlotsMultiplyKvCacheAndSlabsOnly) {
   EXPECT_THROW(plan_stories(profile, {.ctx = 256, .slots = 0}), InvalidArgument);
 }
 
+// A sequence's sizes are stated once, final: each slab the larger of decode's and prefill's (a prefill
+// chunk of one token gives decode's), and the totals are the slots times them.
+TEST(Plan, SequencePlanHoldsTheLargerSlabsAndTheTotalsCountIt) {
+  const auto profile = placement::MemoryProfile::preset("default");
+  for (const uint32_t chunk : {1u, 64u}) {
+    SCOPED_TRACE(chunk);
+    const MemoryPlan p = plan_stories(profile, {.ctx = 256, .prefill_chunk = chunk, .slots = 3});
+    const std::optional<SequencePlan> s = p.sequence();
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->kv, *p.kv);
+    EXPECT_EQ(s->step_bytes, std::max(p.decode->step_bytes, p.prefill->step_bytes));
+    EXPECT_EQ(s->layer_bytes, std::max(p.decode->layer_bytes, p.prefill->layer_bytes));
+    EXPECT_EQ(s->slab_bytes(), std::max(p.decode->total(), p.prefill->total()));
+    EXPECT_EQ(s->scratch_bytes, p.scratch.bytes);
+    EXPECT_EQ(s->prefill_chunk, chunk);
+    EXPECT_EQ(p.totals.kv, 3 * s->kv.bytes);
+    EXPECT_EQ(p.totals.slab, 3 * s->slab_bytes());
+    EXPECT_EQ(p.totals.scratch, 3 * s->scratch_bytes);
+    EXPECT_EQ(from_json(to_json(p)).sequence(), s);
+  }
+  const auto vocab = gguf::read_header(std::string(SKAINET_SHARED_MODELS) + "/vocab/ggml-vocab-llama-spm.gguf");
+  EXPECT_FALSE(make_plan(vocab, profile, placement::Platform::detect(), {}, {}).sequence()) << "no model, no sequence";
+}
+
 // The matmul scratch is priced from the platform's kernels: the widest weight a matmul reads, at the
 // prefill chunk (here a stand-in kernel that prepares F32 rows as k bytes each), per slot.
 TEST(Plan, ScratchIsTheWidestMatmulAtThePrefillChunk) {

@@ -105,13 +105,14 @@ EagerRun run_eager(const fs::path& model, bool dense_f32, GgmlType kv, const std
   if (dense_f32) o.overrides.uniform = placement::WeightForm::dense_in_memory();
   auto e = generate::Engine::open(model, o);
   EagerRun out;
-  memory::ForwardScope step({.slab_bytes = e->step_slab_bytes()});
-  e->ctx->step(step, [&] {
-    const Tensor l = e->llama->forward(*e->ctx, ids, 0, model::Logits::All);
+  memory::ForwardScope step({.slab_bytes = e->sequence->plan.step_bytes});
+  e->sequence->ctx.step(step, [&] {
+    const Tensor l = e->sequence->llama.forward(e->sequence->ctx, ids, 0, model::Logits::All);
     out.prefill = {{l.data<float>(), l.data<float>() + l.numel()}, l.dim(0), l.dim(1)};
   });
-  e->ctx->step(step, [&] {
-    const Tensor l = e->llama->forward(*e->ctx, std::span<const int32_t>(&next, 1), static_cast<int64_t>(ids.size()));
+  e->sequence->ctx.step(step, [&] {
+    const Tensor l = e->sequence->llama.forward(e->sequence->ctx, std::span<const int32_t>(&next, 1),
+                                                static_cast<int64_t>(ids.size()));
     out.decode = {{l.data<float>(), l.data<float>() + l.numel()}, 1, l.dim(-1)};
   });
   return out;

@@ -108,8 +108,8 @@ std::unique_ptr<generate::Engine> open_stories(uint32_t slots) {
 }
 
 // Greedy prefill + decode on one slot; returns the tokens.
-std::vector<int32_t> greedy(Slot& slot, const generate::Engine& e, std::span<const int32_t> prompt, int steps) {
-  slot.sampler = text::Sampler(e.tokenizer->vocab_size(), {.temperature = 0}, e.plan.kv->ctx);
+std::vector<int32_t> greedy(Slot& slot, std::span<const int32_t> prompt, int steps) {
+  slot.sample_with({.temperature = 0});
   std::vector<int32_t> out;
   int32_t t = slot.generator.prefill(prompt, 0);
   int64_t pos = static_cast<int64_t>(prompt.size());
@@ -125,7 +125,7 @@ TEST(ServeSlots, PlanPricesEverySlot) {
   EXPECT_EQ(three->plan.totals.kv, kSlots * one->plan.totals.kv);
   EXPECT_EQ(three->plan.totals.slab, kSlots * one->plan.totals.slab);
   EXPECT_EQ(three->plan.totals.mapped, one->plan.totals.mapped);  // the weights are shared
-  EXPECT_FALSE(three->kv || three->llama || three->ctx) << "sequence = false builds no sequence of its own";
+  EXPECT_FALSE(three->sequence) << "sequence = false builds no sequence of its own";
   EXPECT_THROW(SlotPool(*one, 2, 1, 0), InvalidArgument) << "more slots than the plan priced";
 }
 
@@ -142,7 +142,7 @@ TEST(ServeSlots, ConcurrentSlotsDecodeWithoutAllocatingAndAsAlone) {
   std::vector<std::vector<int32_t>> alone;
   {
     std::optional<SlotPool::Lease> l = pool.acquire();
-    for (const auto& p : prompts) alone.push_back(greedy(l->slot(), *engine, tok.encode(p, true), kWarmSteps + kCountedSteps));
+    for (const auto& p : prompts) alone.push_back(greedy(l->slot(), tok.encode(p, true), kWarmSteps + kCountedSteps));
   }
 
   uint64_t before = 0, after = 0;
@@ -157,7 +157,7 @@ TEST(ServeSlots, ConcurrentSlotsDecodeWithoutAllocatingAndAsAlone) {
     workers.emplace_back([&, i] {
       Slot& slot = leases[i].slot();
       const std::vector<int32_t> prompt = tok.encode(prompts[i], true);
-      slot.sampler = text::Sampler(tok.vocab_size(), {.temperature = 0}, engine->plan.kv->ctx);
+      slot.sample_with({.temperature = 0});
       int32_t t = slot.generator.prefill(prompt, 0);
       int64_t pos = static_cast<int64_t>(prompt.size());
       together[i].push_back(t);

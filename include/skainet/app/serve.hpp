@@ -1,5 +1,5 @@
 // skainet::serve — an OpenAI-compatible HTTP server over one planned model: N slots share the loaded
-// weights, each with its own KV cache, slabs, execution context and generator.
+// weights, each a generate::Sequence with its own KV cache, slabs, execution context and generator.
 //
 //   generate::EngineOptions eo;  eo.plan.slots = 2;  eo.sequence = false;    // weights + tokenizer only
 //   auto engine = generate::Engine::open("model.gguf", eo);                  // plan priced for 2 slots
@@ -106,19 +106,9 @@ std::string models_json(std::string_view model, int64_t created);
 
 // ---- slots (slots.cpp) ----
 
-// One sequence's own state over the shared weights: KV cache, model view (its own layer slab),
-// execution context (its own thread pool), sampler and generator (its own step slab).
-struct Slot {
-  Slot(generate::Engine& engine, int threads);
-  Slot(const Slot&) = delete;
-  Slot& operator=(const Slot&) = delete;
-
-  load::KvCacheStore kv;
-  model::Llama llama;
-  memory::ExecutionContext ctx;
-  text::Sampler sampler;  // replaced per request (its configuration is fixed at construction)
-  generate::Generator generator;
-};
+// A slot is one sequence over the shared weights (KV cache, model view, execution context with its own
+// thread pool, sampler, generator), built by the engine from the plan.
+using Slot = generate::Sequence;
 
 struct SlotCounts {
   size_t slots = 0, busy = 0, waiting = 0;

@@ -1,9 +1,10 @@
 // skainet::generate::Engine — everything `skainet run` and `skainet bench` set up, in the order of
-// DESIGN.md §7: header → plan → load (obeying the plan) → KV cache → model → tokenizer.
+// DESIGN.md §7: header → plan → load (obeying the plan) → tokenizer → a Sequence (KV cache, model,
+// context, generator).
 //
 //   generate::EngineOptions o;  o.plan.ctx = 512;  o.threads = 2;
 //   auto e = generate::Engine::open("model.gguf", o);          // BudgetError before any payload read
-//   generate::Generator gen = e->generator(sampler);
+//   generate::Generator& gen = e->sequence->sample_with(sampling);
 #pragma once
 
 #include <filesystem>
@@ -11,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "skainet/model/generate.hpp"
+#include "skainet/model/sequence.hpp"
 
 namespace skainet::generate {
 
@@ -24,8 +25,8 @@ struct EngineOptions {
   // open() refuses, before loading anything, a plan whose resident total exceeds
   // plan.available_memory (load::BudgetError) unless this is set.
   bool force = false;
-  // false: load the weights and the tokenizer only; the caller builds its own KV caches, models and
-  // contexts from the plan (serve's slots, plan.slots of them). true: one sequence (kv, llama, ctx).
+  // false: load the weights and the tokenizer only; the caller builds its own sequences over them
+  // (serve's slots, plan.slots of them, with new_sequence). true: one sequence of its own.
   bool sequence = true;
 };
 
@@ -33,19 +34,16 @@ class Engine {
  public:
   static std::unique_ptr<Engine> open(const std::filesystem::path& path, const EngineOptions& options);
 
-  Generator generator(text::Sampler& sampler);
-  // Slab sizes the plan gives for a step (the larger of decode and prefill).
-  uint64_t step_slab_bytes() const noexcept;
+  // A sequence over the loaded weights, its KV cache allocated in `scope`, its context `threads` wide.
+  std::unique_ptr<Sequence> new_sequence(int threads);
 
   gguf::Header header;
   placement::MemoryProfile profile;
   plan::MemoryPlan plan;
   memory::ModelScope scope{"model"};
   load::LoadedModel loaded;
-  std::optional<load::KvCacheStore> kv;
-  std::optional<model::Llama> llama;
   std::optional<text::Tokenizer> tokenizer;  // from the same header: metadata only
-  std::unique_ptr<memory::ExecutionContext> ctx;
+  std::unique_ptr<Sequence> sequence;         // null when opened with sequence = false
   double load_seconds = 0;
 
  private:

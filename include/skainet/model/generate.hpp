@@ -2,8 +2,9 @@
 // per decode step, with the step scope reset at every step boundary (zero heap allocations per step in
 // steady state), streaming text through a callback.
 //
-//   generate::Generator gen(llama, tokenizer, sampler, ctx, {.step_slab_bytes = plan.prefill->step_bytes,
-//                                                            .prefill_chunk = plan.prefill->tokens});
+//   plan::SequencePlan seq = *plan.sequence();
+//   generate::Generator gen(llama, tokenizer, sampler, ctx, {.step_slab_bytes = seq.step_bytes,
+//                                                            .prefill_chunk = seq.prefill_chunk});
 //   generate::Stats s = gen.generate("Once upon a time", {.max_tokens = 128},
 //                                    [](std::string_view piece, int32_t) { std::cout << piece; return true; });
 //   generate::Options o{.max_tokens = 64};  o.stop_strings = {"\nUser:"};     // stops before "\nUser:"
@@ -23,7 +24,7 @@
 namespace skainet::generate {
 
 struct GeneratorConfig {
-  uint64_t step_slab_bytes = 0;   // the plan's step slab (the larger of decode and prefill)
+  uint64_t step_slab_bytes = 0;   // plan::SequencePlan::step_bytes
   uint32_t prefill_chunk = 64;    // tokens per prefill step
 };
 

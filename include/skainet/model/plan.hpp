@@ -62,6 +62,21 @@ struct ScratchPlan {
 ScratchPlan estimate_scratch(const std::vector<placement::Decision>& tensors, const placement::Platform& platform,
                              uint32_t rows);
 
+// What one sequence reserves, each size final: decode and prefill run through the same two slabs,
+// so each slab is the larger of the two (prefill's whenever its chunk is a token or more). A
+// generate::Sequence is built from this alone; nobody compares decode and prefill again.
+struct SequencePlan {
+  KvCachePlan kv;
+  uint64_t step_bytes = 0;     // the step slab
+  uint64_t layer_bytes = 0;    // the layer slab
+  uint64_t scratch_bytes = 0;  // the matmul scratch, reserved at load
+  uint32_t prefill_chunk = 0;  // tokens per prefill step
+  uint64_t slab_bytes() const noexcept { return step_bytes + layer_bytes; }
+  static SequencePlan of(const KvCachePlan& kv, const SlabPlan& decode, const SlabPlan& prefill,
+                         const ScratchPlan& scratch);
+  friend bool operator==(const SequencePlan&, const SequencePlan&) = default;
+};
+
 struct Totals {
   uint64_t file = 0;       // all tensor bytes in the file
   uint64_t mapped = 0, heap = 0, pages = 0, kv = 0, slab = 0, scratch = 0;  // kv, slab, scratch: all slots
@@ -120,6 +135,8 @@ struct MemoryPlan {
   std::vector<Suggestion> suggestions;
   std::vector<PlanWarning> warnings;
   bool has_warning(PlanWarningKind k) const noexcept;
+  // One sequence's final sizes, from kv, decode, prefill and scratch (absent without a model).
+  std::optional<SequencePlan> sequence() const;
   friend bool operator==(const MemoryPlan&, const MemoryPlan&) = default;
 };
 
