@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "record/lowering.hpp"
+#include "skainet/op_constants.hpp"
 
 namespace skainet::record::detail {
 
@@ -55,12 +56,12 @@ hlo::Value Lowering::silu(const hlo::Value& x) {
   return f_.multiply(x, sig);
 }
 
-// ggml_gelu_f32 (the reference kernel's gelu_of): 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x²))).
+// ggml_gelu_f32 (the reference kernel's gelu_of), with its constants (op_constants.hpp).
 hlo::Value Lowering::gelu(const hlo::Value& x) {
-  const hlo::Value ax = f_.multiply(splat(0.044715f, x.type), x);
+  const hlo::Value ax = f_.multiply(splat(kernels::kGeluCoefA, x.type), x);
   const hlo::Value ax2 = f_.multiply(ax, x);
   const hlo::Value inner = f_.add(splat(1.0f, x.type), ax2);
-  const hlo::Value cx = f_.multiply(splat(0.79788456080286535587989211986876f, x.type), x);
+  const hlo::Value cx = f_.multiply(splat(kernels::kSqrt2OverPi, x.type), x);
   const hlo::Value arg = f_.multiply(cx, inner);
   const hlo::Value t = f_.unary("tanh", arg);
   const hlo::Value one_t = f_.add(splat(1.0f, x.type), t);
