@@ -34,27 +34,6 @@ void fill(const Tensor& t, float value) {
 
 }  // namespace
 
-std::string_view op_kind_name(OpKind k) noexcept {
-  switch (k) {
-    case OpKind::Matmul: return "matmul";
-    case OpKind::Add: return "add";
-    case OpKind::Mul: return "mul";
-    case OpKind::Scale: return "scale";
-    case OpKind::Silu: return "silu";
-    case OpKind::Swiglu: return "swiglu";
-    case OpKind::RmsNorm: return "rms_norm";
-    case OpKind::Rope: return "rope";
-    case OpKind::Softmax: return "softmax";
-    case OpKind::Attention: return "attention";
-    case OpKind::GatherRows: return "gather_rows";
-    case OpKind::Copy: return "copy";
-    case OpKind::WriteRows: return "write_rows";
-    case OpKind::Geglu: return "geglu";
-    case OpKind::Softcap: return "softcap";
-  }
-  return "?";
-}
-
 ExecutionContext::ExecutionContext(int threads, const kernels::KernelTable& table) : pool_(threads), table_(&table) {}
 
 void ExecutionContext::AlignedFree::operator()(std::byte* p) const noexcept {

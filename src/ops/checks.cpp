@@ -6,9 +6,15 @@
 
 namespace skainet::ops::detail {
 
-void symbolic_in_eager_op(const memory::OpCall& call, const Tensor& t) {
+void symbolic_in_eager_op(const OpCall& call, const Tensor& t) {
   throw InvalidArgument(fmt::format("ops::{}: {} is a recorded value (shapes only) and the context is not recording",
-                                    memory::op_kind_name(call.kind), t.describe()));
+                                    opset::op_kind_name(call.kind), t.describe()));
+}
+
+void inputs_off_the_list(const OpCall& call) {
+  const opset::OpInfo& op = opset::op_info(call.kind);
+  throw InvalidArgument(fmt::format("ops::{}: recorded with {} inputs; the op list gives it {} to {}", op.name,
+                                    call.inputs.size(), op.min_inputs, op.max_inputs));
 }
 
 void require_live(const Tensor& t, std::string_view op, std::string_view arg) {

@@ -5,8 +5,12 @@
 #include <string_view>
 
 #include "skainet/compute/ops.hpp"
+#include "skainet/compute/opset.hpp"
 
 namespace skainet::ops::detail {
+
+using opset::OpCall;
+using opset::OpKind;
 
 // Liveness (StorageClosedException) and definedness of an input.
 void require_live(const Tensor& t, std::string_view op, std::string_view arg);
@@ -21,12 +25,16 @@ void require_softcap(float cap, std::string_view op, bool zero_means_none);
 void require_window(int64_t window, std::string_view op);
 
 // A recorded (symbolic) tensor reaching a kernel: it has no bytes.
-[[noreturn]] void symbolic_in_eager_op(const memory::OpCall& call, const Tensor& t);
+[[noreturn]] void symbolic_in_eager_op(const OpCall& call, const Tensor& t);
+// A call with more or fewer inputs than the op list gives its op (InvalidArgument, while recording).
+[[noreturn]] void inputs_off_the_list(const OpCall& call);
 
 // The recording seam: when the context records, the call goes to its recorder and the op skips its
-// kernel (returns true); otherwise the kernel runs (false), which symbolic tensors cannot feed.
-inline bool recorded(ExecutionContext& ctx, const memory::OpCall& call) {
-  if (memory::Recorder* r = ctx.recorder()) {
+// kernel (returns true); otherwise the kernel runs (false), which symbolic tensors cannot feed. A
+// recorder may rely on the op list's arity (the lowering reads inputs by index).
+inline bool recorded(ExecutionContext& ctx, const OpCall& call) {
+  if (opset::Recorder* r = ctx.recorder()) {
+    if (!opset::takes_inputs(call.kind, call.inputs.size())) inputs_off_the_list(call);
     r->record(call);
     return true;
   }

@@ -40,7 +40,7 @@ void check_copy(const Tensor& src, const Tensor& dst) {
 void copy(ExecutionContext& ctx, const Tensor& src, const Tensor& dst) {
   check_copy(src, dst);
   const Tensor* in[] = {&src};
-  if (!recorded(ctx, {.kind = memory::OpKind::Copy, .inputs = in, .output = dst})) ctx.kernels().copy(src, dst);
+  if (!recorded(ctx, {.kind = OpKind::Copy, .inputs = in, .output = dst})) ctx.kernels().copy(src, dst);
 }
 
 void write_rows(ExecutionContext& ctx, const Tensor& src, const Tensor& dst, int64_t row) {
@@ -52,7 +52,7 @@ void write_rows(ExecutionContext& ctx, const Tensor& src, const Tensor& dst, int
   const Tensor target = dst.rows(row, src.dim(0));
   check_copy(src, target);
   const Tensor* in[] = {&src};
-  if (!recorded(ctx, {.kind = memory::OpKind::WriteRows, .inputs = in, .output = dst, .position = row}))
+  if (!recorded(ctx, {.kind = OpKind::WriteRows, .inputs = in, .output = dst, .attrs = {.position = row}}))
     ctx.kernels().copy(src, target);
 }
 
@@ -75,7 +75,7 @@ Tensor gather_rows(ExecutionContext& ctx, const Tensor& table, std::span<const i
       throw InvalidArgument(fmt::format("{}: id {} at index {} is outside the table's {} rows", kOp, ids[i], i, table.dim(0)));
   Tensor out = output(ctx, Shape{static_cast<int64_t>(ids.size()), table.dim(1)}, kOp);
   const Tensor* in[] = {&table};
-  if (!recorded(ctx, {.kind = memory::OpKind::GatherRows, .inputs = in, .output = out, .ids = ids}))
+  if (!recorded(ctx, {.kind = OpKind::GatherRows, .inputs = in, .output = out, .ids = ids}))
     ctx.kernels().gather_rows(table, ids.data(), static_cast<int64_t>(ids.size()), out);
   return out;
 }

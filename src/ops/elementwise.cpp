@@ -6,7 +6,7 @@ using namespace detail;
 
 namespace {
 
-Tensor binary(ExecutionContext& ctx, const Tensor& a, const Tensor& b, std::string_view op, memory::OpKind kind,
+Tensor binary(ExecutionContext& ctx, const Tensor& a, const Tensor& b, std::string_view op, OpKind kind,
               void (*kernel)(const Tensor&, const Tensor&, const Tensor&) noexcept) {
   require_f32(a, op, "a");
   require_f32(b, op, "b");
@@ -18,7 +18,7 @@ Tensor binary(ExecutionContext& ctx, const Tensor& a, const Tensor& b, std::stri
 }
 
 // A gated activation, act(gate) * up, same shapes (swiglu, geglu).
-Tensor gated(ExecutionContext& ctx, const Tensor& gate, const Tensor& up, std::string_view op, memory::OpKind kind,
+Tensor gated(ExecutionContext& ctx, const Tensor& gate, const Tensor& up, std::string_view op, OpKind kind,
              void (*kernel)(const Tensor&, const Tensor&, const Tensor&) noexcept) {
   require_f32(gate, op, "gate");
   require_f32(up, op, "up");
@@ -32,19 +32,19 @@ Tensor gated(ExecutionContext& ctx, const Tensor& gate, const Tensor& up, std::s
 }  // namespace
 
 Tensor add(ExecutionContext& ctx, const Tensor& a, const Tensor& b) {
-  return binary(ctx, a, b, "ops::add", memory::OpKind::Add, ctx.kernels().add);
+  return binary(ctx, a, b, "ops::add", OpKind::Add, ctx.kernels().add);
 }
 
 Tensor mul(ExecutionContext& ctx, const Tensor& a, const Tensor& b) {
-  return binary(ctx, a, b, "ops::mul", memory::OpKind::Mul, ctx.kernels().mul);
+  return binary(ctx, a, b, "ops::mul", OpKind::Mul, ctx.kernels().mul);
 }
 
 Tensor swiglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up) {
-  return gated(ctx, gate, up, "ops::swiglu", memory::OpKind::Swiglu, ctx.kernels().swiglu);
+  return gated(ctx, gate, up, "ops::swiglu", OpKind::Swiglu, ctx.kernels().swiglu);
 }
 
 Tensor geglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up) {
-  return gated(ctx, gate, up, "ops::geglu", memory::OpKind::Geglu, ctx.kernels().geglu);
+  return gated(ctx, gate, up, "ops::geglu", OpKind::Geglu, ctx.kernels().geglu);
 }
 
 Tensor softcap(ExecutionContext& ctx, const Tensor& x, float cap) {
@@ -52,7 +52,7 @@ Tensor softcap(ExecutionContext& ctx, const Tensor& x, float cap) {
   require_softcap(cap, "ops::softcap", false);
   Tensor out = output(ctx, x.shape(), "ops::softcap");
   const Tensor* in[] = {&x};
-  if (!recorded(ctx, {.kind = memory::OpKind::Softcap, .inputs = in, .output = out, .factor = cap}))
+  if (!recorded(ctx, {.kind = OpKind::Softcap, .inputs = in, .output = out, .attrs = {.cap = cap}}))
     ctx.kernels().softcap(x, cap, out);
   return out;
 }
@@ -61,7 +61,7 @@ Tensor scale(ExecutionContext& ctx, const Tensor& x, float s) {
   require_f32(x, "ops::scale", "x");
   Tensor out = output(ctx, x.shape(), "ops::scale");
   const Tensor* in[] = {&x};
-  if (!recorded(ctx, {.kind = memory::OpKind::Scale, .inputs = in, .output = out, .factor = s}))
+  if (!recorded(ctx, {.kind = OpKind::Scale, .inputs = in, .output = out, .attrs = {.scale = s}}))
     ctx.kernels().scale(x, s, out);
   return out;
 }
@@ -70,7 +70,7 @@ Tensor silu(ExecutionContext& ctx, const Tensor& x) {
   require_f32(x, "ops::silu", "x");
   Tensor out = output(ctx, x.shape(), "ops::silu");
   const Tensor* in[] = {&x};
-  if (!recorded(ctx, {.kind = memory::OpKind::Silu, .inputs = in, .output = out})) ctx.kernels().silu(x, out);
+  if (!recorded(ctx, {.kind = OpKind::Silu, .inputs = in, .output = out})) ctx.kernels().silu(x, out);
   return out;
 }
 

@@ -44,7 +44,7 @@ void matmul_into(ExecutionContext& ctx, const Tensor& x, const Tensor& w, const 
   if (!(out.shape() == shape))
     throw InvalidArgument(fmt::format("{}: output {} should be {}", kOp, out.shape().to_string(), shape.to_string()));
   const Tensor* in[] = {&x, &w};
-  if (recorded(ctx, {.kind = memory::OpKind::Matmul, .inputs = in, .output = out})) return;
+  if (recorded(ctx, {.kind = OpKind::Matmul, .inputs = in, .output = out})) return;
   const int64_t items = w.rank() == 3 ? w.dim(0) * w.dim(1) : w.dim(0);
   const int64_t threads = static_cast<int64_t>(ctx.pool().size());
   // Each chunk gets at least kMinChunkMacs multiply-adds: a hand-off to another thread costs

@@ -16,7 +16,9 @@ Tensor rms_norm(ExecutionContext& ctx, const Tensor& x, const Tensor& weight, fl
   }
   Tensor out = output(ctx, x.shape(), kOp);
   const Tensor* in[] = {&x, &weight};
-  if (!recorded(ctx, {.kind = memory::OpKind::RmsNorm, .inputs = {in, weight.defined() ? 2u : 1u}, .output = out, .eps = eps}))
+  const OpCall call{.kind = OpKind::RmsNorm, .inputs = {in, weight.defined() ? 2u : 1u}, .output = out,
+                    .attrs = {.eps = eps}};
+  if (!recorded(ctx, call))
     ctx.kernels().rms_norm(x, weight, eps, out);
   return out;
 }
@@ -38,8 +40,9 @@ Tensor rope(ExecutionContext& ctx, const Tensor& x, int64_t pos0, const RopePara
   }
   Tensor out = output(ctx, x.shape(), kOp);
   const Tensor* in[] = {&x, &freq_factors};
-  if (!recorded(ctx, {.kind = memory::OpKind::Rope, .inputs = {in, freq_factors.defined() ? 2u : 1u}, .output = out,
-                      .position = pos0, .rope = params}))
+  const OpCall call{.kind = OpKind::Rope, .inputs = {in, freq_factors.defined() ? 2u : 1u}, .output = out,
+                    .attrs = {.position = pos0, .rope = params}};
+  if (!recorded(ctx, call))
     ctx.kernels().rope(x, pos0, params, freq_factors, out);
   return out;
 }
@@ -51,7 +54,7 @@ Tensor softmax(ExecutionContext& ctx, const Tensor& x, const SoftmaxParams& para
   require_softcap(params.softcap, kOp, true);
   Tensor out = output(ctx, x.shape(), kOp);
   const Tensor* in[] = {&x};
-  if (!recorded(ctx, {.kind = memory::OpKind::Softmax, .inputs = in, .output = out, .softmax = params}))
+  if (!recorded(ctx, {.kind = OpKind::Softmax, .inputs = in, .output = out, .attrs = {.softmax = params}}))
     ctx.kernels().softmax(x, params, out);
   return out;
 }

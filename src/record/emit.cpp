@@ -150,7 +150,7 @@ void Lowering::cache_write(const Node& n) {
   const hlo::Value converted = f_.convert(src, c.type.elem);
   const hlo::Value update = f_.reshape(converted, {1, src.type.dims[0], src.type.dims[1]});
   const hlo::Value layer = f_.constant_i32(static_cast<int32_t>(n.layer));
-  const hlo::Value row = position(n.op->position);
+  const hlo::Value row = position(n.op->attrs.position);
   const hlo::Value zero = f_.constant_i32(0);
   c = f_.dynamic_update_slice(c, update, {layer, row, zero});
 }

@@ -109,12 +109,12 @@ hlo::Value Lowering::engine_matmul(const MatmulOperands& m) {
 }
 
 hlo::Value Lowering::engine_attention(const Node& n) {
-  const kernels::AttentionParams& p = n.op->attention;
+  const kernels::AttentionParams& p = n.op->attrs.attention;
   const hlo::Value& q = value(n.inputs[0]);
   const Node& keys = g_.nodes[static_cast<size_t>(n.inputs[1])];
   if (keys.kind != NodeKind::CacheRead)
     throw Error(fmt::format("record {}: attention reads keys that are not a cache layer", tape_.entry.name));
-  const hlo::Value pos = position(n.op->position);
+  const hlo::Value pos = position(n.op->attrs.position);
   const plan::KvCachePlan& kv = tape_.kv;
   const std::vector<int64_t> scalars{q.type.dims[0], p.heads, p.kv_heads, p.head_dim, keys.layer,
                                      static_cast<int64_t>(kv.ctx), static_cast<int64_t>(kv.type),

@@ -9,58 +9,74 @@
 #include <fmt/format.h>
 
 #include "record/lowering.hpp"
+#include "skainet/compute/op_constants.hpp"
 
 namespace skainet::record::detail {
 
-using memory::OpKind;
-
 hlo::Value Lowering::op(const Node& n) {
-  const TapeOp& o = *n.op;
-  switch (o.kind) {
-    case OpKind::Matmul: return matmul(n);
-    case OpKind::Add: return binary(n, "add");
-    case OpKind::Mul: return binary(n, "multiply");
-    case OpKind::Scale: {
-      const hlo::Value& x = value(n.inputs[0]);
-      const hlo::Value s = splat(o.factor, x.type);
-      return f_.multiply(x, s);
-    }
-    case OpKind::Silu: return silu(value(n.inputs[0]));
-    case OpKind::Swiglu: {
-      const hlo::Value g = silu(value(n.inputs[0]));
-      return f_.multiply(g, value(n.inputs[1]));
-    }
-    case OpKind::Geglu: {
-      const hlo::Value g = gelu(value(n.inputs[0]));
-      return f_.multiply(g, value(n.inputs[1]));
-    }
-    case OpKind::Softcap: return softcap(value(n.inputs[0]), o.factor);
-    case OpKind::RmsNorm: return rms_norm(n);
-    case OpKind::Rope: return rope(n);
-    case OpKind::Attention: return form_ == KernelForm::Engine ? engine_attention(n) : attention(n);
-    case OpKind::GatherRows: return gather(n);
-    case OpKind::Copy: {
-      const Node& src = g_.nodes[static_cast<size_t>(n.inputs[0])];
-      if (src.kind == NodeKind::Parameter) return f_.convert(raw_weight(n.inputs[0]), elem_of(n.type));
-      return f_.convert(value(n.inputs[0]), elem_of(n.type));
-    }
-    case OpKind::Softmax:
-    case OpKind::WriteRows: break;
-  }
-  throw Error(fmt::format("record {}: op {} has no StableHLO lowering", tape_.entry.name, memory::op_kind_name(o.kind)));
+  using Rule = hlo::Value (Lowering::*)(const Node&);
+  static constexpr Rule kRules[] = {
+#define SKAINET_LOWERING_RULE(kind, name, min_inputs, max_inputs) &Lowering::lower_##name,
+      SKAINET_OPS(SKAINET_LOWERING_RULE)
+#undef SKAINET_LOWERING_RULE
+  };
+  return (this->*kRules[static_cast<size_t>(n.op->kind)])(n);
 }
+
+void Lowering::no_lowering(const Node& n) const {
+  throw Error(fmt::format("record {}: op {} has no StableHLO lowering", tape_.entry.name,
+                          opset::op_kind_name(n.op->kind)));
+}
+
+hlo::Value Lowering::lower_add(const Node& n) { return binary(n, "add"); }
+hlo::Value Lowering::lower_mul(const Node& n) { return binary(n, "multiply"); }
+
+hlo::Value Lowering::lower_scale(const Node& n) {
+  const hlo::Value& x = value(n.inputs[0]);
+  const hlo::Value s = splat(n.op->attrs.scale, x.type);
+  return f_.multiply(x, s);
+}
+
+hlo::Value Lowering::lower_silu(const Node& n) { return silu(value(n.inputs[0])); }
+
+hlo::Value Lowering::lower_swiglu(const Node& n) {
+  const hlo::Value g = silu(value(n.inputs[0]));
+  return f_.multiply(g, value(n.inputs[1]));
+}
+
+hlo::Value Lowering::lower_geglu(const Node& n) {
+  const hlo::Value g = gelu(value(n.inputs[0]));
+  return f_.multiply(g, value(n.inputs[1]));
+}
+
+hlo::Value Lowering::lower_softcap(const Node& n) { return softcap(value(n.inputs[0]), n.op->attrs.cap); }
+
+hlo::Value Lowering::lower_attention(const Node& n) {
+  return form_ == KernelForm::Engine ? engine_attention(n) : stablehlo_attention(n);
+}
+
+hlo::Value Lowering::lower_copy(const Node& n) {
+  const Node& src = g_.nodes[static_cast<size_t>(n.inputs[0])];
+  if (src.kind == NodeKind::Parameter) return f_.convert(raw_weight(n.inputs[0]), elem_of(n.type));
+  return f_.convert(value(n.inputs[0]), elem_of(n.type));
+}
+
+// A recorded model runs softmax only inside attention, which lowers its own.
+hlo::Value Lowering::lower_softmax(const Node& n) { no_lowering(n); }
+// write_rows becomes a CacheWrite node (graph.cpp), which emit.cpp lowers; never an Op node.
+hlo::Value Lowering::lower_write_rows(const Node& n) { no_lowering(n); }
 
 hlo::Value Lowering::silu(const hlo::Value& x) {
   const hlo::Value sig = f_.unary("logistic", x);
   return f_.multiply(x, sig);
 }
 
-// ggml_gelu_f32 (the reference kernel's gelu_of): 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x²))).
+// ggml_gelu_f32 (the reference kernel's gelu_of), with its constants (op_constants.hpp).
 hlo::Value Lowering::gelu(const hlo::Value& x) {
-  const hlo::Value ax = f_.multiply(splat(0.044715f, x.type), x);
+  const hlo::Value ax = f_.multiply(splat(kernels::kGeluCoefA, x.type), x);
   const hlo::Value ax2 = f_.multiply(ax, x);
   const hlo::Value inner = f_.add(splat(1.0f, x.type), ax2);
-  const hlo::Value cx = f_.multiply(splat(0.79788456080286535587989211986876f, x.type), x);
+  const hlo::Value cx = f_.multiply(splat(kernels::kSqrt2OverPi, x.type), x);
   const hlo::Value arg = f_.multiply(cx, inner);
   const hlo::Value t = f_.unary("tanh", arg);
   const hlo::Value one_t = f_.add(splat(1.0f, x.type), t);
@@ -95,7 +111,7 @@ Lowering::MatmulOperands Lowering::matmul_operands(const Node& n) {
           .order = held_order(g_, n.inputs[1]), .rows = rows, .k = k, .out = wn.shape[0]};
 }
 
-hlo::Value Lowering::matmul(const Node& n) {
+hlo::Value Lowering::lower_matmul(const Node& n) {
   const MatmulOperands m = matmul_operands(n);
   const hlo::Value y = form_ == KernelForm::Engine ? engine_matmul(m) : stablehlo_matmul(m);
   return f_.reshape(y, dims_of(n.shape));
@@ -118,7 +134,7 @@ hlo::Value Lowering::stablehlo_matmul(const MatmulOperands& m) {
                      : f_.dot_general(m.x, dense, {}, {}, {1}, {1}, {{m.rows, m.out}, hlo::Elem::F32});
 }
 
-hlo::Value Lowering::rms_norm(const Node& n) {
+hlo::Value Lowering::lower_rms_norm(const Node& n) {
   const hlo::Value& x = value(n.inputs[0]);
   const int64_t r = x.type.rank(), d = x.type.dims.back();
   std::vector<int64_t> outer(x.type.dims.begin(), x.type.dims.end() - 1), outer_map;
@@ -127,7 +143,7 @@ hlo::Value Lowering::rms_norm(const Node& n) {
   const hlo::Value sum = f_.reduce_sum(sq, {r - 1});
   const hlo::Value inv_d = splat(1.0f / static_cast<float>(d), sum.type);
   const hlo::Value mean = f_.multiply(sum, inv_d);
-  const hlo::Value eps = splat(n.op->eps, sum.type);
+  const hlo::Value eps = splat(n.op->attrs.eps, sum.type);
   const hlo::Value shifted = f_.add(mean, eps);
   const hlo::Value inv = f_.unary("rsqrt", shifted);
   const hlo::Value inv_b = f_.broadcast_in_dim(inv, x.type.dims, outer_map);
@@ -143,21 +159,21 @@ hlo::Value Lowering::rms_norm(const Node& n) {
 // Angles as the reference kernel takes them: (pos0 + t) · freq_scale · base^(-2i/dims), divided by the
 // freq_factors weight's entry i when the op has one (inputs[1]), pairs (2i, 2i+1) or, NeoX-style,
 // (i, i + dims/2); dims past the rotated ones pass through.
-hlo::Value Lowering::rope(const Node& n) {
-  const TapeOp& o = *n.op;
+hlo::Value Lowering::lower_rope(const Node& n) {
+  const kernels::RopeParams& p = n.op->attrs.rope;
   const hlo::Value& x_in = value(n.inputs[0]);
   const std::vector<int64_t> orig = x_in.type.dims;
   const int64_t tokens = orig[0], d = orig.back(), heads = x_in.type.numel() / (tokens * d);
-  const int64_t dims = o.rope.dims > 0 ? o.rope.dims : d, half = dims / 2;
+  const int64_t dims = p.dims > 0 ? p.dims : d, half = dims / 2;
   const hlo::Value x = f_.reshape(x_in, {tokens, heads, d});
 
   std::vector<float> inv_freq;
   for (int64_t i = 0; i < half; ++i)
-    inv_freq.push_back(static_cast<float>(static_cast<double>(o.rope.freq_scale) *
-                                          std::pow(static_cast<double>(o.rope.base), -2.0 * static_cast<double>(i) /
+    inv_freq.push_back(static_cast<float>(static_cast<double>(p.freq_scale) *
+                                          std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(i) /
                                                                                          static_cast<double>(dims))));
   const hlo::Value t_iota = f_.iota({{tokens}, hlo::Elem::I32}, 0);
-  const hlo::Value p0 = position(o.position);
+  const hlo::Value p0 = position(n.op->attrs.position);
   const hlo::Value p0b = f_.broadcast_in_dim(p0, {tokens}, {});
   const hlo::Value pos_i = f_.add(t_iota, p0b);
   const hlo::Value pos_f = f_.convert(pos_i, hlo::Elem::F32);
@@ -177,7 +193,7 @@ hlo::Value Lowering::rope(const Node& n) {
 
   const hlo::Value rot = f_.slice(x, {0, 0, 0}, {tokens, heads, dims});
   hlo::Value x0, x1;
-  if (o.rope.neox) {
+  if (p.neox) {
     x0 = f_.slice(rot, {0, 0, 0}, {tokens, heads, half});
     x1 = f_.slice(rot, {0, 0, half}, {tokens, heads, dims});
   } else {
@@ -192,7 +208,7 @@ hlo::Value Lowering::rope(const Node& n) {
   const hlo::Value o0 = f_.subtract(x0c, x1s);
   const hlo::Value o1 = f_.add(x0s, x1c);
   hlo::Value out;
-  if (o.rope.neox) {
+  if (p.neox) {
     out = f_.concatenate({o0, o1}, 2);
   } else {
     const hlo::Value a = f_.reshape(o0, {tokens, heads, half, 1});
@@ -210,13 +226,13 @@ hlo::Value Lowering::rope(const Node& n) {
 // softmax(q kᵀ · scale) v per head over the cache cells a query may see (cell j for query t when
 // j <= pos + t and, with a window, pos + t - j < window), the scores capped first when softcap > 0;
 // query head h reads KV head h / (heads / kv_heads).
-hlo::Value Lowering::attention(const Node& n) {
-  const kernels::AttentionParams& p = n.op->attention;
+hlo::Value Lowering::stablehlo_attention(const Node& n) {
+  const kernels::AttentionParams& p = n.op->attrs.attention;
   const hlo::Value& q = value(n.inputs[0]);
   const int64_t tokens = q.type.dims[0], H = p.heads, KV = p.kv_heads, hd = p.head_dim, group = H / KV;
   // With a static position only the first pos + n cells can be seen: the rest are not even read.
   const int64_t all_cells = value(n.inputs[1]).type.dims[0];
-  const int64_t cells = position_ ? all_cells : n.op->position + tokens;
+  const int64_t cells = position_ ? all_cells : n.op->attrs.position + tokens;
 
   auto heads_of = [&](int input) {
     const hlo::Value& c = value(n.inputs[static_cast<size_t>(input)]);
@@ -237,7 +253,7 @@ hlo::Value Lowering::attention(const Node& n) {
 
   const hlo::Value query = f_.iota({{tokens, cells}, hlo::Elem::I32}, 0);
   const hlo::Value cell = f_.iota({{tokens, cells}, hlo::Elem::I32}, 1);
-  const hlo::Value first = position(n.op->position);
+  const hlo::Value first = position(n.op->attrs.position);
   const hlo::Value first_b = f_.broadcast_in_dim(first, {tokens, cells}, {});
   const hlo::Value last_seen = f_.add(query, first_b);
   hlo::Value visible = f_.compare(cell, last_seen, "LE");
@@ -267,7 +283,7 @@ hlo::Value Lowering::attention(const Node& n) {
   return f_.reshape(by_token, {tokens, H * hd});
 }
 
-hlo::Value Lowering::gather(const Node& n) {
+hlo::Value Lowering::lower_gather_rows(const Node& n) {
   const TapeOp& o = *n.op;
   hlo::Value ids;
   int table = n.inputs[0];

@@ -39,12 +39,18 @@ class Lowering {
 
  private:
   void lower(int i);
-  hlo::Value op(const Node& n);
+  hlo::Value op(const Node& n);  // the rule of the node's op
   hlo::Value view(const Node& n);
   void cache_write(const Node& n);
   hlo::Value cache_read(const Node& n);
 
-  // lower_ops.cpp
+  // lower_ops.cpp: one rule per row of the op list (opset.hpp), which `op` dispatches to. An op with
+  // no StableHLO form refuses in its rule, naming itself.
+#define SKAINET_LOWERING_RULE(kind, name, min_inputs, max_inputs) hlo::Value lower_##name(const Node& n);
+  SKAINET_OPS(SKAINET_LOWERING_RULE)
+#undef SKAINET_LOWERING_RULE
+  [[noreturn]] void no_lowering(const Node& n) const;
+
   // A matmul's x as [rows, k] and its weight as held (bytes, encoding, block order).
   struct MatmulOperands {
     hlo::Value x, w;
@@ -53,13 +59,9 @@ class Lowering {
     int64_t rows, k, out;
   };
   MatmulOperands matmul_operands(const Node& n);
-  hlo::Value matmul(const Node& n);                           // either form, reshaped to the op's shape
   hlo::Value stablehlo_matmul(const MatmulOperands& m);
   hlo::Value binary(const Node& n, std::string_view name);
-  hlo::Value rms_norm(const Node& n);
-  hlo::Value rope(const Node& n);
-  hlo::Value attention(const Node& n);
-  hlo::Value gather(const Node& n);
+  hlo::Value stablehlo_attention(const Node& n);
   hlo::Value silu(const hlo::Value& x);
   hlo::Value gelu(const hlo::Value& x);
   hlo::Value softcap(const hlo::Value& x, float cap);

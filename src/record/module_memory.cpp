@@ -19,7 +19,7 @@ uint64_t f32_bytes(int64_t elements) { return static_cast<uint64_t>(elements) * 
 uint64_t working_bytes(const ComputeGraph& g, const Node& n, KernelForm form) {
   if (n.kind != NodeKind::Op) return 0;
   const TapeOp& op = *n.op;
-  if (op.kind == memory::OpKind::Matmul) {
+  if (op.kind == opset::OpKind::Matmul) {
     const Node& x = g.nodes[static_cast<size_t>(n.inputs[0])];
     const Node& w = g.nodes[static_cast<size_t>(n.inputs[1])];
     const int64_t k = x.shape[x.shape.rank() - 1], rows = x.shape.numel() / k, out = w.shape[0];
@@ -28,13 +28,13 @@ uint64_t working_bytes(const ComputeGraph& g, const Node& n, KernelForm form) {
     // of the flat form) write the weight in f32 once per call.
     return rows == 1 && form == KernelForm::StableHlo ? 0 : f32_bytes(out * k);
   }
-  if (op.kind == memory::OpKind::Attention && form != KernelForm::Engine) {
+  if (op.kind == opset::OpKind::Attention && form != KernelForm::Engine) {
     // Keys and values of the cells read, in f32, and the scores of every head.
     const Node& keys = g.nodes[static_cast<size_t>(n.inputs[1])];
     const Node& q = g.nodes[static_cast<size_t>(n.inputs[0])];
     const int64_t tokens = q.shape[0];
-    const int64_t cells = g.tape->entry.dynamic_position ? keys.shape[0] : op.position + tokens;
-    return 2 * f32_bytes(cells * keys.shape[1]) + f32_bytes(op.attention.heads * tokens * cells);
+    const int64_t cells = g.tape->entry.dynamic_position ? keys.shape[0] : op.attrs.position + tokens;
+    return 2 * f32_bytes(cells * keys.shape[1]) + f32_bytes(op.attrs.attention.heads * tokens * cells);
   }
   return 0;
 }

@@ -6,23 +6,14 @@ namespace skainet::record {
 namespace {
 
 // Appends every op call to the tape; the model's tensors are symbolic, so nothing is computed.
-class TapeRecorder final : public memory::Recorder {
+class TapeRecorder final : public opset::Recorder {
  public:
-  TapeRecorder(Tape& tape, SymbolicScope& scope, std::span<const int32_t> tokens)
-      : tape_(tape), scope_(scope), tokens_(tokens) {}
+  TapeRecorder(Tape& tape, std::span<const int32_t> tokens) : tape_(tape), tokens_(tokens) {}
 
-  memory::Scope& scope() override { return scope_; }
-
-  void record(const memory::OpCall& call) override {
-    TapeOp op{.kind = call.kind, .output = TensorRef::of(call.output)};
+  void record(const opset::OpCall& call) override {
+    TapeOp op{.kind = call.kind, .output = TensorRef::of(call.output), .attrs = call.attrs};
     for (const Tensor* t : call.inputs) op.inputs.push_back(TensorRef::of(*t));
-    op.eps = call.eps;
-    op.factor = call.factor;
-    op.position = call.position;
-    op.rope = call.rope;
-    op.softmax = call.softmax;
-    op.attention = call.attention;
-    if (call.kind == memory::OpKind::GatherRows) {
+    if (call.kind == opset::OpKind::GatherRows) {
       // Identity, not value: the entry's token argument is this exact buffer.
       op.ids_are_tokens = call.ids.data() == tokens_.data() && call.ids.size() == tokens_.size();
       if (!op.ids_are_tokens) op.ids.assign(call.ids.begin(), call.ids.end());
@@ -39,7 +30,6 @@ class TapeRecorder final : public memory::Recorder {
   }
 
   Tape& tape_;
-  SymbolicScope& scope_;
   std::span<const int32_t> tokens_;
 };
 
@@ -86,9 +76,9 @@ Tape record_entry(model::Llama& llama, const load::LoadedModel& weights, const l
   // dynamic-position entry, every op position is taken relative to the position argument.
   const std::vector<int32_t> tokens(static_cast<size_t>(entry.tokens), 0);
   memory::ExecutionContext ctx(1);
-  TapeRecorder recorder(tape, scope, tokens);
+  TapeRecorder recorder(tape, tokens);
   {
-    auto recording = ctx.record_with(recorder);
+    auto recording = ctx.record_with(recorder, scope);
     const Tensor logits = llama.forward(ctx, tokens, 0, entry.logits);
     tape.result = TensorRef::of(logits);
   }

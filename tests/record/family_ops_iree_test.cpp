@@ -68,17 +68,12 @@ Tensor program(memory::ExecutionContext& ctx, const std::map<std::string, Tensor
 }
 
 // Appends every op to a tape, as the engine's recorder does (src/record/tape.cpp).
-class Recorder final : public memory::Recorder {
+class Recorder final : public opset::Recorder {
  public:
-  Recorder(Tape& tape, SymbolicScope& scope) : tape_(tape), scope_(scope) {}
-  memory::Scope& scope() override { return scope_; }
-  void record(const memory::OpCall& call) override {
-    TapeOp op{.kind = call.kind, .output = TensorRef::of(call.output)};
+  explicit Recorder(Tape& tape) : tape_(tape) {}
+  void record(const opset::OpCall& call) override {
+    TapeOp op{.kind = call.kind, .output = TensorRef::of(call.output), .attrs = call.attrs};
     for (const Tensor* t : call.inputs) op.inputs.push_back(TensorRef::of(*t));
-    op.factor = call.factor;
-    op.position = call.position;
-    op.rope = call.rope;
-    op.attention = call.attention;
     const uint64_t id = call.output.storage().id();
     if (!tape_.sources.count(id)) tape_.sources[id] = Source{.shape = call.output.shape(), .type = call.output.type()};
     tape_.ops.push_back(std::move(op));
@@ -86,7 +81,6 @@ class Recorder final : public memory::Recorder {
 
  private:
   Tape& tape_;
-  SymbolicScope& scope_;
 };
 
 // A dynamic-position entry is recorded at position 0: its op positions are relative to the argument.
@@ -102,8 +96,8 @@ Tape record_program(const std::string& name, bool dynamic, bool neox) {
     w.emplace(x.name, std::move(t));
   }
   memory::ExecutionContext ctx(1);
-  Recorder recorder(tape, scope);
-  auto recording = ctx.record_with(recorder);
+  Recorder recorder(tape);
+  auto recording = ctx.record_with(recorder, scope);
   tape.result = TensorRef::of(program(ctx, w, dynamic ? 0 : kPosition, neox));
   return tape;
 }

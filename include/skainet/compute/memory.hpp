@@ -28,6 +28,10 @@
 #include "skainet/core/tensor.hpp"
 #include "skainet/core/thread_pool.hpp"
 
+namespace skainet::opset {
+class Recorder;  // the op vocabulary's recording seam (opset.hpp), the layer above this one
+}
+
 namespace skainet::memory {
 
 enum class ScopeKind : uint8_t { Model, Forward, Ambient };
@@ -151,41 +155,6 @@ class ForwardScope final : public Scope {
 // value has no step to outlive and is returned as it is.
 Tensor retain(const Tensor& t, Scope& to);
 
-// ---- The recording seam (DESIGN.md §4) ----
-// Every op checks its inputs and draws its output as usual, then either runs its kernel or, when the
-// context has a Recorder, hands the call to it instead. Under a recorder the model code runs
-// unchanged on symbolic tensors (shapes, formats, identities; no bytes), so the recorded program is
-// the eager one, op for op.
-enum class OpKind : uint8_t {
-  Matmul, Add, Mul, Scale, Silu, Swiglu, RmsNorm, Rope, Softmax, Attention, GatherRows, Copy, WriteRows,
-  Geglu, Softcap,
-};
-std::string_view op_kind_name(OpKind k) noexcept;
-
-struct OpCall {
-  OpKind kind;
-  std::span<const Tensor* const> inputs;
-  const Tensor& output;  // the op's output, or the destination it writes into (Copy, WriteRows)
-  // Attributes; which apply depends on the kind.
-  float eps = 0;          // RmsNorm
-  float factor = 1;       // Scale; Softcap's cap
-  // Rope's first position, Attention's offset, WriteRows' first row: always a position of the
-  // forward pass, so a recorder may make it the runtime position argument.
-  int64_t position = 0;
-  kernels::RopeParams rope{};
-  kernels::SoftmaxParams softmax{};
-  kernels::AttentionParams attention{};
-  std::span<const int32_t> ids;  // GatherRows
-};
-
-class Recorder {
- public:
-  virtual ~Recorder() = default;
-  // The scope recorded values come from (symbolic storage); it stays active while recording.
-  virtual Scope& scope() = 0;
-  virtual void record(const OpCall& call) = 0;
-};
-
 class ExecutionContext {
  public:
   explicit ExecutionContext(int threads = 1, const kernels::KernelTable& table = kernels::best_table());
@@ -196,8 +165,8 @@ class ExecutionContext {
   AmbientScope& ambient() noexcept { return ambient_; }
   base::ThreadPool& pool() noexcept { return pool_; }
   const kernels::KernelTable& kernels() const noexcept { return *table_; }
-  // Non-null while recording (see Recorder): ops record instead of running kernels.
-  Recorder* recorder() const noexcept { return recorder_; }
+  // Non-null while recording (opset::Recorder): ops record instead of running kernels.
+  opset::Recorder* recorder() const noexcept { return recorder_; }
   // Working memory for kernels within one op (e.g. the activation quantized once per matmul), 64-byte
   // aligned and valid until the next call; it stays out of the scopes' slab accounting. A request
   // beyond what is held grows it (counted as a growth, like a slab's overflow), so reserve the plan's
@@ -226,11 +195,18 @@ class ExecutionContext {
   };
   [[nodiscard]] ActiveScope use(Scope& s) noexcept { return ActiveScope(*this, s); }
 
-  // Installs `r` until the guard dies: its scope becomes active and ops record instead of running.
+  // Installs `r` until the guard dies: ops record instead of running, and `symbolic` (where the
+  // recorded values come from) is the active scope throughout, step and forward scopes included.
   class Recording {
    public:
-    Recording(ExecutionContext& ctx, Recorder& r) noexcept : ctx_(ctx), scope_(ctx, r.scope()) { ctx.recorder_ = &r; }
-    ~Recording() { ctx_.recorder_ = nullptr; }
+    Recording(ExecutionContext& ctx, opset::Recorder& r, Scope& symbolic) noexcept : ctx_(ctx), scope_(ctx, symbolic) {
+      ctx.recorder_ = &r;
+      ctx.recording_scope_ = &symbolic;
+    }
+    ~Recording() {
+      ctx_.recorder_ = nullptr;
+      ctx_.recording_scope_ = nullptr;
+    }
     Recording(const Recording&) = delete;
     Recording& operator=(const Recording&) = delete;
 
@@ -238,7 +214,9 @@ class ExecutionContext {
     ExecutionContext& ctx_;
     ActiveScope scope_;
   };
-  [[nodiscard]] Recording record_with(Recorder& r) noexcept { return Recording(*this, r); }
+  [[nodiscard]] Recording record_with(opset::Recorder& r, Scope& symbolic) noexcept {
+    return Recording(*this, r, symbolic);
+  }
 
   // Runs fn() (or fn(scope)) with a fresh ForwardScope of slab_bytes active; the scope closes after.
   // A tensor returned from fn is dead: retain() what must outlive it.
@@ -246,7 +224,7 @@ class ExecutionContext {
   decltype(auto) forward_scope(uint64_t slab_bytes, F&& fn) {
     if (recorder_) slab_bytes = 0;  // a recorded program has no step slabs: its compiler plans buffers
     ForwardScope fs(ForwardScopeOptions{slab_bytes, false});
-    ActiveScope guard(*this, recorder_ ? recorder_->scope() : static_cast<Scope&>(fs));
+    ActiveScope guard(*this, recording_scope_ ? *recording_scope_ : static_cast<Scope&>(fs));
     if constexpr (std::is_invocable_v<F, ForwardScope&>) return fn(fs);
     else return fn();
   }
@@ -254,9 +232,9 @@ class ExecutionContext {
   // One step on a persistent ForwardScope: fn() runs with it active, then it is reset (also on throw).
   template <class F>
   auto step(ForwardScope& fs, F&& fn) {
-    // While recording, values stay in the recorder's scope: the recorded program has no step
+    // While recording, values stay in the recording's symbolic scope: the recorded program has no step
     // boundaries (its compiler does liveness and buffer planning itself).
-    ActiveScope guard(*this, recorder_ ? recorder_->scope() : static_cast<Scope&>(fs));
+    ActiveScope guard(*this, recording_scope_ ? *recording_scope_ : static_cast<Scope&>(fs));
     try {
       if constexpr (std::is_void_v<decltype(fn())>) {
         fn();
@@ -283,7 +261,8 @@ class ExecutionContext {
  private:
   AmbientScope ambient_;
   Scope* active_ = &ambient_;
-  Recorder* recorder_ = nullptr;
+  opset::Recorder* recorder_ = nullptr;
+  Scope* recording_scope_ = nullptr;  // set exactly while recorder_ is
   base::ThreadPool pool_;
   const kernels::KernelTable* table_;
   struct AlignedFree {

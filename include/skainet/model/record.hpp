@@ -23,6 +23,7 @@
 
 #include "skainet/compute/memory.hpp"
 #include "skainet/model/model.hpp"
+#include "skainet/compute/opset.hpp"
 #include "skainet/model/plan.hpp"
 
 namespace skainet::record {
@@ -74,17 +75,14 @@ struct Source {
   BlockOrder order = BlockOrder::RowMajor;
 };
 
+// An op call as recorded: its tensors as views, its attributes as the op passed them.
 struct TapeOp {
-  memory::OpKind kind;
-  std::vector<TensorRef> inputs;
+  opset::OpKind kind;
+  std::vector<TensorRef> inputs{};
   TensorRef output;
-  float eps = 0, factor = 1;
-  int64_t position = 0;
-  kernels::RopeParams rope{};
-  kernels::SoftmaxParams softmax{};
-  kernels::AttentionParams attention{};
+  opset::OpAttributes attrs{};
   bool ids_are_tokens = false;  // GatherRows: the ids are the entry's token argument
-  std::vector<int32_t> ids;     // GatherRows with constant ids
+  std::vector<int32_t> ids{};   // GatherRows with constant ids
 };
 
 // One entry function to record.

@@ -1,6 +1,7 @@
 #include <cmath>
 
 #include "kernels/ref/ops_common.hpp"
+#include "skainet/compute/op_constants.hpp"
 
 namespace skainet::kernels::ref {
 namespace {
@@ -41,7 +42,6 @@ inline float silu_of(float v) noexcept { return v / (1.0f + std::exp(-v)); }
 // table indexed by the fp16-rounded input (GGML_GELU_FP16); here it is computed in F32 at the input
 // itself, so results differ from ggml's by that rounding (|x| < 10; both are exact beyond).
 inline float gelu_of(float x) noexcept {
-  constexpr float kGeluCoefA = 0.044715f, kSqrt2OverPi = 0.79788456080286535587989211986876f;
   return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kGeluCoefA * x * x)));
 }
 

@@ -1,0 +1,12 @@
+// The constants of the ops' math: one home for the reference kernels (src/kernels/ref) and the
+// StableHLO lowering (src/record/lower_ops.cpp), which must compute the same f32 values.
+#pragma once
+
+namespace skainet::kernels {
+
+// GELU's tanh approximation as ggml_gelu_f32 writes it:
+// 0.5 x (1 + tanh(sqrt(2/pi) x (1 + kGeluCoefA x²))).
+inline constexpr float kGeluCoefA = 0.044715f;
+inline constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+
+}  // namespace skainet::kernels

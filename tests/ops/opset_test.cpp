@@ -1,0 +1,89 @@
+// The op list (opset.hpp) and the recording seam: each op hands its call, with its attributes in
+// their named fields, to an installed recorder instead of running its kernel.
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "skainet/compute/ops.hpp"
+#include "skainet/compute/opset.hpp"
+
+using namespace skainet;
+
+namespace {
+
+// Symbolic storage (shapes, no bytes), as a recording's values are.
+class SymbolicScope final : public memory::Scope {
+ public:
+  memory::ScopeKind kind() const noexcept override { return memory::ScopeKind::Ambient; }
+  Tensor allocate(const Shape& shape, GgmlType type, std::string_view origin) override {
+    return Tensor(Storage::symbolic(contiguous_bytes(shape, type), origin), shape, type);
+  }
+};
+
+struct Recorded {
+  opset::OpKind kind;
+  size_t inputs;
+  opset::OpAttributes attrs;
+};
+
+class ListRecorder final : public opset::Recorder {
+ public:
+  void record(const opset::OpCall& call) override { calls.push_back({call.kind, call.inputs.size(), call.attrs}); }
+  std::vector<Recorded> calls;
+};
+
+}  // namespace
+
+TEST(Opset, TheListNamesEveryOpOnceAsOpsSpellsIt) {
+  std::set<std::string_view> names;
+  for (const opset::OpInfo& op : opset::kOps) {
+    EXPECT_TRUE(names.insert(op.name).second) << op.name;
+    EXPECT_LE(op.min_inputs, op.max_inputs) << op.name;
+  }
+  EXPECT_EQ(opset::kOps.size(), static_cast<size_t>(opset::OpKind::WriteRows) + 1);
+  EXPECT_EQ(opset::op_kind_name(opset::OpKind::Softcap), "softcap");
+  EXPECT_EQ(opset::op_kind_name(opset::OpKind::RmsNorm), "rms_norm");
+  EXPECT_EQ(opset::op_kind_name(opset::OpKind::GatherRows), "gather_rows");
+  EXPECT_TRUE(opset::takes_inputs(opset::OpKind::Rope, 1));
+  EXPECT_TRUE(opset::takes_inputs(opset::OpKind::Rope, 2));
+  EXPECT_FALSE(opset::takes_inputs(opset::OpKind::Rope, 3));
+  EXPECT_FALSE(opset::takes_inputs(opset::OpKind::Matmul, 1));
+}
+
+// Scale's multiplier and softcap's cap arrive in fields of their own; the recorded ops run no kernel
+// (their symbolic inputs have no bytes to read).
+TEST(Opset, OpsRecordTheirAttributesInNamedFields) {
+  memory::ExecutionContext ctx(1);
+  SymbolicScope symbolic;
+  ListRecorder recorder;
+  {
+    auto recording = ctx.record_with(recorder, symbolic);
+    const Tensor x = ctx.empty(Shape{2, 8}), w = ctx.empty(Shape{8});
+    EXPECT_TRUE(x.storage().symbolic());
+    const Tensor s = ops::scale(ctx, x, 0.25f);
+    const Tensor c = ops::softcap(ctx, s, 30.0f);
+    const Tensor n = ops::rms_norm(ctx, c, w, 1e-6f);
+    ops::rope(ctx, n, 7, {.base = 500.0f});
+    // Step scopes hand out the recording's symbolic values too.
+    memory::ForwardScope step({.slab_bytes = 1024});
+    ctx.step(step, [&] { EXPECT_TRUE(ops::silu(ctx, x).storage().symbolic()); });
+  }
+  EXPECT_EQ(ctx.recorder(), nullptr);
+  ASSERT_EQ(recorder.calls.size(), 5u);
+  EXPECT_EQ(recorder.calls[0].kind, opset::OpKind::Scale);
+  EXPECT_EQ(recorder.calls[0].attrs.scale, 0.25f);
+  EXPECT_EQ(recorder.calls[1].kind, opset::OpKind::Softcap);
+  EXPECT_EQ(recorder.calls[1].attrs.cap, 30.0f);
+  EXPECT_EQ(recorder.calls[1].attrs.scale, 1.0f);  // an attribute the op does not name keeps its default
+  EXPECT_EQ(recorder.calls[2].kind, opset::OpKind::RmsNorm);
+  EXPECT_EQ(recorder.calls[2].inputs, 2u);
+  EXPECT_EQ(recorder.calls[2].attrs.eps, 1e-6f);
+  EXPECT_EQ(recorder.calls[3].kind, opset::OpKind::Rope);
+  EXPECT_EQ(recorder.calls[3].inputs, 1u);  // no frequency factors
+  EXPECT_EQ(recorder.calls[3].attrs.position, 7);
+  EXPECT_EQ(recorder.calls[3].attrs.rope.base, 500.0f);
+  EXPECT_EQ(recorder.calls[4].kind, opset::OpKind::Silu);
+  for (const Recorded& r : recorder.calls) EXPECT_TRUE(opset::takes_inputs(r.kind, r.inputs));
+}
