@@ -133,8 +133,6 @@ int run_chat(GenerationArgs& a) {
   const text::Tokenizer& tok = *engine->tokenizer;
   const ChosenTemplate chosen = choose_template(a, engine->header);
   const chat::Template tmpl(chosen.source);
-  const std::string bos_text = tok.bos() >= 0 ? tok.token_to_piece(tok.bos(), true) : "";
-  const std::string eos_text = tok.eos() >= 0 ? tok.token_to_piece(tok.eos(), true) : "";
 
   const uint64_t seed = a.resolve_seed();
   const int64_t ctx_cells = engine->plan.kv->ctx;
@@ -183,12 +181,8 @@ int run_chat(GenerationArgs& a) {
     // Control-token text the user typed stays text unless --special-in-content (generate::tokenize_conversation).
     std::vector<int32_t> ids;
     try {
-      ids = generate::tokenize_conversation(tmpl,
-                                            nlohmann::ordered_json{{"messages", messages},
-                                                                   {"add_generation_prompt", true},
-                                                                   {"bos_token", bos_text},
-                                                                   {"eos_token", eos_text}},
-                                            tok, {.special_in_content = a.special_in_content})
+      ids = generate::tokenize_conversation(tmpl, generate::conversation_context(messages, tok), tok,
+                                            {.special_in_content = a.special_in_content})
                 .ids;
     } catch (const generate::ContentSpecialTokenError& e) {
       if (!interactive) throw;
