@@ -16,6 +16,26 @@ struct ScopeSwap {
   Frame* saved;
 };
 
+// Binds `value` to the statement's targets in `f`: to the one name, or its items one to each name
+// (`{% set a, b = pair %}`, `{% for k, v in items %}`); `what` names the targets in the error.
+void bind_targets(Frame& f, const Stmt& s, Value value, const char* what) {
+  if (s.targets.size() == 1) {
+    f.vars[s.targets[0]] = std::move(value);
+    return;
+  }
+  std::vector<Value> items;
+  try {
+    items = iterate(value);
+  } catch (const ValueError& e) {
+    throw TemplateError(e.message, s.line, s.column);
+  }
+  if (items.size() != s.targets.size())
+    throw TemplateError("cannot unpack " + std::to_string(items.size()) + " values into " +
+                            std::to_string(s.targets.size()) + " " + what,
+                        s.line, s.column);
+  for (size_t i = 0; i < items.size(); ++i) f.vars[s.targets[i]] = std::move(items[i]);
+}
+
 int64_t checked(bool overflow, int64_t r, const char* op) {
   if (overflow) fail(std::string("integer overflow in '") + op + "'");
   return r;
@@ -326,19 +346,7 @@ void Evaluator::exec_set(const Stmt& s, Value value) {
     target.dict().set(Value(s.attr), std::move(value));
     return;
   }
-  if (s.targets.size() == 1) {
-    frame_->vars[s.targets[0]] = std::move(value);
-    return;
-  }
-  std::vector<Value> items;
-  try {
-    items = iterate(value);
-  } catch (const ValueError& e) {
-    throw TemplateError(e.message, s.line, s.column);
-  }
-  if (items.size() != s.targets.size())
-    throw TemplateError("cannot unpack " + std::to_string(items.size()) + " values into " + std::to_string(s.targets.size()) + " names", s.line, s.column);
-  for (size_t i = 0; i < items.size(); ++i) frame_->vars[s.targets[i]] = std::move(items[i]);
+  bind_targets(*frame_, s, std::move(value), "names");
 }
 
 Evaluator::Flow Evaluator::exec_for(const Stmt& s, StringBuilder& out) {
@@ -349,21 +357,7 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s, StringBuilder& out) {
   } catch (const ValueError& e) {
     throw TemplateError(e.message, s.expr->line, s.expr->column);
   }
-  auto bind = [&](Frame& f, const Value& item) {
-    if (s.targets.size() == 1) {
-      f.vars[s.targets[0]] = item;
-      return;
-    }
-    std::vector<Value> parts;
-    try {
-      parts = iterate(item);
-    } catch (const ValueError& e) {
-      throw TemplateError(e.message, s.line, s.column);
-    }
-    if (parts.size() != s.targets.size())
-      throw TemplateError("cannot unpack " + std::to_string(parts.size()) + " values into " + std::to_string(s.targets.size()) + " loop variables", s.line, s.column);
-    for (size_t i = 0; i < parts.size(); ++i) f.vars[s.targets[i]] = std::move(parts[i]);
-  };
+  auto bind = [&](Frame& f, const Value& item) { bind_targets(f, s, item, "loop variables"); };
   if (s.cond) {
     std::vector<Value> kept;
     for (const Value& item : all.list().items) {

@@ -269,26 +269,19 @@ class Parser {
     return e;
   }
 
-  ExprPtr or_expr() {
-    ExprPtr l = and_expr();
-    while (is_name("or")) {
-      auto e = node(EK::Or, next());
+  // `a or b or c`, `a and b`: a left-associative chain of one keyword over the next tighter level.
+  ExprPtr keyword_chain(EK kind, const char* keyword, ExprPtr (Parser::*operand)()) {
+    ExprPtr l = (this->*operand)();
+    while (is_name(keyword)) {
+      auto e = node(kind, next());
       e->args.push_back(std::move(l));
-      e->args.push_back(and_expr());
+      e->args.push_back((this->*operand)());
       l = std::move(e);
     }
     return l;
   }
-  ExprPtr and_expr() {
-    ExprPtr l = not_expr();
-    while (is_name("and")) {
-      auto e = node(EK::And, next());
-      e->args.push_back(std::move(l));
-      e->args.push_back(not_expr());
-      l = std::move(e);
-    }
-    return l;
-  }
+  ExprPtr or_expr() { return keyword_chain(EK::Or, "or", &Parser::and_expr); }
+  ExprPtr and_expr() { return keyword_chain(EK::And, "and", &Parser::not_expr); }
   ExprPtr not_expr() {
     if (is_name("not")) {
       Guard g(*this);
