@@ -269,6 +269,18 @@ class Parser {
     return e;
   }
 
+  // The items of a list or dict display up to `close`, comma-separated, a trailing comma allowed; each
+  // parsed by `item` into e.args.
+  template <class ParseItem>
+  void display_items(Expr& e, const char* close, ParseItem item) {
+    while (!is_op(close)) {
+      if (!e.args.empty()) expect_op(",");
+      if (is_op(close)) break;
+      item();
+    }
+    expect_op(close);
+  }
+
   // `a or b or c`, `a and b`: a left-associative chain of one keyword over the next tighter level.
   ExprPtr keyword_chain(EK kind, const char* keyword, ExprPtr (Parser::*operand)()) {
     ExprPtr l = (this->*operand)();
@@ -404,24 +416,16 @@ class Parser {
     }
     if (accept_op("[")) {
       auto e = node(EK::List, t);
-      while (!is_op("]")) {
-        if (!e->args.empty()) expect_op(",");
-        if (is_op("]")) break;
-        e->args.push_back(expression());
-      }
-      expect_op("]");
+      display_items(*e, "]", [&] { e->args.push_back(expression()); });
       return e;
     }
     if (accept_op("{")) {
       auto e = node(EK::Dict, t);
-      while (!is_op("}")) {
-        if (!e->args.empty()) expect_op(",");
-        if (is_op("}")) break;
+      display_items(*e, "}", [&] {
         e->args.push_back(expression());
         expect_op(":");
         e->args.push_back(expression());
-      }
-      expect_op("}");
+      });
       return e;
     }
     error("unexpected token in expression");
