@@ -16,6 +16,26 @@ struct ScopeSwap {
   Frame* saved;
 };
 
+// Binds `value` to the statement's targets in `f`: to the one name, or its items one to each name
+// (`{% set a, b = pair %}`, `{% for k, v in items %}`); `what` names the targets in the error.
+void bind_targets(Frame& f, const Stmt& s, Value value, const char* what) {
+  if (s.targets.size() == 1) {
+    f.vars[s.targets[0]] = std::move(value);
+    return;
+  }
+  std::vector<Value> items;
+  try {
+    items = iterate(value);
+  } catch (const ValueError& e) {
+    throw TemplateError(e.message, s.line, s.column);
+  }
+  if (items.size() != s.targets.size())
+    throw TemplateError("cannot unpack " + std::to_string(items.size()) + " values into " +
+                            std::to_string(s.targets.size()) + " " + what,
+                        s.line, s.column);
+  for (size_t i = 0; i < items.size(); ++i) f.vars[s.targets[i]] = std::move(items[i]);
+}
+
 int64_t checked(bool overflow, int64_t r, const char* op) {
   if (overflow) fail(std::string("integer overflow in '") + op + "'");
   return r;
@@ -75,6 +95,122 @@ std::string percent_format(const std::string& fmt, const Value& r) {
   bool mapping = r.is_dict() || (r.is_list() && !r.list().tuple);
   if (next < args.size() && !(mapping && next == 0)) fail("not all arguments converted during string formatting");
   return out.take();
+}
+
+[[noreturn]] void operand_type_error(const std::string& op, const Value& l, const Value& r) {
+  fail("unsupported operand type(s) for " + op + ": '" + type_name(l) + "' and '" + type_name(r) + "'");
+}
+
+// One link of a comparison chain; ordering an undefined operand fails, equality and `in` do not.
+bool comparison_holds(const std::string& op, const Value& l, const Value& r) {
+  if (op == "==") return equal(l, r);
+  if (op == "!=") return !equal(l, r);
+  if (op == "in") return contains(r, l);
+  if (op == "notin") return !contains(r, l);
+  if (l.is_undefined()) fail(l.undefined_name());
+  if (r.is_undefined()) fail(r.undefined_name());
+  int c = compare(l, r);
+  return op == "<" ? c < 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : c >= 0;
+}
+
+// str + str; Markup + str escapes the str, and the sum stays Markup.
+Value add_strings(const Value& l, const Value& r) {
+  StringBuilder sum("string built by '+'");
+  sum += !l.markup && r.markup ? html_escape(l.str()) : l.str();
+  sum += l.markup && !r.markup ? html_escape(r.str()) : r.str();
+  Value v(sum.take());
+  v.markup = l.markup || r.markup;
+  return v;
+}
+
+// list + list or tuple + tuple.
+Value add_lists(const Value& l, const Value& r) {
+  // Checked before the copy: doubling a list in a loop reached gigabytes when only items counted.
+  check_value_bytes(kObjectOverhead + (l.list().items.size() + r.list().items.size()) * sizeof(Value),
+                    "list built by '+'");
+  std::vector<Value> items = l.list().items;
+  items.insert(items.end(), r.list().items.begin(), r.list().items.end());
+  return make_list(std::move(items), l.list().tuple);
+}
+
+bool is_count(const Value& v) { return v.is_int() || v.is_bool(); }
+
+// `*` of a string or list and an int, in either order.
+bool is_repetition(const Value& l, const Value& r) {
+  return ((l.is_string() || l.is_list()) && is_count(r)) || ((r.is_string() || r.is_list()) && is_count(l));
+}
+
+Value repeat_sequence(const Value& l, const Value& r) {
+  const Value& seq = is_count(l) ? r : l;
+  const uint64_t n = static_cast<uint64_t>(std::max<int64_t>(0, (is_count(l) ? l : r).as_int()));
+  // Bytes, not items, before anything is allocated: [0] * 16000000 is 16M values of 48 bytes.
+  const uint64_t unit = seq.is_string() ? seq.str().size() : seq.list().items.size() * sizeof(Value);
+  if (unit == 0 || n == 0) return seq.is_string() ? Value(std::string()) : make_list({}, seq.list().tuple);
+  const uint64_t bytes = n > (UINT64_MAX >> 1) / unit ? (UINT64_MAX >> 1) : n * unit;
+  check_value_bytes(seq.is_string() ? bytes : kObjectOverhead + bytes,
+                    seq.is_string() ? "string built by '*'" : "list built by '*'");
+  if (seq.is_string()) {
+    StringBuilder s("string built by '*'");
+    for (uint64_t i = 0; i < n; ++i) s += seq.str();
+    return Value(s.take());
+  }
+  std::vector<Value> items;
+  for (uint64_t i = 0; i < n; ++i) items.insert(items.end(), seq.list().items.begin(), seq.list().items.end());
+  return make_list(std::move(items), seq.list().tuple);
+}
+
+// + - * ** // % when either operand is a float (Python's floor and modulo signs).
+Value float_arith(const std::string& op, double a, double b) {
+  if (op == "+") return Value(a + b);
+  if (op == "-") return Value(a - b);
+  if (op == "*") return Value(a * b);
+  if (op == "**") return Value(std::pow(a, b));
+  if (b == 0) fail("float modulo or division by zero");
+  if (op == "//") return Value(std::floor(a / b));
+  double m = std::fmod(a, b);
+  if (m != 0 && ((m < 0) != (b < 0))) m += b;
+  return Value(m);
+}
+
+// int ** int: exact while it fits in 64 bits, a float for a negative exponent.
+Value int_power(int64_t a, int64_t b) {
+  if (b < 0) return Value(std::pow(static_cast<double>(a), static_cast<double>(b)));
+  if (a == 0 || a == 1) return Value(b == 0 ? int64_t{1} : a);
+  if (a == -1) return Value(b % 2 ? int64_t{-1} : int64_t{1});
+  int64_t res = 1;  // |a| >= 2 overflows within 63 steps
+  for (int64_t i = 0; i < b; ++i)
+    if (__builtin_mul_overflow(res, a, &res)) fail("integer overflow in '**'");
+  return Value(res);
+}
+
+// + - * // % ** of two ints (bools count as ints); overflow fails instead of wrapping.
+Value int_arith(const std::string& op, const Value& l, const Value& r) {
+  int64_t a = l.as_int(), b = r.as_int(), out = 0;
+  bool overflow = false;
+  if (op == "+") overflow = __builtin_add_overflow(a, b, &out);
+  if (op == "-") overflow = __builtin_sub_overflow(a, b, &out);
+  if (op == "*") overflow = __builtin_mul_overflow(a, b, &out);
+  if (op == "+" || op == "-" || op == "*") return Value(checked(overflow, out, op.c_str()));
+  if (op == "//") return Value(floor_div(a, b));
+  if (op == "%") return Value(py_mod(a, b));
+  if (op == "**") return int_power(a, b);
+  operand_type_error(op, l, r);
+}
+
+Value binary_op(const std::string& op, const Value& l, const Value& r) {
+  if (l.is_undefined()) fail(l.undefined_name());
+  if (r.is_undefined()) fail(r.undefined_name());
+  if (op == "+" && l.is_string() && r.is_string()) return add_strings(l, r);
+  if (op == "+" && l.is_list() && r.is_list() && l.list().tuple == r.list().tuple) return add_lists(l, r);
+  if (op == "*" && is_repetition(l, r)) return repeat_sequence(l, r);
+  if (op == "%" && l.is_string()) return Value(percent_format(l.str(), r));
+  if (!l.is_number() || !r.is_number()) operand_type_error(op, l, r);
+  if (op == "/") {
+    if (r.as_double() == 0) fail("division by zero");
+    return Value(l.as_double() / r.as_double());
+  }
+  if (l.is_float() || r.is_float()) return float_arith(op, l.as_double(), r.as_double());
+  return int_arith(op, l, r);
 }
 
 }  // namespace
@@ -210,19 +346,7 @@ void Evaluator::exec_set(const Stmt& s, Value value) {
     target.dict().set(Value(s.attr), std::move(value));
     return;
   }
-  if (s.targets.size() == 1) {
-    frame_->vars[s.targets[0]] = std::move(value);
-    return;
-  }
-  std::vector<Value> items;
-  try {
-    items = iterate(value);
-  } catch (const ValueError& e) {
-    throw TemplateError(e.message, s.line, s.column);
-  }
-  if (items.size() != s.targets.size())
-    throw TemplateError("cannot unpack " + std::to_string(items.size()) + " values into " + std::to_string(s.targets.size()) + " names", s.line, s.column);
-  for (size_t i = 0; i < items.size(); ++i) frame_->vars[s.targets[i]] = std::move(items[i]);
+  bind_targets(*frame_, s, std::move(value), "names");
 }
 
 Evaluator::Flow Evaluator::exec_for(const Stmt& s, StringBuilder& out) {
@@ -233,21 +357,7 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s, StringBuilder& out) {
   } catch (const ValueError& e) {
     throw TemplateError(e.message, s.expr->line, s.expr->column);
   }
-  auto bind = [&](Frame& f, const Value& item) {
-    if (s.targets.size() == 1) {
-      f.vars[s.targets[0]] = item;
-      return;
-    }
-    std::vector<Value> parts;
-    try {
-      parts = iterate(item);
-    } catch (const ValueError& e) {
-      throw TemplateError(e.message, s.line, s.column);
-    }
-    if (parts.size() != s.targets.size())
-      throw TemplateError("cannot unpack " + std::to_string(parts.size()) + " values into " + std::to_string(s.targets.size()) + " loop variables", s.line, s.column);
-    for (size_t i = 0; i < parts.size(); ++i) f.vars[s.targets[i]] = std::move(parts[i]);
-  };
+  auto bind = [&](Frame& f, const Value& item) { bind_targets(f, s, item, "loop variables"); };
   if (s.cond) {
     std::vector<Value> kept;
     for (const Value& item : all.list().items) {
@@ -364,56 +474,24 @@ Value Evaluator::eval_inner(const Expr& e) {
     case EK::Literal: return e.literal;
     case EK::Name: return lookup(e.name);
     case EK::List:
-    case EK::Tuple: {
-      std::vector<Value> items;
-      for (const auto& a : e.args) items.push_back(eval(*a));
-      return make_list(std::move(items), e.kind == EK::Tuple);
-    }
-    case EK::Dict: {
-      Value d = make_dict();
-      for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
-        Value k = eval(*e.args[i]);
-        if (k.is_list() && !k.list().tuple) fail("unhashable type: 'list'");
-        if (k.is_dict()) fail("unhashable type: 'dict'");
-        d.dict().set(std::move(k), eval(*e.args[i + 1]));
-      }
-      return d;
-    }
+    case EK::Tuple: return eval_list(e);
+    case EK::Dict: return eval_dict(e);
     case EK::Attr: return get_attr(eval(*e.args[0]), e.name);
     case EK::Item: {
       Value obj = eval(*e.args[0]);
       return get_item(obj, eval(*e.args[1]));
     }
-    case EK::Slice: {
-      Value obj = eval(*e.args[0]);
-      Value parts[3];
-      for (int i = 0; i < 3; ++i) parts[i] = e.args[1 + i] ? eval(*e.args[1 + i]) : Value(None{});
-      return slice(obj, parts[0], parts[1], parts[2]);
-    }
+    case EK::Slice: return eval_slice(e);
     case EK::Call: return eval_call(e);
     case EK::Filter: {
       Value v = e.args[0] ? eval(*e.args[0]) : Value(std::string());
       Args a = eval_args(e, 1);
       return apply_filter(e.name, v, a);
     }
-    case EK::Test: {
-      // `x is defined` must not fail on an undefined name; an undefined attribute of a defined
-      // object is fine too; only attribute-of-undefined fails, inside eval.
-      Value v = eval(*e.args[0]);
-      Args a = eval_args(e, 1);
-      bool r = apply_test(e.name, v, a);
-      return Value(e.negate ? !r : r);
-    }
+    case EK::Test: return eval_test(e);
     case EK::Not: return Value(!truthy(eval(*e.args[0])));
     case EK::Neg:
-    case EK::Pos: {
-      Value v = eval(*e.args[0]);
-      if (v.is_undefined()) fail(v.undefined_name());
-      if (!v.is_number()) fail("bad operand type for unary " + std::string(e.kind == EK::Neg ? "-" : "+") + ": '" + type_name(v) + "'");
-      if (e.kind == EK::Pos) return v.is_bool() ? Value(v.as_int()) : v;
-      if (v.is_float()) return Value(-v.as_double());
-      return Value(checked(v.as_int() == INT64_MIN, -v.as_int(), "-"));
-    }
+    case EK::Pos: return eval_unary(e);
     case EK::Binary: return eval_binary(e);
     case EK::And: {
       Value l = eval(*e.args[0]);
@@ -423,27 +501,7 @@ Value Evaluator::eval_inner(const Expr& e) {
       Value l = eval(*e.args[0]);
       return truthy(l) ? l : eval(*e.args[1]);
     }
-    case EK::Compare: {
-      Value l = eval(*e.args[0]);
-      for (size_t i = 0; i < e.ops.size(); ++i) {
-        Value r = eval(*e.args[i + 1]);
-        const std::string& op = e.ops[i];
-        bool ok;
-        if (op == "==") ok = equal(l, r);
-        else if (op == "!=") ok = !equal(l, r);
-        else if (op == "in") ok = contains(r, l);
-        else if (op == "notin") ok = !contains(r, l);
-        else {
-          if (l.is_undefined()) fail(l.undefined_name());
-          if (r.is_undefined()) fail(r.undefined_name());
-          int c = compare(l, r);
-          ok = op == "<" ? c < 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : c >= 0;
-        }
-        if (!ok) return Value(false);
-        l = std::move(r);
-      }
-      return Value(true);
-    }
+    case EK::Compare: return eval_compare(e);
     case EK::Concat: {
       StringBuilder s("string built by '~'");
       for (const auto& a : e.args) s += to_str(eval(*a));
@@ -451,94 +509,71 @@ Value Evaluator::eval_inner(const Expr& e) {
     }
     case EK::Cond: {
       if (truthy(eval(*e.args[1]))) return eval(*e.args[0]);
-      return e.args[2] ? eval(*e.args[2]) : Value::undefined("the inline if expression evaluated to false and no else section was defined");
+      if (e.args[2]) return eval(*e.args[2]);
+      return Value::undefined("the inline if expression evaluated to false and no else section was defined");
     }
   }
   fail("unknown expression");
 }
 
+Value Evaluator::eval_list(const Expr& e) {
+  std::vector<Value> items;
+  for (const auto& a : e.args) items.push_back(eval(*a));
+  return make_list(std::move(items), e.kind == EK::Tuple);
+}
+
+Value Evaluator::eval_dict(const Expr& e) {
+  Value d = make_dict();
+  for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
+    Value k = eval(*e.args[i]);
+    if (k.is_list() && !k.list().tuple) fail("unhashable type: 'list'");
+    if (k.is_dict()) fail("unhashable type: 'dict'");
+    d.dict().set(std::move(k), eval(*e.args[i + 1]));
+  }
+  return d;
+}
+
+Value Evaluator::eval_slice(const Expr& e) {
+  Value obj = eval(*e.args[0]);
+  Value parts[3];
+  for (int i = 0; i < 3; ++i) parts[i] = e.args[1 + i] ? eval(*e.args[1 + i]) : Value(None{});
+  return slice(obj, parts[0], parts[1], parts[2]);
+}
+
+Value Evaluator::eval_test(const Expr& e) {
+  // `x is defined` must not fail on an undefined name; an undefined attribute of a defined
+  // object is fine too; only attribute-of-undefined fails, inside eval.
+  Value v = eval(*e.args[0]);
+  Args a = eval_args(e, 1);
+  bool r = apply_test(e.name, v, a);
+  return Value(e.negate ? !r : r);
+}
+
+Value Evaluator::eval_unary(const Expr& e) {
+  Value v = eval(*e.args[0]);
+  if (v.is_undefined()) fail(v.undefined_name());
+  const bool neg = e.kind == EK::Neg;
+  if (!v.is_number()) fail("bad operand type for unary " + std::string(neg ? "-" : "+") + ": '" + type_name(v) + "'");
+  if (!neg) return v.is_bool() ? Value(v.as_int()) : v;
+  if (v.is_float()) return Value(-v.as_double());
+  return Value(checked(v.as_int() == INT64_MIN, -v.as_int(), "-"));
+}
+
+// A chain `a < b <= c` evaluates each operand once, left to right, and stops at the first false link.
+Value Evaluator::eval_compare(const Expr& e) {
+  Value l = eval(*e.args[0]);
+  for (size_t i = 0; i < e.ops.size(); ++i) {
+    Value r = eval(*e.args[i + 1]);
+    if (!comparison_holds(e.ops[i], l, r)) return Value(false);
+    l = std::move(r);
+  }
+  return Value(true);
+}
+
 Value Evaluator::eval_binary(const Expr& e) {
   Value l = eval(*e.args[0]);
   Value r = eval(*e.args[1]);
-  const std::string& op = e.name;
-  if (l.is_undefined()) fail(l.undefined_name());
-  if (r.is_undefined()) fail(r.undefined_name());
-  auto type_error = [&]() -> Value {
-    fail("unsupported operand type(s) for " + op + ": '" + type_name(l) + "' and '" + type_name(r) + "'");
-  };
-  if (op == "+") {
-    if (l.is_string() && r.is_string()) {
-      StringBuilder sum("string built by '+'");
-      // Markup + str escapes the str, and the sum stays Markup.
-      sum += !l.markup && r.markup ? html_escape(l.str()) : l.str();
-      sum += l.markup && !r.markup ? html_escape(r.str()) : r.str();
-      Value v(sum.take());
-      v.markup = l.markup || r.markup;
-      return v;
-    }
-    if (l.is_list() && r.is_list() && l.list().tuple == r.list().tuple) {
-      // Checked before the copy: doubling a list in a loop reached gigabytes when only items counted.
-      check_value_bytes(kObjectOverhead + (l.list().items.size() + r.list().items.size()) * sizeof(Value), "list built by '+'");
-      std::vector<Value> items = l.list().items;
-      items.insert(items.end(), r.list().items.begin(), r.list().items.end());
-      return make_list(std::move(items), l.list().tuple);
-    }
-  }
-  if (op == "*" && (((l.is_string() || l.is_list()) && (r.is_int() || r.is_bool())) ||
-                    ((r.is_string() || r.is_list()) && (l.is_int() || l.is_bool())))) {
-    const Value& seq = l.is_int() || l.is_bool() ? r : l;
-    const uint64_t n = static_cast<uint64_t>(std::max<int64_t>(0, (l.is_int() || l.is_bool() ? l : r).as_int()));
-    // Bytes, not items, before anything is allocated: [0] * 16000000 is 16M values of 48 bytes.
-    const uint64_t unit = seq.is_string() ? seq.str().size() : seq.list().items.size() * sizeof(Value);
-    if (unit == 0 || n == 0) return seq.is_string() ? Value(std::string()) : make_list({}, seq.list().tuple);
-    const uint64_t bytes = n > (UINT64_MAX >> 1) / unit ? (UINT64_MAX >> 1) : n * unit;
-    check_value_bytes(seq.is_string() ? bytes : kObjectOverhead + bytes, seq.is_string() ? "string built by '*'" : "list built by '*'");
-    if (seq.is_string()) {
-      StringBuilder s("string built by '*'");
-      for (uint64_t i = 0; i < n; ++i) s += seq.str();
-      return Value(s.take());
-    }
-    std::vector<Value> items;
-    for (uint64_t i = 0; i < n; ++i) items.insert(items.end(), seq.list().items.begin(), seq.list().items.end());
-    return make_list(std::move(items), seq.list().tuple);
-  }
-  if (op == "%" && l.is_string()) return Value(percent_format(l.str(), r));
-  if (!l.is_number() || !r.is_number()) return type_error();
-  bool fl = l.is_float() || r.is_float();
-  if (op == "/") {
-    if (r.as_double() == 0) fail("division by zero");
-    return Value(l.as_double() / r.as_double());
-  }
-  if (fl) {
-    double a = l.as_double(), b = r.as_double();
-    if (op == "+") return Value(a + b);
-    if (op == "-") return Value(a - b);
-    if (op == "*") return Value(a * b);
-    if (op == "**") return Value(std::pow(a, b));
-    if (b == 0) fail("float modulo or division by zero");
-    if (op == "//") return Value(std::floor(a / b));
-    double m = std::fmod(a, b);
-    if (m != 0 && ((m < 0) != (b < 0))) m += b;
-    return Value(m);
-  }
-  int64_t a = l.as_int(), b = r.as_int(), out = 0;
-  bool overflow = false;
-  if (op == "+") overflow = __builtin_add_overflow(a, b, &out);
-  if (op == "-") overflow = __builtin_sub_overflow(a, b, &out);
-  if (op == "*") overflow = __builtin_mul_overflow(a, b, &out);
-  if (op == "+" || op == "-" || op == "*") return Value(checked(overflow, out, op.c_str()));
-  if (op == "//") return Value(floor_div(a, b));
-  if (op == "%") return Value(py_mod(a, b));
-  if (op == "**") {
-    if (b < 0) return Value(std::pow(static_cast<double>(a), static_cast<double>(b)));
-    if (a == 0 || a == 1) return Value(b == 0 ? int64_t{1} : a);
-    if (a == -1) return Value(b % 2 ? int64_t{-1} : int64_t{1});
-    int64_t res = 1;  // |a| >= 2 overflows within 63 steps
-    for (int64_t i = 0; i < b; ++i)
-      if (__builtin_mul_overflow(res, a, &res)) fail("integer overflow in '**'");
-    return Value(res);
-  }
-  return type_error();
+  return binary_op(e.name, l, r);
 }
 
 }  // namespace skainet::chat

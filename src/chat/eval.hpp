@@ -37,6 +37,12 @@ class Evaluator {
   void exec_set(const Stmt& s, Value value);
   Value eval(const Expr& e);
   Value eval_inner(const Expr& e);
+  Value eval_list(const Expr& e);
+  Value eval_dict(const Expr& e);
+  Value eval_slice(const Expr& e);
+  Value eval_test(const Expr& e);
+  Value eval_unary(const Expr& e);
+  Value eval_compare(const Expr& e);
   Value eval_binary(const Expr& e);
   Value eval_call(const Expr& e);
   Value call_macro(const Stmt& macro, Args& args);

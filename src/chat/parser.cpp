@@ -269,26 +269,31 @@ class Parser {
     return e;
   }
 
-  ExprPtr or_expr() {
-    ExprPtr l = and_expr();
-    while (is_name("or")) {
-      auto e = node(EK::Or, next());
+  // The items of a list or dict display up to `close`, comma-separated, a trailing comma allowed; each
+  // parsed by `item` into e.args.
+  template <class ParseItem>
+  void display_items(Expr& e, const char* close, ParseItem item) {
+    while (!is_op(close)) {
+      if (!e.args.empty()) expect_op(",");
+      if (is_op(close)) break;
+      item();
+    }
+    expect_op(close);
+  }
+
+  // `a or b or c`, `a and b`: a left-associative chain of one keyword over the next tighter level.
+  ExprPtr keyword_chain(EK kind, const char* keyword, ExprPtr (Parser::*operand)()) {
+    ExprPtr l = (this->*operand)();
+    while (is_name(keyword)) {
+      auto e = node(kind, next());
       e->args.push_back(std::move(l));
-      e->args.push_back(and_expr());
+      e->args.push_back((this->*operand)());
       l = std::move(e);
     }
     return l;
   }
-  ExprPtr and_expr() {
-    ExprPtr l = not_expr();
-    while (is_name("and")) {
-      auto e = node(EK::And, next());
-      e->args.push_back(std::move(l));
-      e->args.push_back(not_expr());
-      l = std::move(e);
-    }
-    return l;
-  }
+  ExprPtr or_expr() { return keyword_chain(EK::Or, "or", &Parser::and_expr); }
+  ExprPtr and_expr() { return keyword_chain(EK::And, "and", &Parser::not_expr); }
   ExprPtr not_expr() {
     if (is_name("not")) {
       Guard g(*this);
@@ -411,24 +416,16 @@ class Parser {
     }
     if (accept_op("[")) {
       auto e = node(EK::List, t);
-      while (!is_op("]")) {
-        if (!e->args.empty()) expect_op(",");
-        if (is_op("]")) break;
-        e->args.push_back(expression());
-      }
-      expect_op("]");
+      display_items(*e, "]", [&] { e->args.push_back(expression()); });
       return e;
     }
     if (accept_op("{")) {
       auto e = node(EK::Dict, t);
-      while (!is_op("}")) {
-        if (!e->args.empty()) expect_op(",");
-        if (is_op("}")) break;
+      display_items(*e, "}", [&] {
         e->args.push_back(expression());
         expect_op(":");
         e->args.push_back(expression());
-      }
-      expect_op("}");
+      });
       return e;
     }
     error("unexpected token in expression");

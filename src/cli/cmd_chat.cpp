@@ -126,6 +126,128 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
   return n;
 }
 
+// Where the user's turns come from: --prompt first, then stdin a line at a time, echoed and prompted
+// with "> " at a terminal.
+class UserInput {
+ public:
+  explicit UserInput(const GenerationArgs& a)
+      : interactive_(::isatty(STDIN_FILENO) != 0),
+        first_(a.prompt.empty() ? std::nullopt : std::optional(a.prompt)),
+        escape_(a.escape) {}
+
+  bool interactive() const { return interactive_; }
+
+  // The next non-empty turn; nullopt at end of input or on Ctrl-C at the prompt.
+  std::optional<std::string> next() {
+    if (first_) {
+      if (interactive_) fmt::print("> {}\n", *first_);
+      return std::exchange(first_, std::nullopt);
+    }
+    for (;;) {
+      if (interactive_) {
+        fmt::print("> ");
+        std::fflush(stdout);
+      }
+      g_interrupted.store(false);
+      std::optional<std::string> line = reader_.next();
+      if (!line) {
+        if (interactive_) fmt::print("\n");
+        return std::nullopt;
+      }
+      if (escape_) *line = process_escapes(*line);
+      if (!line->empty()) return line;
+    }
+  }
+
+ private:
+  bool interactive_;
+  std::optional<std::string> first_;
+  bool escape_;
+  LineReader reader_;
+};
+
+generate::Options reply_options(const GenerationArgs& a, const ChosenTemplate& chosen) {
+  generate::Options options;
+  options.max_tokens = a.n_predict;
+  options.stop_at_eos = !a.ignore_eos;
+  options.stop_strings = a.stops;
+  if (chosen.end_of_turn) options.stop_strings.push_back(*chosen.end_of_turn);
+  return options;
+}
+
+// The conversation so far against one KV cache: each turn renders all of it and processes only what
+// follows the longest prefix already cached.
+class Conversation {
+ public:
+  Conversation(const text::Tokenizer& tok, const chat::Template& tmpl, generate::Generator& gen,
+               generate::Options options, bool special_in_content)
+      : tok_(tok), tmpl_(tmpl), gen_(gen), options_(std::move(options)), special_in_content_(special_in_content) {}
+
+  void add(const char* role, const std::string& content) {
+    messages_.push_back({{"role", role}, {"content", content}});
+  }
+
+  // The prompt with the user's turn added. At a terminal, a turn whose control-token text cannot stay
+  // text is refused (nullopt, the turn taken back), not the chat: the user can say it another way.
+  std::optional<std::vector<int32_t>> prompt_with(const std::string& user, bool interactive) {
+    add("user", user);
+    try {
+      // Control-token text the user typed stays text unless --special-in-content.
+      return generate::tokenize_conversation(tmpl_, generate::conversation_context(messages_, tok_), tok_,
+                                             {.special_in_content = special_in_content_})
+          .ids;
+    } catch (const generate::ContentSpecialTokenError& e) {
+      if (!interactive) throw;
+      fmt::print(stderr, "skainet: {}\n", e.what());
+      messages_.erase(messages_.end() - 1);
+      return std::nullopt;
+    }
+  }
+
+  // Streams the reply to `ids` to stdout until it ends or Ctrl-C, and keeps it as the assistant's turn.
+  generate::Stats reply(const std::vector<int32_t>& ids) {
+    const size_t reuse = common_prefix(cached_, ids);
+    std::string reply;
+    g_interrupted.store(false);
+    std::vector<int32_t> out;
+    const generate::Stats s = gen_.continue_ids(ids, static_cast<int64_t>(reuse), options_,
+                                                [&](std::string_view piece, int32_t) {
+                                                  reply.append(piece);
+                                                  std::fwrite(piece.data(), 1, piece.size(), stdout);
+                                                  std::fflush(stdout);
+                                                  return !g_interrupted.load();
+                                                },
+                                                &out);
+    fmt::print("\n");
+    std::fflush(stdout);
+    // Every sampled token but the last was forwarded, so its keys and values are in the cache.
+    cached_ = ids;
+    if (!out.empty()) cached_.insert(cached_.end(), out.begin(), out.end() - 1);
+    add("assistant", reply);
+    return s;
+  }
+
+  size_t cached_tokens() const { return cached_.size(); }
+
+ private:
+  const text::Tokenizer& tok_;
+  const chat::Template& tmpl_;
+  generate::Generator& gen_;
+  const generate::Options options_;
+  const bool special_in_content_;
+  nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
+  std::vector<int32_t> cached_;  // the tokens whose keys and values are in the cache, in order
+};
+
+void print_turn_stats(int turn, size_t prompt_tokens, const generate::Stats& s, size_t cached, int64_t ctx_cells) {
+  const bool interrupted = s.stop == generate::StopReason::Callback;
+  fmt::print(stderr, "skainet: turn {}: prompt {} tokens ({} reused from the cache, {} processed, {:.1f} tokens/s) | "
+                     "reply {} tokens, {:.1f} tokens/s | stop: {} | context {}/{}\n",
+             turn, prompt_tokens, s.cached_tokens, s.prompt_tokens, s.prompt_tokens_per_second(), s.generated_tokens,
+             s.decode_tokens_per_second(), interrupted ? "interrupted (Ctrl-C)" : generate::stop_reason_name(s.stop),
+             cached, ctx_cells);
+}
+
 }  // namespace
 
 int run_chat(GenerationArgs& a) {
@@ -133,107 +255,40 @@ int run_chat(GenerationArgs& a) {
   const text::Tokenizer& tok = *engine->tokenizer;
   const ChosenTemplate chosen = choose_template(a, engine->header);
   const chat::Template tmpl(chosen.source);
-  const std::string bos_text = tok.bos() >= 0 ? tok.token_to_piece(tok.bos(), true) : "";
-  const std::string eos_text = tok.eos() >= 0 ? tok.token_to_piece(tok.eos(), true) : "";
 
   const uint64_t seed = a.resolve_seed();
   const int64_t ctx_cells = engine->plan.kv->ctx;
   generate::Generator& gen = engine->sequence->sample_with(a.sampling);
-  generate::Options options;
-  options.max_tokens = a.n_predict;
-  options.stop_at_eos = !a.ignore_eos;
-  options.stop_strings = a.stops;
-  if (chosen.end_of_turn) options.stop_strings.push_back(*chosen.end_of_turn);
+  Conversation conversation(tok, tmpl, gen, reply_options(a, chosen), a.special_in_content);
+  if (!a.system_prompt.empty()) conversation.add("system", a.system_prompt);
 
-  const bool interactive = ::isatty(STDIN_FILENO) != 0;
+  UserInput input(a);
   fmt::print(stderr, "skainet: chat with {} ({}; context {} tokens, seed {}). Ctrl-C stops a reply; Ctrl-C at the "
                      "prompt or end of input ends the chat.\n",
              a.model, chosen.description, ctx_cells, seed);
   install_sigint();
-
-  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  if (!a.system_prompt.empty()) messages.push_back({{"role", "system"}, {"content", a.system_prompt}});
-  std::vector<int32_t> cached;  // the tokens whose keys and values are in the cache, in order
-  std::optional<std::string> first = a.prompt.empty() ? std::nullopt : std::optional(a.prompt);
-  LineReader reader;
-  for (int turn = 1;; ++turn) {
-    std::optional<std::string> user;
-    if (first) {
-      user = std::exchange(first, std::nullopt);
-      if (interactive) fmt::print("> {}\n", *user);
-    } else {
-      if (interactive) {
-        fmt::print("> ");
-        std::fflush(stdout);
-      }
-      g_interrupted.store(false);
-      user = reader.next();
-      if (!user) {
-        if (interactive) fmt::print("\n");
-        break;
-      }
-      if (a.escape) *user = process_escapes(*user);
-    }
-    if (user->empty()) {
-      --turn;
-      continue;
-    }
-    messages.push_back({{"role", "user"}, {"content", *user}});
-    // Control-token text the user typed stays text unless --special-in-content (generate::tokenize_conversation).
-    std::vector<int32_t> ids;
-    try {
-      ids = generate::tokenize_conversation(tmpl,
-                                            nlohmann::ordered_json{{"messages", messages},
-                                                                   {"add_generation_prompt", true},
-                                                                   {"bos_token", bos_text},
-                                                                   {"eos_token", eos_text}},
-                                            tok, {.special_in_content = a.special_in_content})
-                .ids;
-    } catch (const generate::ContentSpecialTokenError& e) {
-      if (!interactive) throw;
-      // At a terminal the turn is refused, not the chat: the user can say it another way.
-      fmt::print(stderr, "skainet: {}\n", e.what());
-      messages.erase(messages.end() - 1);
-      --turn;
-      continue;
-    }
-    if (static_cast<int64_t>(ids.size()) >= ctx_cells) {
-      fmt::print(stderr, "skainet: the conversation is {} tokens and the context holds {}: it is full; start a new chat "
-                         "or raise --ctx\n", ids.size(), ctx_cells);
+  for (int turn = 1;;) {
+    const std::optional<std::string> user = input.next();
+    if (!user) return 0;
+    const std::optional<std::vector<int32_t>> ids = conversation.prompt_with(*user, input.interactive());
+    if (!ids) continue;
+    if (static_cast<int64_t>(ids->size()) >= ctx_cells) {
+      fmt::print(stderr,
+                 "skainet: the conversation is {} tokens and the context holds {}: it is full; start a new chat or "
+                 "raise --ctx\n",
+                 ids->size(), ctx_cells);
       return 1;
     }
-    const size_t reuse = common_prefix(cached, ids);
-
-    std::string reply;
-    g_interrupted.store(false);
-    std::vector<int32_t> out;
-    const generate::Stats s = gen.continue_ids(ids, static_cast<int64_t>(reuse), options,
-                                               [&](std::string_view piece, int32_t) {
-                                                 reply.append(piece);
-                                                 std::fwrite(piece.data(), 1, piece.size(), stdout);
-                                                 std::fflush(stdout);
-                                                 return !g_interrupted.load();
-                                               },
-                                               &out);
-    fmt::print("\n");
-    std::fflush(stdout);
-    const bool interrupted = s.stop == generate::StopReason::Callback;
-    // Every sampled token but the last was forwarded, so its keys and values are in the cache.
-    cached = ids;
-    if (!out.empty()) cached.insert(cached.end(), out.begin(), out.end() - 1);
-    messages.push_back({{"role", "assistant"}, {"content", reply}});
-    fmt::print(stderr, "skainet: turn {}: prompt {} tokens ({} reused from the cache, {} processed, {:.1f} tokens/s) | "
-                       "reply {} tokens, {:.1f} tokens/s | stop: {} | context {}/{}\n",
-               turn, ids.size(), s.cached_tokens, s.prompt_tokens, s.prompt_tokens_per_second(), s.generated_tokens,
-               s.decode_tokens_per_second(), interrupted ? "interrupted (Ctrl-C)" : generate::stop_reason_name(s.stop),
-               cached.size(), ctx_cells);
+    const generate::Stats s = conversation.reply(*ids);
+    print_turn_stats(turn++, ids->size(), s, conversation.cached_tokens(), ctx_cells);
     if (s.stop == generate::StopReason::ContextFull) {
-      fmt::print(stderr, "skainet: the context of {} tokens is full; the conversation ends here (raise --ctx for longer "
-                         "ones)\n", ctx_cells);
+      fmt::print(stderr,
+                 "skainet: the context of {} tokens is full; the conversation ends here (raise --ctx for longer "
+                 "ones)\n",
+                 ctx_cells);
       return 1;
     }
   }
-  return 0;
 }
 
 Subcommand add_chat(CLI::App& app) {

@@ -133,6 +133,11 @@ std::optional<std::vector<text::TextRange>> locate_contents(const chat::Template
   return ranges;
 }
 
+// A special token's text as a template writes it; "" for a vocabulary without the token (id < 0).
+std::string special_text(const text::Tokenizer& tokenizer, int32_t id) {
+  return id >= 0 ? tokenizer.token_to_piece(id, /*render_special=*/true) : "";
+}
+
 }  // namespace
 
 ContentSpecialTokenError::ContentSpecialTokenError(size_t message_index, std::string role, std::string token_text)
@@ -145,11 +150,18 @@ ContentSpecialTokenError::ContentSpecialTokenError(size_t message_index, std::st
       role_(std::move(role)),
       token_text_(std::move(token_text)) {}
 
+Json conversation_context(Json messages, const text::Tokenizer& tokenizer) {
+  return Json{{"messages", std::move(messages)},
+              {"add_generation_prompt", true},
+              {"bos_token", special_text(tokenizer, tokenizer.bos())},
+              {"eos_token", special_text(tokenizer, tokenizer.eos())}};
+}
+
 TokenizedConversation tokenize_conversation(const chat::Template& tmpl, const Json& context,
                                             const text::Tokenizer& tokenizer, const ConversationOptions& options) {
   TokenizedConversation out;
   out.text = tmpl.render(context);
-  const std::string bos_text = tokenizer.bos() >= 0 ? tokenizer.token_to_piece(tokenizer.bos(), true) : "";
+  const std::string bos_text = special_text(tokenizer, tokenizer.bos());
   out.add_special = bos_text.empty() || !out.text.starts_with(bos_text);
 
   auto messages = context.find("messages");

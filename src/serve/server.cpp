@@ -92,11 +92,7 @@ struct Server::Impl {
         pool(e, options.slots, std::max(1, options.threads / static_cast<int>(options.slots)),
              options.slots + options.queue_limit),
         http(HttpLimits{}, [this](const std::shared_ptr<Exchange>& ex) { route(ex); }),
-        started(now_seconds()) {
-    const text::Tokenizer& tok = *engine.tokenizer;
-    bos_text = tok.bos() >= 0 ? tok.token_to_piece(tok.bos(), true) : "";
-    eos_text = tok.eos() >= 0 ? tok.token_to_piece(tok.eos(), true) : "";
-  }
+        started(now_seconds()) {}
 
   Job prepare(const Request& r) const;
   generate::Stats generate(Slot& slot, const Job& job, const generate::TokenCallback& on_token) const;
@@ -110,7 +106,7 @@ struct Server::Impl {
   generate::Engine& engine;
   ServerOptions options;
   chat::Template tmpl;
-  std::string end_of_turn, bos_text, eos_text;
+  std::string end_of_turn;
   SlotPool pool;
   HttpServer http;
   std::atomic<int> port{0};
@@ -145,11 +141,8 @@ Job Server::Impl::prepare(const Request& r) const {
     for (const auto& m : r.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
     try {
       // A message's content stays text: "<|im_end|>" in it cannot end a turn (issue 24 #8).
-      job.ids = generate::tokenize_conversation(
-                    tmpl,
-                    nlohmann::ordered_json{{"messages", messages}, {"add_generation_prompt", true},
-                                           {"bos_token", bos_text}, {"eos_token", eos_text}},
-                    tok, {.special_in_content = options.special_in_content})
+      job.ids = generate::tokenize_conversation(tmpl, generate::conversation_context(std::move(messages), tok), tok,
+                                                {.special_in_content = options.special_in_content})
                     .ids;
     } catch (const chat::TemplateError& e) {
       // Templates refuse conversations they do not accept (raise_exception: roles must alternate, ...),

@@ -64,6 +64,17 @@ size_t count(const std::vector<int32_t>& ids, int32_t id) { return std::count(id
 
 }  // namespace
 
+TEST(ConversationContext, HoldsTheMessagesAndTheVocabularysBosAndEosText) {
+  const Json messages = conversation({{"system", "Be brief."}, {"user", "Hello"}});
+  for (const char* name : {"qwen2", "llama-bpe", "llama-spm"}) {
+    const text::Tokenizer& tok = vocab(name);
+    const Json got = generate::conversation_context(messages, tok);
+    EXPECT_EQ(got, context(tok, messages)) << name;
+    EXPECT_EQ(got.begin().key(), "messages") << name;  // ordered as the CLI and the server wrote it
+  }
+  EXPECT_EQ(generate::conversation_context(messages, vocab("llama-bpe"))["bos_token"], "<|begin_of_text|>");
+}
+
 TEST(TokenizeConversation, OrdinaryConversationsGiveTheWholeTextsIds) {
   struct Case {
     std::string vocab, tmpl;

@@ -4,8 +4,7 @@
 // "hi<|im_end|>", not the end of its turn: it cannot forge turn boundaries.
 //
 //   chat::Template tmpl(source);
-//   nlohmann::ordered_json ctx = {{"messages", messages}, {"add_generation_prompt", true},
-//                                 {"bos_token", "<s>"}, {"eos_token", "</s>"}};
+//   nlohmann::ordered_json ctx = generate::conversation_context(messages, tokenizer);
 //   generate::TokenizedConversation c = generate::tokenize_conversation(tmpl, ctx, tokenizer);
 //   gen.continue_ids(c.ids, reused, options, on_token);
 //
@@ -58,6 +57,11 @@ class ContentSpecialTokenError : public InvalidArgument {
   std::string role_;
   std::string token_text_;
 };
+
+// The template variables for the assistant's next turn of `messages` (an array of {role, content}):
+// messages, add_generation_prompt (true), and bos_token / eos_token, the text of the vocabulary's BOS
+// and EOS tokens ("" where it has none).
+nlohmann::ordered_json conversation_context(nlohmann::ordered_json messages, const text::Tokenizer& tokenizer);
 
 // Renders `tmpl` over `context` (the template variables: messages, add_generation_prompt, bos_token,
 // ...) and tokenizes the text. Throws chat::TemplateError from the render, ContentSpecialTokenError
