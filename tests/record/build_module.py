@@ -3,10 +3,11 @@
 build step (tests/record/modules.cmake) so that each module is compiled once and again only when
 `skainet`, the model or this script changes, not on every test run.
 
-    build_module.py SKAINET MODEL.gguf OUT_DIR [--prompt TEXT] [skainet export options...]
+    build_module.py SKAINET MODEL.gguf OUT_DIR [--prompt TEXT] [--statistics] [skainet export options...]
 
 --prompt TEXT sets the prefill function's length (--seq-len) to TEXT's token count with MODEL's
-vocabulary (BOS included), so a test can run its prompt unpadded. OUT_DIR gets what `skainet export`
+vocabulary (BOS included), so a test can run its prompt unpadded. --statistics has iree-compile write
+its scheduling statistics to OUT_DIR/statistics.csv (which dispatches run, and where). OUT_DIR gets what `skainet export`
 writes, then model.vmfb compiled with the flags the export wrote (scripts/iree_module.py), written last
 and atomically: a build cut short leaves no model.vmfb, so the step runs again.
 """
@@ -37,9 +38,14 @@ def main():
         if at + 1 >= len(options):
             sys.exit("build_module.py: --prompt needs a text")
         options = options[:at] + ["--seq-len", str(prompt_length(skainet, model, options[at + 1]))] + options[at + 2:]
+    extra = []
+    if "--statistics" in options:
+        options.remove("--statistics")
+        extra = ["--iree-scheduling-dump-statistics-format=csv",
+                 f"--iree-scheduling-dump-statistics-file={os.path.join(out, 'statistics.csv')}"]
     shutil.rmtree(out, ignore_errors=True)
     run([skainet, "export", model, "-o", out, "-q", *options])
-    iree_module.compile_module(out)
+    iree_module.compile_module(out, extra=extra)
 
 
 if __name__ == "__main__":

@@ -2,12 +2,13 @@
 """The portable form keeps packed weights packed under IREE: nothing is unpacked at load, and every
 one-row product reads its weight's bytes in the dispatch that multiplies.
 
-    check_stablehlo_packed.py SKAINET WORKDIR
+    check_stablehlo_packed.py MODULES FORMAT...
 
 For a tiny synthetic llama (`skainet synth --preset tiny`: rows of 256 and 512, so the K and IQ4
-formats apply, unlike stories260K's 64) quantized here to Q4_0, Q8_0, Q4_K_M, Q6_K, Q3_K_M and IQ4_XS
-(legacy, K and IQ4 formats): `skainet export --kernels stablehlo`, then iree-compile for this CPU with the flags the
-export wrote (compile.flags) and IREE's scheduling statistics (CSV), which must show
+formats apply, unlike stories260K's 64) quantized to Q4_0, Q8_0, Q4_K_M, Q6_K, Q3_K_M and IQ4_XS
+(legacy, K and IQ4 formats), `skainet export --kernels stablehlo` and iree-compile for this CPU with
+the flags the export wrote (compile.flags) and IREE's scheduling statistics (CSV), all made by the
+build (tests/record/modules.cmake, MODULES/packed/<format>/statistics.csv), the statistics must show
   - no dispatch in an initializer (const-expr hoisting would unpack every weight into a global);
   - in `decode`, no elementwise dispatch reading i8 that writes a weight-sized f32 tensor (an
     unfused dequantization, materialized per call), and one fused `matvec` per packed weight shape.
@@ -16,9 +17,8 @@ import os
 import re
 import sys
 
-from record_support import compile_export, export, fail, fresh_dir, initializer_dispatches, quantized, run
+from record_support import fail, initializer_dispatches
 
-FORMATS = ("Q4_0", "Q8_0", "Q4_K_M", "Q6_K", "Q3_K_M", "IQ4_XS")
 # The smallest matmul weight of the tiny preset (attn_k, 128 x 256): a dequantization at least this
 # big, written out on its own, is a weight materialized in f32.
 SMALLEST_WEIGHT = 128 * 256
@@ -38,18 +38,13 @@ def elements(name):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) < 3:
         sys.exit(__doc__)
-    skainet, work = sys.argv[1:]
-    fresh_dir(work)
-    model = os.path.join(work, "tiny.gguf")
-    run([skainet, "synth", model, "--preset", "tiny", "--type", "F32"])
-    for scheme in FORMATS:
-        gguf = quantized(skainet, model, os.path.join(work, f"{scheme}.gguf"), scheme)
-        out = export(skainet, gguf, os.path.join(work, scheme), "--ctx", "128", "--kernels", "stablehlo")
-        stats = os.path.join(out, "statistics.csv")
-        compile_export(out, extra=["--iree-scheduling-dump-statistics-format=csv",
-                                   f"--iree-scheduling-dump-statistics-file={stats}"])
+    modules, formats = sys.argv[1], sys.argv[2:]
+    for scheme in formats:
+        stats = os.path.join(modules, "packed", scheme, "statistics.csv")
+        if not os.path.isfile(stats):
+            fail(f"no {stats}: build the target record_modules (the record.modules test does)")
         at_load = initializer_dispatches(stats)
         if at_load:
             fail(f"{scheme}: {len(at_load)} dispatches at module load (weights unpacked into globals): {at_load[:3]}")

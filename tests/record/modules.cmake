@@ -15,9 +15,11 @@ set(skainet_module_outputs "")
 # skainet_test_model(CASE VAR <skainet arguments, OUT where the file goes>): VAR = the model's path.
 function(skainet_test_model case var)
   set(out "${skainet_modules}/models/${case}.gguf")
+  set(inputs ${ARGN})
+  list(FILTER inputs INCLUDE REGEX "^/.*\\.gguf$")  # the model it is made from, if any
   list(TRANSFORM ARGN REPLACE "^OUT$" "${out}")
   add_custom_command(OUTPUT ${out} COMMAND $<TARGET_FILE:skainet> ${ARGN}
-                     DEPENDS skainet VERBATIM COMMENT "record modules: ${case}.gguf")
+                     DEPENDS skainet ${inputs} VERBATIM COMMENT "record modules: ${case}.gguf")
   set(${var} ${out} PARENT_SCOPE)
 endfunction()
 
@@ -72,6 +74,16 @@ foreach(form engine stablehlo)
   skainet_test_module(generation-Q8_0 ${form} ${stories_q8_0} --ctx 128 --kernels ${form})
 endforeach()
 skainet_test_module(generation-Q8_0 stablehlo-flat ${stories_q8_0} --ctx 128 --kernels stablehlo-flat)
+
+# record.stablehlo_packed (check_stablehlo_packed.py): a tiny llama (rows of 256 and 512, so the K and
+# IQ4 formats apply) quantized to a legacy, K and IQ4 format each, exported in the portable form and
+# compiled with IREE's scheduling statistics.
+set(stablehlo_packed_formats Q4_0 Q8_0 Q4_K_M Q6_K Q3_K_M IQ4_XS)
+skainet_test_model(packed-F32 tiny synth --preset tiny --type F32 OUT)
+foreach(type ${stablehlo_packed_formats})
+  skainet_test_model(packed-${type} model quantize ${tiny} OUT ${type})
+  skainet_test_module(packed ${type} ${model} --ctx 128 --kernels stablehlo --statistics)
+endforeach()
 
 add_custom_target(record_modules DEPENDS ${skainet_module_outputs})
 add_test(NAME record.modules COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR} --target record_modules)
