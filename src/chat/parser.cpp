@@ -106,100 +106,14 @@ class Parser {
   std::unique_ptr<Stmt> statement() {
     const Token& t = cur();
     const std::string kw = next().text;
-    std::string end;
-    if (kw == "if") {
-      auto s = stmt(SK::If, t);
-      s->expr = tuple(false);
-      expect_block_end();
-      s->body = body({"elif", "else", "endif"}, end);
-      Stmt* tail = s.get();
-      while (end == "elif") {
-        const Token& et = cur();
-        auto e = stmt(SK::If, et);
-        e->expr = tuple(false);
-        expect_block_end();
-        e->body = body({"elif", "else", "endif"}, end);
-        Stmt* ep = e.get();
-        tail->else_body.push_back(std::move(e));
-        tail = ep;
-      }
-      if (end == "else") {
-        expect_block_end();
-        tail->else_body = body({"endif"}, end);
-      }
-      expect_block_end();
-      return s;
-    }
-    if (kw == "for") {
-      auto s = stmt(SK::For, t);
-      s->targets = assign_targets();
-      if (!accept_name("in")) error("expected 'in' in for loop");
-      s->expr = tuple(false, true);
-      if (accept_name("if")) s->cond = expression();
-      if (is_name("recursive")) error("'for ... recursive' is not supported");
-      expect_block_end();
-      ++loop_depth_;
-      s->body = body({"else", "endfor"}, end);
-      --loop_depth_;
-      if (end == "else") {  // runs after the loop, so a break here belongs to an outer loop
-        expect_block_end();
-        s->else_body = body({"endfor"}, end);
-      }
-      expect_block_end();
-      return s;
-    }
-    if (kw == "set") {
-      const Token& target = cur();
-      std::vector<std::string> names = assign_targets();
-      std::string attr;
-      if (names.size() == 1 && is_op(".")) {
-        next();
-        attr = expect_name();
-      }
-      if (accept_op("=")) {
-        auto s = stmt(SK::Set, t);
-        s->targets = std::move(names);
-        s->attr = std::move(attr);
-        s->expr = tuple(true);
-        expect_block_end();
-        return s;
-      }
-      if (!attr.empty() || names.size() != 1) error("a block set needs one plain name", &target);
-      auto s = stmt(SK::SetBlock, t);
-      s->targets = std::move(names);
-      if (is_op("|")) s->expr = filters(nullptr);
-      expect_block_end();
-      s->body = body({"endset"}, end);
-      expect_block_end();
-      return s;
-    }
-    if (kw == "macro") {
-      auto s = stmt(SK::Macro, t);
-      s->text = expect_name();
-      expect_op("(");
-      while (!is_op(")")) {
-        if (!s->params.empty()) expect_op(",");
-        if (is_op(")")) break;
-        std::string p = expect_name();
-        ExprPtr def;
-        if (accept_op("=")) def = expression();
-        s->params.emplace_back(std::move(p), std::move(def));
-      }
-      expect_op(")");
-      expect_block_end();
-      int outer_loops = std::exchange(loop_depth_, 0);  // a macro body is a function: no loop around it
-      s->body = body({"endmacro"}, end);
-      loop_depth_ = outer_loops;
-      if (cur().kind == Tok::Name) next();  // {% endmacro name %}
-      expect_block_end();
-      return s;
-    }
+    if (kw == "if") return if_statement(t);
+    if (kw == "for") return for_statement(t);
+    if (kw == "set") return set_statement(t);
+    if (kw == "macro") return macro_statement(t);
     if (kw == "filter") {
       auto s = stmt(SK::FilterBlock, t);
       s->expr = filters(nullptr, true);
-      expect_block_end();
-      s->body = body({"endfilter"}, end);
-      expect_block_end();
+      closed_body(*s, "endfilter");
       return s;
     }
     if (kw == "break" || kw == "continue") {
@@ -210,12 +124,111 @@ class Parser {
     }
     if (kw == "generation") {  // HuggingFace's AssistantTracker: the body renders as it is
       auto s = stmt(SK::Body, t);
-      expect_block_end();
-      s->body = body({"endgeneration"}, end);
-      expect_block_end();
+      closed_body(*s, "endgeneration");
       return s;
     }
     throw TemplateError("unsupported or unknown tag '{% " + kw + " %}'", t.line, t.column);
+  }
+
+  // `%}`, the body up to {% END %}, and that tag's `%}`.
+  void closed_body(Stmt& s, const char* end_tag) {
+    std::string end;
+    expect_block_end();
+    s.body = body({end_tag}, end);
+    expect_block_end();
+  }
+
+  std::unique_ptr<Stmt> if_statement(const Token& t) {
+    std::string end;
+    auto s = stmt(SK::If, t);
+    s->expr = tuple(false);
+    expect_block_end();
+    s->body = body({"elif", "else", "endif"}, end);
+    Stmt* tail = s.get();
+    while (end == "elif") {
+      const Token& et = cur();
+      auto e = stmt(SK::If, et);
+      e->expr = tuple(false);
+      expect_block_end();
+      e->body = body({"elif", "else", "endif"}, end);
+      Stmt* ep = e.get();
+      tail->else_body.push_back(std::move(e));
+      tail = ep;
+    }
+    if (end == "else") {
+      expect_block_end();
+      tail->else_body = body({"endif"}, end);
+    }
+    expect_block_end();
+    return s;
+  }
+
+  std::unique_ptr<Stmt> for_statement(const Token& t) {
+    std::string end;
+    auto s = stmt(SK::For, t);
+    s->targets = assign_targets();
+    if (!accept_name("in")) error("expected 'in' in for loop");
+    s->expr = tuple(false, true);
+    if (accept_name("if")) s->cond = expression();
+    if (is_name("recursive")) error("'for ... recursive' is not supported");
+    expect_block_end();
+    ++loop_depth_;
+    s->body = body({"else", "endfor"}, end);
+    --loop_depth_;
+    if (end == "else") {  // runs after the loop, so a break here belongs to an outer loop
+      expect_block_end();
+      s->else_body = body({"endfor"}, end);
+    }
+    expect_block_end();
+    return s;
+  }
+
+  // {% set a = … %}, {% set ns.x = … %}, {% set a, b = … %} or the block form {% set a %}…{% endset %}.
+  std::unique_ptr<Stmt> set_statement(const Token& t) {
+    const Token& target = cur();
+    std::vector<std::string> names = assign_targets();
+    std::string attr;
+    if (names.size() == 1 && is_op(".")) {
+      next();
+      attr = expect_name();
+    }
+    if (accept_op("=")) {
+      auto s = stmt(SK::Set, t);
+      s->targets = std::move(names);
+      s->attr = std::move(attr);
+      s->expr = tuple(true);
+      expect_block_end();
+      return s;
+    }
+    if (!attr.empty() || names.size() != 1) error("a block set needs one plain name", &target);
+    auto s = stmt(SK::SetBlock, t);
+    s->targets = std::move(names);
+    if (is_op("|")) s->expr = filters(nullptr);
+    closed_body(*s, "endset");
+    return s;
+  }
+
+  std::unique_ptr<Stmt> macro_statement(const Token& t) {
+    std::string end;
+    auto s = stmt(SK::Macro, t);
+    s->text = expect_name();
+    expect_op("(");
+    while (!is_op(")")) {
+      if (!s->params.empty()) expect_op(",");
+      if (is_op(")")) break;
+      std::string p = expect_name();
+      ExprPtr def;
+      if (accept_op("=")) def = expression();
+      s->params.emplace_back(std::move(p), std::move(def));
+    }
+    expect_op(")");
+    expect_block_end();
+    int outer_loops = std::exchange(loop_depth_, 0);  // a macro body is a function: no loop around it
+    s->body = body({"endmacro"}, end);
+    loop_depth_ = outer_loops;
+    if (cur().kind == Tok::Name) next();  // {% endmacro name %}
+    expect_block_end();
+    return s;
   }
 
   std::vector<std::string> assign_targets() {

@@ -133,22 +133,10 @@ std::string ExportReport::text() const {
   return s;
 }
 
-ExportReport export_model(const std::filesystem::path& gguf, const ExportOptions& o) {
-  if (!o.prefill && !o.decode) throw InvalidArgument("export: no entry function asked for (--entry prefill,decode)");
-  const gguf::Header header = gguf::read_header(gguf);
-  const arch::ModelShape shape = arch::ModelShape::from_header(header);
-  if (!shape.family)
-    throw Error(fmt::format("export {}: architecture '{}' is not supported (supported: {})", gguf.string(),
-                            shape.architecture, arch::supported_architectures()));
-  const plan::MemoryPlan plan =
-      plan::make_plan(header, placement::MemoryProfile::preset(o.profile), export_platform(o.kernels), o.overrides, o.plan);
-  if (!plan.kv) throw Error(fmt::format("export {}: the plan has no KV cache", gguf.string()));
-  if (plan.kv->type != GgmlType::F16 && plan.kv->type != GgmlType::F32)
-    throw InvalidArgument(fmt::format("export: a {} KV cache is not exported (f16 or f32)", type_name(plan.kv->type)));
+namespace {
 
-  ExportReport report;
-  report.gguf_bytes = header.file_size;
-  for (const plan::PlanWarning& w : plan.warnings) report.warnings.push_back(plan::describe(w));
+// What the export carries of each weight: counts, bytes, and every weight not carried as stored.
+void count_parameters(const plan::MemoryPlan& plan, ExportReport& report) {
   for (const placement::Decision& d : plan.tensors) {
     ++report.parameters;
     report.parameter_bytes += d.spec.bytes;
@@ -157,23 +145,28 @@ ExportReport export_model(const std::filesystem::path& gguf, const ExportOptions
     if (d.held_type != d.file_type)
       report.fallbacks.push_back({d.tensor, d.file_type, d.held_type, fallback_reason(d)});
   }
-  if (o.params == ParamsMode::Gguf) {
-    // IREE reads the GGUF in place, so every weight must be carried exactly as the file stores it
-    // (and in a type IREE's GGUF reader knows: it has no BF16).
-    std::string problems;
-    for (const placement::Decision& d : plan.tensors)
-      if (d.held_type != d.file_type || d.held_order != BlockOrder::RowMajor || d.file_type == GgmlType::BF16)
-        problems += fmt::format("\n  {}: {} held as {}{}", d.tensor, type_name(d.file_type), type_name(d.held_type),
-                                d.held_order != BlockOrder::RowMajor
-                                    ? fmt::format(" in the {} order", block_order_name(d.held_order))
-                                    : std::string());
-    if (!problems.empty())
-      throw InvalidArgument(fmt::format("export --params gguf: these weights are not carried as the file stores them "
-                                        "(IREE would read the wrong bytes); use --params irpa, or --profile "
-                                        "low-memory (no repacks) or --kernels stablehlo:{}", problems));
-  }
+}
 
-  // Record on shapes only: the same model code, under a recording context.
+// IREE reads the GGUF in place (--params gguf), so every weight must be carried exactly as the file
+// stores it, and in a type IREE's GGUF reader knows: it has no BF16.
+void require_carried_as_stored(const plan::MemoryPlan& plan) {
+  std::string problems;
+  for (const placement::Decision& d : plan.tensors)
+    if (d.held_type != d.file_type || d.held_order != BlockOrder::RowMajor || d.file_type == GgmlType::BF16)
+      problems += fmt::format("\n  {}: {} held as {}{}", d.tensor, type_name(d.file_type), type_name(d.held_type),
+                              d.held_order != BlockOrder::RowMajor
+                                  ? fmt::format(" in the {} order", block_order_name(d.held_order))
+                                  : std::string());
+  if (!problems.empty())
+    throw InvalidArgument(fmt::format("export --params gguf: these weights are not carried as the file stores them "
+                                      "(IREE would read the wrong bytes); use --params irpa, or --profile "
+                                      "low-memory (no repacks) or --kernels stablehlo:{}", problems));
+}
+
+// Records the entry functions on shapes only (the same model code, under a recording context), then
+// emits them; the module's signatures and run-time memory go into the report.
+EmittedModule record_module(const plan::MemoryPlan& plan, const arch::ModelShape& shape, const ExportOptions& o,
+                            ExportReport& report) {
   SymbolicScope scope;
   const load::LoadedModel weights = symbolic_weights(plan);
   load::KvCacheStore kv = load::KvCacheStore::recorded(scope, *plan.kv);
@@ -195,12 +188,16 @@ ExportReport export_model(const std::filesystem::path& gguf, const ExportOptions
     LayoutAssignmentPass{.form = o.kernels}.run(g);
     functions.push_back(&g);
   }
-  const EmittedModule module = emit_module(functions, o.kernels);
+  EmittedModule module = emit_module(functions, o.kernels);
   report.signatures = module.signatures;
   report.kernels = o.kernels;
   report.memory = module_memory(functions, report.parameter_bytes, o.kernels);
+  return module;
+}
 
-  // Everything decided and emitted: only now is anything written.
+// Writes the parameters (unless IREE reads the GGUF in place), the module, its flags and the report.
+void write_outputs(const std::filesystem::path& gguf, const plan::MemoryPlan& plan, const ExportOptions& o,
+                   const EmittedModule& module, ExportReport& report) {
   std::filesystem::create_directories(o.out_dir);
   report.mlir = o.out_dir / "model.mlir";
   if (o.params == ParamsMode::Irpa) {
@@ -216,6 +213,31 @@ ExportReport export_model(const std::filesystem::path& gguf, const ExportOptions
   write_text_atomically(o.out_dir / "compile.llvm-cpu.flags", join_lines(llvm_cpu_compile_flags(o.kernels)));
   write_text_atomically(o.out_dir / "run.flags", join_lines(run_flags(o.kernels)));
   write_text_atomically(o.out_dir / "report.txt", report.text());
+}
+
+}  // namespace
+
+ExportReport export_model(const std::filesystem::path& gguf, const ExportOptions& o) {
+  if (!o.prefill && !o.decode) throw InvalidArgument("export: no entry function asked for (--entry prefill,decode)");
+  const gguf::Header header = gguf::read_header(gguf);
+  const arch::ModelShape shape = arch::ModelShape::from_header(header);
+  if (!shape.family)
+    throw Error(fmt::format("export {}: architecture '{}' is not supported (supported: {})", gguf.string(),
+                            shape.architecture, arch::supported_architectures()));
+  const plan::MemoryPlan plan =
+      plan::make_plan(header, placement::MemoryProfile::preset(o.profile), export_platform(o.kernels), o.overrides, o.plan);
+  if (!plan.kv) throw Error(fmt::format("export {}: the plan has no KV cache", gguf.string()));
+  if (plan.kv->type != GgmlType::F16 && plan.kv->type != GgmlType::F32)
+    throw InvalidArgument(fmt::format("export: a {} KV cache is not exported (f16 or f32)", type_name(plan.kv->type)));
+
+  ExportReport report;
+  report.gguf_bytes = header.file_size;
+  for (const plan::PlanWarning& w : plan.warnings) report.warnings.push_back(plan::describe(w));
+  count_parameters(plan, report);
+  if (o.params == ParamsMode::Gguf) require_carried_as_stored(plan);
+  const EmittedModule module = record_module(plan, shape, o, report);
+  // Everything decided and emitted: only now is anything written.
+  write_outputs(gguf, plan, o, module, report);
   return report;
 }
 
