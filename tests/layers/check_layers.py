@@ -7,7 +7,8 @@ includes a header of a higher layer.
 LAYERS is the order, bottom first ("core io compute ..."); MODULES maps each module to its layer
 ("base=core tensor=core ..."). Both come from the top CMakeLists.txt, which declares every module's
 layer once (skainet_module(... LAYER L)). A public header's layer is its folder, include/skainet/L/;
-a source's is its module's, src/M/. Tests, benchmarks and the CLI's `main` may include anything.
+a source's is its module's, src/M/ (the CLI is src/cli, in app). Tests and benchmarks, above
+every layer, are not checked.
 """
 import os
 import re
