@@ -29,7 +29,7 @@ std::string_view file_kind(mode_t mode) {
 }
 
 // Opens a regular file for reading. O_NONBLOCK because open() of a FIFO without it waits for a writer
-// forever (issue 10, defect 2); the type is checked on the open descriptor (no stat/open race), then
+// forever; the type is checked on the open descriptor (no stat/open race), then
 // the flag is cleared, having no effect on regular files anyway.
 int open_regular(const std::filesystem::path& path, std::string_view what, struct stat* st) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);

@@ -74,7 +74,7 @@ int serve(ServeArgs& a) {
   };
   serve::Server server(*engine, so, chosen.source, chosen.end_of_turn.value_or(""));
   // The stopper is also woken by this thread (a SIGTERM sent to it alone) when listen() ends another
-  // way, a failed bind above all: then it says nothing, since no signal came (issue 24 #13).
+  // way, a failed bind above all: then it says nothing, since no signal came.
   std::atomic<bool> waking_stopper = false;
   std::thread stopper([&] {
     int sig = 0;

@@ -75,7 +75,7 @@ void check_output(const std::filesystem::path& in, const gguf::TensorInfo& t, co
 
 Report quantize(const std::filesystem::path& in, const std::filesystem::path& out, const QuantizeOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  // The output would be renamed over the input it is still being read from (issue 10, defect 6).
+  // The output would be renamed over the input it is still being read from.
   // equivalent() compares st_dev and st_ino after following links; an output that does not exist
   // yet is a different file.
   std::error_code ec;

@@ -114,7 +114,7 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
   if (looks_like_model(header)) {
     p.model = arch::ModelShape::from_header(header);
     // Before anything sized by the hyper-parameters (KV cache, per-layer slab lists) is built: a
-    // header claiming 20000 layers over 5 layers of tensors is refused here (issue 10, defect 4).
+    // header claiming 20000 layers over 5 layers of tensors is refused here, before it sizes anything.
     if (p.model->family) {
       const arch::TensorCheck check = arch::check_tensors(header, *p.model);
       if (!check.ok()) throw arch::TensorMismatchError(fmt::format("{}: {}", p.file, check.describe(*p.model)));

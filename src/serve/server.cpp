@@ -140,7 +140,7 @@ Job Server::Impl::prepare(const Request& r) const {
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     for (const auto& m : r.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
     try {
-      // A message's content stays text: "<|im_end|>" in it cannot end a turn (issue 24 #8).
+      // A message's content stays text: a client's "<|im_end|>" must not end or forge a turn.
       job.ids = generate::tokenize_conversation(tmpl, generate::conversation_context(std::move(messages), tok), tok,
                                                 {.special_in_content = options.special_in_content})
                     .ids;

@@ -70,7 +70,7 @@ struct RequestLimits {
   size_t max_stop_bytes = 256;          // each
   size_t max_messages = 1024;
   // What parsing a body may build: each value costs about 16-80 bytes beside its text, so 65536 values
-  // stay within a few MiB whatever an 8 MiB body holds (issue 24 #3: nested arrays cost 40x the body).
+  // stay within a few MiB whatever an 8 MiB body holds (unbounded, nested arrays cost 40x the body).
   size_t max_json_depth = 64;
   size_t max_json_values = 65536;
 };
@@ -175,8 +175,8 @@ struct ServerOptions {
   text::SamplerConfig sampling;
   std::vector<std::string> stop;  // always applied, beside the request's
   bool ignore_eos = false;
-  // A chat message's control-token text ("<|im_end|>") becomes the control token, as before issue 24
-  // #8; by default it stays text.
+  // A chat message's control-token text ("<|im_end|>") becomes the control token (for clients that
+  // write turns by hand); by default it stays text, so no message can forge a turn.
   bool special_in_content = false;
   // Called once the socket is bound (the port is known), before serving.
   std::function<void(int port)> on_listening;

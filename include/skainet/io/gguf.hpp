@@ -145,7 +145,7 @@ struct ReadOptions {
   // A tensor name. ggml holds names in char[GGML_MAX_NAME] = 64 (63 bytes and a NUL) and llama.cpp's
   // reader refuses longer ones; forks that raise GGML_MAX_NAME go to 128. 256 leaves room for those
   // while keeping every name short enough to quote in a message and cheap to match a pattern against
-  // (a 25 KB name once overflowed the stack in std::regex, issue 10).
+  // (a 25 KB name would overflow the stack of a backtracking regex).
   uint64_t max_tensor_name_bytes = 256;
   uint64_t max_string_bytes = 256u << 20;   // any other string
   uint64_t max_array_items = 1u << 24;

@@ -191,7 +191,7 @@ struct TensorOverride {
   std::string pattern;   // RE2 regex (the ECMAScript subset without backreferences), searched in the name
   WeightForm form;
   // RE2, not std::regex: std::regex recurses once per character matched and per nesting level, so a
-  // long tensor name or a deeply nested pattern overflowed the stack (issue 10, defect 1). RE2 runs
+  // long tensor name or a deeply nested pattern would overflow the stack. RE2 runs
   // in linear time with bounded stack and refuses patterns past its program-size limit.
   std::shared_ptr<const re2::RE2> regex;
   // "REGEX=FORM" as --override-tensor takes it. InvalidArgument on a bad regex or form.

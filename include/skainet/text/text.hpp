@@ -242,7 +242,7 @@ class Sampler {
  public:
   // max_history: the most tokens a sequence can hold (the plan's context). The penalty never looks
   // past the sequence, so the ring holds min(repeat_last_n, max_history) ids: memory is bounded by
-  // the plan whatever --repeat-last-n says (issue 10, defect 5). 0: the ring is repeat_last_n long.
+  // the plan whatever --repeat-last-n says. 0: the ring is repeat_last_n long.
   Sampler(int32_t vocab_size, SamplerConfig config, uint32_t max_history = 0);
 
   int32_t sample(std::span<const float> logits);  // logits.size() must be vocab_size
