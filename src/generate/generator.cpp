@@ -13,7 +13,7 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 }  // namespace
 
-Generator::Generator(model::Llama& model, const text::Tokenizer& tokenizer, text::Sampler& sampler,
+Generator::Generator(model::Transformer& model, const text::Tokenizer& tokenizer, text::Sampler& sampler,
                      memory::ExecutionContext& ctx, GeneratorConfig config)
     : model_(model), tokenizer_(tokenizer), sampler_(sampler), ctx_(ctx), config_(config),
       step_({.slab_bytes = config.step_slab_bytes}) {

@@ -15,7 +15,7 @@ Sequence::Sequence(const plan::MemoryPlan& p, memory::ModelScope& scope, const l
                    const text::Tokenizer& tokenizer, int threads)
     : plan(sequence_of(p)),
       kv(scope, plan.kv),
-      llama(*p.model, model::LlamaWeights::bind(loaded, *p.model), kv, plan.layer_bytes),
+      llama(*p.model, model::TransformerWeights::bind(loaded, *p.model), kv, plan.layer_bytes),
       ctx(threads),
       sampler(tokenizer.vocab_size(), text::SamplerConfig{}, plan.kv.ctx),
       generator(llama, tokenizer, sampler, ctx,

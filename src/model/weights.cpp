@@ -36,7 +36,7 @@ class Binder {
 // Names and shapes come from the architecture's table (arch::model_tensors / layer_tensors), the one
 // the plan checks the header against before anything is allocated; this only routes each role to its
 // field.
-LlamaWeights LlamaWeights::bind(const load::LoadedModel& loaded, const arch::ModelShape& s) {
+TransformerWeights TransformerWeights::bind(const load::LoadedModel& loaded, const arch::ModelShape& s) {
   if (!s.family)
     throw Error(fmt::format("architecture '{}' is not supported (supported: {})", s.architecture, arch::supported_architectures()));
   Binder b(loaded);
@@ -44,7 +44,7 @@ LlamaWeights LlamaWeights::bind(const load::LoadedModel& loaded, const arch::Mod
     const Shape shape = Shape::from_ggml(r.shape);
     return r.optional ? b.optional(name, shape) : b.need(name, shape);
   };
-  LlamaWeights w;
+  TransformerWeights w;
   for (const auto& r : arch::model_tensors(s)) {
     const Tensor t = bind(std::string(r.name()), r);
     switch (r.role) {

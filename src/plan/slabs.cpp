@@ -15,7 +15,7 @@ void add(std::vector<ActivationBuffer>& list, uint64_t& total, std::string name,
 
 }  // namespace
 
-// Mirrors, buffer for buffer, what model::Llama::forward draws from its two slabs (F32 activations).
+// Mirrors, buffer for buffer, what model::Transformer::forward draws from its two slabs (F32 activations).
 // A test in the model checks a real step against it, so the two cannot drift apart silently.
 SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t ctx) {
   SlabPlan s;

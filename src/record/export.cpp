@@ -170,7 +170,7 @@ EmittedModule record_module(const plan::MemoryPlan& plan, const arch::ModelShape
   SymbolicScope scope;
   const load::LoadedModel weights = symbolic_weights(plan);
   load::KvCacheStore kv = load::KvCacheStore::recorded(scope, *plan.kv);
-  model::Llama llama(shape, model::LlamaWeights::bind(weights, shape), kv, 0);
+  model::Transformer llama(shape, model::TransformerWeights::bind(weights, shape), kv, 0);
   const int64_t seq = o.seq_len > 0 ? o.seq_len : std::min<int64_t>(plan.kv->ctx, 64);
   if (seq > static_cast<int64_t>(plan.kv->ctx))
     throw InvalidArgument(fmt::format("export: --seq-len {} exceeds the context of {} (--ctx)", seq, plan.kv->ctx));

@@ -57,7 +57,7 @@ load::LoadedModel symbolic_weights(const plan::MemoryPlan& plan) {
   return m;
 }
 
-Tape record_entry(model::Llama& llama, const load::LoadedModel& weights, const load::KvCacheStore& kv,
+Tape record_entry(model::Transformer& llama, const load::LoadedModel& weights, const load::KvCacheStore& kv,
                   SymbolicScope& scope, const EntrySpec& entry) {
   if (entry.tokens <= 0 || static_cast<uint64_t>(entry.tokens) > kv.ctx())
     throw InvalidArgument(fmt::format("record {}: {} tokens do not fit a context of {}", entry.name, entry.tokens, kv.ctx()));

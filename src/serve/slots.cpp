@@ -3,7 +3,7 @@
 // What a slot shares and what it owns: the weights (views into the engine's ModelScope) and the
 // tokenizer are read-only after loading, so any number of slots read them at once. Everything a
 // forward pass writes is the slot's own generate::Sequence: the KV cache, the layer slab (inside
-// model::Llama), the step slab (inside the Generator), the matmul scratch and the active-scope
+// model::Transformer), the step slab (inside the Generator), the matmul scratch and the active-scope
 // pointer (inside the ExecutionContext). The kernels' thread pool is per ExecutionContext as well,
 // so slots never enter one pool together (a pool serializes outside dispatches on a mutex: sharing
 // one would make the slots take turns at every matmul); instead the --threads are divided between

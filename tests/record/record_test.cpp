@@ -44,7 +44,7 @@ Recorded record(const fs::path& model, const placement::FormOverrides& overrides
   SymbolicScope scope;
   const load::LoadedModel weights = symbolic_weights(r.plan);
   load::KvCacheStore kv = load::KvCacheStore::recorded(scope, *r.plan.kv);
-  model::Llama llama(*r.plan.model, model::LlamaWeights::bind(weights, *r.plan.model), kv, 0);
+  model::Transformer llama(*r.plan.model, model::TransformerWeights::bind(weights, *r.plan.model), kv, 0);
   r.tapes.push_back(record_entry(llama, weights, kv, scope, {.name = "prefill", .tokens = 6, .logits = model::Logits::All}));
   r.tapes.push_back(record_entry(llama, weights, kv, scope,
                                  {.name = "decode", .tokens = 1, .dynamic_position = true, .cache_in = true}));
@@ -216,7 +216,7 @@ TEST(Record, TheEagerContextIsUntouchedAfterRecording) {
   SymbolicScope scope;
   const load::LoadedModel weights = symbolic_weights(p);
   load::KvCacheStore kv = load::KvCacheStore::recorded(scope, *p.kv);
-  model::Llama llama(*p.model, model::LlamaWeights::bind(weights, *p.model), kv, 0);
+  model::Transformer llama(*p.model, model::TransformerWeights::bind(weights, *p.model), kv, 0);
   memory::ExecutionContext ctx(1);
   // Symbolic tensors reaching an eager context (no recorder) cannot run: reading them throws.
   const std::vector<int32_t> ids{1, 2};

@@ -94,7 +94,7 @@ class StopMatcher {
 
 class Generator {
  public:
-  Generator(model::Llama& model, const text::Tokenizer& tokenizer, text::Sampler& sampler,
+  Generator(model::Transformer& model, const text::Tokenizer& tokenizer, text::Sampler& sampler,
             memory::ExecutionContext& ctx, GeneratorConfig config);
 
   Stats generate(std::string_view prompt, const Options& options, const TokenCallback& on_token);
@@ -117,7 +117,7 @@ class Generator {
  private:
   int32_t sample_in_step(std::span<const int32_t> tokens, int64_t pos);
 
-  model::Llama& model_;
+  model::Transformer& model_;
   const text::Tokenizer& tokenizer_;
   text::Sampler& sampler_;
   memory::ExecutionContext& ctx_;

@@ -1,9 +1,9 @@
-// skainet::model — the llama-family transformer, in every family of arch::families() (LLaMA 1/2/3,
-// TinyLlama, Mistral, SmolLM; Qwen2 with its biases; Qwen3 with its q/k norms), over weights a
+// skainet::model — the decoder-only transformer (model::Transformer), one forward pass for every
+// family of arch::families(), their differences read from arch::Features and the shape, over weights a
 // ResolvedGguf loaded. It binds views and owns nothing but its layer slab; every op goes through the
 // ExecutionContext, so the same code runs eagerly or recorded.
 //
-//   model::Llama llama(shape, model::LlamaWeights::bind(loaded, shape), kv, plan.prefill->layer_bytes);
+//   model::Transformer llama(shape, model::TransformerWeights::bind(loaded, shape), kv, plan.prefill->layer_bytes);
 //   memory::ForwardScope step({.slab_bytes = plan.prefill->step_bytes});
 //   ctx.step(step, [&] {
 //     Tensor logits = llama.forward(ctx, tokens, /*pos=*/0);   // [1, vocab], from the step slab
@@ -33,13 +33,13 @@ struct LayerWeights {
   Tensor ffn_norm, w_gate, w_up, w_down;
 };
 
-struct LlamaWeights {
+struct TransformerWeights {
   Tensor tok_embd, output_norm, output;  // output is tok_embd when the model ties them
   Tensor rope_freqs;                     // Llama 3.1+: RoPE frequency divisors, or undefined
   std::vector<LayerWeights> layers;
   // Binds every tensor the architecture needs, checking its shape; Error naming each missing or
   // mis-shaped tensor (all of them, not just the first).
-  static LlamaWeights bind(const load::LoadedModel& loaded, const arch::ModelShape& shape);
+  static TransformerWeights bind(const load::LoadedModel& loaded, const arch::ModelShape& shape);
 };
 
 // Which positions forward() returns logits for: the last (generation) or every one (a recorded
@@ -47,9 +47,9 @@ struct LlamaWeights {
 // counted as overflow, as any demand the plan did not foresee.
 enum class Logits : uint8_t { Last, All };
 
-class Llama {
+class Transformer {
  public:
-  Llama(arch::ModelShape shape, LlamaWeights weights, load::KvCacheStore& kv, uint64_t layer_slab_bytes);
+  Transformer(arch::ModelShape shape, TransformerWeights weights, load::KvCacheStore& kv, uint64_t layer_slab_bytes);
 
   // Runs `tokens` at positions [pos, pos + n): writes their K/V into the cache and returns the logits
   // of the last token, F32 [1, vocab] (or of every token, [n, vocab]), drawn from the active scope.
@@ -67,7 +67,7 @@ class Llama {
   Tensor attention(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, int64_t pos);
 
   arch::ModelShape shape_;
-  LlamaWeights w_;
+  TransformerWeights w_;
   load::KvCacheStore& kv_;
   memory::ForwardScope layer_scope_;
 };

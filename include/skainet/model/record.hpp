@@ -115,7 +115,7 @@ load::LoadedModel symbolic_weights(const plan::MemoryPlan& plan);
 
 // Runs llama.forward under a recording context for `entry` and returns what it recorded. `weights`
 // and `kv` must be symbolic (symbolic_weights, KvCacheStore::recorded) from `scope`.
-Tape record_entry(model::Llama& llama, const load::LoadedModel& weights, const load::KvCacheStore& kv,
+Tape record_entry(model::Transformer& llama, const load::LoadedModel& weights, const load::KvCacheStore& kv,
                   SymbolicScope& scope, const EntrySpec& entry);
 
 // ---- Graph ----

@@ -33,7 +33,7 @@ class Sequence {
 
   const plan::SequencePlan plan;
   load::KvCacheStore kv;
-  model::Llama llama;            // the shared weights over this sequence's KV cache; owns the layer slab
+  model::Transformer llama;            // the shared weights over this sequence's KV cache; owns the layer slab
   memory::ExecutionContext ctx;  // its thread pool and the reserved matmul scratch
   text::Sampler sampler;
   Generator generator;           // owns the step slab; samples with `sampler`

@@ -36,7 +36,7 @@ struct Fixture {
     plan = plan::make_plan(header, placement::MemoryProfile::preset(profile), placement::Platform::detect(), {}, opts);
     loaded = load::ResolvedGguf(header, plan).load(scope, {.progress = false});
     kv.emplace(scope, *plan.kv);
-    llama.emplace(*plan.model, model::LlamaWeights::bind(loaded, *plan.model), *kv,
+    llama.emplace(*plan.model, model::TransformerWeights::bind(loaded, *plan.model), *kv,
                   std::max(plan.prefill->layer_bytes, plan.decode->layer_bytes));
   }
   gguf::Header header;
@@ -44,7 +44,7 @@ struct Fixture {
   memory::ModelScope scope{"test"};
   load::LoadedModel loaded;
   std::optional<load::KvCacheStore> kv;
-  std::optional<model::Llama> llama;
+  std::optional<model::Transformer> llama;
 };
 
 std::vector<int32_t> greedy(Fixture& f, memory::ExecutionContext& ctx, memory::ForwardScope& step, int n) {
@@ -63,7 +63,7 @@ std::vector<int32_t> greedy(Fixture& f, memory::ExecutionContext& ctx, memory::F
 
 }  // namespace
 
-TEST(Llama, StoriesGreedyMatchesLlamaCpp) {
+TEST(Transformer, StoriesGreedyMatchesLlamaCpp) {
   const auto expected = reference_ids();
   ASSERT_EQ(expected.size(), 128u);
   Fixture f(kStories);
@@ -75,7 +75,7 @@ TEST(Llama, StoriesGreedyMatchesLlamaCpp) {
   EXPECT_EQ(f.llama->layer_stats().total_overflow_count, 0u) << "the plan's layer slab was too small";
 }
 
-TEST(Llama, SlabUseMatchesThePlanExactly) {
+TEST(Transformer, SlabUseMatchesThePlanExactly) {
   Fixture f(kStories);
   memory::ExecutionContext ctx(1);
   memory::ForwardScope step({.slab_bytes = f.plan.decode->step_bytes});
@@ -89,7 +89,7 @@ TEST(Llama, SlabUseMatchesThePlanExactly) {
   EXPECT_EQ(f.llama->layer_stats().peak, plan::estimate_slabs(*f.plan.model, 1, 1).layer_bytes);
 }
 
-TEST(Llama, ContextOverflowIsRefused) {
+TEST(Transformer, ContextOverflowIsRefused) {
   Fixture f(kStories, "default", 8);
   memory::ExecutionContext ctx(1);
   memory::ForwardScope step({.slab_bytes = 1 << 20});
@@ -104,7 +104,7 @@ TEST(Llama, ContextOverflowIsRefused) {
   EXPECT_THROW(ctx.step(step, [&] { f.llama->forward(ctx, std::span(&bad, 1), 0); }), InvalidArgument);
 }
 
-TEST(Llama, KeepingAStepTensorAcrossStepsThrows) {
+TEST(Transformer, KeepingAStepTensorAcrossStepsThrows) {
   Fixture f(kStories);
   memory::ExecutionContext ctx(1);
   memory::ForwardScope step({.slab_bytes = f.plan.decode->step_bytes});
@@ -114,13 +114,13 @@ TEST(Llama, KeepingAStepTensorAcrossStepsThrows) {
   EXPECT_THROW(kept.data<float>(), StorageClosedException);
 }
 
-TEST(Llama, MissingTensorsAreAllNamed) {
+TEST(Transformer, MissingTensorsAreAllNamed) {
   Fixture f(kStories);
   load::LoadedModel partial = f.loaded;
   partial.weights.erase("blk.2.ffn_up.weight");
   partial.weights.erase("output_norm.weight");
   try {
-    model::LlamaWeights::bind(partial, *f.plan.model);
+    model::TransformerWeights::bind(partial, *f.plan.model);
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(e.message().find("blk.2.ffn_up.weight"), std::string::npos) << e.message();

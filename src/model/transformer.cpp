@@ -7,10 +7,10 @@
 
 namespace skainet::model {
 
-Llama::Llama(arch::ModelShape shape, LlamaWeights weights, load::KvCacheStore& kv, uint64_t layer_slab_bytes)
+Transformer::Transformer(arch::ModelShape shape, TransformerWeights weights, load::KvCacheStore& kv, uint64_t layer_slab_bytes)
     : shape_(std::move(shape)), w_(std::move(weights)), kv_(kv), layer_scope_({.slab_bytes = layer_slab_bytes}) {}
 
-Tensor Llama::forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens, int64_t pos, Logits which) {
+Tensor Transformer::forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens, int64_t pos, Logits which) {
   const auto n = static_cast<int64_t>(tokens.size());
   if (n == 0) throw InvalidArgument("forward: no tokens");
   if (pos < 0 || pos + n > static_cast<int64_t>(kv_.ctx()))
@@ -34,7 +34,7 @@ Tensor Llama::forward(memory::ExecutionContext& ctx, std::span<const int32_t> to
   return shape_.final_softcap > 0 ? ops::softcap(ctx, logits, shape_.final_softcap) : logits;
 }
 
-Tensor Llama::layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, int64_t pos) {
+Tensor Transformer::layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, int64_t pos) {
   const LayerWeights& w = w_.layers[l];
   const int64_t n = x.dim(0);
   const int64_t hd = shape_.head_dim, heads = shape_.heads, kv_heads = shape_.kv_heads;
@@ -78,7 +78,7 @@ Tensor Llama::layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, 
 // Attention over cache cells [0, pos + n), causal within the new tokens: the whole cache is passed and
 // ops::attention reads only the cells its queries can see (so a recording, where pos is a runtime
 // value, gets the same call).
-Tensor Llama::attention(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, int64_t pos) {
+Tensor Transformer::attention(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, int64_t pos) {
   return ops::attention(ctx, q, kv_.k(l), kv_.v(l),
                         {.heads = shape_.heads,
                          .kv_heads = shape_.kv_heads,
