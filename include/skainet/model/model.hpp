@@ -3,8 +3,9 @@
 // ResolvedGguf loaded. It binds views and owns nothing but its layer slab; every op goes through the
 // ExecutionContext, so the same code runs eagerly or recorded.
 //
-//   model::Transformer llama(shape, model::TransformerWeights::bind(loaded, shape), kv, plan.prefill->layer_bytes);
-//   memory::ForwardScope step({.slab_bytes = plan.prefill->step_bytes});
+//   const plan::SequencePlan sizes = *plan.sequence();  // generate::Sequence does this wiring
+//   model::Transformer llama(shape, model::TransformerWeights::bind(loaded, shape), kv, sizes.layer_bytes);
+//   memory::ForwardScope step({.slab_bytes = sizes.step_bytes});
 //   ctx.step(step, [&] {
 //     Tensor logits = llama.forward(ctx, tokens, /*pos=*/0);   // [1, vocab], from the step slab
 //     next = sampler.sample(logits.data<float>());              // read it before the step ends
