@@ -6,8 +6,6 @@ pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 # over cpp-httplib for its event loop (docs/dependencies.md); only skainet_serve links it.
 pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
 
-# One static library per module in src/<name>/, sources found by glob so that adding a file needs no
-# edit here. Dependencies are declared once, in the top-level list, and only point downward.
 # skainet_layer_of(MODULE LAYER): MODULE's layer, one of SKAINET_LAYERS (the top CMakeLists.txt).
 function(skainet_layer_of name layer)
   list(FIND SKAINET_LAYERS "${layer}" rank)
@@ -18,6 +16,9 @@ function(skainet_layer_of name layer)
   set_property(GLOBAL APPEND PROPERTY SKAINET_MODULE_LAYERS "${name}=${layer}")
 endfunction()
 
+# One static library per module in src/<name>/, sources found by glob so that adding a file needs no
+# edit here. Dependencies are declared once, in the top-level list, and only point downward: a module
+# links only modules declared before it, in its own layer or lower.
 function(skainet_module name)
   cmake_parse_arguments(M "RECURSE" "LAYER" "DEPS" ${ARGN})
   skainet_layer_of(${name} "${M_LAYER}")

@@ -17,7 +17,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from record_support import fail, run  # noqa: E402  (also puts scripts/ on the path)
+from record_support import export, fail, run  # noqa: E402  (also puts scripts/ on the path)
 import iree_module  # noqa: E402
 
 
@@ -44,7 +44,7 @@ def main():
         extra = ["--iree-scheduling-dump-statistics-format=csv",
                  f"--iree-scheduling-dump-statistics-file={os.path.join(out, 'statistics.csv')}"]
     shutil.rmtree(out, ignore_errors=True)
-    run([skainet, "export", model, "-o", out, "-q", *options])
+    export(skainet, model, out, *options)
     iree_module.compile_module(out, extra=extra)
 
 
