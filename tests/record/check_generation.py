@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Greedy generation through IREE equals the eager engine's, token for token.
 
-    check_generation.py SKAINET MODEL.gguf MODULES
+    check_generation.py SKAINET MODEL.gguf MODULES CTX
 
 For MODEL (stories260K F32) and its Q8_0 quantization, in both kernel forms (`--kernels engine`, the
 default: the engine's kernels through the plugin; `--kernels stablehlo`: every op compiled by IREE),
 and Q8_0 in `--kernels stablehlo-flat` (the products Vulkan compiles): the modules exported with
-`--ctx 128` and compiled for this CPU by the build (tests/record/modules.cmake, under MODULES: the
+`--ctx CTX` and compiled for this CPU by the build (tests/record/modules.cmake, under MODULES: the
 Q8_0 file is MODULES/models/Q8_0.gguf), run by scripts/iree_generate.py --ids -n 64 (prefill + 63
-greedy decode steps on the IREE runtime), against `skainet run --temp 0 -n 64 --ctx 128 --ignore-eos`.
+greedy decode steps on the IREE runtime), against `skainet run --temp 0 -n 64 --ctx CTX --ignore-eos`
+(CTX: modules.cmake's generation_ctx, so both engines run at the same context).
 
 `skainet run` prints text, not ids, so the comparison is on text: the prompt followed by the IREE ids
 detokenized by `skainet tokenize --decode` must equal run's output byte for byte, and both must be 64
@@ -24,10 +25,9 @@ import sys
 from record_support import PROMPT, ROOT, fail, run
 
 N = 64
-CTX = "128"
 
 
-def check(skainet, model, out, kernels):
+def check(skainet, model, out, kernels, ctx):
     if not os.path.isfile(os.path.join(out, "model.vmfb")):
         fail(f"no module in {out}: build the target record_modules (the record.modules test does)")
     ids = run([sys.executable, os.path.join(ROOT, "scripts", "iree_generate.py"), "--export", out, "-m", model,
@@ -38,7 +38,7 @@ def check(skainet, model, out, kernels):
         fail(f"iree_generate produced {len(ids.split(','))} ids, asked for {N}")
     iree_text = PROMPT + run([skainet, "tokenize", "-m", model, "--decode", ids]).removesuffix("\n")
 
-    cmd = [skainet, "run", "-m", model, "-p", PROMPT, "-n", str(N), "--temp", "0", "--ctx", CTX, "--ignore-eos"]
+    cmd = [skainet, "run", "-m", model, "-p", PROMPT, "-n", str(N), "--temp", "0", "--ctx", ctx, "--ignore-eos"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         fail(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stderr}")
@@ -56,14 +56,14 @@ def check(skainet, model, out, kernels):
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) != 5:
         sys.exit(__doc__)
-    skainet, model, modules = sys.argv[1:]
+    skainet, model, modules, ctx = sys.argv[1:]
     q8 = os.path.join(modules, "models", "Q8_0.gguf")
     for kernels in ("engine", "stablehlo"):
-        check(skainet, model, os.path.join(modules, "generation-F32", kernels), kernels)
-        check(skainet, q8, os.path.join(modules, "generation-Q8_0", kernels), kernels)
-    check(skainet, q8, os.path.join(modules, "generation-Q8_0", "stablehlo-flat"), "stablehlo-flat")
+        check(skainet, model, os.path.join(modules, "generation-F32", kernels), kernels, ctx)
+        check(skainet, q8, os.path.join(modules, "generation-Q8_0", kernels), kernels, ctx)
+    check(skainet, q8, os.path.join(modules, "generation-Q8_0", "stablehlo-flat"), "stablehlo-flat", ctx)
     print("PASS")
 
 

@@ -69,11 +69,12 @@ endforeach()
 
 # record.generation (check_generation.py): 64 greedy tokens at ctx 128, F32 and Q8_0 in both kernel
 # forms, and Q8_0 in the form without fused one-row products.
+set(generation_ctx 128)  # check_generation.py runs the eager engine at the same context
 foreach(form engine stablehlo)
-  skainet_test_module(generation-F32 ${form} ${stories} --ctx 128 --kernels ${form})
-  skainet_test_module(generation-Q8_0 ${form} ${stories_q8_0} --ctx 128 --kernels ${form})
+  skainet_test_module(generation-F32 ${form} ${stories} --ctx ${generation_ctx} --kernels ${form})
+  skainet_test_module(generation-Q8_0 ${form} ${stories_q8_0} --ctx ${generation_ctx} --kernels ${form})
 endforeach()
-skainet_test_module(generation-Q8_0 stablehlo-flat ${stories_q8_0} --ctx 128 --kernels stablehlo-flat)
+skainet_test_module(generation-Q8_0 stablehlo-flat ${stories_q8_0} --ctx ${generation_ctx} --kernels stablehlo-flat)
 
 # record.stablehlo_packed (check_stablehlo_packed.py): a tiny llama (rows of 256 and 512, so the K and
 # IQ4 formats apply) quantized to a legacy, K and IQ4 format each, exported in the portable form and

@@ -32,7 +32,7 @@ endfunction()
 
 skainet_record_test(stablehlo_packed 600 check_stablehlo_packed.py ${skainet_modules} ${stablehlo_packed_formats})
 skainet_record_test(generation 900 check_generation.py
-  $<TARGET_FILE:skainet> ${skainet_record_stories} ${skainet_modules})
+  $<TARGET_FILE:skainet> ${skainet_record_stories} ${skainet_modules} ${generation_ctx})
 set_tests_properties(record.generation record.stablehlo_packed PROPERTIES FIXTURES_REQUIRED record_modules)
 skainet_record_test(archive 300 check_archive.py
   $<TARGET_FILE:skainet> ${skainet_record_stories} ${skainet_record_work}/archive)
