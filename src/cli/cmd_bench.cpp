@@ -94,7 +94,7 @@ int run(const BenchArgs& a) {
   generate::EngineOptions options;
   options.profile = a.placement.profile;
   options.plan = a.placement.plan_options();
-  if (!options.plan.ctx) options.plan.ctx = static_cast<uint32_t>(std::max(a.n_prompt + a.n_gen, 16));
+  if (!options.plan.n_ctx) options.plan.n_ctx = static_cast<uint32_t>(std::max(a.n_prompt + a.n_gen, 16));
   options.overrides = a.placement.form_overrides();
   options.threads = a.threads;
   options.progress = false;

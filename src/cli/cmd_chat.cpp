@@ -257,7 +257,7 @@ int run_chat(GenerationArgs& a) {
   const chat::Template tmpl(chosen.source);
 
   const uint64_t seed = a.resolve_seed();
-  const int64_t ctx_cells = engine->plan.kv->ctx;
+  const int64_t ctx_cells = engine->plan.kv->n_ctx;
   generate::Generator& gen = engine->sequence->sample_with(a.sampling);
   Conversation conversation(tok, tmpl, gen, reply_options(a, chosen), a.special_in_content);
   if (!a.system_prompt.empty()) conversation.add("system", a.system_prompt);

@@ -22,7 +22,7 @@ constexpr size_t kStringWidth = 60;   // characters of a long string shown in te
 // (arch::ModelShape, which the plan reads, refuses such a file).
 struct Hparams {
   std::string architecture;
-  std::optional<uint64_t> layers, dim, heads, kv_heads, ffn, vocab, ctx;
+  std::optional<uint64_t> layers, dim, heads, kv_heads, ffn, vocab, n_ctx;
   std::optional<double> rope_base, rms_eps;
   bool rope_base_default = false;
 };
@@ -56,7 +56,7 @@ std::optional<Hparams> hparams_of(const gguf::Header& h) {
   p.vocab = find_int(h, arch::key(a, arch::Key::VocabSize));
   if (const gguf::Value* tokens = h.find("tokenizer.ggml.tokens"); !p.vocab && tokens && tokens->is_array())
     p.vocab = tokens->items.size();
-  p.ctx = find_int(h, arch::key(a, arch::Key::ContextLength));
+  p.n_ctx = find_int(h, arch::key(a, arch::Key::ContextLength));
   p.rope_base = find_real(h, arch::key(a, arch::Key::RopeFreqBase));
   if (!p.rope_base) {
     p.rope_base = 10000.0;  // llama.cpp's default when the key is absent
@@ -154,7 +154,7 @@ void print_text(const gguf::Header& h) {
     fmt::print("  {:<14}{}\n", "kv heads", opt_text(p->kv_heads));
     fmt::print("  {:<14}{}\n", "ffn", opt_text(p->ffn));
     fmt::print("  {:<14}{}\n", "vocab", opt_text(p->vocab));
-    fmt::print("  {:<14}{}\n", "ctx", opt_text(p->ctx));
+    fmt::print("  {:<14}{}\n", "ctx", opt_text(p->n_ctx));
     fmt::print("  {:<14}{}{}\n", "rope base", opt_text(p->rope_base), p->rope_base_default ? " (default, key absent)" : "");
     fmt::print("  {:<14}{}\n", "rms eps", p->rms_eps ? fmt::format("{}", static_cast<float>(*p->rms_eps)) : "-");
   }
@@ -206,7 +206,7 @@ void print_json(const gguf::Header& h) {
     put("kv_heads", p->kv_heads);
     put("ffn", p->ffn);
     put("vocab", p->vocab);
-    put("ctx", p->ctx);
+    put("ctx", p->n_ctx);
     put("rope_base", p->rope_base);
     hp["rope_base_default"] = p->rope_base_default;
     hp["rms_eps"] = p->rms_eps ? scalar_json(static_cast<float>(*p->rms_eps)) : nlohmann::json(nullptr);

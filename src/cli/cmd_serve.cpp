@@ -67,7 +67,7 @@ int serve(ServeArgs& a) {
     // The tests read this line for the port (--port 0 picks a free one).
     fmt::print(stderr, "skainet: serving {} on http://{}:{} | {} slots x context {} | {} threads per slot | plan "
                        "resident {} (kv {}, slab {}) | chat template: {}\n",
-               so.model_id, so.host, port, so.slots, p.kv->ctx, std::max(1, so.threads / static_cast<int>(so.slots)),
+               so.model_id, so.host, port, so.slots, p.kv->n_ctx, std::max(1, so.threads / static_cast<int>(so.slots)),
                base::format_bytes(p.totals.resident()), base::format_bytes(p.totals.kv),
                base::format_bytes(p.totals.slab), chosen.description);
     std::fflush(stderr);

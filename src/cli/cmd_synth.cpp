@@ -10,7 +10,7 @@ namespace skainet::cli {
 Subcommand add_synth(CLI::App& app) {
   struct Options {
     std::string out, preset = "tiny", type = "F32", vocab_from, name = "skainet-synth", arch = "llama";
-    std::optional<uint32_t> dim, layers, heads, kv_heads, head_dim, ffn, vocab, ctx, window;
+    std::optional<uint32_t> dim, layers, heads, kv_heads, head_dim, ffn, vocab, n_ctx, window;
     uint64_t seed = 0;
     unsigned threads = 0;
     bool verbose = false, bigram = false;
@@ -34,7 +34,7 @@ Subcommand add_synth(CLI::App& app) {
   sub->add_option("--sliding-window", o->window, "Window of the sliding-window layers (Gemma; default: the family's)");
   sub->add_option("--ffn", o->ffn, "Feed-forward size");
   sub->add_option("--vocab", o->vocab, "Vocabulary size of the built-in vocabulary (at least 259)");
-  sub->add_option("--ctx", o->ctx, "Context length");
+  sub->add_option("--ctx", o->n_ctx, "Context length");
   sub->add_option("--seed", o->seed, "Seed of the weights")->capture_default_str();
   sub->add_option("--vocab-from", o->vocab_from, "Copy the tokenizer.* keys of this GGUF (the vocab size follows it)");
   sub->add_option("--name", o->name, "general.name")->capture_default_str();
@@ -55,7 +55,7 @@ Subcommand add_synth(CLI::App& app) {
             if (o->kv_heads) s.shape.kv_heads = *o->kv_heads;
             if (o->ffn) s.shape.ffn = *o->ffn;
             if (o->vocab) s.shape.vocab = *o->vocab;
-            if (o->ctx) s.shape.ctx_train = *o->ctx;
+            if (o->n_ctx) s.shape.ctx_train = *o->n_ctx;
             if (o->head_dim) s.shape.head_dim = *o->head_dim;
             if (o->window) s.shape.sliding_window = *o->window;
             if (o->heads && !o->kv_heads) s.shape.kv_heads = *o->heads;  // no grouping unless asked

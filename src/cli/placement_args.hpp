@@ -14,7 +14,7 @@ namespace skainet::cli {
 
 struct PlacementArgs {
   std::string profile = "default";
-  uint32_t ctx = 0;
+  uint32_t n_ctx = 0;
   std::string budget;
   std::string kv_type;
   uint32_t prefill_chunk = 0;

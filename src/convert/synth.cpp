@@ -121,11 +121,11 @@ uint64_t elements_of(const std::vector<uint64_t>& shape) {
 
 std::optional<arch::ModelShape> find_preset(std::string_view name) noexcept {
   const auto shape = [](uint32_t dim, uint32_t layers, uint32_t heads, uint32_t kv_heads, uint32_t ffn, uint32_t vocab,
-                        uint32_t ctx) {
+                        uint32_t n_ctx) {
     arch::ModelShape s;
     s.architecture = arch::family_info(arch::Family::Llama).name;
     s.dim = dim, s.layers = layers, s.heads = heads, s.kv_heads = kv_heads, s.ffn = ffn, s.vocab = vocab;
-    s.ctx_train = ctx;
+    s.ctx_train = n_ctx;
     return s;
   };
   if (name == "tiny") return shape(256, 2, 4, 2, 512, 512, 256);

@@ -59,7 +59,7 @@ Stats Generator::generate_ids(std::span<const int32_t> prompt, const Options& op
 Stats Generator::continue_ids(std::span<const int32_t> prompt, int64_t cached, const Options& options,
                               const TokenCallback& on_token, std::vector<int32_t>* out) {
   Stats s;
-  const int64_t ctx_cells = model_.ctx_size();
+  const int64_t ctx_cells = model_.n_ctx();
   if (static_cast<int64_t>(prompt.size()) >= ctx_cells)
     throw InvalidArgument(fmt::format("the prompt has {} tokens; the context of {} leaves no room to generate (--ctx)",
                                       prompt.size(), ctx_cells));

@@ -17,7 +17,7 @@ Sequence::Sequence(const plan::MemoryPlan& p, memory::ModelScope& scope, const l
       kv(scope, plan.kv),
       llama(*p.model, model::TransformerWeights::bind(loaded, *p.model), kv, plan.layer_bytes),
       ctx(threads),
-      sampler(tokenizer.vocab_size(), text::SamplerConfig{}, plan.kv.ctx),
+      sampler(tokenizer.vocab_size(), text::SamplerConfig{}, plan.kv.n_ctx),
       generator(llama, tokenizer, sampler, ctx,
                 {.step_slab_bytes = plan.step_bytes, .prefill_chunk = plan.prefill_chunk}),
       vocab_size_(tokenizer.vocab_size()) {
@@ -25,7 +25,7 @@ Sequence::Sequence(const plan::MemoryPlan& p, memory::ModelScope& scope, const l
 }
 
 Generator& Sequence::sample_with(const text::SamplerConfig& config) {
-  sampler = text::Sampler(vocab_size_, config, plan.kv.ctx);
+  sampler = text::Sampler(vocab_size_, config, plan.kv.n_ctx);
   return generator;
 }
 

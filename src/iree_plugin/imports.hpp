@@ -40,7 +40,7 @@ struct MatmulRowsParams {
 };
 struct AttentionCallParams {
   Binding q, k_cache, v_cache, pos, out;
-  int64_t n, heads, kv_heads, head_dim, layer, ctx, kv_type, scale_bits, window, softcap_bits, position_delta,
+  int64_t n, heads, kv_heads, head_dim, layer, n_ctx, kv_type, scale_bits, window, softcap_bits, position_delta,
       head_begin, head_end;
 };
 struct GatherRowsParams {

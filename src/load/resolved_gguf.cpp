@@ -251,7 +251,7 @@ const Tensor& LoadedModel::weight(std::string_view name) const {
 template <class Allocate>
 KvCacheStore::KvCacheStore(const plan::KvCachePlan& kv, Allocate&& allocate) : plan_(kv) {
   placement_ = {kv.domain, memory::ScopeKind::Model, kv.bytes};
-  const Shape shape{static_cast<int64_t>(kv.ctx), static_cast<int64_t>(uint64_t{kv.kv_heads} * kv.head_dim)};
+  const Shape shape{static_cast<int64_t>(kv.n_ctx), static_cast<int64_t>(uint64_t{kv.kv_heads} * kv.head_dim)};
   k_.reserve(kv.layers);
   v_.reserve(kv.layers);
   for (uint32_t l = 0; l < kv.layers; ++l)

@@ -13,9 +13,9 @@ Transformer::Transformer(arch::ModelShape shape, TransformerWeights weights, loa
 Tensor Transformer::forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens, int64_t pos, Logits which) {
   const auto n = static_cast<int64_t>(tokens.size());
   if (n == 0) throw InvalidArgument("forward: no tokens");
-  if (pos < 0 || pos + n > static_cast<int64_t>(kv_.ctx()))
+  if (pos < 0 || pos + n > static_cast<int64_t>(kv_.n_ctx()))
     throw InvalidArgument(fmt::format("context full: {} tokens at position {} need {} cells, the KV cache has {} (--ctx)", n,
-                                      pos, pos + n, kv_.ctx()));
+                                      pos, pos + n, kv_.n_ctx()));
   for (int32_t t : tokens)
     if (t < 0 || static_cast<uint32_t>(t) >= shape_.vocab)
       throw InvalidArgument(fmt::format("token id {} is outside the vocabulary of {}", t, shape_.vocab));

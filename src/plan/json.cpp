@@ -184,7 +184,7 @@ std::string to_json(const MemoryPlan& p) {
   j["tensors"] = json::array();
   for (const auto& d : p.tensors) j["tensors"].push_back(decision_json(d));
   if (p.kv)
-    j["kv_cache"] = {{"type", type_name(p.kv->type)}, {"layers", p.kv->layers}, {"ctx", p.kv->ctx},
+    j["kv_cache"] = {{"type", type_name(p.kv->type)}, {"layers", p.kv->layers}, {"ctx", p.kv->n_ctx},
                      {"kv_heads", p.kv->kv_heads}, {"head_dim", p.kv->head_dim}, {"bytes", p.kv->bytes},
                      {"domain", domain_name(p.kv->domain)}};
   if (p.decode) j["decode_slab"] = slab_json(*p.decode);
@@ -245,7 +245,7 @@ MemoryPlan from_json(std::string_view text) {
       const json& k = j["kv_cache"];
       KvCachePlan kv;
       kv.type = type_from(k.at("type"));
-      kv.layers = number<uint32_t>(k, "layers"); kv.ctx = number<uint32_t>(k, "ctx");
+      kv.layers = number<uint32_t>(k, "layers"); kv.n_ctx = number<uint32_t>(k, "ctx");
       kv.kv_heads = number<uint32_t>(k, "kv_heads"); kv.head_dim = number<uint32_t>(k, "head_dim");
       kv.bytes = number<uint64_t>(k, "bytes");
       kv.domain = enum_from<MemoryDomain>(k.at("domain"), domain_name, 4, "domain");

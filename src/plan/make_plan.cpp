@@ -18,15 +18,15 @@ bool looks_like_model(const gguf::Header& h) {
   return h.find(arch::key(std::get<std::string>(arch->scalar), arch::Key::BlockCount)) != nullptr;
 }
 
-KvCachePlan plan_kv(const arch::ModelShape& m, uint32_t ctx, GgmlType type, const placement::MemoryProfile& profile) {
+KvCachePlan plan_kv(const arch::ModelShape& m, uint32_t n_ctx, GgmlType type, const placement::MemoryProfile& profile) {
   KvCachePlan kv;
   kv.type = type;
   kv.layers = m.layers;
-  kv.ctx = ctx;
+  kv.n_ctx = n_ctx;
   kv.kv_heads = m.kv_heads;
   kv.head_dim = m.head_dim;
   const uint64_t row = row_bytes(type, uint64_t{m.kv_heads} * m.head_dim);
-  kv.bytes = checked_mul(checked_mul<uint64_t>(2ull * m.layers, ctx, "kv cells"), row, "kv cache bytes");
+  kv.bytes = checked_mul(checked_mul<uint64_t>(2ull * m.layers, n_ctx, "kv cells"), row, "kv cache bytes");
   kv.domain = kv.bytes >= profile.off_heap_threshold ? MemoryDomain::HostPages : MemoryDomain::HostHeap;
   return kv;
 }
@@ -55,24 +55,24 @@ void suggest(MemoryPlan& p, const placement::MemoryProfile& profile, const place
   const uint64_t over = p.totals.resident() - *p.budget;
   if (p.kv && p.prefill && p.model) {
     // The largest power-of-two context (at least 256) whose savings cover the excess.
-    for (uint32_t ctx = p.kv->ctx / 2; ctx >= 256; ctx /= 2) {
+    for (uint32_t n_ctx = p.kv->n_ctx / 2; n_ctx >= 256; n_ctx /= 2) {
       const SequencePlan smaller =
-          SequencePlan::of(plan_kv(*p.model, ctx, p.kv->type, profile), estimate_slabs(*p.model, 1, ctx),
-                           estimate_slabs(*p.model, p.prefill->tokens, ctx), p.scratch);
+          SequencePlan::of(plan_kv(*p.model, n_ctx, p.kv->type, profile), estimate_slabs(*p.model, 1, n_ctx),
+                           estimate_slabs(*p.model, p.prefill->tokens, n_ctx), p.scratch);
       const uint64_t saves = (p.kv->bytes - smaller.kv.bytes) * p.slots +
                              (p.totals.slab - std::min(p.totals.slab, smaller.slab_bytes() * p.slots));
-      if (saves >= over || ctx / 2 < 256) {
-        p.suggestions.push_back({SuggestionKind::SmallerContext, fmt::format("--ctx {}", ctx), saves});
+      if (saves >= over || n_ctx / 2 < 256) {
+        p.suggestions.push_back({SuggestionKind::SmallerContext, fmt::format("--ctx {}", n_ctx), saves});
         break;
       }
     }
     if (p.kv->type == GgmlType::F32) {
-      const KvCachePlan half = plan_kv(*p.model, p.kv->ctx, GgmlType::F16, profile);
+      const KvCachePlan half = plan_kv(*p.model, p.kv->n_ctx, GgmlType::F16, profile);
       p.suggestions.push_back({SuggestionKind::SmallerKvType, "--kv-type f16", (p.kv->bytes - half.bytes) * p.slots});
     }
   }
   if (p.kv && p.prefill && p.model && p.prefill->tokens > 16) {
-    const SequencePlan small = SequencePlan::of(*p.kv, *p.decode, estimate_slabs(*p.model, 16, p.kv->ctx),
+    const SequencePlan small = SequencePlan::of(*p.kv, *p.decode, estimate_slabs(*p.model, 16, p.kv->n_ctx),
                                                 estimate_scratch(p.tensors, platform, 16));
     const uint64_t now = p.totals.slab + p.totals.scratch;
     const uint64_t then = (small.slab_bytes() + small.scratch_bytes) * p.slots;
@@ -119,21 +119,21 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
       const arch::TensorCheck check = arch::check_tensors(header, *p.model);
       if (!check.ok()) throw arch::TensorMismatchError(fmt::format("{}: {}", p.file, check.describe(*p.model)));
     }
-    const uint32_t ctx = options.ctx ? options.ctx : std::min(p.model->ctx_train, kDefaultMaxContext);
-    if (ctx == 0)
+    const uint32_t n_ctx = options.n_ctx ? options.n_ctx : std::min(p.model->ctx_train, kDefaultMaxContext);
+    if (n_ctx == 0)
       throw InvalidArgument(fmt::format("{}: the model's {} is 0; give --ctx", p.file,
                                         arch::key(p.model->architecture, arch::Key::ContextLength)));
-    p.kv = plan_kv(*p.model, ctx, options.kv_type.value_or(profile.kv_type), profile);
-    p.decode = estimate_slabs(*p.model, 1, ctx);
-    const uint32_t chunk = std::min(options.prefill_chunk.value_or(profile.prefill_chunk), ctx);
-    p.prefill = estimate_slabs(*p.model, chunk, ctx);
+    p.kv = plan_kv(*p.model, n_ctx, options.kv_type.value_or(profile.kv_type), profile);
+    p.decode = estimate_slabs(*p.model, 1, n_ctx);
+    const uint32_t chunk = std::min(options.prefill_chunk.value_or(profile.prefill_chunk), n_ctx);
+    p.prefill = estimate_slabs(*p.model, chunk, n_ctx);
     p.scratch = estimate_scratch(p.tensors, platform, chunk);
   }
   add_totals(p);
   p.fits = !p.budget || p.totals.resident() <= *p.budget;
   suggest(p, profile, platform);
-  if (p.kv && p.model && p.model->ctx_train > 0 && p.kv->ctx > p.model->ctx_train)
-    p.warnings.push_back({PlanWarningKind::ContextBeyondTraining, p.kv->ctx, p.model->ctx_train});
+  if (p.kv && p.model && p.model->ctx_train > 0 && p.kv->n_ctx > p.model->ctx_train)
+    p.warnings.push_back({PlanWarningKind::ContextBeyondTraining, p.kv->n_ctx, p.model->ctx_train});
   if (options.available_memory && p.totals.resident() > *options.available_memory)
     p.warnings.push_back({PlanWarningKind::ExceedsAvailableMemory, p.totals.resident(), *options.available_memory});
   return p;

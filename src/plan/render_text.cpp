@@ -66,7 +66,7 @@ std::string render_text(const MemoryPlan& p) {
   out += "\n";
   if (p.kv)
     out += fmt::format("kv cache  {} ({} x {} ctx x {} kv heads x {} dims, K and V, {})\n", format_bytes(p.kv->bytes),
-                       p.kv->layers, p.kv->ctx, p.kv->kv_heads, p.kv->head_dim, type_name(p.kv->type));
+                       p.kv->layers, p.kv->n_ctx, p.kv->kv_heads, p.kv->head_dim, type_name(p.kv->type));
   if (p.decode && p.prefill)
     out += fmt::format("slabs     decode {} (step {} + layer {}); prefill of {} tokens {}\n", format_bytes(p.decode->total()),
                        format_bytes(p.decode->step_bytes), format_bytes(p.decode->layer_bytes), p.prefill->tokens,

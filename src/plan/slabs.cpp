@@ -17,7 +17,7 @@ void add(std::vector<ActivationBuffer>& list, uint64_t& total, std::string name,
 
 // Mirrors, buffer for buffer, what model::Transformer::forward draws from its two slabs (F32 activations).
 // A test in the model checks a real step against it, so the two cannot drift apart silently.
-SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t ctx) {
+SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_ctx) {
   SlabPlan s;
   s.tokens = tokens;
   const uint64_t n = tokens;
@@ -46,7 +46,7 @@ SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t ctx
   }
   add(s.layer, s.layer_bytes, "q roped", n * q_width);
   add(s.layer, s.layer_bytes, "k roped", n * kv_width);
-  add(s.layer, s.layer_bytes, "attention scores/probs [heads, n, ctx]", uint64_t{m.heads} * n * ctx);
+  add(s.layer, s.layer_bytes, "attention scores/probs [heads, n, ctx]", uint64_t{m.heads} * n * n_ctx);
   add(s.layer, s.layer_bytes, "attention out [n, heads*head_dim]", n * q_width);
   add(s.layer, s.layer_bytes, "attn output proj [n, dim]", n * m.dim);
   if (m.features.post_norms) add(s.layer, s.layer_bytes, "attn post norm [n, dim]", n * m.dim);

@@ -27,7 +27,7 @@ Lowering::Lowering(const ComputeGraph& g, hlo::FunctionBuilder& f, KernelForm fo
 std::string Lowering::run() {
   const EntrySpec& e = tape_.entry;
   const plan::KvCachePlan& kv = tape_.kv;
-  const hlo::TensorType cache_type{{kv.layers, kv.ctx, static_cast<int64_t>(kv.kv_heads) * kv.head_dim}, elem_of(kv.type)};
+  const hlo::TensorType cache_type{{kv.layers, kv.n_ctx, static_cast<int64_t>(kv.kv_heads) * kv.head_dim}, elem_of(kv.type)};
   // Arguments in a fixed order: tokens, [position], [K cache, V cache].
   std::string args = fmt::format("tokens: {}", hlo::TensorType{{e.tokens}, hlo::Elem::I32}.str());
   tokens_ = f_.argument({{e.tokens}, hlo::Elem::I32});
@@ -139,9 +139,9 @@ hlo::Value Lowering::position(int64_t relative) {
 
 hlo::Value Lowering::cache_read(const Node& n) {
   const hlo::Value& c = cache(n.cache);
-  const int64_t ctx = c.type.dims[1], width = c.type.dims[2];
-  const hlo::Value layer = f_.slice(c, {n.layer, 0, 0}, {n.layer + 1, ctx, width});
-  return f_.reshape(layer, {ctx, width});
+  const int64_t n_ctx = c.type.dims[1], width = c.type.dims[2];
+  const hlo::Value layer = f_.slice(c, {n.layer, 0, 0}, {n.layer + 1, n_ctx, width});
+  return f_.reshape(layer, {n_ctx, width});
 }
 
 void Lowering::cache_write(const Node& n) {

@@ -117,7 +117,7 @@ hlo::Value Lowering::engine_attention(const Node& n) {
   const hlo::Value pos = position(n.op->attrs.position);
   const plan::KvCachePlan& kv = tape_.kv;
   const std::vector<int64_t> scalars{q.type.dims[0], p.heads, p.kv_heads, p.head_dim, keys.layer,
-                                     static_cast<int64_t>(kv.ctx), static_cast<int64_t>(kv.type),
+                                     static_cast<int64_t>(kv.n_ctx), static_cast<int64_t>(kv.type),
                                      std::bit_cast<uint32_t>(p.scale), p.window, std::bit_cast<uint32_t>(p.softcap), 0};
   // One workgroup per KV head: its query heads share the keys and values it reads.
   return dispatch(imports::kAttention, {q, k_, v_, pos}, scalars, p.heads, p.heads / p.kv_heads, q.type);

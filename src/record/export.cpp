@@ -171,9 +171,9 @@ EmittedModule record_module(const plan::MemoryPlan& plan, const arch::ModelShape
   const load::LoadedModel weights = symbolic_weights(plan);
   load::KvCacheStore kv = load::KvCacheStore::recorded(scope, *plan.kv);
   model::Transformer llama(shape, model::TransformerWeights::bind(weights, shape), kv, 0);
-  const int64_t seq = o.seq_len > 0 ? o.seq_len : std::min<int64_t>(plan.kv->ctx, 64);
-  if (seq > static_cast<int64_t>(plan.kv->ctx))
-    throw InvalidArgument(fmt::format("export: --seq-len {} exceeds the context of {} (--ctx)", seq, plan.kv->ctx));
+  const int64_t seq = o.seq_len > 0 ? o.seq_len : std::min<int64_t>(plan.kv->n_ctx, 64);
+  if (seq > static_cast<int64_t>(plan.kv->n_ctx))
+    throw InvalidArgument(fmt::format("export: --seq-len {} exceeds the context of {} (--ctx)", seq, plan.kv->n_ctx));
   std::vector<Tape> tapes;
   if (o.prefill)
     tapes.push_back(record_entry(llama, weights, kv, scope,

@@ -72,7 +72,7 @@ ModuleMemory module_memory(const std::vector<const ComputeGraph*>& functions, ui
   m.parameters = parameter_bytes;
   for (const ComputeGraph* g : functions) {
     const plan::KvCachePlan& kv = g->tape->kv;
-    m.caches = 2ull * kv.layers * kv.ctx * row_bytes(kv.type, static_cast<uint64_t>(kv.kv_heads) * kv.head_dim);
+    m.caches = 2ull * kv.layers * kv.n_ctx * row_bytes(kv.type, static_cast<uint64_t>(kv.kv_heads) * kv.head_dim);
     m.functions.push_back({g->tape->entry.name, transient_bytes(*g, form)});
   }
   return m;

@@ -59,11 +59,11 @@ load::LoadedModel symbolic_weights(const plan::MemoryPlan& plan) {
 
 Tape record_entry(model::Transformer& llama, const load::LoadedModel& weights, const load::KvCacheStore& kv,
                   SymbolicScope& scope, const EntrySpec& entry) {
-  if (entry.tokens <= 0 || static_cast<uint64_t>(entry.tokens) > kv.ctx())
-    throw InvalidArgument(fmt::format("record {}: {} tokens do not fit a context of {}", entry.name, entry.tokens, kv.ctx()));
+  if (entry.tokens <= 0 || static_cast<uint64_t>(entry.tokens) > kv.n_ctx())
+    throw InvalidArgument(fmt::format("record {}: {} tokens do not fit a context of {}", entry.name, entry.tokens, kv.n_ctx()));
   Tape tape;
   tape.entry = entry;
-  tape.kv = plan::KvCachePlan{.type = kv.type(), .layers = llama.shape().layers, .ctx = kv.ctx(),
+  tape.kv = plan::KvCachePlan{.type = kv.type(), .layers = llama.shape().layers, .n_ctx = kv.n_ctx(),
                               .kv_heads = llama.shape().kv_heads, .head_dim = llama.shape().head_dim};
   for (const auto& [name, t] : weights.weights)
     tape.sources[t.storage().id()] =

@@ -155,13 +155,13 @@ Job Server::Impl::prepare(const Request& r) const {
     // A completion's prompt is the model's raw input, control tokens included (as `skainet run`).
     job.ids = tok.encode(r.prompt, /*add_special=*/true, /*parse_special=*/true);
   }
-  const uint32_t ctx = engine.plan.kv->ctx;
+  const uint32_t n_ctx = engine.plan.kv->n_ctx;
   if (job.ids.empty()) throw RequestError(400, "invalid_request_error", "the prompt has no tokens");
-  if (job.ids.size() >= ctx)
+  if (job.ids.size() >= n_ctx)
     throw RequestError(400, "invalid_request_error",
                        fmt::format("the prompt is {} tokens but a slot's context holds {} (--ctx), and at least one must "
                                    "be left to generate: shorten the prompt",
-                                   job.ids.size(), ctx));
+                                   job.ids.size(), n_ctx));
 
   job.generation.max_tokens = r.max_tokens.value_or(options.max_tokens);
   job.generation.stop_at_eos = !options.ignore_eos;

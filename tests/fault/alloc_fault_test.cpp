@@ -34,7 +34,7 @@ struct Output {
 
 Output open_and_generate() {
   generate::EngineOptions o;
-  o.plan.ctx = 64;
+  o.plan.n_ctx = 64;
   o.threads = 2;
   o.progress = false;
   auto e = generate::Engine::open(kStories, o);

@@ -32,7 +32,7 @@ std::vector<Bytes> plan_json_seeds() {
   plan::PlanOptions small;
   small.budget = 1 << 20;
   small.available_memory = 1 << 20;
-  small.ctx = 100000;
+  small.n_ctx = 100000;
   std::vector<Bytes> seeds = {
       bytes_of(plan::to_json(plan::make_plan(h, placement::MemoryProfile::preset("default"), platform, {}, {}))),
       bytes_of(plan::to_json(plan::make_plan(h, placement::MemoryProfile::preset("low-memory"), platform, {}, small))),

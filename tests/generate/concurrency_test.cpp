@@ -22,7 +22,7 @@ const fs::path kStories = fs::path(SKAINET_SHARED_MODELS) / "stories260K.gguf";
 
 std::vector<int32_t> greedy_ids(const fs::path& model, const char* prompt, int tokens) {
   generate::EngineOptions o;
-  o.plan.ctx = 128;
+  o.plan.n_ctx = 128;
   o.threads = 2;
   o.progress = false;
   auto e = generate::Engine::open(model, o);

@@ -27,7 +27,7 @@ struct Run {
 
 Run greedy(const fs::path& file, bool file_order, const std::string& prompt, int tokens) {
   generate::EngineOptions o;
-  o.plan.ctx = 128;
+  o.plan.n_ctx = 128;
   o.threads = 2;
   o.progress = false;
   // Every tensor as stored, in file order: the form a weight has when nothing repacks it.
@@ -51,7 +51,7 @@ void expect_same_tokens(const fs::path& file, const std::string& prompt, int tok
   ASSERT_EQ(plain.ids.size(), static_cast<size_t>(tokens));
 
   generate::EngineOptions o;
-  o.plan.ctx = 128;
+  o.plan.n_ctx = 128;
   o.threads = 2;
   o.progress = false;
   auto e = generate::Engine::open(file, o);

@@ -23,10 +23,10 @@ std::string read_file(const fs::path& p) {
   return s.str();
 }
 
-std::unique_ptr<generate::Engine> open_stories(uint32_t ctx = 256, const char* profile = "default") {
+std::unique_ptr<generate::Engine> open_stories(uint32_t n_ctx = 256, const char* profile = "default") {
   generate::EngineOptions o;
   o.profile = profile;
-  o.plan.ctx = ctx;
+  o.plan.n_ctx = n_ctx;
   o.threads = 2;
   o.progress = false;
   return generate::Engine::open(kStories, o);
@@ -127,7 +127,7 @@ TEST(Generate, PlannedScratchIsWhatTheMatmulsAsk) {
     if (!fs::exists(file)) convert::synth(file, s);
     generate::EngineOptions o;
     o.profile = profile;
-    o.plan.ctx = 256;
+    o.plan.n_ctx = 256;
     o.threads = 2;
     o.progress = false;
     auto e = generate::Engine::open(file, o);
@@ -166,7 +166,7 @@ TEST(Generate, SynthBigramModelFollowsItsPlantedSuccessors) {
     const convert::BigramPlant plant = convert::bigram_plant(s.shape);
 
     generate::EngineOptions o;
-    o.plan.ctx = 64;
+    o.plan.n_ctx = 64;
     o.threads = 2;
     o.progress = false;
     auto e = generate::Engine::open(file, o);
@@ -210,7 +210,7 @@ TEST(Generate, Llama3RopeFreqsDivideTheAngles) {
   }
   auto last_logits = [](const fs::path& file) {
     generate::EngineOptions o;
-    o.plan.ctx = 256;
+    o.plan.n_ctx = 256;
     o.plan.prefill_chunk = 240;
     o.threads = 2;
     o.progress = false;

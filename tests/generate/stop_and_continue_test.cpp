@@ -14,9 +14,9 @@ namespace {
 
 const fs::path kStories = fs::path(SKAINET_SHARED_MODELS) / "stories260K.gguf";
 
-std::unique_ptr<generate::Engine> open_stories(uint32_t ctx = 256) {
+std::unique_ptr<generate::Engine> open_stories(uint32_t n_ctx = 256) {
   generate::EngineOptions o;
-  o.plan.ctx = ctx;
+  o.plan.n_ctx = n_ctx;
   o.threads = 2;
   o.progress = false;
   return generate::Engine::open(kStories, o);

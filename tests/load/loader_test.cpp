@@ -202,13 +202,13 @@ TEST(Loader, ClosingTheModelScopeKillsEveryWeight) {
 TEST(KvCache, AllocatedInTheModelScopeAsPlanned) {
   const gguf::Header h = gguf::read_header(kStories);
   plan::PlanOptions opts;
-  opts.ctx = 256;
+  opts.n_ctx = 256;
   const auto p = plan::make_plan(h, placement::MemoryProfile::preset("default"), placement::Platform::detect(), {}, opts);
   memory::ModelScope scope("stories");
   load::KvCacheStore kv(scope, *p.kv);
   EXPECT_EQ(kv.placement().bytes, p.kv->bytes);
   EXPECT_EQ(kv.placement().domain, p.kv->domain);
-  EXPECT_EQ(kv.ctx(), 256u);
+  EXPECT_EQ(kv.n_ctx(), 256u);
   for (uint32_t l = 0; l < 5; ++l) {
     EXPECT_EQ(kv.k(l).shape(), (Shape{256, 32}));
     EXPECT_EQ(kv.v(l).type(), GgmlType::F16);

@@ -29,10 +29,10 @@ int32_t argmax(const Tensor& logits) {
 
 // A loaded model with its plan, scopes and KV cache, as `skainet run` sets them up.
 struct Fixture {
-  explicit Fixture(const fs::path& path, const char* profile = "default", uint32_t ctx = 256) {
+  explicit Fixture(const fs::path& path, const char* profile = "default", uint32_t n_ctx = 256) {
     header = gguf::read_header(path);
     plan::PlanOptions opts;
-    opts.ctx = ctx;
+    opts.n_ctx = n_ctx;
     plan = plan::make_plan(header, placement::MemoryProfile::preset(profile), placement::Platform::detect(), {}, opts);
     loaded = load::ResolvedGguf(header, plan).load(scope, {.progress = false});
     kv.emplace(scope, *plan.kv);

@@ -35,7 +35,7 @@ int run(int argc, char** argv) {
   generate::EngineOptions o;
   o.threads = argc > 5 ? std::atoi(argv[5]) : 2;
   o.profile = argc > 6 ? argv[6] : "default";
-  o.plan.ctx = static_cast<uint32_t>(prompt.size() + n_steps + 16);
+  o.plan.n_ctx = static_cast<uint32_t>(prompt.size() + n_steps + 16);
   o.plan.prefill_chunk = static_cast<uint32_t>(std::max<size_t>(prompt.size(), 1));
   o.progress = false;
   std::vector<int32_t> follow;

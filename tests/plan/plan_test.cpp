@@ -36,7 +36,7 @@ TEST(Plan, StoriesDefaultMapsEveryTensor) {
   EXPECT_EQ(p.totals.mapped, file_bytes);
   EXPECT_EQ(p.totals.heap + p.totals.pages, 0u);
   ASSERT_TRUE(p.kv);
-  EXPECT_EQ(p.kv->ctx, 2048u);
+  EXPECT_EQ(p.kv->n_ctx, 2048u);
   EXPECT_EQ(p.kv->bytes, 2ull * 5 * 2048 * (4 * 8) * 2) << "K and V, 5 layers, F16";
   EXPECT_EQ(p.totals.kv, p.kv->bytes);
   ASSERT_TRUE(p.decode && p.prefill);
@@ -50,7 +50,7 @@ TEST(Plan, StoriesDefaultMapsEveryTensor) {
 
 TEST(Plan, SlabBuffersAreSixtyFourByteMultiples) {
   PlanOptions opts;
-  opts.ctx = 256;
+  opts.n_ctx = 256;
   const MemoryPlan p = plan_stories(placement::MemoryProfile::preset("default"), opts);
   uint64_t sum = 0;
   for (const auto& b : p.decode->layer) {
@@ -136,8 +136,8 @@ TEST(Plan, VocabularyOnlyFileHasNoModelSection) {
 // the budget counts them all and the JSON carries the count.
 TEST(Plan, SlotsMultiplyKvCacheAndSlabsOnly) {
   const auto profile = placement::MemoryProfile::preset("default");
-  const MemoryPlan one = plan_stories(profile, {.ctx = 256});
-  const MemoryPlan four = plan_stories(profile, {.ctx = 256, .slots = 4});
+  const MemoryPlan one = plan_stories(profile, {.n_ctx = 256});
+  const MemoryPlan four = plan_stories(profile, {.n_ctx = 256, .slots = 4});
   EXPECT_EQ(four.slots, 4u);
   EXPECT_EQ(four.kv, one.kv) << "kv_cache stays one slot's";
   EXPECT_EQ(four.totals.kv, 4 * one.totals.kv);
@@ -147,11 +147,11 @@ TEST(Plan, SlotsMultiplyKvCacheAndSlabsOnly) {
             3 * (one.totals.kv + one.totals.slab + one.totals.scratch));
 
   const uint64_t between = one.totals.resident() + (four.totals.resident() - one.totals.resident()) / 2;
-  EXPECT_TRUE(plan_stories(profile, {.ctx = 256, .budget = between, .slots = 1}).fits);
-  EXPECT_FALSE(plan_stories(profile, {.ctx = 256, .budget = between, .slots = 4}).fits);
+  EXPECT_TRUE(plan_stories(profile, {.n_ctx = 256, .budget = between, .slots = 1}).fits);
+  EXPECT_FALSE(plan_stories(profile, {.n_ctx = 256, .budget = between, .slots = 4}).fits);
 
   EXPECT_EQ(from_json(to_json(four)), four);
-  EXPECT_THROW(plan_stories(profile, {.ctx = 256, .slots = 0}), InvalidArgument);
+  EXPECT_THROW(plan_stories(profile, {.n_ctx = 256, .slots = 0}), InvalidArgument);
 }
 
 // A sequence's sizes are stated once, final: each slab the larger of decode's and prefill's (a prefill
@@ -160,7 +160,7 @@ TEST(Plan, SequencePlanHoldsTheLargerSlabsAndTheTotalsCountIt) {
   const auto profile = placement::MemoryProfile::preset("default");
   for (const uint32_t chunk : {1u, 64u}) {
     SCOPED_TRACE(chunk);
-    const MemoryPlan p = plan_stories(profile, {.ctx = 256, .prefill_chunk = chunk, .slots = 3});
+    const MemoryPlan p = plan_stories(profile, {.n_ctx = 256, .prefill_chunk = chunk, .slots = 3});
     const std::optional<SequencePlan> s = p.sequence();
     ASSERT_TRUE(s);
     EXPECT_EQ(s->kv, *p.kv);
@@ -187,7 +187,7 @@ TEST(Plan, ScratchIsTheWidestMatmulAtThePrefillChunk) {
   };
   const auto header = gguf::read_header(kStories);
   const auto profile = placement::MemoryProfile::preset("default");
-  const MemoryPlan p = make_plan(header, profile, platform, {}, {.ctx = 256, .slots = 2});
+  const MemoryPlan p = make_plan(header, profile, platform, {}, {.n_ctx = 256, .slots = 2});
   EXPECT_EQ(p.scratch.tensor, "blk.0.ffn_down.weight") << "k = ffn (172), the widest input";
   EXPECT_EQ(p.scratch.rows, p.prefill->tokens);
   EXPECT_EQ(p.scratch.bytes, uint64_t{172} * p.prefill->tokens);
@@ -200,5 +200,5 @@ TEST(Plan, ScratchIsTheWidestMatmulAtThePrefillChunk) {
   EXPECT_EQ(from_json(to_json(p)), p);
   // No kernel prepares x (the reference table): no scratch.
   platform.matmul_scratch = nullptr;
-  EXPECT_EQ(make_plan(header, profile, platform, {}, {.ctx = 256}).totals.scratch, 0u);
+  EXPECT_EQ(make_plan(header, profile, platform, {}, {.n_ctx = 256}).totals.scratch, 0u);
 }

@@ -17,16 +17,16 @@ MemoryPlan stories_plan(PlanOptions o) {
 }  // namespace
 
 TEST(PlanWarnings, ContextBeyondTheTrainedOne) {
-  EXPECT_TRUE(stories_plan({.ctx = 2048}).warnings.empty());
-  const MemoryPlan p = stories_plan({.ctx = 4096});
+  EXPECT_TRUE(stories_plan({.n_ctx = 2048}).warnings.empty());
+  const MemoryPlan p = stories_plan({.n_ctx = 4096});
   ASSERT_EQ(p.warnings.size(), 1u);
   EXPECT_EQ(p.warnings[0], (PlanWarning{PlanWarningKind::ContextBeyondTraining, 4096, 2048}));
   EXPECT_NE(render_text(p).find("warning: context 4096 is beyond the 2048 tokens"), std::string::npos) << render_text(p);
 }
 
 TEST(PlanWarnings, ResidentBeyondAvailableMemory) {
-  EXPECT_TRUE(stories_plan({.ctx = 256, .available_memory = uint64_t{1} << 40}).warnings.empty());
-  const MemoryPlan p = stories_plan({.ctx = 256, .available_memory = 1 << 20});
+  EXPECT_TRUE(stories_plan({.n_ctx = 256, .available_memory = uint64_t{1} << 40}).warnings.empty());
+  const MemoryPlan p = stories_plan({.n_ctx = 256, .available_memory = 1 << 20});
   ASSERT_EQ(p.warnings.size(), 1u);
   EXPECT_EQ(p.warnings[0].kind, PlanWarningKind::ExceedsAvailableMemory);
   EXPECT_EQ(p.warnings[0].value, p.totals.resident());

@@ -26,7 +26,7 @@ std::string slurp(const fs::path& p) {
 
 plan::MemoryPlan plan_for(const fs::path& model, const placement::FormOverrides& overrides = {}) {
   plan::PlanOptions options;
-  options.ctx = 32;
+  options.n_ctx = 32;
   return plan::make_plan(gguf::read_header(model), placement::MemoryProfile::preset("default"), export_platform(),
                          overrides, options);
 }
@@ -143,7 +143,7 @@ TEST(Record, ExportWritesTheModuleTheArchiveAndAReport) {
   test::TempDir dir("record");
   ExportOptions o;
   o.out_dir = dir / "out";
-  o.plan.ctx = 32;
+  o.plan.n_ctx = 32;
   o.seq_len = 4;
   o.progress = false;
   const ExportReport r = export_model(kStories, o);
@@ -187,7 +187,7 @@ TEST(Record, ConvertedWeightsAreReportedAndRefusedForInPlaceGguf) {
   test::TempDir dir("record");
   ExportOptions o;
   o.out_dir = dir / "out";
-  o.plan.ctx = 32;
+  o.plan.n_ctx = 32;
   o.progress = false;
   o.overrides.per_tensor.push_back(placement::TensorOverride::parse("^output\\.weight$=q8_0"));
   o.params = ParamsMode::Gguf;

@@ -99,7 +99,7 @@ constexpr int kWarmSteps = 4, kCountedSteps = 24;
 
 std::unique_ptr<generate::Engine> open_stories(uint32_t slots) {
   generate::EngineOptions o;
-  o.plan.ctx = 256;
+  o.plan.n_ctx = 256;
   o.plan.slots = slots;
   o.threads = 1;
   o.progress = false;

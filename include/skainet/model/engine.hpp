@@ -2,7 +2,7 @@
 // DESIGN.md §7: header → plan → load (obeying the plan) → tokenizer → a Sequence (KV cache, model,
 // context, generator).
 //
-//   generate::EngineOptions o;  o.plan.ctx = 512;  o.threads = 2;
+//   generate::EngineOptions o;  o.plan.n_ctx = 512;  o.threads = 2;
 //   auto e = generate::Engine::open("model.gguf", o);          // BudgetError before any payload read
 //   generate::Generator& gen = e->sequence->sample_with(sampling);
 #pragma once

@@ -99,7 +99,7 @@ class KvCacheStore {
   static KvCacheStore recorded(memory::Scope& scope, const plan::KvCachePlan& kv);
   const Tensor& k(uint32_t layer) const { return k_.at(layer); }
   const Tensor& v(uint32_t layer) const { return v_.at(layer); }
-  uint32_t ctx() const noexcept { return plan_.ctx; }
+  uint32_t n_ctx() const noexcept { return plan_.n_ctx; }
   GgmlType type() const noexcept { return plan_.type; }
   const Placement& placement() const noexcept { return placement_; }
 

@@ -54,13 +54,13 @@ class Transformer {
 
   // Runs `tokens` at positions [pos, pos + n): writes their K/V into the cache and returns the logits
   // of the last token, F32 [1, vocab] (or of every token, [n, vocab]), drawn from the active scope.
-  // Throws InvalidArgument when the context would overflow (naming pos, n and ctx) — the cache is
+  // Throws InvalidArgument when the context would overflow (naming pos, n and n_ctx) — the cache is
   // never written past its end.
   Tensor forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens, int64_t pos,
                  Logits which = Logits::Last);
 
   const arch::ModelShape& shape() const noexcept { return shape_; }
-  uint32_t ctx_size() const noexcept { return kv_.ctx(); }
+  uint32_t n_ctx() const noexcept { return kv_.n_ctx(); }
   const memory::ForwardStats& layer_stats() const noexcept { return layer_scope_.stats(); }
 
  private:

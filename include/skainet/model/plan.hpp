@@ -2,7 +2,7 @@
 // reason, the KV cache, the per-step activation slabs, totals, and whether it fits a budget.
 //
 //   gguf::Header h = gguf::read_header("model.gguf");                 // header bytes only
-//   plan::PlanOptions opts; opts.ctx = 2048;
+//   plan::PlanOptions opts; opts.n_ctx = 2048;
 //   plan::MemoryPlan p = plan::make_plan(h, placement::MemoryProfile::preset("default"),
 //                                        placement::Platform::detect(), {}, opts);
 //   std::cout << plan::render_text(p);        // table grouped by decision, totals, fits?
@@ -23,7 +23,7 @@ namespace skainet::plan {
 
 struct KvCachePlan {
   GgmlType type = GgmlType::F16;
-  uint32_t layers = 0, ctx = 0, kv_heads = 0, head_dim = 0;
+  uint32_t layers = 0, n_ctx = 0, kv_heads = 0, head_dim = 0;
   uint64_t bytes = 0;  // K and V, all layers: 2 * layers * ctx * row_bytes(type, kv_heads * head_dim)
   MemoryDomain domain = MemoryDomain::HostPages;
   friend bool operator==(const KvCachePlan&, const KvCachePlan&) = default;
@@ -47,7 +47,7 @@ struct SlabPlan {
   uint64_t total() const noexcept { return step_bytes + layer_bytes; }
   friend bool operator==(const SlabPlan&, const SlabPlan&) = default;
 };
-SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t ctx);
+SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_ctx);
 
 // The matmul scratch of one slot: the activation a matmul prepares once per call (quantized to 8
 // bits, or split for the BF16 tiles) before its weight rows read it. Sized for the largest call the
@@ -106,7 +106,7 @@ std::string_view plan_warning_kind_name(PlanWarningKind k) noexcept;
 std::string describe(const PlanWarning& w);
 
 struct PlanOptions {
-  uint32_t ctx = 0;                  // 0: the model's training context, at most 4096
+  uint32_t n_ctx = 0;                  // 0: the model's training context, at most 4096
   std::optional<GgmlType> kv_type;   // overrides the profile's
   std::optional<uint32_t> prefill_chunk;
   std::optional<uint64_t> budget;    // overrides the profile's
