@@ -85,34 +85,41 @@ void Storage::count_acquire() noexcept {
   counters().bytes_acquired[idx(domain_)] += size_;
 }
 
+Storage::Ref Storage::make(std::byte* data, uint64_t size, MemoryDomain domain, Ownership ownership,
+                           std::string_view origin) {
+  Ref s(new Storage());
+  s->data_ = data;
+  s->size_ = size;
+  s->id_ = g_next_id++;
+  s->domain_ = domain;
+  s->ownership_ = ownership;
+  s->set_origin(origin);
+  return s;
+}
+
 Storage::Ref Storage::heap(uint64_t bytes, std::string_view origin) {
   if (bytes > (uint64_t{1} << 62)) throw InvalidArgument(fmt::format("heap storage for '{}': {} bytes is too large", origin, bytes));
-  Ref s(new Storage());
+  // Borrowed until the bytes are in, so a failed allocation frees and counts nothing.
+  Ref s = make(nullptr, bytes, MemoryDomain::HostHeap, Ownership::Borrowed, origin);
   // operator new(align_val_t) never returns null for size 0, so every storage has a distinct address.
   s->data_ = static_cast<std::byte*>(::operator new(static_cast<size_t>(bytes), std::align_val_t{kStorageAlignment}));
-  s->size_ = bytes;
-  s->id_ = g_next_id++;
-  s->domain_ = MemoryDomain::HostHeap;
-  s->set_origin(origin);
+  s->ownership_ = Ownership::Owned;
   s->count_acquire();
   return s;
 }
 
 Storage::Ref Storage::pages(uint64_t bytes, std::string_view origin) {
   const uint64_t length = checked_align_up(bytes == 0 ? 1 : bytes, page_size(), "page storage length");
+  Ref s = make(nullptr, bytes, MemoryDomain::HostPages, Ownership::Borrowed, origin);  // as heap(): owned once mapped
   void* p = ::mmap(nullptr, static_cast<size_t>(length), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED)
     throw IoError(fmt::format("page storage for '{}': cannot map {} bytes: {}", origin, length, std::strerror(errno)));
 #ifdef MADV_HUGEPAGE
   if (length >= kHugePageAdviseBytes) ::madvise(p, static_cast<size_t>(length), MADV_HUGEPAGE);  // advice only
 #endif
-  Ref s(new Storage());
   s->data_ = static_cast<std::byte*>(p);
-  s->size_ = bytes;
   s->map_length_ = length;
-  s->id_ = g_next_id++;
-  s->domain_ = MemoryDomain::HostPages;
-  s->set_origin(origin);
+  s->ownership_ = Ownership::Owned;
   s->count_acquire();
   return s;
 }
@@ -132,37 +139,22 @@ Storage::Ref Storage::mapped(std::shared_ptr<const base::FileMapping> mapping, u
   if (offset > mapping->size() || length > mapping->size() - offset)
     throw InvalidArgument(fmt::format("mapped storage for '{}': window [{}, +{}) exceeds the {}-byte mapping",
                                       origin, offset, length, mapping->size()));
-  Ref s(new Storage());
-  s->data_ = const_cast<std::byte*>(mapping->data()) + offset;  // writable_ = false guards it
-  s->size_ = length;
-  s->id_ = g_next_id++;
-  s->domain_ = MemoryDomain::MappedFile;
-  s->ownership_ = Ownership::Borrowed;
+  // writable_ = false guards the const_cast.
+  Ref s = make(const_cast<std::byte*>(mapping->data()) + offset, length, MemoryDomain::MappedFile,
+               Ownership::Borrowed, origin);
   s->writable_ = false;
   s->mapping_ = std::move(mapping);
-  s->set_origin(origin);
   return s;
 }
 
 Storage::Ref Storage::borrow(void* data, uint64_t bytes, bool writable, std::string_view origin) {
-  Ref s(new Storage());
-  s->data_ = static_cast<std::byte*>(data);
-  s->size_ = bytes;
-  s->id_ = g_next_id++;
-  s->domain_ = MemoryDomain::HostHeap;
-  s->ownership_ = Ownership::Borrowed;
+  Ref s = make(static_cast<std::byte*>(data), bytes, MemoryDomain::HostHeap, Ownership::Borrowed, origin);
   s->writable_ = writable;
-  s->set_origin(origin);
   return s;
 }
 
 Storage::Ref Storage::symbolic(uint64_t bytes, std::string_view origin) {
-  Ref s(new Storage());
-  s->size_ = bytes;
-  s->id_ = g_next_id++;
-  s->ownership_ = Ownership::Symbolic;
-  s->set_origin(origin);
-  return s;
+  return make(nullptr, bytes, MemoryDomain::HostHeap, Ownership::Symbolic, origin);
 }
 
 Storage::Ref Storage::slice_record(std::shared_ptr<const Lifetime> lifetime) {

@@ -133,6 +133,8 @@ class Storage {
 
  private:
   Storage() = default;
+  // A storage with a fresh id; each factory sets what else is its own (mapping, writability, counts).
+  static Ref make(std::byte* data, uint64_t size, MemoryDomain domain, Ownership ownership, std::string_view origin);
   void set_origin(std::string_view origin) noexcept;
   void count_acquire() noexcept;
 
