@@ -8,11 +8,11 @@ namespace skainet::ops::detail {
 
 void symbolic_in_eager_op(const OpCall& call, const Tensor& t) {
   throw InvalidArgument(fmt::format("ops::{}: {} is a recorded value (shapes only) and the context is not recording",
-                                    opset::op_kind_name(call.kind), t.describe()));
+                                    op_kind_name(call.kind), t.describe()));
 }
 
 void inputs_off_the_list(const OpCall& call) {
-  const opset::OpInfo& op = opset::op_info(call.kind);
+  const OpInfo& op = op_info(call.kind);
   throw InvalidArgument(fmt::format("ops::{}: recorded with {} inputs; the op list gives it {} to {}", op.name,
                                     call.inputs.size(), op.min_inputs, op.max_inputs));
 }

@@ -9,9 +9,6 @@
 
 namespace skainet::ops::detail {
 
-using opset::OpCall;
-using opset::OpKind;
-
 // Liveness (StorageClosedException) and definedness of an input.
 void require_live(const Tensor& t, std::string_view op, std::string_view arg);
 void require_f32(const Tensor& t, std::string_view op, std::string_view arg);  // live, dense F32
@@ -33,8 +30,8 @@ void require_window(int64_t window, std::string_view op);
 // kernel (returns true); otherwise the kernel runs (false), which symbolic tensors cannot feed. A
 // recorder may rely on the op list's arity (the lowering reads inputs by index).
 inline bool recorded(ExecutionContext& ctx, const OpCall& call) {
-  if (opset::Recorder* r = ctx.recorder()) {
-    if (!opset::takes_inputs(call.kind, call.inputs.size())) inputs_off_the_list(call);
+  if (Recorder* r = ctx.recorder()) {
+    if (!takes_inputs(call.kind, call.inputs.size())) inputs_off_the_list(call);
     r->record(call);
     return true;
   }

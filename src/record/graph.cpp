@@ -77,14 +77,14 @@ class GraphBuilder {
   }
 
   void add_op(const TapeOp& op) {
-    const std::string what = fmt::format("op {} ({})", g_.nodes.size(), opset::op_kind_name(op.kind));
+    const std::string what = fmt::format("op {} ({})", g_.nodes.size(), ops::op_kind_name(op.kind));
     std::vector<int> inputs;
-    if (op.kind == opset::OpKind::GatherRows && op.ids_are_tokens) inputs.push_back(tokens());
+    if (op.kind == ops::OpKind::GatherRows && op.ids_are_tokens) inputs.push_back(tokens());
     for (size_t i = 0; i < op.inputs.size(); ++i) inputs.push_back(resolve(op.inputs[i], what));
     if (tape_.entry.dynamic_position) position();  // declared once, in a fixed place
 
     const Source& out = source(op.output, what);
-    if (op.kind == opset::OpKind::WriteRows) {
+    if (op.kind == ops::OpKind::WriteRows) {
       if (out.kind != SourceKind::KCache && out.kind != SourceKind::VCache)
         throw Error(fmt::format("record {}: {} writes rows of storage #{}, which is not a KV cache", tape_.entry.name, what,
                                 op.output.storage));

@@ -25,7 +25,7 @@ hlo::Value Lowering::op(const Node& n) {
 
 void Lowering::no_lowering(const Node& n) const {
   throw Error(fmt::format("record {}: op {} has no StableHLO lowering", tape_.entry.name,
-                          opset::op_kind_name(n.op->kind)));
+                          ops::op_kind_name(n.op->kind)));
 }
 
 hlo::Value Lowering::lower_add(const Node& n) { return binary(n, "add"); }

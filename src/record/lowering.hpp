@@ -44,7 +44,7 @@ class Lowering {
   void cache_write(const Node& n);
   hlo::Value cache_read(const Node& n);
 
-  // lower_ops.cpp: one rule per row of the op list (opset.hpp), which `op` dispatches to. An op with
+  // lower_ops.cpp: one rule per row of the op list (ops.hpp), which `op` dispatches to. An op with
   // no StableHLO form refuses in its rule, naming itself.
 #define SKAINET_LOWERING_RULE(kind, name, min_inputs, max_inputs) hlo::Value lower_##name(const Node& n);
   SKAINET_OPS(SKAINET_LOWERING_RULE)

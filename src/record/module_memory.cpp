@@ -19,7 +19,7 @@ uint64_t f32_bytes(int64_t elements) { return static_cast<uint64_t>(elements) * 
 uint64_t working_bytes(const ComputeGraph& g, const Node& n, KernelForm form) {
   if (n.kind != NodeKind::Op) return 0;
   const TapeOp& op = *n.op;
-  if (op.kind == opset::OpKind::Matmul) {
+  if (op.kind == ops::OpKind::Matmul) {
     const Node& x = g.nodes[static_cast<size_t>(n.inputs[0])];
     const Node& w = g.nodes[static_cast<size_t>(n.inputs[1])];
     const int64_t k = x.shape[x.shape.rank() - 1], rows = x.shape.numel() / k, out = w.shape[0];
@@ -28,7 +28,7 @@ uint64_t working_bytes(const ComputeGraph& g, const Node& n, KernelForm form) {
     // of the flat form) write the weight in f32 once per call.
     return rows == 1 && form == KernelForm::StableHlo ? 0 : f32_bytes(out * k);
   }
-  if (op.kind == opset::OpKind::Attention && form != KernelForm::Engine) {
+  if (op.kind == ops::OpKind::Attention && form != KernelForm::Engine) {
     // Keys and values of the cells read, in f32, and the scores of every head.
     const Node& keys = g.nodes[static_cast<size_t>(n.inputs[1])];
     const Node& q = g.nodes[static_cast<size_t>(n.inputs[0])];

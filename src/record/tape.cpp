@@ -6,14 +6,14 @@ namespace skainet::record {
 namespace {
 
 // Appends every op call to the tape; the model's tensors are symbolic, so nothing is computed.
-class TapeRecorder final : public opset::Recorder {
+class TapeRecorder final : public ops::Recorder {
  public:
   TapeRecorder(Tape& tape, std::span<const int32_t> tokens) : tape_(tape), tokens_(tokens) {}
 
-  void record(const opset::OpCall& call) override {
+  void record(const ops::OpCall& call) override {
     TapeOp op{.kind = call.kind, .output = TensorRef::of(call.output), .attrs = call.attrs};
     for (const Tensor* t : call.inputs) op.inputs.push_back(TensorRef::of(*t));
-    if (call.kind == opset::OpKind::GatherRows) {
+    if (call.kind == ops::OpKind::GatherRows) {
       // Identity, not value: the entry's token argument is this exact buffer.
       op.ids_are_tokens = call.ids.data() == tokens_.data() && call.ids.size() == tokens_.size();
       if (!op.ids_are_tokens) op.ids.assign(call.ids.begin(), call.ids.end());

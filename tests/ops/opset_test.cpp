@@ -1,4 +1,4 @@
-// The op list (opset.hpp) and the recording seam: each op hands its call, with its attributes in
+// The op list (ops.hpp) and the recording seam (opset.hpp): each op hands its call, with its attributes in
 // their named fields, to an installed recorder instead of running its kernel.
 #include <set>
 #include <string>
@@ -23,14 +23,14 @@ class SymbolicScope final : public memory::Scope {
 };
 
 struct Recorded {
-  opset::OpKind kind;
+  ops::OpKind kind;
   size_t inputs;
-  opset::OpAttributes attrs;
+  ops::OpAttributes attrs;
 };
 
-class ListRecorder final : public opset::Recorder {
+class ListRecorder final : public ops::Recorder {
  public:
-  void record(const opset::OpCall& call) override { calls.push_back({call.kind, call.inputs.size(), call.attrs}); }
+  void record(const ops::OpCall& call) override { calls.push_back({call.kind, call.inputs.size(), call.attrs}); }
   std::vector<Recorded> calls;
 };
 
@@ -38,18 +38,18 @@ class ListRecorder final : public opset::Recorder {
 
 TEST(Opset, TheListNamesEveryOpOnceAsOpsSpellsIt) {
   std::set<std::string_view> names;
-  for (const opset::OpInfo& op : opset::kOps) {
+  for (const ops::OpInfo& op : ops::kOps) {
     EXPECT_TRUE(names.insert(op.name).second) << op.name;
     EXPECT_LE(op.min_inputs, op.max_inputs) << op.name;
   }
-  EXPECT_EQ(opset::kOps.size(), static_cast<size_t>(opset::OpKind::WriteRows) + 1);
-  EXPECT_EQ(opset::op_kind_name(opset::OpKind::Softcap), "softcap");
-  EXPECT_EQ(opset::op_kind_name(opset::OpKind::RmsNorm), "rms_norm");
-  EXPECT_EQ(opset::op_kind_name(opset::OpKind::GatherRows), "gather_rows");
-  EXPECT_TRUE(opset::takes_inputs(opset::OpKind::Rope, 1));
-  EXPECT_TRUE(opset::takes_inputs(opset::OpKind::Rope, 2));
-  EXPECT_FALSE(opset::takes_inputs(opset::OpKind::Rope, 3));
-  EXPECT_FALSE(opset::takes_inputs(opset::OpKind::Matmul, 1));
+  EXPECT_EQ(ops::kOps.size(), static_cast<size_t>(ops::OpKind::WriteRows) + 1);
+  EXPECT_EQ(ops::op_kind_name(ops::OpKind::Softcap), "softcap");
+  EXPECT_EQ(ops::op_kind_name(ops::OpKind::RmsNorm), "rms_norm");
+  EXPECT_EQ(ops::op_kind_name(ops::OpKind::GatherRows), "gather_rows");
+  EXPECT_TRUE(ops::takes_inputs(ops::OpKind::Rope, 1));
+  EXPECT_TRUE(ops::takes_inputs(ops::OpKind::Rope, 2));
+  EXPECT_FALSE(ops::takes_inputs(ops::OpKind::Rope, 3));
+  EXPECT_FALSE(ops::takes_inputs(ops::OpKind::Matmul, 1));
 }
 
 // Scale's multiplier and softcap's cap arrive in fields of their own; the recorded ops run no kernel
@@ -72,18 +72,18 @@ TEST(Opset, OpsRecordTheirAttributesInNamedFields) {
   }
   EXPECT_EQ(ctx.recorder(), nullptr);
   ASSERT_EQ(recorder.calls.size(), 5u);
-  EXPECT_EQ(recorder.calls[0].kind, opset::OpKind::Scale);
+  EXPECT_EQ(recorder.calls[0].kind, ops::OpKind::Scale);
   EXPECT_EQ(recorder.calls[0].attrs.scale, 0.25f);
-  EXPECT_EQ(recorder.calls[1].kind, opset::OpKind::Softcap);
+  EXPECT_EQ(recorder.calls[1].kind, ops::OpKind::Softcap);
   EXPECT_EQ(recorder.calls[1].attrs.cap, 30.0f);
   EXPECT_EQ(recorder.calls[1].attrs.scale, 1.0f);  // an attribute the op does not name keeps its default
-  EXPECT_EQ(recorder.calls[2].kind, opset::OpKind::RmsNorm);
+  EXPECT_EQ(recorder.calls[2].kind, ops::OpKind::RmsNorm);
   EXPECT_EQ(recorder.calls[2].inputs, 2u);
   EXPECT_EQ(recorder.calls[2].attrs.eps, 1e-6f);
-  EXPECT_EQ(recorder.calls[3].kind, opset::OpKind::Rope);
+  EXPECT_EQ(recorder.calls[3].kind, ops::OpKind::Rope);
   EXPECT_EQ(recorder.calls[3].inputs, 1u);  // no frequency factors
   EXPECT_EQ(recorder.calls[3].attrs.position, 7);
   EXPECT_EQ(recorder.calls[3].attrs.rope.base, 500.0f);
-  EXPECT_EQ(recorder.calls[4].kind, opset::OpKind::Silu);
-  for (const Recorded& r : recorder.calls) EXPECT_TRUE(opset::takes_inputs(r.kind, r.inputs));
+  EXPECT_EQ(recorder.calls[4].kind, ops::OpKind::Silu);
+  for (const Recorded& r : recorder.calls) EXPECT_TRUE(ops::takes_inputs(r.kind, r.inputs));
 }

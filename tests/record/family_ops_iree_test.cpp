@@ -68,10 +68,10 @@ Tensor program(memory::ExecutionContext& ctx, const std::map<std::string, Tensor
 }
 
 // Appends every op to a tape, as the engine's recorder does (src/record/tape.cpp).
-class Recorder final : public opset::Recorder {
+class Recorder final : public ops::Recorder {
  public:
   explicit Recorder(Tape& tape) : tape_(tape) {}
-  void record(const opset::OpCall& call) override {
+  void record(const ops::OpCall& call) override {
     TapeOp op{.kind = call.kind, .output = TensorRef::of(call.output), .attrs = call.attrs};
     for (const Tensor* t : call.inputs) op.inputs.push_back(TensorRef::of(*t));
     const uint64_t id = call.output.storage().id();

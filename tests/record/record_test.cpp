@@ -66,7 +66,7 @@ TEST(Record, TheModelRunsOnShapesOnly) {
   const uint32_t layers = r.plan.model->layers;
   EXPECT_EQ(prefill.ops.size(), layers * 17u + 3u);
   size_t writes = 0;
-  for (const TapeOp& op : prefill.ops) writes += op.kind == opset::OpKind::WriteRows;
+  for (const TapeOp& op : prefill.ops) writes += op.kind == ops::OpKind::WriteRows;
   EXPECT_EQ(writes, 2u * layers);
   EXPECT_TRUE(prefill.ops.front().ids_are_tokens);  // the embedding reads the token argument
   // The weights were never read: they have no bytes to read.

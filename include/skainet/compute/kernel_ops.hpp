@@ -1,5 +1,5 @@
 // skainet::kernels — the plain scalar reference kernels of the ops, and the table the
-// ExecutionContext calls them through (SIMD tables will fill the same slots later).
+// ExecutionContext calls them through (the SIMD tables replace the slots they accelerate).
 //
 //   const kernels::KernelTable& k = kernels::reference_table();
 //   k.add(a, b, out);                          // views already checked by the op; out preallocated
@@ -49,33 +49,53 @@ struct AttentionParams {
   float softcap = 0;   // 0: no capping
 };
 
+// The reference kernels (src/kernels/ref/): each KernelTable slot's default, so the reference table
+// is KernelTable{} and a SIMD table fills only the slots it accelerates.
+namespace ref {
+void matmul(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end) noexcept;
+void add(const Tensor& a, const Tensor& b, const Tensor& out) noexcept;
+void mul(const Tensor& a, const Tensor& b, const Tensor& out) noexcept;
+void scale(const Tensor& x, float s, const Tensor& out) noexcept;
+void silu(const Tensor& x, const Tensor& out) noexcept;
+void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept;
+void geglu(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept;
+void softcap(const Tensor& x, float cap, const Tensor& out) noexcept;
+void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) noexcept;
+void rope(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& freq_factors, const Tensor& out) noexcept;
+void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcept;
+void gather_rows(const Tensor& table, const int32_t* ids, int64_t n, const Tensor& out) noexcept;
+void copy(const Tensor& src, const Tensor& dst) noexcept;
+}  // namespace ref
+
 struct KernelTable {
   // out[..., r, o] = sum_k x[..., r, k] * w[(b,) o, k] for weight rows o in [begin, end) (batch-major
   // when w is 3-D: item = b * out + o). x F32; w F32/F16/BF16 or any packed type with reference kernels.
-  void (*matmul)(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end) noexcept;
+  void (*matmul)(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin,
+                 int64_t end) noexcept = &ref::matmul;
   // Elementwise F32, b broadcast to a's shape (right-aligned; dims of 1 repeat).
-  void (*add)(const Tensor& a, const Tensor& b, const Tensor& out) noexcept;
-  void (*mul)(const Tensor& a, const Tensor& b, const Tensor& out) noexcept;
-  void (*scale)(const Tensor& x, float s, const Tensor& out) noexcept;
-  void (*silu)(const Tensor& x, const Tensor& out) noexcept;
-  void (*swiglu)(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept;
+  void (*add)(const Tensor& a, const Tensor& b, const Tensor& out) noexcept = &ref::add;
+  void (*mul)(const Tensor& a, const Tensor& b, const Tensor& out) noexcept = &ref::mul;
+  void (*scale)(const Tensor& x, float s, const Tensor& out) noexcept = &ref::scale;
+  void (*silu)(const Tensor& x, const Tensor& out) noexcept = &ref::silu;
+  void (*swiglu)(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept = &ref::swiglu;
   // gelu(gate) * up, GELU the tanh approximation (ggml_gelu_f32, computed in F32: see the reference).
-  void (*geglu)(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept;
+  void (*geglu)(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept = &ref::geglu;
   // cap * tanh(x * (1 / cap)) elementwise (Gemma 2's final logit soft-capping); cap > 0.
-  void (*softcap)(const Tensor& x, float cap, const Tensor& out) noexcept;
+  void (*softcap)(const Tensor& x, float cap, const Tensor& out) noexcept = &ref::softcap;
   // Over the innermost dim. weight may be undefined (no scaling).
-  void (*rms_norm)(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) noexcept;
+  void (*rms_norm)(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) noexcept = &ref::rms_norm;
   // Adjacent pairs (2i, 2i+1) (NeoX: (i, i + dims/2)) rotated by pos * freq_scale * base^(-2i/dims),
   // divided by freq_factors[i] when freq_factors (F32 [dims/2]) is defined (ggml_rope_ext's freq
   // factors: Llama 3.1's rope_freqs, Phi-3's rope factors); the token of a row is its index in dim 0
   // (rank >= 2) plus pos0.
   void (*rope)(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& freq_factors,
-               const Tensor& out) noexcept;
-  void (*softmax)(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcept;
+               const Tensor& out) noexcept = &ref::rope;
+  void (*softmax)(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcept = &ref::softmax;
   // out[i, :] = table[ids[i], :] as F32 (packed rows dequantized). out inner dim contiguous.
-  void (*gather_rows)(const Tensor& table, const int32_t* ids, int64_t n, const Tensor& out) noexcept;
+  void (*gather_rows)(const Tensor& table, const int32_t* ids, int64_t n,
+                      const Tensor& out) noexcept = &ref::gather_rows;
   // Same shape; dense<->dense any float type, packed->F32, F32->packed, packed->same packed.
-  void (*copy)(const Tensor& src, const Tensor& dst) noexcept;
+  void (*copy)(const Tensor& src, const Tensor& dst) noexcept = &ref::copy;
 
   // Optional two-phase matmul (null in the reference table): when matmul_scratch(x, w) = n > 0, the op
   // hands over n bytes of 64-byte aligned scratch, runs matmul_prepare over x's rows once per call (the
@@ -109,21 +129,5 @@ const KernelTable* table_for(IsaLevel level) noexcept;
 // The fastest table this CPU runs (base::CpuFeatures::detected()); the ExecutionContext default.
 // The environment variable SKAINET_ISA=reference|avx2|avx512|amx picks a lower level (read once).
 const KernelTable& best_table() noexcept;
-
-namespace ref {
-void matmul(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end) noexcept;
-void add(const Tensor& a, const Tensor& b, const Tensor& out) noexcept;
-void mul(const Tensor& a, const Tensor& b, const Tensor& out) noexcept;
-void scale(const Tensor& x, float s, const Tensor& out) noexcept;
-void silu(const Tensor& x, const Tensor& out) noexcept;
-void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept;
-void geglu(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept;
-void softcap(const Tensor& x, float cap, const Tensor& out) noexcept;
-void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) noexcept;
-void rope(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& freq_factors, const Tensor& out) noexcept;
-void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcept;
-void gather_rows(const Tensor& table, const int32_t* ids, int64_t n, const Tensor& out) noexcept;
-void copy(const Tensor& src, const Tensor& dst) noexcept;
-}  // namespace ref
 
 }  // namespace skainet::kernels

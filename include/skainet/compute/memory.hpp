@@ -28,8 +28,8 @@
 #include "skainet/core/tensor.hpp"
 #include "skainet/core/thread_pool.hpp"
 
-namespace skainet::opset {
-class Recorder;  // the op vocabulary's recording seam (opset.hpp), the layer above this one
+namespace skainet::ops {
+class Recorder;  // the ops' recording seam (opset.hpp), a module above this one
 }
 
 namespace skainet::memory {
@@ -165,8 +165,8 @@ class ExecutionContext {
   AmbientScope& ambient() noexcept { return ambient_; }
   base::ThreadPool& pool() noexcept { return pool_; }
   const kernels::KernelTable& kernels() const noexcept { return *table_; }
-  // Non-null while recording (opset::Recorder): ops record instead of running kernels.
-  opset::Recorder* recorder() const noexcept { return recorder_; }
+  // Non-null while recording (ops::Recorder): ops record instead of running kernels.
+  ops::Recorder* recorder() const noexcept { return recorder_; }
   // Working memory for kernels within one op (e.g. the activation quantized once per matmul), 64-byte
   // aligned and valid until the next call; it stays out of the scopes' slab accounting. A request
   // beyond what is held grows it (counted as a growth, like a slab's overflow), so reserve the plan's
@@ -199,7 +199,7 @@ class ExecutionContext {
   // recorded values come from) is the active scope throughout, step and forward scopes included.
   class Recording {
    public:
-    Recording(ExecutionContext& ctx, opset::Recorder& r, Scope& symbolic) noexcept : ctx_(ctx), scope_(ctx, symbolic) {
+    Recording(ExecutionContext& ctx, ops::Recorder& r, Scope& symbolic) noexcept : ctx_(ctx), scope_(ctx, symbolic) {
       ctx.recorder_ = &r;
       ctx.recording_scope_ = &symbolic;
     }
@@ -214,7 +214,7 @@ class ExecutionContext {
     ExecutionContext& ctx_;
     ActiveScope scope_;
   };
-  [[nodiscard]] Recording record_with(opset::Recorder& r, Scope& symbolic) noexcept {
+  [[nodiscard]] Recording record_with(ops::Recorder& r, Scope& symbolic) noexcept {
     return Recording(*this, r, symbolic);
   }
 
@@ -261,7 +261,7 @@ class ExecutionContext {
  private:
   AmbientScope ambient_;
   Scope* active_ = &ambient_;
-  opset::Recorder* recorder_ = nullptr;
+  ops::Recorder* recorder_ = nullptr;
   Scope* recording_scope_ = nullptr;  // set exactly while recorder_ is
   base::ThreadPool pool_;
   const kernels::KernelTable* table_;

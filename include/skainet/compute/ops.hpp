@@ -24,6 +24,42 @@ using kernels::RopeParams;
 using kernels::SoftmaxParams;
 using memory::ExecutionContext;
 
+// The op list, one row per op declared below: X(Enumerator, name, min_inputs, max_inputs). It
+// generates OpKind, the names, the arity a recording checks (opset.hpp), and the StableHLO
+// lowering's dispatch (one `Lowering::lower_<name>` per row, record/lowering.hpp). The attributes a
+// row reads are named in OpAttributes. Inputs are tensors; an optional one (rms_norm's weight,
+// rope's frequency factors) widens the range.
+#define SKAINET_OPS(X)             \
+  X(Matmul, matmul, 2, 2)          \
+  X(Add, add, 2, 2)                \
+  X(Mul, mul, 2, 2)                \
+  X(Scale, scale, 1, 1)            \
+  X(Silu, silu, 1, 1)              \
+  X(Swiglu, swiglu, 2, 2)          \
+  X(Geglu, geglu, 2, 2)            \
+  X(Softcap, softcap, 1, 1)        \
+  X(RmsNorm, rms_norm, 1, 2)       \
+  X(Rope, rope, 1, 2)              \
+  X(Softmax, softmax, 1, 1)        \
+  X(Attention, attention, 3, 3)    \
+  X(GatherRows, gather_rows, 1, 1) \
+  X(Copy, copy, 1, 1)              \
+  X(WriteRows, write_rows, 1, 1)
+
+// What a recorded call of an op carries beside its tensors (opset.hpp's OpCall): one field per
+// meaning, set only by the ops that name it (the rest keep their defaults).
+struct OpAttributes {
+  float eps = 0;        // rms_norm
+  float scale = 1;      // scale: the multiplier
+  float cap = 0;        // softcap: cap * tanh(x / cap)
+  // rope's first position, attention's offset, write_rows' first row: always a position of the
+  // forward pass, so a recorder may make it the runtime position argument.
+  int64_t position = 0;
+  kernels::RopeParams rope{};
+  kernels::SoftmaxParams softmax{};
+  kernels::AttentionParams attention{};
+};
+
 // x F32 [.., n, k]; w [out, k] in F32/F16/BF16 or a packed type with reference kernels (innermost dim
 // of x contiguous then), or w [B, out, k] with x [B, n, k]. Threaded over output columns.
 Tensor matmul(ExecutionContext& ctx, const Tensor& x, const Tensor& w);

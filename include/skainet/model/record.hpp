@@ -77,10 +77,10 @@ struct Source {
 
 // An op call as recorded: its tensors as views, its attributes as the op passed them.
 struct TapeOp {
-  opset::OpKind kind;
+  ops::OpKind kind;
   std::vector<TensorRef> inputs{};
   TensorRef output;
-  opset::OpAttributes attrs{};
+  ops::OpAttributes attrs{};
   bool ids_are_tokens = false;  // GatherRows: the ids are the entry's token argument
   std::vector<int32_t> ids{};   // GatherRows with constant ids
 };

@@ -51,12 +51,12 @@ void gather_rows(const Tensor& table, const int32_t* ids, int64_t n, const Tenso
   }
 }
 
-const KernelTable kReference = {
-    &matmul, &add, &mul, &scale, &silu, &swiglu, &geglu, &softcap, &rms_norm, &rope, &softmax, &gather_rows, &copy,
-};
-
 }  // namespace skainet::kernels::ref
 
 namespace skainet::kernels {
-const KernelTable& reference_table() noexcept { return ref::kReference; }
+// Every slot's default is its reference kernel (kernel_ops.hpp).
+const KernelTable& reference_table() noexcept {
+  static constexpr KernelTable kReference{};
+  return kReference;
+}
 }  // namespace skainet::kernels

@@ -79,15 +79,8 @@ namespace {
 // Fits x ~ scale * (L - nmax) with L in [0, 2*nmax), weights x^2, trying 19 scales around
 // nmax / max|x| and keeping the best least-squares one (ggml's make_qx_quants, rmse_type 1).
 float fit_symmetric_scale(int n, int nmax, const float* x, int8_t* L) noexcept {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
+  const float max = signed_absmax(x, n);
+  if (std::fabs(max) < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) L[i] = 0;
     return 0.0f;
   }
@@ -282,33 +275,23 @@ void quantize_q6_k(const float* x, void* dst, int64_t n) noexcept {
   }
 }
 
-void dequantize_q4_k(const void* src, float* y, int64_t n) noexcept {
+// Q4_K (Block without qh) and Q5_K: d_j * q - m_j per 32-element sub-block j, q the nibble plus, for
+// Q5_K, 16 where the sub-block's bit of qh is set.
+template <class Block>
+void dequantize_q45_k(const void* src, float* y, int64_t n) noexcept {
+  constexpr bool kFifthBit = requires(Block b) { b.qh; };
   for (int64_t i = 0; i < n / kQK_K; ++i) {
-    const auto b = load_block<BlockQ4_K>(src, i);
+    const auto b = load_block<Block>(src, i);
     const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
-    for (int j = 0; j < kQK_K / 64; ++j) {
-      const auto [d1, m1] = sub_scale_k4(2 * j, b.scales, d, dmin);
-      const auto [d2, m2] = sub_scale_k4(2 * j + 1, b.scales, d, dmin);
-      const uint8_t* q = b.qs + 32 * j;
-      for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xf) - m1;
-      for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
-    }
-  }
-}
-
-void dequantize_q5_k(const void* src, float* y, int64_t n) noexcept {
-  for (int64_t i = 0; i < n / kQK_K; ++i) {
-    const auto b = load_block<BlockQ5_K>(src, i);
-    const float d = fp16_to_fp32(b.d), dmin = fp16_to_fp32(b.dmin);
-    for (int j = 0; j < kQK_K / 64; ++j) {
-      const auto [d1, m1] = sub_scale_k4(2 * j, b.scales, d, dmin);
-      const auto [d2, m2] = sub_scale_k4(2 * j + 1, b.scales, d, dmin);
-      const uint8_t u1 = static_cast<uint8_t>(1u << (2 * j)), u2 = static_cast<uint8_t>(2u << (2 * j));
-      const uint8_t* ql = b.qs + 32 * j;
-      for (int l = 0; l < 32; ++l)
-        *y++ = d1 * static_cast<float>((ql[l] & 0xf) + ((b.qh[l] & u1) ? 16 : 0)) - m1;
-      for (int l = 0; l < 32; ++l)
-        *y++ = d2 * static_cast<float>((ql[l] >> 4) + ((b.qh[l] & u2) ? 16 : 0)) - m2;
+    for (int j = 0; j < kQK_K / 32; ++j) {
+      const auto [dj, mj] = sub_scale_k4(j, b.scales, d, dmin);
+      const uint8_t* q = b.qs + 32 * (j / 2);
+      const int shift = 4 * (j % 2);
+      for (int l = 0; l < 32; ++l) {
+        int v = (q[l] >> shift) & 0xf;
+        if constexpr (kFifthBit) v += ((b.qh[l] >> j) & 1) ? 16 : 0;
+        *y++ = dj * static_cast<float>(v) - mj;
+      }
     }
   }
 }
@@ -340,9 +323,9 @@ void dequantize_q6_k(const void* src, float* y, int64_t n) noexcept {
 
 std::span<const RefFormat> k_formats() noexcept {
   static constexpr RefFormat kRows[] = {
-      {.type = GgmlType::Q4_K, .quantize = &quantize_q4_k, .dequantize = &dequantize_q4_k,
+      {.type = GgmlType::Q4_K, .quantize = &quantize_q4_k, .dequantize = &dequantize_q45_k<BlockQ4_K>,
        .feed = &kFeedQ4_K},
-      {.type = GgmlType::Q5_K, .quantize = &quantize_q5_k, .dequantize = &dequantize_q5_k},
+      {.type = GgmlType::Q5_K, .quantize = &quantize_q5_k, .dequantize = &dequantize_q45_k<BlockQ5_K>},
       {.type = GgmlType::Q6_K, .quantize = &quantize_q6_k, .dequantize = &dequantize_q6_k,
        .feed = &kFeedQ6_K},
   };

@@ -27,15 +27,8 @@ inline int unpack_2bit(const uint8_t* qs, int e) noexcept {
 // single quants while that improves the least-squares fit, up to 5 passes (ggml's make_q3_quants
 // with rmse). Returns the scale (negative when the largest |x| is negative).
 float fit_q3_scale(const float* x, int nmax, int8_t* L) noexcept {
-  float max = 0, amax = 0;
-  for (int i = 0; i < kSub; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
+  const float max = signed_absmax(x, kSub);
+  if (std::fabs(max) < kGroupMaxEps) {
     for (int i = 0; i < kSub; ++i) L[i] = 0;
     return 0.0f;
   }

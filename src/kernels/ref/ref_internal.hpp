@@ -3,6 +3,7 @@
 #pragma once
 
 #include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -35,6 +36,20 @@ inline int nearest_int(float v) noexcept {
 }
 
 inline int clamp(int v, int lo, int hi) noexcept { return v < lo ? lo : v > hi ? hi : v; }
+
+// The value of x[0, n) with the largest magnitude, sign kept (the first one on ties): where ggml's
+// symmetric quantizers start their scale.
+inline float signed_absmax(const float* x, int n) noexcept {
+  float amax = 0.0f, max = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  return max;
+}
 
 // Fits x ~ scale * L + min (min <= 0) with L in [0, nmax] (n <= 32), minimizing the weighted squared
 // (or, use_mad, absolute) error over a grid of candidate scales; returns scale, stores -min in *neg_min

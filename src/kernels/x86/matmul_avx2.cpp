@@ -3,16 +3,7 @@
 #if defined(SKAINET_X86_KERNELS)
 
 #define SKAINET_X86_VNNI 0
-#include <iterator>
-
-#include "kernels/x86/simd_int8.hpp"
-#include "kernels/x86/simd_tiles.hpp"
-#include "kernels/x86/k_tiles.hpp"
-#include "kernels/x86/feed_tiles.hpp"
-#include "kernels/x86/softmax.hpp"
-#include "kernels/x86/rows.hpp"
-#include "kernels/x86/simd_iq4.hpp"
-#include "kernels/x86/simd_q23_k.hpp"
+#include "kernels/x86/avx_unit.hpp"
 
 namespace skainet::kernels::x86 {
 namespace {
@@ -146,9 +137,9 @@ void gemm_t(const GemmT& g) noexcept {
     }
 }
 
-// One row per weight type this level accelerates (isa.hpp); the activation a row names is the one
-// its kernels' dot products read.
-constexpr FormatKernels kFormats[] = {
+// The rows of the types whose kernels are this level's own (isa.hpp; avx_unit.hpp holds the rest); the
+// activation a row names is the one its kernels' dot products read.
+constexpr FormatKernels kOwnFormats[] = {
     {.type = GgmlType::F32,
      .gemv = &gemm<&tile_dense<F32Load>, 2, 4, &dot_dense<F32Load>, Act::None>,
      .transposed = &gemm_t<F32Load>},
@@ -160,42 +151,14 @@ constexpr FormatKernels kFormats[] = {
      .act = Act::Q8x32,
      .gemv = gemm_legacy<Q4_0Dec, &dot_legacy<Q4_0Dec>>,
      .feed = &gemm_feed<FeedQ4_0, &dot_legacy<Q4_0Dec>>},
-    {.type = GgmlType::Q4_1, .act = Act::Q8x32, .gemv = gemm_legacy<Q4_1Dec, &dot_legacy<Q4_1Dec>>},
-    {.type = GgmlType::Q5_0, .act = Act::Q8x32, .gemv = gemm_legacy<Q5_0Dec, &dot_legacy<Q5_0Dec>>},
-    {.type = GgmlType::Q5_1, .act = Act::Q8x32, .gemv = gemm_legacy<Q5_1Dec, &dot_legacy<Q5_1Dec>>},
-    {.type = GgmlType::Q8_0,
-     .act = Act::Q8x32,
-     .gemv = gemm_legacy<Q8_0Dec, &dot_q8_0>,
-     .feed = &gemm_feed<FeedQ8_0, &dot_q8_0>},
-    {.type = GgmlType::IQ4_NL, .act = Act::Q8x32, .gemv = gemm_legacy<IQ4_NLDec, &dot_iq4_nl>},
-    {.type = GgmlType::Q2_K, .act = Act::Q8x256, .gemv = gemm_k<Q2_KDecode, &dot_q2_k>},
-    {.type = GgmlType::Q3_K, .act = Act::Q8x256, .gemv = gemm_k<Q3_KDecode, &dot_q3_k>},
-    {.type = GgmlType::Q4_K,
-     .act = Act::Q8x256,
-     .gemv = gemm_k<Q4_KDecode, &dot_q4_k>,
-     .feed = &gemm_feed<FeedQ4_K, &dot_q4_k>},
-    {.type = GgmlType::Q5_K, .act = Act::Q8x256, .gemv = gemm_k<Q5_KDecode, &dot_q5_k>},
-    {.type = GgmlType::Q6_K,
-     .act = Act::Q8x256,
-     .gemv = gemm_k<Q6_KDecode, &dot_q6_k>,
-     .feed = &gemm_feed<FeedQ6_K, &dot_q6_k>},
     {.type = GgmlType::IQ4_XS, .act = Act::Q8x256, .gemv = &gemv<&dot_iq4_xs, Act::Q8x256>},
 };
 
+constexpr auto kFormats = with_shared_formats(kOwnFormats);
+
 }  // namespace
 
-const IsaKernels kAvx2Kernels = {
-    .name = "avx2",
-    .quantize_q8x32 = &quantize_q8x32,
-    .quantize_q8x256 = &quantize_q8x256,
-    .formats = kFormats,
-    .format_count = std::size(kFormats),
-    .softmax_row = &softmax_row,
-    .split_bf16_pairs = nullptr,
-    .swiglu_row = &swiglu_row,
-    .rms_norm_row = &rms_norm_row,
-    .f32_to_f16_row = &f32_to_f16_row,
-};
+constinit const IsaKernels kAvx2Kernels = isa_kernels("avx2", kFormats);
 
 }  // namespace skainet::kernels::x86
 

@@ -103,60 +103,71 @@ inline float abs_max(const float* x, int n) noexcept {
   return hmax(m);
 }
 
-void quantize_q8x32(const float* x, int64_t k, std::byte* dst) noexcept {
-  const ActLayout L = act_layout(Act::Q8x32, k);
+// x in blocks of kBlock floats, as an activation row at dst (act_layout L): for block b (floats p),
+// `block(b, p, amax, mul, q, d)` writes its quants q and scale d, given its absolute maximum and the
+// multiplier 127 / amax (0 for a block of zeros).
+template <int kBlock, class Block>
+void quantize_blocks(const float* x, int64_t k, std::byte* dst, const ActLayout& L, Block&& block) noexcept {
   auto* qs = reinterpret_cast<int8_t*>(dst);
   auto* d = reinterpret_cast<float*>(dst + L.d_off);
+  for (int64_t b = 0; b < k / kBlock; ++b) {
+    const float* p = x + kBlock * b;
+    const float amax = abs_max(p, kBlock);
+    block(b, p, amax, _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f), qs + kBlock * b, d[b]);
+  }
+}
+
+void quantize_q8x32(const float* x, int64_t k, std::byte* dst) noexcept {
+  const ActLayout L = act_layout(Act::Q8x32, k);
   auto* ds = reinterpret_cast<float*>(dst + L.s_off);
   auto* nsum = reinterpret_cast<int32_t*>(dst + L.n_off);
-  for (int64_t b = 0; b < k / 32; ++b) {
-    const float* p = x + 32 * b;
-    const float amax = abs_max(p, 32);
-    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-    const int sum = quantize32(p, _mm256_set1_ps(id), qs + 32 * b, nullptr, nullptr);
+  quantize_blocks<32>(x, k, dst, L, [&](int64_t b, const float* p, float amax, __m256 mul, int8_t* q, float& d) {
+    const int sum = quantize32(p, mul, q, nullptr, nullptr);
     // As llama.cpp's Q8_0 activation blocks: the scale stored as F16. Keeping it in F32 is more exact
     // but shifts every dot product by up to 2^-11 relative against the peer, enough to flip a greedy
     // token now and then. d * sum uses the same rounded d, so the offset terms of Q4_0/Q5_0 stay
     // exactly (q - 8) * q8 sums.
-    d[b] = _cvtsh_ss(_cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT));
-    ds[b] = d[b] * static_cast<float>(sum);
+    d = _cvtsh_ss(_cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT));
+    ds[b] = d * static_cast<float>(sum);
     nsum[b] = -sum;
-  }
+  });
 }
 
 void quantize_q8x256(const float* x, int64_t k, std::byte* dst) noexcept {
   const ActLayout L = act_layout(Act::Q8x256, k);
-  auto* qs = reinterpret_cast<int8_t*>(dst);
-  auto* d = reinterpret_cast<float*>(dst + L.d_off);
   auto* bsums = reinterpret_cast<int16_t*>(dst + L.s_off);
   auto* ds16 = reinterpret_cast<float*>(dst + L.ds16_off);
-  for (int64_t b = 0; b < k / 256; ++b) {
-    const float* p = x + 256 * b;
-    const float amax = abs_max(p, 256);
-    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-    const __m256 mul = _mm256_set1_ps(id);
+  quantize_blocks<256>(x, k, dst, L, [&](int64_t b, const float* p, float amax, __m256 mul, int8_t* q, float& d) {
+    int16_t* sums = bsums + 16 * b;
     for (int j = 0; j < 8; ++j) {
       int lo, hi;
-      quantize32(p + 32 * j, mul, qs + 256 * b + 32 * j, &lo, &hi);
-      bsums[16 * b + 2 * j] = static_cast<int16_t>(lo);
-      bsums[16 * b + 2 * j + 1] = static_cast<int16_t>(hi);
+      quantize32(p + 32 * j, mul, q + 32 * j, &lo, &hi);
+      sums[2 * j] = static_cast<int16_t>(lo);
+      sums[2 * j + 1] = static_cast<int16_t>(hi);
     }
-    d[b] = amax / 127.0f;
-    for (int t = 0; t < 16; ++t) ds16[16 * b + t] = d[b] * static_cast<float>(bsums[16 * b + t]);
-  }
+    d = amax / 127.0f;
+    for (int t = 0; t < 16; ++t) ds16[16 * b + t] = d * static_cast<float>(sums[t]);
+  });
 }
 
 // ---- legacy formats against Q8x32 ----
 
-struct Act32 {
+// A prepared activation row as the dots read it (isa.hpp's ActLayout): the quants, the block scales
+// and the sums, Sum per block of 32 (Q8x32: float d * sum(q)) or per 16 (Q8x256: int16 sum(q)).
+template <class Sum>
+struct ActRow {
   const int8_t* q;
   const float* d;
-  const float* ds;
+  const Sum* sums;
 };
-inline Act32 act32(const std::byte* row, const ActLayout& L) noexcept {
+template <class Sum>
+ActRow<Sum> act_row(const std::byte* row, const ActLayout& L) noexcept {
   return {reinterpret_cast<const int8_t*>(row), reinterpret_cast<const float*>(row + L.d_off),
-          reinterpret_cast<const float*>(row + L.s_off)};
+          reinterpret_cast<const Sum*>(row + L.s_off)};
 }
+
+using Act32 = ActRow<float>;
+inline Act32 act32(const std::byte* row, const ActLayout& L) noexcept { return act_row<float>(row, L); }
 
 // 16 bytes of nibbles -> 32 quants: low nibbles are elements 0..15, high nibbles 16..31.
 inline __m256i nibbles32(const std::byte* p) noexcept {
@@ -212,15 +223,15 @@ float dot_legacy(const std::byte* w, const std::byte* xr, int64_t k, const ActLa
     const __m256i i1 = mul_sum(D::quants(p1), loadu(a.q + 32 * b + 32));
     acc0 = _mm256_fmadd_ps(_mm256_set1_ps(s0 * a.d[b]), _mm256_cvtepi32_ps(i0), acc0);
     acc1 = _mm256_fmadd_ps(_mm256_set1_ps(s1 * a.d[b + 1]), _mm256_cvtepi32_ps(i1), acc1);
-    c0 += D::coef(p0, s0) * a.ds[b];
-    c1 += D::coef(p1, s1) * a.ds[b + 1];
+    c0 += D::coef(p0, s0) * a.sums[b];
+    c1 += D::coef(p1, s1) * a.sums[b + 1];
   }
   if (b < nb) {
     const std::byte* p0 = w + b * D::kBytes;
     const float s0 = half_at(p0);
     const __m256i i0 = mul_sum(D::quants(p0), loadu(a.q + 32 * b));
     acc0 = _mm256_fmadd_ps(_mm256_set1_ps(s0 * a.d[b]), _mm256_cvtepi32_ps(i0), acc0);
-    c0 += D::coef(p0, s0) * a.ds[b];
+    c0 += D::coef(p0, s0) * a.sums[b];
   }
   return hsum(_mm256_add_ps(acc0, acc1)) + (c0 + c1);
 }
@@ -263,15 +274,8 @@ float dot_q8_0(const std::byte* w, const std::byte* xr, int64_t k, const ActLayo
 
 // ---- K formats against Q8x256 ----
 
-struct Act256 {
-  const int8_t* q;
-  const float* d;
-  const int16_t* bsums;
-};
-inline Act256 act256(const std::byte* row, const ActLayout& L) noexcept {
-  return {reinterpret_cast<const int8_t*>(row), reinterpret_cast<const float*>(row + L.d_off),
-          reinterpret_cast<const int16_t*>(row + L.s_off)};
-}
+using Act256 = ActRow<int16_t>;
+inline Act256 act256(const std::byte* row, const ActLayout& L) noexcept { return act_row<int16_t>(row, L); }
 
 // The 6-bit scales and mins of Q4_K / Q5_K sub-blocks 0..7 (docs/formats.md), unpacked a 32-bit
 // word (four sub-blocks) at a time: sc[0..7] in out[0..1], mn[0..7] in out[2..3].
@@ -303,7 +307,7 @@ float dot_q45_k(const std::byte* w, const std::byte* xr, int64_t k, const ActLay
     const float dx = a.d[b];
     // mins: sum over sub-blocks of mn[j] * (its 32 activation quants), 4 lanes of int32.
     const __m128i mn = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 2)));
-    const __m256i bs = loadu(a.bsums + 16 * b);
+    const __m256i bs = loadu(a.sums + 16 * b);
     const __m128i bs32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
     acc_min = _mm_fmadd_ps(_mm_set1_ps(dx * half_at(p + 2)), _mm_cvtepi32_ps(_mm_madd_epi16(mn, bs32)), acc_min);
     const int8_t* xq = a.q + 256 * b;
@@ -351,7 +355,7 @@ float dot_q6_k(const std::byte* w, const std::byte* xr, int64_t k, const ActLayo
     const int8_t* xq = a.q + 256 * b;
     // The -32 offset of every quant: 32 * sum of scale * (sum of its 16 activation quants).
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
-    __m256i sumi = _mm256_slli_epi32(_mm256_madd_epi16(sc16, loadu(a.bsums + 16 * b)), 5);
+    __m256i sumi = _mm256_slli_epi32(_mm256_madd_epi16(sc16, loadu(a.sums + 16 * b)), 5);
     sumi = _mm256_sub_epi32(_mm256_setzero_si256(), sumi);
     for (int h = 0; h < 2; ++h) {
       const std::byte* ql = p + offsetof(BlockQ6_K, ql) + 64 * h;

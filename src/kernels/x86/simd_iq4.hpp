@@ -30,27 +30,34 @@ float dot_iq4_nl(const std::byte* w, const std::byte* xr, int64_t k, const ActLa
   return dot_signed<IQ4_NLDec>(w, xr, k, L);
 }
 
-#if !SKAINET_X86_VNNI
-// Per super-block: the 8 sub-block sums times their 6-bit scales (ls - 32) in int32 lanes (at most
-// 8 * 32 * 4 * 127 * 127 in magnitude), then one float multiply by d_w * d_x.
-float dot_iq4_xs(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
+// The one-row IQ4_XS dot's loop over blocks: `block(acc, d_w * d_x, scale, qs, xq)` adds one block's
+// integer sum (its sub-blocks' level x x sums times their 6-bit scales - 32) times d_w * d_x to the
+// level's float accumulator.
+template <class F, class Block>
+F iq4_xs_blocks(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L, F acc, Block&& block) noexcept {
   const Act256 a = act256(xr, L);
-  constexpr int64_t kB = sizeof(BlockIQ4_XS);
-  __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < k / 256; ++b) {
-    const std::byte* p = w + b * kB;
+    const std::byte* p = w + b * static_cast<int64_t>(sizeof(BlockIQ4_XS));
     int32_t scale[8];
     iq4_xs_scales(p, scale);
-    const std::byte* qs = p + offsetof(BlockIQ4_XS, qs);
-    const int8_t* xq = a.q + 256 * b;
+    acc = block(acc, half_at(p) * a.d[b], scale, p + offsetof(BlockIQ4_XS, qs), a.q + 256 * b);
+  }
+  return acc;
+}
+
+#if !SKAINET_X86_VNNI
+// Per super-block: the 8 sub-block sums times their scales in int32 lanes (at most 8 * 32 * 4 * 127 *
+// 127 in magnitude), then one float multiply.
+float dot_iq4_xs(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
+  const auto block = [](__m256 acc, float dd, const int32_t* scale, const std::byte* qs, const int8_t* xq) noexcept {
     __m256i sumi = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
       const __m256i s = mul_sum_s8(iq4_levels32(qs + 16 * j), loadu(xq + 32 * j));
       sumi = _mm256_add_epi32(sumi, _mm256_mullo_epi32(s, _mm256_set1_epi32(scale[j])));
     }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p) * a.d[b]), _mm256_cvtepi32_ps(sumi), acc);
-  }
-  return hsum(acc);
+    return _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(sumi), acc);
+  };
+  return hsum(iq4_xs_blocks(w, xr, k, L, _mm256_setzero_ps(), block));
 }
 #else
 // The one-row IQ4_XS dot on 512-bit vectors, 64 elements (two sub-blocks) a step: the levels' signs
@@ -58,17 +65,9 @@ float dot_iq4_xs(const std::byte* w, const std::byte* xr, int64_t k, const ActLa
 // negative: no pair saturates), and vpmaddwd multiplies the int16 pair sums by the sub-block's scale
 // - 32 (an int16 per pair) into int32. Exact integer sums as the 256-bit one; one float FMA per block.
 float dot_iq4_xs(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
-  const Act256 a = act256(xr, L);
-  constexpr int64_t kB = sizeof(BlockIQ4_XS);
   const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
   const __m512i low4 = _mm512_set1_epi8(0x0f);
-  __m512 acc = _mm512_setzero_ps();
-  for (int64_t b = 0; b < k / 256; ++b) {
-    const std::byte* p = w + b * kB;
-    int32_t scale[8];
-    iq4_xs_scales(p, scale);
-    const std::byte* qs = p + offsetof(BlockIQ4_XS, qs);
-    const int8_t* xq = a.q + 256 * b;
+  const auto block = [&](__m512 acc, float dd, const int32_t* scale, const std::byte* qs, const int8_t* xq) noexcept {
     __m512i sumi = _mm512_setzero_si512();
     for (int j = 0; j < 8; j += 2) {
       // Sub-blocks j, j + 1: 128-bit lanes (j low nibbles, j high, j + 1 low, j + 1 high).
@@ -84,9 +83,9 @@ float dot_iq4_xs(const std::byte* w, const std::byte* xr, int64_t k, const ActLa
                                                  _mm512_set1_epi16(static_cast<int16_t>(scale[j + 1])));
       sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(pairs, sc));
     }
-    acc = _mm512_fmadd_ps(_mm512_set1_ps(half_at(p) * a.d[b]), _mm512_cvtepi32_ps(sumi), acc);
-  }
-  return _mm512_reduce_add_ps(acc);
+    return _mm512_fmadd_ps(_mm512_set1_ps(dd), _mm512_cvtepi32_ps(sumi), acc);
+  };
+  return _mm512_reduce_add_ps(iq4_xs_blocks(w, xr, k, L, _mm512_setzero_ps(), block));
 }
 
 // One IQ4_XS block into the K tiles' decoded form (k_tiles.hpp, KStepWide): the levels + 128 as

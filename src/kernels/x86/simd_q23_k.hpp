@@ -37,7 +37,7 @@ float dot_q2_k(const std::byte* w, const std::byte* xr, int64_t k, const ActLayo
     const auto* sc = reinterpret_cast<const uint8_t*>(p + offsetof(BlockQ2_K, scales));
     const std::byte* qs = p + offsetof(BlockQ2_K, qs);
     const int8_t* xq = a.q + 256 * b;
-    const int16_t* bsums = a.bsums + 16 * b;
+    const int16_t* bsums = a.sums + 16 * b;
     __m256i sumi = _mm256_setzero_si256();
     int mins = 0;
     for (int c = 0; c < 8; ++c) {

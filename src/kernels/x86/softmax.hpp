@@ -24,7 +24,7 @@ struct ExpPoly {
 };
 
 #if SKAINET_X86_VNNI
-struct SoftmaxVec {
+struct SoftmaxLanes {
   static constexpr int kLanes = 16;
   using F = __m512;
   using M = __mmask16;
@@ -45,16 +45,9 @@ struct SoftmaxVec {
     return x86::hmax(_mm256_max_ps(_mm256_load_ps(t), _mm256_load_ps(t + 8)));
   }
   static float hsum(F v) noexcept { return Vec::sum(v); }
-  static F exp(F x) noexcept {
-    x = _mm512_max_ps(x, _mm512_set1_ps(ExpPoly::kMin));
-    const F n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(ExpPoly::kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    F r = _mm512_fnmadd_ps(n, _mm512_set1_ps(ExpPoly::kLn2Hi), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(ExpPoly::kLn2Lo), r);
-    F p = _mm512_set1_ps(ExpPoly::kP[0]);
-    for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(ExpPoly::kP[i]));
-    const F y = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(y, n);
-  }
+  static F round(F v) noexcept { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static F fnmadd(F a, F b, F c) noexcept { return _mm512_fnmadd_ps(a, b, c); }
+  static F times_pow2(F y, F n) noexcept { return _mm512_scalef_ps(y, n); }
   static F abs(F v) noexcept { return _mm512_abs_ps(v); }
   // v with the sign of `sign` (v >= 0).
   static F copysign(F v, F sign) noexcept {
@@ -68,7 +61,7 @@ struct SoftmaxVec {
   }
 };
 #else
-struct SoftmaxVec {
+struct SoftmaxLanes {
   static constexpr int kLanes = 8;
   using F = __m256;
   using M = __m256i;
@@ -85,15 +78,10 @@ struct SoftmaxVec {
   static F mul(F a, F b) noexcept { return _mm256_mul_ps(a, b); }
   static float hmax(F v) noexcept { return x86::hmax(v); }
   static float hsum(F v) noexcept { return x86::hsum(v); }
-  static F exp(F x) noexcept {
-    x = _mm256_max_ps(x, _mm256_set1_ps(ExpPoly::kMin));
-    const F n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(ExpPoly::kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    F r = _mm256_fnmadd_ps(n, _mm256_set1_ps(ExpPoly::kLn2Hi), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(ExpPoly::kLn2Lo), r);
-    F p = _mm256_set1_ps(ExpPoly::kP[0]);
-    for (int i = 1; i < 6; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(ExpPoly::kP[i]));
-    const F y = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.0f));
-    // 2^n through the exponent field: n >= -126 after the clamp.
+  static F round(F v) noexcept { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static F fnmadd(F a, F b, F c) noexcept { return _mm256_fnmadd_ps(a, b, c); }
+  // 2^n through the exponent field: n >= -126 after exp's clamp.
+  static F times_pow2(F y, F n) noexcept {
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
   }
@@ -106,6 +94,20 @@ struct SoftmaxVec {
   }
 };
 #endif
+
+// The level's lanes with the vector exp (above), written once over their operations.
+struct SoftmaxVec : SoftmaxLanes {
+  static F exp(F x) noexcept {
+    x = max(x, set1(ExpPoly::kMin));
+    const F n = round(mul(x, set1(ExpPoly::kLog2e)));
+    F r = fnmadd(n, set1(ExpPoly::kLn2Hi), x);
+    r = fnmadd(n, set1(ExpPoly::kLn2Lo), r);
+    F p = set1(ExpPoly::kP[0]);
+    for (int i = 1; i < 6; ++i) p = fmadd(p, r, set1(ExpPoly::kP[i]));
+    const F y = add(fmadd(mul(p, r), r, r), set1(1.0f));
+    return times_pow2(y, n);
+  }
+};
 
 // tanh as Cephes' tanhf computes it: below |x| = 0.625 its odd polynomial (relative error about
 // 2e-7; 1 - t would cancel there), above (1 - t) / (1 + t) with t = e^-2|x| (the vector exp takes
