@@ -53,6 +53,7 @@ void gather_rows(const Tensor& table, const int32_t* ids, int64_t n, const Tenso
 
 const KernelTable kReference = {
     &matmul, &add, &mul, &scale, &silu, &swiglu, &geglu, &softcap, &rms_norm, &rope, &softmax, &gather_rows, &copy,
+    &attention_heads,
 };
 
 }  // namespace skainet::kernels::ref

@@ -10,6 +10,7 @@
 #include "kernels/x86/k_tiles.hpp"
 #include "kernels/x86/feed_tiles.hpp"
 #include "kernels/x86/softmax.hpp"
+#include "kernels/x86/attend.hpp"
 #include "kernels/x86/rows.hpp"
 #include "kernels/x86/simd_iq4.hpp"
 #include "kernels/x86/simd_q23_k.hpp"
@@ -151,10 +152,12 @@ void gemm_t(const GemmT& g) noexcept {
 constexpr FormatKernels kFormats[] = {
     {.type = GgmlType::F32,
      .gemv = &gemm<&tile_dense<F32Load>, 2, 4, &dot_dense<F32Load>, Act::None>,
-     .transposed = &gemm_t<F32Load>},
+     .transposed = &gemm_t<F32Load>,
+     .attend = &attend<KvF32>},
     {.type = GgmlType::F16,
      .gemv = &gemm<&tile_dense<F16Load>, 2, 4, &dot_dense<F16Load>, Act::None>,
-     .transposed = &gemm_t<F16Load>},
+     .transposed = &gemm_t<F16Load>,
+     .attend = &attend<KvF16>},
     {.type = GgmlType::BF16, .gemv = &gemm<&tile_dense<BF16Load>, 2, 4, &dot_dense<BF16Load>, Act::None>},
     {.type = GgmlType::Q4_0,
      .act = Act::Q8x32,
