@@ -60,8 +60,9 @@ template <class Attend>
 std::vector<float> run(const Case& c, const Attend& attend) {
   const int64_t kv_heads = 2, heads = kv_heads * c.group, hd = c.head_dim;
   const Buffer q = make(Shape{c.n, heads * hd}, GgmlType::F32, 4, 11, 1.0f);
-  const Buffer k = make(Shape{c.cells, kv_heads * hd}, c.cache, 2, 12, 1.0f);
-  const Buffer v = make(Shape{c.cells, kv_heads * hd}, c.cache, 6, 13, 1.0f);
+  const uint64_t element = c.cache == GgmlType::F16 ? 2 : 4;  // one and three elements in: never 32-byte aligned
+  const Buffer k = make(Shape{c.cells, kv_heads * hd}, c.cache, element, 12, 1.0f);
+  const Buffer v = make(Shape{c.cells, kv_heads * hd}, c.cache, 3 * element, 13, 1.0f);
   Buffer out = make(Shape{c.n, heads * hd}, GgmlType::F32, 4, 14, 0.0f);
   std::fill(reinterpret_cast<float*>(out.bytes.data() + 4), reinterpret_cast<float*>(out.bytes.data() + 4) +
             c.n * heads * hd, std::numeric_limits<float>::quiet_NaN());
