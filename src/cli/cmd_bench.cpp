@@ -20,34 +20,50 @@
 namespace skainet::cli {
 namespace {
 
+// -p, -n and -d take lists, as llama-bench's options do ("-d 0,512,2048", or the option repeated).
 struct BenchArgs {
   std::string model;
-  int32_t n_prompt = 512;
-  int32_t n_gen = 128;
+  std::vector<int32_t> n_prompt{512};
+  std::vector<int32_t> n_gen{128};
+  std::vector<int32_t> n_depth{0};
   int repetitions = 5;
   int threads = static_cast<int>(base::default_threads());
   std::string output = "md";
   PlacementArgs placement;
   CompatFlags compat;
   bool force = false;
+
+  int32_t most(const std::vector<int32_t>& v) const { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+  // llama-bench's context for a test is n_prompt + n_gen + n_depth; one plan covers the largest.
+  uint32_t context_needed() const {
+    return static_cast<uint32_t>(std::max(most(n_depth) + most(n_prompt) + most(n_gen), 16));
+  }
 };
 
+// One test: a pp test (n_gen 0) or a tg test (n_prompt 0), timed after n_depth tokens already fill
+// the KV cache; its name is llama-bench's ("pp512", "tg128 @ d2048").
 struct Result {
-  std::string test;  // "pp512", "tg128"
-  int32_t n_prompt = 0, n_gen = 0;
+  int32_t n_prompt = 0, n_gen = 0, n_depth = 0;
   std::vector<uint64_t> samples_ns;
+  std::string test() const {
+    const std::string base = n_prompt > 0 ? fmt::format("pp{}", n_prompt) : fmt::format("tg{}", n_gen);
+    return n_depth > 0 ? fmt::format("{} @ d{}", base, n_depth) : base;
+  }
   double avg_ns() const { return std::accumulate(samples_ns.begin(), samples_ns.end(), 0.0) / samples_ns.size(); }
-  double stddev_ns() const { return stddev(samples_ns, 1.0); }
+  double stddev_ns() const { return stddev(samples_ns); }
   std::vector<double> samples_ts() const {
     std::vector<double> ts;
     for (uint64_t ns : samples_ns) ts.push_back((n_prompt + n_gen) * 1e9 / ns);
     return ts;
   }
-  double avg_ts() const { auto ts = samples_ts(); return std::accumulate(ts.begin(), ts.end(), 0.0) / ts.size(); }
-  double stddev_ts() const { auto ts = samples_ts(); return stddev(ts, 1.0); }
+  double avg_ts() const {
+    const auto ts = samples_ts();
+    return std::accumulate(ts.begin(), ts.end(), 0.0) / ts.size();
+  }
+  double stddev_ts() const { return stddev(samples_ts()); }
 
   template <class T>
-  static double stddev(const std::vector<T>& v, double) {
+  static double stddev(const std::vector<T>& v) {
     if (v.size() < 2) return 0;
     const double mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
     double sq = 0;
@@ -76,7 +92,8 @@ std::vector<int32_t> prompt_ids(int32_t n, int32_t vocab) {
 uint64_t time_ns(const std::function<void()>& fn) {
   const auto t0 = std::chrono::steady_clock::now();
   fn();
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  const auto elapsed = std::chrono::steady_clock::now() - t0;
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
 }
 
 std::string dominant_type(const gguf::Header& h) {
@@ -90,71 +107,102 @@ std::string dominant_type(const gguf::Header& h) {
   return best;
 }
 
+// Every test at every depth, in llama-bench's order: per depth, the pp tests, then the tg tests. The
+// depth's tokens are prefilled once, untimed: the tests write only the cells from the depth on, so
+// the cells before it stay as filled for every repetition.
+std::vector<Result> measure(const BenchArgs& a, generate::Engine& e) {
+  generate::Generator& gen = e.sequence->sample_with({.temperature = 0.0f});
+  const auto vocab = static_cast<int32_t>(e.plan.model->vocab);
+  const int32_t first = e.tokenizer->bos() >= 0 ? e.tokenizer->bos() : 0;
+  std::vector<Result> results;
+  for (const int32_t depth : a.n_depth) {
+    if (depth > 0) gen.prefill(prompt_ids(depth, vocab), 0);
+    for (const int32_t n : a.n_prompt) {
+      if (n <= 0) continue;
+      const auto ids = prompt_ids(n, vocab);
+      Result r{n, 0, depth, {}};
+      gen.prefill(ids, depth);  // warm-up
+      for (int i = 0; i < a.repetitions; ++i) r.samples_ns.push_back(time_ns([&] { gen.prefill(ids, depth); }));
+      results.push_back(r);
+    }
+    for (const int32_t n : a.n_gen) {
+      if (n <= 0) continue;
+      Result r{0, n, depth, {}};
+      auto generate_n = [&] {
+        int32_t tok = first;
+        for (int32_t i = 0; i < n; ++i) tok = gen.decode_step(tok, depth + i);
+      };
+      generate_n();  // warm-up
+      for (int i = 0; i < a.repetitions; ++i) r.samples_ns.push_back(time_ns(generate_n));
+      results.push_back(r);
+    }
+  }
+  return results;
+}
+
+// What every output row repeats.
+struct BenchInfo {
+  std::string model_type, kv_type;
+  uint64_t params = 0, size = 0, rss = 0;
+};
+
+void print_json(const BenchArgs& a, const generate::Engine& e, const BenchInfo& b, const std::vector<Result>& results) {
+  nlohmann::json all = nlohmann::json::array();
+  char when[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  for (const auto& r : results)
+    all.push_back({{"build_commit", "skainet"}, {"build_number", 0},
+                   {"cpu_info", placement::Platform::detect().isa_summary()}, {"backends", "CPU"},
+                   {"model_filename", a.model}, {"model_type", b.model_type}, {"model_size", b.size},
+                   {"model_n_params", b.params}, {"n_batch", e.plan.prefill->tokens},
+                   {"n_ubatch", e.plan.prefill->tokens}, {"n_threads", a.threads}, {"type_k", b.kv_type},
+                   {"type_v", b.kv_type}, {"n_gpu_layers", 0}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen},
+                   {"n_depth", r.n_depth}, {"test_time", when}, {"avg_ns", static_cast<uint64_t>(r.avg_ns())},
+                   {"stddev_ns", static_cast<uint64_t>(r.stddev_ns())}, {"avg_ts", r.avg_ts()},
+                   {"stddev_ts", r.stddev_ts()}, {"samples_ns", r.samples_ns}, {"samples_ts", r.samples_ts()},
+                   {"max_rss_bytes", b.rss}, {"profile", e.plan.profile}});
+  fmt::print("{}\n", all.dump(2));
+}
+
+void print_csv(const BenchArgs& a, const BenchInfo& b, const std::vector<Result>& results) {
+  fmt::print("model_filename,model_type,model_size,model_n_params,n_threads,n_prompt,n_gen,n_depth,"
+             "avg_ns,stddev_ns,avg_ts,stddev_ts,max_rss_bytes\n");
+  for (const auto& r : results)
+    fmt::print("\"{}\",\"{}\",{},{},{},{},{},{},{:.0f},{:.0f},{:.6f},{:.6f},{}\n", a.model, b.model_type, b.size,
+               b.params, a.threads, r.n_prompt, r.n_gen, r.n_depth, r.avg_ns(), r.stddev_ns(), r.avg_ts(),
+               r.stddev_ts(), b.rss);
+}
+
+void print_md(const BenchArgs& a, const BenchInfo& b, const std::vector<Result>& results) {
+  fmt::print("| model | size | params | backend | threads | test | t/s | peak RSS |\n");
+  fmt::print("| ----- | ---: | -----: | ------- | ------: | ---: | --: | -------: |\n");
+  for (const auto& r : results)
+    fmt::print("| {} | {} | {} | CPU | {} | {} | {:.2f} ± {:.2f} | {} |\n", b.model_type, base::format_bytes(b.size),
+               human_count(b.params), a.threads, r.test(), r.avg_ts(), r.stddev_ts(), base::format_bytes(b.rss));
+}
+
 int run(const BenchArgs& a) {
   generate::EngineOptions options;
   options.profile = a.placement.profile;
   options.plan = a.placement.plan_options();
-  if (!options.plan.n_ctx) options.plan.n_ctx = static_cast<uint32_t>(std::max(a.n_prompt + a.n_gen, 16));
+  if (!options.plan.n_ctx) options.plan.n_ctx = a.context_needed();
   options.overrides = a.placement.form_overrides();
   options.threads = a.threads;
   options.progress = false;
   options.force = a.force;
   auto e = generate::Engine::open(a.model, options);
-  generate::Generator& gen = e->sequence->sample_with({.temperature = 0.0f});
-  const auto ids = prompt_ids(a.n_prompt, static_cast<int32_t>(e->plan.model->vocab));
+  const std::vector<Result> results = measure(a, *e);
 
-  std::vector<Result> results;
-  if (a.n_prompt > 0) {
-    Result r{fmt::format("pp{}", a.n_prompt), a.n_prompt, 0, {}};
-    gen.prefill(ids, 0);  // warm-up
-    for (int i = 0; i < a.repetitions; ++i) r.samples_ns.push_back(time_ns([&] { gen.prefill(ids, 0); }));
-    results.push_back(r);
-  }
-  if (a.n_gen > 0) {
-    Result r{fmt::format("tg{}", a.n_gen), 0, a.n_gen, {}};
-    auto generate_n = [&] {
-      int32_t tok = e->tokenizer->bos() >= 0 ? e->tokenizer->bos() : 0;
-      for (int32_t i = 0; i < a.n_gen; ++i) tok = gen.decode_step(tok, i);
-    };
-    generate_n();  // warm-up
-    for (int i = 0; i < a.repetitions; ++i) r.samples_ns.push_back(time_ns(generate_n));
-    results.push_back(r);
-  }
-
-  uint64_t params = 0;
-  for (const auto& t : e->header.tensors) params += t.elements();
-  const std::string model_type = fmt::format("{} {} {}", e->plan.model->architecture, human_count(params), dominant_type(e->header));
-  const uint64_t size = e->plan.totals.file;
-  const uint64_t rss = peak_rss_bytes();
-  const std::string kv_type(type_name(e->plan.kv->type));
-
-  if (a.output == "json") {
-    nlohmann::json all = nlohmann::json::array();
-    char when[32];
-    const std::time_t now = std::time(nullptr);
-    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    for (const auto& r : results)
-      all.push_back({{"build_commit", "skainet"}, {"build_number", 0}, {"cpu_info", placement::Platform::detect().isa_summary()},
-                     {"backends", "CPU"}, {"model_filename", a.model}, {"model_type", model_type}, {"model_size", size},
-                     {"model_n_params", params}, {"n_batch", e->plan.prefill->tokens}, {"n_ubatch", e->plan.prefill->tokens},
-                     {"n_threads", a.threads}, {"type_k", kv_type}, {"type_v", kv_type}, {"n_gpu_layers", 0},
-                     {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"test_time", when},
-                     {"avg_ns", static_cast<uint64_t>(r.avg_ns())}, {"stddev_ns", static_cast<uint64_t>(r.stddev_ns())},
-                     {"avg_ts", r.avg_ts()}, {"stddev_ts", r.stddev_ts()}, {"samples_ns", r.samples_ns},
-                     {"samples_ts", r.samples_ts()}, {"max_rss_bytes", rss}, {"profile", e->plan.profile}});
-    fmt::print("{}\n", all.dump(2));
-  } else if (a.output == "csv") {
-    fmt::print("model_filename,model_type,model_size,model_n_params,n_threads,n_prompt,n_gen,avg_ns,stddev_ns,avg_ts,stddev_ts,max_rss_bytes\n");
-    for (const auto& r : results)
-      fmt::print("\"{}\",\"{}\",{},{},{},{},{},{:.0f},{:.0f},{:.6f},{:.6f},{}\n", a.model, model_type, size, params, a.threads,
-                 r.n_prompt, r.n_gen, r.avg_ns(), r.stddev_ns(), r.avg_ts(), r.stddev_ts(), rss);
-  } else {
-    fmt::print("| model | size | params | backend | threads | test | t/s | peak RSS |\n");
-    fmt::print("| ----- | ---: | -----: | ------- | ------: | ---: | --: | -------: |\n");
-    for (const auto& r : results)
-      fmt::print("| {} | {} | {} | CPU | {} | {} | {:.2f} ± {:.2f} | {} |\n", model_type, base::format_bytes(size),
-                 human_count(params), a.threads, r.test, r.avg_ts(), r.stddev_ts(), base::format_bytes(rss));
-  }
+  BenchInfo b;
+  for (const auto& t : e->header.tensors) b.params += t.elements();
+  b.model_type = fmt::format("{} {} {}", e->plan.model->architecture, human_count(b.params), dominant_type(e->header));
+  b.size = e->plan.totals.file;
+  b.rss = peak_rss_bytes();
+  b.kv_type = type_name(e->plan.kv->type);
+  if (a.output == "json") print_json(a, *e, b, results);
+  else if (a.output == "csv") print_csv(a, b, results);
+  else print_md(a, b, results);
   return 0;
 }
 
@@ -164,8 +212,12 @@ Subcommand add_bench(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "Prompt processing and generation speed, in llama-bench's style");
   add_model_option(cmd, a->model);  // a missing file is exit code 1, as in every command
-  cmd->add_option("-p,--n-prompt", a->n_prompt, "prompt tokens (pp test; 0: skip)");
-  cmd->add_option("-n,--n-gen", a->n_gen, "generated tokens (tg test; 0: skip)");
+  cmd->add_option("-p,--n-prompt", a->n_prompt, "prompt tokens, a list (pp tests; 0: skip)")
+      ->delimiter(',')->check(CLI::NonNegativeNumber);
+  cmd->add_option("-n,--n-gen", a->n_gen, "generated tokens, a list (tg tests; 0: skip)")
+      ->delimiter(',')->check(CLI::NonNegativeNumber);
+  cmd->add_option("-d,--n-depth", a->n_depth, "tokens already in the KV cache before each test, a list")
+      ->delimiter(',')->check(CLI::NonNegativeNumber);
   cmd->add_option("-r,--repetitions", a->repetitions, "repetitions of each test")->check(CLI::Range(1, 1000));
   cmd->add_option("-t,--threads", a->threads, "Threads (default: the physical cores this process may use)")
       ->check(CLI::Range(1, 256));
@@ -176,6 +228,12 @@ Subcommand add_bench(CLI::App& app) {
   cmd->parse_complete_callback([a] {
     require_model(a->model);
     apply_placement_compat(a->compat, a->placement);
+    const uint32_t needed = a->context_needed();
+    if (a->placement.n_ctx && a->placement.n_ctx < needed)
+      throw CLI::ValidationError("-c,--ctx", fmt::format("{} cells cannot hold the deepest test: depth {} + {} prompt "
+                                                         "+ {} generated tokens need {}",
+                                                         a->placement.n_ctx, a->most(a->n_depth), a->most(a->n_prompt),
+                                                         a->most(a->n_gen), needed));
   });
   return {cmd, [a] { return run(*a); }};
 }

@@ -1,8 +1,8 @@
 // skainet::iree_plugin — skainet_attention: ops::attention (src/ops/attention.cpp) over one layer
-// of the whole KV caches, for the heads [head_begin, head_end) a workgroup is given. Per head:
-// scores = q_h K_g^T over the visible cells only, softmax in place (scale, causal mask, window,
-// soft cap), out_h = scores V_g — the same kernels in the same order as the eager op, so the same
-// numbers, and a decode step reads the cells up to its position, not the whole context.
+// of the whole KV caches, for the heads [head_begin, head_end) a workgroup is given: the heads of each
+// KV head among them through the engine's attention_heads kernel over the visible cells only, as the
+// eager op hands them out — so the same numbers (a head's do not depend on the heads beside it), and
+// a decode step reads the cells up to its position, not the whole context.
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -17,17 +17,17 @@ using detail::require;
 
 float f32_of_bits(int64_t bits) noexcept { return std::bit_cast<float>(static_cast<uint32_t>(bits & 0xffffffff)); }
 
-// The scores of one head, [n, cells] F32, in a buffer of the calling thread: IREE runs imports on
-// its own workers, concurrently, so each keeps one and grows it when a call needs more (a decode
-// step's need grows with its position; prefill's is the largest and comes first).
-Tensor scores_buffer(int64_t n, int64_t cells) {
+// The scores of up to `heads` heads, [heads, n, cells] F32, in a buffer of the calling thread: IREE
+// runs imports on its own workers, concurrently, so each keeps one and grows it when a call needs more
+// (a decode step's need grows with its position; prefill's is the largest and comes first).
+Tensor scores_buffer(int64_t heads, int64_t n, int64_t cells) {
   thread_local Storage::Ref buffer;
-  const uint64_t bytes = contiguous_bytes(Shape{n, cells}, GgmlType::F32);
+  const uint64_t bytes = contiguous_bytes(Shape{heads, n, cells}, GgmlType::F32);
   if (!buffer || buffer->size() < bytes) {
     buffer.reset();
     buffer = Storage::heap(std::max<uint64_t>(bytes, 4096), "iree attention scores");
   }
-  return Tensor(buffer, Shape{n, cells}, GgmlType::F32);
+  return Tensor(buffer, Shape{heads, n, cells}, GgmlType::F32);
 }
 
 }  // namespace
@@ -71,12 +71,12 @@ int attention(void* params, void*, void*) noexcept {
     const kernels::SoftmaxParams softmax{
         .scale = scale, .causal = true, .offset = offset - first, .window = p.window, .softcap = softcap};
     const kernels::KernelTable& k = table();
-    const Tensor s = scores_buffer(p.n, cells);
-    for (int64_t h = p.head_begin; h < p.head_end; ++h) {
-      const int64_t g = h / group;
-      k.matmul(q.narrow(1, h * hd, hd), vk.narrow(1, g * hd, hd), s, 0, cells);
-      k.softmax(s, softmax, s);
-      k.matmul(s, vv.narrow(1, g * hd, hd).transpose(0, 1), out.narrow(1, h * hd, hd), 0, hd);
+    const Tensor s = scores_buffer(std::min(group, p.head_end - p.head_begin), p.n, cells);
+    for (int64_t h0 = p.head_begin; h0 < p.head_end;) {
+      const int64_t h1 = std::min(p.head_end, (h0 / group + 1) * group);
+      k.attention_heads(q, vk, vv, {.head_dim = hd, .group = group, .h0 = h0, .h1 = h1, .softmax = softmax},
+                        s.narrow(0, 0, h1 - h0), out);
+      h0 = h1;
     }
   });
 }

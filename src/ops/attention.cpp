@@ -8,10 +8,30 @@ namespace skainet::ops {
 
 using namespace detail;
 
-// Heads are independent, so they are what runs in parallel: one task per head computes its scores,
-// turns them into probabilities in place (so no second [heads, n, cells] buffer) and multiplies them
-// by its KV head's values, calling the kernels directly (no slab allocation and nothing that throws
-// inside the pool).
+namespace {
+
+// Heads are independent, so they are what runs in parallel. Heads that share a KV head also share
+// its cells: a task is a run of one group's heads, and the kernel reads each cell once for all of them
+// (a decode step's cost at depth is those reads). So tasks are as large as keeps every thread busy:
+// whole groups when there are at least two per thread, else each group split in as many parts as
+// make about two tasks per thread. Each task computes its heads' scores, turns them into
+// probabilities in place (so no second [heads, n, cells] buffer) and multiplies them by the values,
+// in the kernel (no slab allocation and nothing that throws inside the pool).
+struct HeadTasks {
+  int64_t heads = 1;      // per task (the last of a group may have fewer)
+  int64_t per_group = 1;  // tasks per group
+};
+
+HeadTasks head_tasks(const AttentionParams& p, int threads) {
+  constexpr int64_t kTasksPerThread = 2;
+  const int64_t group = p.heads / p.kv_heads;
+  const int64_t parts = std::clamp<int64_t>((kTasksPerThread * threads + p.kv_heads - 1) / p.kv_heads, 1, group);
+  const int64_t heads = (group + parts - 1) / parts;
+  return {heads, (group + heads - 1) / heads};
+}
+
+}  // namespace
+
 Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, const Tensor& values,
                  const AttentionParams& p) {
   constexpr std::string_view kOp = "ops::attention";
@@ -49,13 +69,14 @@ Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, con
   const kernels::KernelTable& k = ctx.kernels();
   const SoftmaxParams softmax{
       .scale = p.scale, .causal = true, .offset = p.offset - first, .window = p.window, .softcap = p.softcap};
-  ctx.pool().parallel_for(p.heads, 1, [&](int64_t h0, int64_t h1) noexcept {
-    for (int64_t h = h0; h < h1; ++h) {
-      const int64_t g = h / group;
-      const Tensor s = scores.select(0, h);
-      k.matmul(q.narrow(1, h * hd, hd), visible_keys.narrow(1, g * hd, hd), s, 0, cells);
-      k.softmax(s, softmax, s);
-      k.matmul(s, visible_values.narrow(1, g * hd, hd).transpose(0, 1), out.narrow(1, h * hd, hd), 0, hd);
+  const HeadTasks tasks = head_tasks(p, ctx.pool().size());
+  ctx.pool().parallel_for(p.kv_heads * tasks.per_group, 1, [&](int64_t t0, int64_t t1) noexcept {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t g = t / tasks.per_group, h0 = g * group + t % tasks.per_group * tasks.heads;
+      const int64_t h1 = std::min(h0 + tasks.heads, (g + 1) * group);
+      k.attention_heads(q, visible_keys, visible_values,
+                        {.head_dim = hd, .group = group, .h0 = h0, .h1 = h1, .softmax = softmax},
+                        scores.narrow(0, h0, h1 - h0), out);
     }
   });
   return out;

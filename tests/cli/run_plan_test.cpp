@@ -162,3 +162,28 @@ TEST(BenchCommand, JsonUsesLlamaBenchFieldNames) {
   EXPECT_NE(md.out.find("| pp8 |"), std::string::npos) << md.out;
   EXPECT_NE(md.out.find("| tg4 |"), std::string::npos) << md.out;
 }
+
+// llama-bench's -d: each test after that many tokens already fill the KV cache, per depth the pp tests
+// then the tg tests, named "pp8 @ d16" in the table and with n_depth in the records; a -c too small
+// for the deepest test is refused before anything loads.
+TEST(BenchCommand, DepthsAsLlamaBenchTakesThem) {
+  const RunResult r =
+      run_skainet({"bench", "-m", kModel, "-p", "8", "-n", "4", "-d", "0,16", "-r", "1", "-t", "1", "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j.size(), 4u);
+  const int expected[4][3] = {{8, 0, 0}, {0, 4, 0}, {8, 0, 16}, {0, 4, 16}};  // n_prompt, n_gen, n_depth
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(j[i]["n_prompt"], expected[i][0]) << i;
+    EXPECT_EQ(j[i]["n_gen"], expected[i][1]) << i;
+    EXPECT_EQ(j[i]["n_depth"], expected[i][2]) << i;
+  }
+  const RunResult md = run_skainet({"bench", "-m", kModel, "-p", "8", "-n", "4", "-d", "16", "-d", "32", "-r", "1"});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("| pp8 @ d16 |"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| tg4 @ d32 |"), std::string::npos) << md.out;
+  EXPECT_EQ(md.out.find("| pp8 |"), std::string::npos) << md.out;
+  const RunResult small = run_skainet({"bench", "-m", kModel, "-p", "8", "-n", "4", "-d", "64", "-c", "32"});
+  EXPECT_EQ(small.exit_code, 2);
+  EXPECT_NE(small.err.find("depth 64 + 8 prompt + 4 generated tokens need 76"), std::string::npos) << small.err;
+}

@@ -78,6 +78,31 @@ TEST(Attention, SlidingWindowAndSoftcapOnEveryTable) {
           }
 }
 
+// A decode step (one query) with TinyLlama's head size over more cells than a vector holds: the fused
+// kernel on the SIMD tables, tasks of a group's heads split by the thread count (1 thread: whole
+// groups; 5: single heads), the same numbers on every thread count, near the double reference.
+TEST(Attention, DecodeStepSameOnEveryThreadCount) {
+  const ops::AttentionParams p{.heads = 8, .kv_heads = 2, .head_dim = 64, .scale = 0.125f, .offset = 36};
+  for (const kernels::KernelTable* table : {&kernels::reference_table(), &kernels::best_table()})
+    for (GgmlType cache : {GgmlType::F32, GgmlType::F16}) {
+      std::vector<float> first;
+      for (int threads : {1, 2, 3, 5}) {
+        ExecutionContext ctx(threads, *table);
+        const Tensor q = random_view(Shape{1, 512}, Layout::Offset, 7);
+        const Tensor k = ops::convert(ctx, random_view(Shape{40, 128}, Layout::Offset, 8), cache);
+        const Tensor v = ops::convert(ctx, random_view(Shape{40, 128}, Layout::Offset, 9), cache);
+        const std::vector<float> out = to_vector(ops::attention(ctx, q, k, v, p));
+        if (first.empty()) {
+          first = out;
+          for (int64_t col = 0; col < 512; ++col)
+            ASSERT_NEAR(out[static_cast<size_t>(col)], reference(q, k, v, p, 0, col / 64, col % 64), 1e-5)
+                << table->name << " " << type_name(cache) << " col=" << col;
+        }
+        EXPECT_EQ(out, first) << table->name << " " << type_name(cache) << " threads=" << threads;
+      }
+    }
+}
+
 // By hand: one head of size 1, keys 0..4, values 10..14, query 1 at position 4 with window 2 sees
 // cells 3 and 4 (scores 3 and 4): out = (13 e^3 + 14 e^4) / (e^3 + e^4).
 TEST(Attention, WindowByHand) {

@@ -49,6 +49,14 @@ struct AttentionParams {
   float softcap = 0;   // 0: no capping
 };
 
+// The part of ops::attention one task runs: query heads [h0, h1), which all read KV head h0 / group,
+// over keys and values [cells, kv_heads * head_dim] that hold only the visible cells (the op narrows
+// them; `softmax.offset` counts positions from their first cell). q [n, heads * head_dim] F32.
+struct AttentionHeads {
+  int64_t head_dim = 0, group = 1, h0 = 0, h1 = 0;
+  SoftmaxParams softmax;
+};
+
 // The reference kernels (src/kernels/ref/): each KernelTable slot's default, so the reference table
 // is KernelTable{} and a SIMD table fills only the slots it accelerates.
 namespace ref {
@@ -65,6 +73,8 @@ void rope(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& freq
 void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcept;
 void gather_rows(const Tensor& table, const int32_t* ids, int64_t n, const Tensor& out) noexcept;
 void copy(const Tensor& src, const Tensor& dst) noexcept;
+void attention_heads(const Tensor& q, const Tensor& keys, const Tensor& values, const AttentionHeads& a,
+                     const Tensor& scores, const Tensor& out) noexcept;
 }  // namespace ref
 
 struct KernelTable {
@@ -96,6 +106,11 @@ struct KernelTable {
                       const Tensor& out) noexcept = &ref::gather_rows;
   // Same shape; dense<->dense any float type, packed->F32, F32->packed, packed->same packed.
   void (*copy)(const Tensor& src, const Tensor& dst) noexcept = &ref::copy;
+  // Attention of the heads `a` names: out[t, h * head_dim + d] for t < n, h in [h0, h1), the softmax
+  // of q_h keys_gᵀ (SoftmaxParams' scores and visible columns) times values_g. scores: F32 scratch
+  // [h1 - h0, n, cells] with contiguous rows. keys and values dense with contiguous rows.
+  void (*attention_heads)(const Tensor& q, const Tensor& keys, const Tensor& values, const AttentionHeads& a,
+                          const Tensor& scores, const Tensor& out) noexcept = &ref::attention_heads;
 
   // Optional two-phase matmul (null in the reference table): when matmul_scratch(x, w) = n > 0, the op
   // hands over n bytes of 64-byte aligned scratch, runs matmul_prepare over x's rows once per call (the

@@ -83,4 +83,22 @@ inline void store(GgmlType t, std::byte* p, float v) noexcept {
 inline float* f32(std::byte* p) noexcept { return reinterpret_cast<float*>(p); }
 inline const float* f32(const std::byte* p) noexcept { return reinterpret_cast<const float*>(p); }
 
+// ops::attention's heads one at a time on a table's own kernels: the scores q_h K_gᵀ as a matmul, the
+// softmax in place, then the probabilities times V_g as a matmul of the transposed values. The
+// reference table's attention, and the x86 tables' for the calls their fused kernel does not take.
+using MatmulFn = void (*)(const Tensor&, const Tensor&, const Tensor&, int64_t, int64_t) noexcept;
+using SoftmaxFn = void (*)(const Tensor&, const SoftmaxParams&, const Tensor&) noexcept;
+inline void attention_heads_by_parts(MatmulFn matmul, SoftmaxFn softmax, const Tensor& q, const Tensor& keys,
+                                     const Tensor& values, const AttentionHeads& a, const Tensor& scores,
+                                     const Tensor& out) noexcept {
+  const int64_t hd = a.head_dim, cells = keys.dim(0);
+  for (int64_t h = a.h0; h < a.h1; ++h) {
+    const int64_t g = h / a.group;
+    const Tensor s = scores.select(0, h - a.h0);
+    matmul(q.narrow(1, h * hd, hd), keys.narrow(1, g * hd, hd), s, 0, cells);
+    softmax(s, a.softmax, s);
+    matmul(s, values.narrow(1, g * hd, hd).transpose(0, 1), out.narrow(1, h * hd, hd), 0, hd);
+  }
+}
+
 }  // namespace skainet::kernels::ref::detail

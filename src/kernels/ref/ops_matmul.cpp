@@ -73,4 +73,9 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, 
   }
 }
 
+void attention_heads(const Tensor& q, const Tensor& keys, const Tensor& values, const AttentionHeads& a,
+                     const Tensor& scores, const Tensor& out) noexcept {
+  attention_heads_by_parts(&matmul, &softmax, q, keys, values, a, scores, out);
+}
+
 }  // namespace skainet::kernels::ref

@@ -207,6 +207,39 @@ void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcep
   }
 }
 
+// One query (a decode step) over an F32 or F16 cache with contiguous rows goes to the level's fused
+// kernel for the cache's type (x86/attend.hpp: each cell read once for the task's heads, the per-head
+// path's numbers); prefill chunks and other layouts go head by head through this table's matmul and
+// softmax.
+template <IsaLevel L>
+void attention_heads(const Tensor& q, const Tensor& keys, const Tensor& values, const AttentionHeads& a,
+                     const Tensor& scores, const Tensor& out) noexcept {
+  const Level& K = level_of<L>();
+  const x86::AttendFn fn = K.row(keys.type()).attend;
+  const auto element = static_cast<int64_t>(keys.element_size());
+  const int64_t hd = a.head_dim, cells = keys.dim(0);
+  if (!fn || q.dim(0) != 1 || !x86::attend_takes(hd) || values.type() != keys.type() ||
+      values.stride(0) != keys.stride(0) || inner_stride(keys) != element || inner_stride(values) != element ||
+      inner_stride(q) != 4 || inner_stride(out) != 4 || inner_stride(scores) != 4)
+    return ref::detail::attention_heads_by_parts(&matmul<L>, &softmax<L>, q, keys, values, a, scores, out);
+  const auto [begin, end] = softmax_visible(a.softmax, 0, 1, cells);
+  const int64_t g = a.h0 / a.group;
+  fn({.q = reinterpret_cast<const float*>(q.raw()) + a.h0 * hd,
+      .k = keys.raw() + g * hd * element,
+      .v = values.raw() + g * hd * element,
+      .kv_stride = keys.stride(0),
+      .begin = begin,
+      .end = end,
+      .cells = cells,
+      .heads = a.h1 - a.h0,
+      .head_dim = hd,
+      .scores = reinterpret_cast<float*>(scores.raw_mut()),
+      .scores_stride = scores.stride(0) / 4,
+      .out = reinterpret_cast<float*>(out.raw_mut()) + a.h0 * hd,
+      .scale = a.softmax.scale,
+      .softcap = a.softmax.softcap});
+}
+
 // F32 with contiguous rows of `shape` (the elementwise row kernels' condition; broadcasts, strided
 // rows and other types go to the reference).
 bool f32_rows(const Tensor& t, const Shape& shape) noexcept {
@@ -278,6 +311,7 @@ KernelTable make_table() noexcept {
   t.swiglu = &swiglu<L>;
   t.rms_norm = &rms_norm<L>;
   t.copy = &copy<L>;
+  t.attention_heads = &attention_heads<L>;
   t.name = K.name;
   return t;
 }

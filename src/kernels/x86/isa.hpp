@@ -117,6 +117,34 @@ struct GemmT {
 
 using GemmTFn = void (*)(const GemmT&) noexcept;
 
+// One query's attention for `heads` adjacent query heads that share one KV head, over a dense KV cache
+// (ops::attention's decode): scores[h * scores_stride + j] = q_h · k_j for the visible cells j in
+// [begin, end), softmax_row over them in place (scale, softcap; 0 for the other j < cells), then
+// out_h = sum_j scores[h][j] v_j. q and out: `heads` rows of head_dim floats, one after the other;
+// cell j's key and value start at k + j * kv_stride and v + j * kv_stride.
+struct Attend {
+  const float* q = nullptr;
+  const std::byte* k = nullptr;
+  const std::byte* v = nullptr;
+  int64_t kv_stride = 0;
+  int64_t begin = 0, end = 0, cells = 0;
+  int64_t heads = 0, head_dim = 0;
+  float* scores = nullptr;
+  int64_t scores_stride = 0;  // floats
+  float* out = nullptr;
+  float scale = 1.0f, softcap = 0.0f;
+};
+
+using AttendFn = void (*)(const Attend&) noexcept;
+
+// The head sizes an AttendFn takes: whole vectors of 8, up to its stack buffers' width.
+inline constexpr int64_t kAttendMaxHeadDim = 256;
+namespace {
+constexpr bool attend_takes(int64_t head_dim) noexcept {
+  return head_dim > 0 && head_dim % 8 == 0 && head_dim <= kAttendMaxHeadDim;
+}
+}  // namespace
+
 // One weight type's kernels at one level: its row, designated-initialized in the ISA unit. dispatch
 // (x86/level.cpp) indexes the rows by type once; a type without a row, or a null kernel in it, goes
 // to the reference kernels.
@@ -126,6 +154,7 @@ struct FormatKernels {
   GemvFn gemv = nullptr;          // BlockOrder::RowMajor weights
   GemvFn feed = nullptr;          // BlockOrder::Interleaved16 weights (feed_tiles.hpp), same act
   GemmTFn transposed = nullptr;   // dense: the weight viewed transposed (output dimension contiguous)
+  AttendFn attend = nullptr;      // dense: attention over a KV cache of this type
   // Dense: against x Act::Bf16Pairs (x row r of n written by IsaKernels::split_bf16_pairs).
   GemvFn tiles = nullptr;
 };

@@ -14,6 +14,7 @@ void lay_over(FormatKernels& row, const FormatKernels& over) noexcept {
   if (over.gemv) row.gemv = over.gemv;
   if (over.feed) row.feed = over.feed;
   if (over.transposed) row.transposed = over.transposed;
+  if (over.attend) row.attend = over.attend;
   if (over.tiles) row.tiles = over.tiles;
 }
 

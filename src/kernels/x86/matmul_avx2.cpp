@@ -4,6 +4,7 @@
 
 #define SKAINET_X86_VNNI 0
 #include "kernels/x86/avx_unit.hpp"
+#include "kernels/x86/attend.hpp"
 
 namespace skainet::kernels::x86 {
 namespace {
@@ -142,10 +143,12 @@ void gemm_t(const GemmT& g) noexcept {
 constexpr FormatKernels kOwnFormats[] = {
     {.type = GgmlType::F32,
      .gemv = &gemm<&tile_dense<F32Load>, 2, 4, &dot_dense<F32Load>, Act::None>,
-     .transposed = &gemm_t<F32Load>},
+     .transposed = &gemm_t<F32Load>,
+     .attend = &attend<KvF32>},
     {.type = GgmlType::F16,
      .gemv = &gemm<&tile_dense<F16Load>, 2, 4, &dot_dense<F16Load>, Act::None>,
-     .transposed = &gemm_t<F16Load>},
+     .transposed = &gemm_t<F16Load>,
+     .attend = &attend<KvF16>},
     {.type = GgmlType::BF16, .gemv = &gemm<&tile_dense<BF16Load>, 2, 4, &dot_dense<BF16Load>, Act::None>},
     {.type = GgmlType::Q4_0,
      .act = Act::Q8x32,

@@ -1,0 +1,65 @@
+// ops::attention over a KV cache of `cells` visible cells, TinyLlama-1.1B's shape (32 query heads over
+// 4 KV heads of 64), F16 cache: one query (a decode step) and 64 queries (a prefill chunk), for every
+// kernel table this CPU runs, on 1 and 2 threads. Real time, since the heads run on the pool.
+// items_per_second counts the KV cells read per call (per layer, per token of a decode step).
+//
+//   build/release/bench/bench_attention_bench --benchmark_filter='decode/cells2048'
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "skainet/compute/kernel_ops.hpp"
+#include "skainet/compute/kernels.hpp"
+#include "skainet/compute/memory.hpp"
+#include "skainet/compute/ops.hpp"
+
+using namespace skainet;
+
+namespace {
+
+constexpr int64_t kHeads = 32, kKvHeads = 4, kHeadDim = 64;
+
+void run(benchmark::State& state, const kernels::KernelTable* table, int threads, int64_t n, int64_t cells) {
+  memory::ExecutionContext ctx(threads, *table);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> qv(static_cast<size_t>(n * kHeads * kHeadDim));
+  std::vector<float> kv(static_cast<size_t>(cells * kKvHeads * kHeadDim));
+  for (auto& v : qv) v = dist(rng);
+  for (auto& v : kv) v = dist(rng);
+  const Tensor q = ctx.from_floats(qv, Shape{n, kHeads * kHeadDim}, GgmlType::F32);
+  const Tensor keys = ctx.from_floats(kv, Shape{cells, kKvHeads * kHeadDim}, GgmlType::F16);
+  for (auto& v : kv) v = dist(rng);
+  const Tensor values = ctx.from_floats(kv, Shape{cells, kKvHeads * kHeadDim}, GgmlType::F16);
+  const kernels::AttentionParams p{
+      .heads = kHeads, .kv_heads = kKvHeads, .head_dim = kHeadDim, .scale = 0.125f, .offset = cells - n};
+  // Scores [heads, n, cells] and the output, from one slab reset per call (as a layer does).
+  const int64_t floats = kHeads * n * cells + n * kHeads * kHeadDim;
+  memory::ForwardScope scope({.slab_bytes = static_cast<uint64_t>(floats * 4 + 4096)});
+  for (auto _ : state)
+    ctx.step(scope, [&] { benchmark::DoNotOptimize(ops::attention(ctx, q, keys, values, p).raw()); });
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * cells);
+  state.SetLabel(table->name);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (kernels::IsaLevel level : kernels::kIsaLevels) {
+    const kernels::KernelTable* table = kernels::table_for(level);
+    if (!table) continue;
+    for (int64_t n : {1, 64})
+      for (int64_t cells : {512, 2048})
+        for (int threads : {1, 2}) {
+          const std::string name = std::string(table->name) + (n == 1 ? "/decode" : "/prefill64") + "/cells" +
+                                   std::to_string(cells) + "/t" + std::to_string(threads);
+          benchmark::RegisterBenchmark(name.c_str(), run, table, threads, n, cells)->UseRealTime();
+        }
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
