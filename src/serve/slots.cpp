@@ -38,10 +38,6 @@ SlotChoice choose_slot(std::span<const SlotCandidate> free_slots, size_t prompt_
   return {chosen.index, chosen.reusable, match ? SlotReason::LongestPrefix : SlotReason::LeastRecentlyUsed};
 }
 
-std::string_view slot_reason_name(SlotReason r) noexcept {
-  return r == SlotReason::LongestPrefix ? "longest-prefix" : "least-recently-used";
-}
-
 SlotPool::SlotPool(size_t slots, size_t queue_limit)
     : size_(slots), queue_limit_(queue_limit), last_used_(slots, 0) {
   if (slots == 0) throw InvalidArgument("a slot pool needs at least one slot");

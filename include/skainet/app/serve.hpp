@@ -136,7 +136,6 @@ struct SlotChoice {
 };
 // `free_slots` must not be empty; `prompt_tokens` is the request's prompt length (0: no reuse asked).
 SlotChoice choose_slot(std::span<const SlotCandidate> free_slots, size_t prompt_tokens);
-std::string_view slot_reason_name(SlotReason r) noexcept;
 
 // N slots and a bounded FIFO of requests waiting for one. acquire() blocks until the caller's turn and
 // a free slot, and lends the free slot choose_slot() picks for its prompt; it answers nullopt at once
