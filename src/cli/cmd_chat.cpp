@@ -120,12 +120,6 @@ class LineReader {
   bool eof_ = false;
 };
 
-size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  size_t n = 0;
-  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
-  return n;
-}
-
 // Where the user's turns come from: --prompt first, then stdin a line at a time, echoed and prompted
 // with "> " at a terminal.
 class UserInput {
@@ -175,13 +169,13 @@ generate::Options reply_options(const GenerationArgs& a, const ChosenTemplate& c
   return options;
 }
 
-// The conversation so far against one KV cache: each turn renders all of it and processes only what
-// follows the longest prefix already cached.
+// The conversation so far against one sequence: each turn renders all of it, and the sequence processes
+// only what follows the longest prefix already in its KV cache (Sequence::generate).
 class Conversation {
  public:
-  Conversation(const text::Tokenizer& tok, const chat::Template& tmpl, generate::Generator& gen,
+  Conversation(const text::Tokenizer& tok, const chat::Template& tmpl, generate::Sequence& seq,
                generate::Options options, bool special_in_content)
-      : tok_(tok), tmpl_(tmpl), gen_(gen), options_(std::move(options)), special_in_content_(special_in_content) {}
+      : tok_(tok), tmpl_(tmpl), seq_(seq), options_(std::move(options)), special_in_content_(special_in_content) {}
 
   void add(const char* role, const std::string& content) {
     messages_.push_back({{"role", role}, {"content", content}});
@@ -206,37 +200,29 @@ class Conversation {
 
   // Streams the reply to `ids` to stdout until it ends or Ctrl-C, and keeps it as the assistant's turn.
   generate::Stats reply(const std::vector<int32_t>& ids) {
-    const size_t reuse = common_prefix(cached_, ids);
     std::string reply;
     g_interrupted.store(false);
-    std::vector<int32_t> out;
-    const generate::Stats s = gen_.continue_ids(ids, static_cast<int64_t>(reuse), options_,
-                                                [&](std::string_view piece, int32_t) {
-                                                  reply.append(piece);
-                                                  std::fwrite(piece.data(), 1, piece.size(), stdout);
-                                                  std::fflush(stdout);
-                                                  return !g_interrupted.load();
-                                                },
-                                                &out);
+    const generate::Stats s = seq_.generate(ids, options_, [&](std::string_view piece, int32_t) {
+      reply.append(piece);
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+      return !g_interrupted.load();
+    });
     fmt::print("\n");
     std::fflush(stdout);
-    // Every sampled token but the last was forwarded, so its keys and values are in the cache.
-    cached_ = ids;
-    if (!out.empty()) cached_.insert(cached_.end(), out.begin(), out.end() - 1);
     add("assistant", reply);
     return s;
   }
 
-  size_t cached_tokens() const { return cached_.size(); }
+  size_t cached_tokens() const { return seq_.cached().size(); }
 
  private:
   const text::Tokenizer& tok_;
   const chat::Template& tmpl_;
-  generate::Generator& gen_;
+  generate::Sequence& seq_;
   const generate::Options options_;
   const bool special_in_content_;
   nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
-  std::vector<int32_t> cached_;  // the tokens whose keys and values are in the cache, in order
 };
 
 void print_turn_stats(int turn, size_t prompt_tokens, const generate::Stats& s, size_t cached, int64_t ctx_cells) {
@@ -258,8 +244,8 @@ int run_chat(GenerationArgs& a) {
 
   const uint64_t seed = a.resolve_seed();
   const int64_t ctx_cells = engine->plan.kv->n_ctx;
-  generate::Generator& gen = engine->sequence->sample_with(a.sampling);
-  Conversation conversation(tok, tmpl, gen, reply_options(a, chosen), a.special_in_content);
+  engine->sequence->sample_with(a.sampling);
+  Conversation conversation(tok, tmpl, *engine->sequence, reply_options(a, chosen), a.special_in_content);
   if (!a.system_prompt.empty()) conversation.add("system", a.system_prompt);
 
   UserInput input(a);

@@ -1,5 +1,7 @@
 #include "skainet/model/sequence.hpp"
 
+#include <algorithm>
+
 namespace skainet::generate {
 namespace {
 
@@ -20,13 +22,57 @@ Sequence::Sequence(const plan::MemoryPlan& p, memory::ModelScope& scope, const l
       sampler(tokenizer.vocab_size(), text::SamplerConfig{}, plan.kv.n_ctx),
       generator(llama, tokenizer, sampler, ctx,
                 {.step_slab_bytes = plan.step_bytes, .prefill_chunk = plan.prefill_chunk}),
-      vocab_size_(tokenizer.vocab_size()) {
+      vocab_size_(tokenizer.vocab_size()),
+      recorded_at_step_(generator.step_stats().step) {
   ctx.reserve_scratch(plan.scratch_bytes);
+  cached_.reserve(size_t{plan.kv.n_ctx} + 1);
+  generated_.reserve(size_t{plan.kv.n_ctx} + 1);
 }
 
 Generator& Sequence::sample_with(const text::SamplerConfig& config) {
   sampler = text::Sampler(vocab_size_, config, plan.kv.n_ctx);
   return generator;
+}
+
+bool Sequence::record_current() const noexcept { return generator.step_stats().step == recorded_at_step_; }
+
+std::span<const int32_t> Sequence::cached() const noexcept {
+  if (!record_current()) return {};
+  return cached_;
+}
+
+size_t Sequence::reusable(std::span<const int32_t> prompt) const noexcept {
+  const std::span<const int32_t> have = cached();
+  const size_t n = std::min(have.size(), prompt.size());
+  const size_t common = static_cast<size_t>(std::mismatch(have.begin(), have.begin() + n, prompt.begin()).first -
+                                            have.begin());
+  return prompt.empty() ? 0 : std::min(common, prompt.size() - 1);
+}
+
+Stats Sequence::generate(std::span<const int32_t> prompt, const Options& options, const TokenCallback& on_token,
+                         PrefixReuse reuse, std::vector<int32_t>* out) {
+  const size_t reused = reuse == PrefixReuse::Reuse ? reusable(prompt) : 0;
+  // From here the cells past the reused prefix may be overwritten: until the call returns, only the
+  // prefix is known to be there (an exception mid-way leaves exactly that recorded).
+  if (!record_current()) cached_.clear();
+  cached_.resize(std::min(cached_.size(), reused));
+  std::vector<int32_t>& ids = out ? *out : generated_;
+  if (!out) generated_.clear();
+  const size_t first_new = ids.size();
+  Stats s;
+  try {
+    s = generator.continue_ids(prompt, static_cast<int64_t>(reused), options, on_token, &ids);
+  } catch (...) {
+    recorded_at_step_ = generator.step_stats().step;
+    throw;
+  }
+  // Every generated token but the last was forwarded at the step after it was sampled.
+  const size_t forwarded = ids.size() > first_new ? ids.size() - first_new - 1 : 0;
+  cached_.assign(prompt.begin(), prompt.end());
+  cached_.insert(cached_.end(), ids.begin() + static_cast<std::ptrdiff_t>(first_new),
+                 ids.begin() + static_cast<std::ptrdiff_t>(first_new + forwarded));
+  recorded_at_step_ = generator.step_stats().step;
+  return s;
 }
 
 }  // namespace skainet::generate

@@ -68,9 +68,9 @@ std::optional<int64_t> integer_in(const json& body, std::string_view key, int64_
   return x;
 }
 
-bool boolean(const json& body, std::string_view key) {
+bool boolean(const json& body, std::string_view key, bool absent = false) {
   const json* v = field(body, key);
-  if (!v) return false;
+  if (!v) return absent;
   if (!v->is_boolean()) bad(fmt::format("'{}' must be true or false, not {}", key, type_of(*v)));
   return v->get<bool>();
 }
@@ -193,6 +193,8 @@ Request parse_request(Endpoint endpoint, std::string_view body, const RequestLim
     if (!so->is_object()) bad(fmt::format("'stream_options' must be an object, not {}", type_of(*so)));
     r.include_usage = boolean(*so, "include_usage");
   }
+  // llama-server's field: false computes the whole prompt even where a slot's cache holds its start.
+  r.cache_prompt = boolean(j, "cache_prompt", true);
   r.temperature = number_in(j, "temperature", 0, 100);
   r.top_p = number_in(j, "top_p", 0, 1);
   r.min_p = number_in(j, "min_p", 0, 1);

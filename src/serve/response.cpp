@@ -17,8 +17,13 @@ json head_json(const ResponseHead& h, bool chunk) {
   return json{{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
 }
 
+// prompt_tokens counts the whole prompt, cached or not; prompt_tokens_details.cached_tokens those
+// reused (OpenAI's and llama-server's shape).
 json usage_json(const Usage& u) {
-  return json{{"prompt_tokens", u.prompt_tokens}, {"completion_tokens", u.completion_tokens}, {"total_tokens", u.total()}};
+  return json{{"prompt_tokens", u.prompt_tokens},
+              {"completion_tokens", u.completion_tokens},
+              {"total_tokens", u.total()},
+              {"prompt_tokens_details", json{{"cached_tokens", u.cached_tokens}}}};
 }
 
 // Generated text need not be valid UTF-8 (a model may stop inside a character): replace bad bytes

@@ -39,6 +39,7 @@ struct Job {
   text::SamplerConfig sampling;
   bool stream = false;
   bool include_usage = false;
+  generate::PrefixReuse reuse = generate::PrefixReuse::Reuse;
 };
 
 FinishReason finish_of(generate::StopReason r) {
@@ -47,6 +48,11 @@ FinishReason finish_of(generate::StopReason r) {
     case generate::StopReason::ContextFull: return FinishReason::Length;
     default: return FinishReason::Stop;
   }
+}
+
+// prompt_tokens is the whole prompt, whether computed or taken from the slot's cache (as OpenAI counts).
+Usage usage_of(const Job& job, const generate::Stats& s) {
+  return {static_cast<int64_t>(job.ids.size()), s.generated_tokens, s.cached_tokens};
 }
 
 int64_t now_seconds() { return static_cast<int64_t>(std::time(nullptr)); }
@@ -96,6 +102,7 @@ struct Server::Impl {
 
   Job prepare(const Request& r) const;
   generate::Stats generate(Slot& slot, const Job& job, const generate::TokenCallback& on_token) const;
+  std::optional<SlotPool::Lease> lease_for(const Job& job);
   void route(const std::shared_ptr<Exchange>& ex);
   void admit(const std::shared_ptr<Exchange>& ex, Endpoint endpoint);
   void work();
@@ -176,13 +183,21 @@ Job Server::Impl::prepare(const Request& r) const {
   job.sampling.seed = r.seed ? *r.seed : std::random_device{}();
   job.stream = r.stream;
   job.include_usage = r.include_usage;
+  job.reuse = r.cache_prompt ? generate::PrefixReuse::Reuse : generate::PrefixReuse::Recompute;
   return job;
 }
 
 generate::Stats Server::Impl::generate(Slot& slot, const Job& job, const generate::TokenCallback& on_token) const {
   // A sampler's settings are fixed when it is made: a new one per request (its buffers are sized
-  // here, not per token).
-  return slot.sample_with(job.sampling).generate_ids(job.ids, job.generation, on_token);
+  // here, not per token). The slot computes only what its cache does not hold of the prompt.
+  slot.sample_with(job.sampling);
+  return slot.generate(job.ids, job.generation, on_token, job.reuse);
+}
+
+std::optional<SlotPool::Lease> Server::Impl::lease_for(const Job& job) {
+  // Without reuse any slot will do: the least recently used one, whose cache is worth least.
+  return pool.acquire(job.reuse == generate::PrefixReuse::Reuse ? std::span<const int32_t>(job.ids)
+                                                               : std::span<const int32_t>());
 }
 
 void Server::Impl::route(const std::shared_ptr<Exchange>& ex) {
@@ -266,7 +281,7 @@ void Server::Impl::complete(Exchange& ex, Endpoint endpoint) {
   } catch (const RequestError& e) {
     return send_error(ex, e.status(), e.type(), e.message());
   }
-  std::optional<SlotPool::Lease> lease = pool.acquire();
+  std::optional<SlotPool::Lease> lease = lease_for(job);
   if (!lease) return shutting_down(ex);  // the pool closes only when the server stops
   if (job.stream) return stream(ex, std::move(job), std::move(*lease));
 
@@ -277,8 +292,7 @@ void Server::Impl::complete(Exchange& ex, Endpoint endpoint) {
   });
   lease.reset();
   if (s.stop == generate::StopReason::Callback) return ex.respond(503, cut_off(s.generated_tokens), kJson);
-  const Usage usage{static_cast<int64_t>(job.ids.size()), s.generated_tokens};
-  ex.respond(200, completion_json(job.head, text, finish_of(s.stop), usage), kJson);
+  ex.respond(200, completion_json(job.head, text, finish_of(s.stop), usage_of(job, s)), kJson);
 }
 
 void Server::Impl::stream(Exchange& ex, Job job, SlotPool::Lease lease) {
@@ -313,7 +327,7 @@ void Server::Impl::stream(Exchange& ex, Job job, SlotPool::Lease lease) {
     } else {
       alive = send(chunk_json(head, "", first, finish_of(s.stop)));
       if (alive && job.include_usage)
-        alive = send(usage_chunk_json(head, {static_cast<int64_t>(job.ids.size()), s.generated_tokens}));
+        alive = send(usage_chunk_json(head, usage_of(job, s)));
       if (alive) send("[DONE]");
     }
   } catch (const std::exception& e) {

@@ -8,6 +8,10 @@
 // so slots never enter one pool together (a pool serializes outside dispatches on a mutex: sharing
 // one would make the slots take turns at every matmul); instead the --threads are divided between
 // the slots.
+//
+// Which slot: a finished request's keys and values stay in its slot's cache, so a request goes to the
+// free slot holding the longest prefix of its prompt (choose_slot) and computes only the rest. The
+// FIFO order is kept: the first in line takes the best free slot for its own prompt.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -16,9 +20,28 @@
 
 namespace skainet::serve {
 
-SlotPool::SlotPool(size_t slots, size_t queue_limit) : size_(slots), queue_limit_(queue_limit) {
+SlotChoice choose_slot(std::span<const SlotCandidate> free_slots, size_t prompt_tokens) {
+  if (free_slots.empty()) throw InvalidArgument("choose_slot: no free slot to choose from");
+  const SlotCandidate* longest = &free_slots.front();
+  const SlotCandidate* oldest = &free_slots.front();
+  // Among equals, the least recently used; among never used, the lowest index.
+  auto older = [](const SlotCandidate& a, const SlotCandidate& b) {
+    return a.last_used != b.last_used ? a.last_used < b.last_used : a.index < b.index;
+  };
+  for (const SlotCandidate& c : free_slots) {
+    if (c.reusable > longest->reusable || (c.reusable == longest->reusable && older(c, *longest))) longest = &c;
+    if (older(c, *oldest)) oldest = &c;
+  }
+  const bool match = longest->reusable > 0 &&
+                     static_cast<double>(longest->reusable) >= kSlotMatchShare * static_cast<double>(prompt_tokens);
+  const SlotCandidate& chosen = match ? *longest : *oldest;
+  return {chosen.index, chosen.reusable, match ? SlotReason::LongestPrefix : SlotReason::LeastRecentlyUsed};
+}
+
+SlotPool::SlotPool(size_t slots, size_t queue_limit)
+    : size_(slots), queue_limit_(queue_limit), last_used_(slots, 0) {
   if (slots == 0) throw InvalidArgument("a slot pool needs at least one slot");
-  for (size_t i = slots; i-- > 0;) free_.push_back(i);  // slot 0 is handed out first
+  for (size_t i = 0; i < slots; ++i) free_.push_back(i);
 }
 
 SlotPool::SlotPool(generate::Engine& engine, size_t slots, int threads_per_slot, size_t queue_limit)
@@ -33,7 +56,15 @@ SlotPool::SlotPool(generate::Engine& engine, size_t slots, int threads_per_slot,
 
 SlotPool::~SlotPool() { close(); }
 
-std::optional<SlotPool::Lease> SlotPool::acquire() {
+SlotChoice SlotPool::choose(std::span<const int32_t> prompt) const {
+  std::vector<SlotCandidate> candidates;
+  candidates.reserve(free_.size());
+  for (const size_t i : free_)
+    candidates.push_back({i, slots_.empty() || prompt.empty() ? 0 : slots_[i]->reusable(prompt), last_used_[i]});
+  return choose_slot(candidates, prompt.size());
+}
+
+std::optional<SlotPool::Lease> SlotPool::acquire(std::span<const int32_t> prompt) {
   std::unique_lock lock(mutex_);
   if (closed_) return std::nullopt;
   // The queue holds only callers that must wait: one who finds a free slot and nobody ahead takes it.
@@ -46,17 +77,19 @@ std::optional<SlotPool::Lease> SlotPool::acquire() {
     return std::nullopt;
   }
   queue_.pop_front();
-  const size_t index = free_.back();
-  free_.pop_back();
+  // A free slot's cache is read here under the mutex: nobody generates on it until it is lent.
+  const SlotChoice choice = choose(prompt);
+  free_.erase(std::find(free_.begin(), free_.end(), choice.index));
   // The next in line may find a slot free too.
   turn_.notify_all();
-  return Lease(this, index);
+  return Lease(this, choice);
 }
 
 void SlotPool::release(size_t index) {
   {
     std::lock_guard lock(mutex_);
     free_.push_back(index);
+    last_used_[index] = ++releases_;
   }
   turn_.notify_all();
 }
@@ -76,20 +109,20 @@ SlotCounts SlotPool::counts() const {
 
 SlotPool::Lease& SlotPool::Lease::operator=(Lease&& other) noexcept {
   if (this != &other) {
-    if (pool_) pool_->release(index_);
+    if (pool_) pool_->release(choice_.index);
     pool_ = std::exchange(other.pool_, nullptr);
-    index_ = other.index_;
+    choice_ = other.choice_;
   }
   return *this;
 }
 
 SlotPool::Lease::~Lease() {
-  if (pool_) pool_->release(index_);
+  if (pool_) pool_->release(choice_.index);
 }
 
 Slot& SlotPool::Lease::slot() const {
   if (pool_->slots_.empty()) throw InvalidArgument("this slot pool has no model (built for accounting only)");
-  return *pool_->slots_[index_];
+  return *pool_->slots_[choice_.index];
 }
 
 }  // namespace skainet::serve

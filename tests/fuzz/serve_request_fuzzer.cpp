@@ -40,7 +40,8 @@ std::vector<Bytes> serve_request_seeds() {
       R"("stream_options":{"include_usage":true},"temperature":0.7,"top_p":0.9,"top_k":40,"min_p":0.05,"seed":7,)"
       R"("max_tokens":16,"stop":["\n","END"],"n":1})",
       R"({"model":"m","prompt":"Once upon a time","max_tokens":8,"temperature":0,"stop":"."})",
-      R"({"prompt":["one"],"n_predict":-1,"seed":-5,"max_completion_tokens":3,"user":null,"logprobs":false})",
+      R"({"prompt":["one"],"n_predict":-1,"seed":-5,"max_completion_tokens":3,"user":null,"logprobs":false,)"
+      R"("cache_prompt":false})",
       R"({"messages":[{"role":"assistant","content":null},{"role":"tool","content":"x"}],"top_k":5.0})",
   };
   std::vector<Bytes> seeds;

@@ -79,10 +79,10 @@ class Server:
         return self.http("GET", "/health")[1]
 
 
-def skainet_run(prompt, n):
+def skainet_run(prompt, n, ctx=256):
     """What `skainet run --temp 0` prints for the prompt (the generated text only)."""
     out = subprocess.run([SKAINET, "run", "-m", MODEL, "-p", prompt, "-n", str(n), "--temp", "0",
-                          "--no-display-prompt", "-t", "1", "--ctx", "256"],
+                          "--no-display-prompt", "-t", "1", "--ctx", str(ctx)],
                          check=True, capture_output=True, text=True, timeout=120)
     return out.stdout
 
@@ -234,6 +234,75 @@ class OneSlot(unittest.TestCase):
         for i, r in enumerate(results):
             self.assertIsNotNone(r, i)
             self.assertEqual(r.choices[0].text, skainet_run(PROMPTS[i], 16))
+
+
+STORY = ("Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her "
+         "dog Max. One day, she saw a big red ball under a tree. She ran to get it, but the ball rolled down the "
+         "hill. Lily was sad, but her mom said they could look for it together. They looked behind the bench, "
+         "under the slide and next to the pond where the ducks swam. ")
+
+
+def cached_tokens(usage):
+    return usage.prompt_tokens_details.cached_tokens
+
+
+class PrefixReuse(unittest.TestCase):
+    """A finished request's KV cache stays in its slot; the next request sharing its prefix computes only
+    the rest (llama-server's cache_prompt) and answers as if it had computed everything."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server("--ctx", "1024", "--slots", "1")
+        cls.c = cls.server.client
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def complete(self, prompt, cache_prompt=True, **kw):
+        return self.c.completions.create(model="m", prompt=prompt, max_tokens=24, temperature=0,
+                                         extra_body={"cache_prompt": cache_prompt}, **kw)
+
+    def test_a_shared_prefix_is_reused_and_the_text_is_the_same(self):
+        prefix = STORY * 2
+        first = self.complete(prefix + "At last they found")
+        self.assertGreater(first.usage.prompt_tokens, 200)
+        second = self.complete(prefix + "Then Max barked at")
+        recomputed = self.complete(prefix + "Then Max barked at", cache_prompt=False)
+        self.assertGreater(cached_tokens(second.usage), 200, "the long shared prefix came from the cache")
+        self.assertLess(cached_tokens(second.usage), second.usage.prompt_tokens)
+        self.assertEqual(second.usage.prompt_tokens, recomputed.usage.prompt_tokens)
+        self.assertEqual(cached_tokens(recomputed.usage), 0, "cache_prompt false computes the whole prompt")
+        self.assertEqual(second.choices[0].text, recomputed.choices[0].text)
+        self.assertEqual(second.choices[0].text, skainet_run(prefix + "Then Max barked at", 24, ctx=1024))
+        # The same prompt again: all of it but the last token.
+        again = self.complete(prefix + "Then Max barked at")
+        self.assertEqual(cached_tokens(again.usage), again.usage.prompt_tokens - 1)
+        self.assertEqual(again.choices[0].text, recomputed.choices[0].text)
+
+    def test_streamed_usage_reports_cached_tokens(self):
+        prompt = STORY + "The ducks"
+        plain = self.complete(prompt)
+        stream = self.complete(prompt, stream=True, stream_options={"include_usage": True})
+        text, _, usage, _ = stream_text(stream, "completion")
+        self.assertEqual(text, plain.choices[0].text)
+        self.assertEqual(cached_tokens(usage), usage.prompt_tokens - 1)
+
+    def test_chat_turns_reuse_the_conversation(self):
+        messages = [{"role": "system", "content": STORY}, {"role": "user", "content": "Where was the ball?"}]
+        first = self.c.chat.completions.create(model="m", messages=messages, max_tokens=16, temperature=0)
+        messages += [{"role": "assistant", "content": first.choices[0].message.content},
+                     {"role": "user", "content": "And the dog?"}]
+        second = self.c.chat.completions.create(model="m", messages=messages, max_tokens=16, temperature=0)
+        recomputed = self.c.chat.completions.create(model="m", messages=messages, max_tokens=16, temperature=0,
+                                                    extra_body={"cache_prompt": False})
+        self.assertGreater(cached_tokens(second.usage), first.usage.prompt_tokens // 2)
+        self.assertEqual(second.choices[0].message.content, recomputed.choices[0].message.content)
+
+    def test_cache_prompt_must_be_a_boolean(self):
+        status, err = self.server.http("POST", "/v1/completions", json.dumps({"prompt": "x", "cache_prompt": "yes"}))
+        self.assertEqual(status, 400, err)
+        self.assertIn("'cache_prompt' must be true or false", err["error"]["message"])
 
 
 class ThreeSlots(unittest.TestCase):

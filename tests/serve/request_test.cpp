@@ -48,7 +48,10 @@ TEST(ServeRequest, CompletionDefaultsAreAbsent) {
   const Request r = completion(R"({"prompt":"Once upon a time"})");
   EXPECT_EQ(r.prompt, "Once upon a time");
   EXPECT_FALSE(r.stream);
+  EXPECT_TRUE(r.cache_prompt) << "llama-server's default: reuse a slot's cached prefix";
   EXPECT_FALSE(r.temperature || r.top_p || r.top_k || r.min_p || r.seed || r.max_tokens);
+  EXPECT_FALSE(completion(R"({"prompt":"p","cache_prompt":false})").cache_prompt);
+  EXPECT_TRUE(completion(R"({"prompt":"p","cache_prompt":null})").cache_prompt);
   EXPECT_TRUE(r.stop.empty());
 }
 
@@ -118,6 +121,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Bad{kText, R"({"prompt":"p","seed":1.5})", "'seed'"},
                       Bad{kText, R"({"prompt":"p","stream":"yes"})", "'stream' must be true or false"},
                       Bad{kText, R"({"prompt":"p","stream_options":1})", "'stream_options'"},
+                      Bad{kText, R"({"prompt":"p","cache_prompt":1})", "'cache_prompt' must be true or false"},
                       Bad{kText, R"({"prompt":"p","stop":5})", "'stop'"},
                       Bad{kText, R"({"prompt":"p","stop":["a",1]})", "stop[1]"},
                       Bad{kText, R"({"prompt":"p","stop":["a","b","c","d","e"]})", "at most 4"},
@@ -181,7 +185,8 @@ TEST(ServeResponse, ShapesAreOpenAIs) {
   EXPECT_EQ(c["choices"][0]["message"]["role"], "assistant");
   EXPECT_EQ(c["choices"][0]["message"]["content"], "Hello");
   EXPECT_EQ(c["choices"][0]["finish_reason"], "stop");
-  EXPECT_EQ(c["usage"], (json{{"prompt_tokens", 5}, {"completion_tokens", 2}, {"total_tokens", 7}}));
+  EXPECT_EQ(c["usage"], (json{{"prompt_tokens", 5}, {"completion_tokens", 2}, {"total_tokens", 7},
+                              {"prompt_tokens_details", {{"cached_tokens", 0}}}}));
 
   const ResponseHead text_head{Endpoint::Completions, "cmpl-1", 1, "m"};
   const json t = json::parse(completion_json(text_head, "x", FinishReason::Length, {1, 1}));
@@ -196,9 +201,10 @@ TEST(ServeResponse, ShapesAreOpenAIs) {
   const json last = json::parse(chunk_json(chat_head, "", false, FinishReason::Length));
   EXPECT_EQ(last["choices"][0]["delta"], json::object());
   EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
-  const json usage = json::parse(usage_chunk_json(chat_head, {3, 4}));
+  const json usage = json::parse(usage_chunk_json(chat_head, {3, 4, 2}));
   EXPECT_TRUE(usage["choices"].empty());
   EXPECT_EQ(usage["usage"]["total_tokens"], 7);
+  EXPECT_EQ(usage["usage"]["prompt_tokens_details"]["cached_tokens"], 2) << "of the 3 prompt tokens, 2 reused";
 
   const json err = json::parse(error_json("bad field", "invalid_request_error"));
   EXPECT_EQ(err["error"]["message"], "bad field");

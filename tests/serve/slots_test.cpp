@@ -94,6 +94,32 @@ TEST(ServeSlots, CloseWakesWaitersEmptyHanded) {
   EXPECT_FALSE(pool.acquire());
 }
 
+TEST(ServeSlots, ChoiceTakesTheLongestPrefixThenTheLeastRecentlyUsed) {
+  using R = SlotReason;
+  // {index, reusable, last used}
+  const std::vector<SlotCandidate> slots = {{0, 5, 3}, {1, 40, 1}, {2, 40, 2}, {3, 0, 0}};
+  EXPECT_EQ(choose_slot(slots, 60), (SlotChoice{1, 40, R::LongestPrefix})) << "equal prefixes: the older";
+  EXPECT_EQ(choose_slot(std::span(slots).first(1), 50), (SlotChoice{0, 5, R::LongestPrefix})) << "a tenth";
+  // A prefix under a tenth of the prompt (a shared BOS) is no match: the least recently used slot.
+  EXPECT_EQ(choose_slot(slots, 500), (SlotChoice{3, 0, R::LeastRecentlyUsed}));
+  EXPECT_EQ(choose_slot(std::span(slots).first(1), 51), (SlotChoice{0, 5, R::LeastRecentlyUsed}))
+      << "the only free slot, chosen by age; its prefix is still reused";
+  const std::vector<SlotCandidate> none = {{0, 0, 7}, {1, 0, 4}, {2, 0, 9}};
+  EXPECT_EQ(choose_slot(none, 10), (SlotChoice{1, 0, R::LeastRecentlyUsed}));
+  const std::vector<SlotCandidate> fresh = {{2, 0, 0}, {0, 0, 0}, {1, 0, 0}};
+  EXPECT_EQ(choose_slot(fresh, 10).index, 0u) << "never used: the lowest index";
+  EXPECT_THROW(choose_slot({}, 10), InvalidArgument);
+}
+
+TEST(ServeSlots, AccountingPoolLendsTheLeastRecentlyUsedSlot) {
+  SlotPool pool(3, 0);
+  std::optional<SlotPool::Lease> a = pool.acquire(), b = pool.acquire(), c = pool.acquire();
+  EXPECT_EQ((std::vector<size_t>{a->index(), b->index(), c->index()}), (std::vector<size_t>{0, 1, 2}));
+  b.reset();
+  a.reset();
+  EXPECT_EQ(pool.acquire()->index(), 1u) << "slot 1 was handed back before slot 0";
+}
+
 constexpr size_t kSlots = 3;
 constexpr int kWarmSteps = 4, kCountedSteps = 24;
 
@@ -172,6 +198,85 @@ TEST(ServeSlots, ConcurrentSlotsDecodeWithoutAllocatingAndAsAlone) {
   if (test::allocation_counter_available()) {
     EXPECT_EQ(after - before, 0u) << kSlots << " slots x " << kCountedSteps << " decode steps allocated";
   }
+}
+
+}  // namespace
+}  // namespace skainet::serve
+
+namespace skainet::serve {
+namespace {
+
+// Greedy text of a request on a lent slot, with or without its cached prefix.
+std::vector<int32_t> greedy_reusing(Slot& slot, std::span<const int32_t> prompt, generate::PrefixReuse reuse,
+                                    generate::Stats* stats = nullptr) {
+  slot.sample_with({.temperature = 0, .repeat_penalty = 1.2f});
+  std::vector<int32_t> out;
+  const generate::Stats s = slot.generate(prompt, {.max_tokens = 16}, nullptr, reuse, &out);
+  if (stats) *stats = s;
+  return out;
+}
+
+std::vector<int32_t> prefix_of(const std::vector<int32_t>& v, size_t n) { return {v.begin(), v.begin() + n}; }
+
+// Three slots, each left holding a different story; then requests go to the slot holding their prefix,
+// compute only the rest and answer as a fresh slot would.
+TEST(ServeSlots, ARequestGoesToTheSlotHoldingItsPrefix) {
+  const auto engine = open_stories(kSlots);
+  SlotPool pool(*engine, kSlots, 1, 0);
+  const text::Tokenizer& tok = *engine->tokenizer;
+  const std::vector<std::string> stories = {
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun.",
+      "The cat sat on the mat and looked at the bird in the tree. The bird sang a happy song.",
+      "Tom had a big blue kite. One windy day he took it to the hill with his friend Sam."};
+  std::vector<std::vector<int32_t>> ids;
+  for (const auto& s : stories) ids.push_back(tok.encode(s, true));
+  {
+    std::vector<SlotPool::Lease> leases;
+    for (size_t i = 0; i < kSlots; ++i) {
+      leases.push_back(std::move(*pool.acquire(ids[i])));
+      ASSERT_EQ(leases.back().index(), i) << "empty slots are lent in order";
+      greedy_reusing(leases.back().slot(), ids[i], generate::PrefixReuse::Reuse);
+    }
+  }  // handed back in order: slot 0 is now the least recently used
+
+  // Longest prefix wins: slot 1's story with a new ending.
+  const std::vector<int32_t> cat = [&] {
+    std::vector<int32_t> v = prefix_of(ids[1], ids[1].size() - 6);
+    for (int32_t t : tok.encode(" The dog ran away", false)) v.push_back(t);
+    return v;
+  }();
+  std::vector<int32_t> reused, fresh;
+  generate::Stats s;
+  {
+    std::optional<SlotPool::Lease> l = pool.acquire(cat);
+    EXPECT_EQ(l->choice(), (SlotChoice{1, ids[1].size() - 6, SlotReason::LongestPrefix}));
+    reused = greedy_reusing(l->slot(), cat, generate::PrefixReuse::Reuse, &s);
+    EXPECT_EQ(static_cast<size_t>(s.cached_tokens), ids[1].size() - 6);
+    fresh = greedy_reusing(l->slot(), cat, generate::PrefixReuse::Recompute);
+  }
+  EXPECT_EQ(reused, fresh);
+
+  // A shorter prompt that is a prefix of slot 2's: only its last token runs.
+  const std::vector<int32_t> kite = prefix_of(ids[2], 12);
+  {
+    std::optional<SlotPool::Lease> l = pool.acquire(kite);
+    EXPECT_EQ(l->choice(), (SlotChoice{2, 11, SlotReason::LongestPrefix}));
+    reused = greedy_reusing(l->slot(), kite, generate::PrefixReuse::Reuse, &s);
+    EXPECT_EQ(s.prompt_tokens, 1);
+    fresh = greedy_reusing(l->slot(), kite, generate::PrefixReuse::Recompute);
+  }
+  EXPECT_EQ(reused, fresh);
+
+  // A prompt that diverges at token 0 (no BOS): the least recently used slot, 0, nothing reused.
+  const std::vector<int32_t> other = tok.encode("Ben found a shiny red stone by the river.", false);
+  {
+    std::optional<SlotPool::Lease> l = pool.acquire(other);
+    EXPECT_EQ(l->choice(), (SlotChoice{0, 0, SlotReason::LeastRecentlyUsed}));
+    reused = greedy_reusing(l->slot(), other, generate::PrefixReuse::Reuse, &s);
+    EXPECT_EQ(s.cached_tokens, 0);
+    fresh = greedy_reusing(l->slot(), other, generate::PrefixReuse::Recompute);
+  }
+  EXPECT_EQ(reused, fresh);
 }
 
 }  // namespace

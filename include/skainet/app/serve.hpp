@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -45,6 +46,7 @@ struct Request {
   std::string prompt;              // completions
   bool stream = false;
   bool include_usage = false;      // stream_options.include_usage: a last chunk with the counts
+  bool cache_prompt = true;        // llama-server's: reuse the longest prompt prefix a slot's cache holds
   std::optional<float> temperature, top_p, min_p;
   std::optional<int32_t> top_k;
   std::optional<uint64_t> seed;
@@ -85,6 +87,7 @@ std::string_view finish_reason_name(FinishReason r) noexcept;
 
 struct Usage {
   int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t cached_tokens = 0;  // of prompt_tokens, those whose keys and values a slot's cache held (not computed)
   int64_t total() const noexcept { return prompt_tokens + completion_tokens; }
 };
 
@@ -114,8 +117,29 @@ struct SlotCounts {
   size_t slots = 0, busy = 0, waiting = 0;
 };
 
+// Which free slot a request gets (llama-server's cache_prompt): the one whose KV cache holds the longest
+// reusable prefix of its prompt (Sequence::reusable), when that prefix is a match, at least
+// kSlotMatchShare of the prompt (below it, most often a shared BOS alone, taking the slot would throw
+// away its cache for nearly nothing); otherwise, and among equal prefixes, the least recently used.
+constexpr double kSlotMatchShare = 0.1;
+enum class SlotReason : uint8_t { LongestPrefix, LeastRecentlyUsed };
+struct SlotCandidate {
+  size_t index = 0;
+  size_t reusable = 0;    // prompt tokens this slot's cache would save
+  uint64_t last_used = 0; // when it was last handed back (0: never used)
+};
+struct SlotChoice {
+  size_t index = 0;
+  size_t reusable = 0;  // the chosen slot's; reused even when the choice was by age
+  SlotReason reason = SlotReason::LeastRecentlyUsed;
+  friend bool operator==(const SlotChoice&, const SlotChoice&) = default;
+};
+// `free_slots` must not be empty; `prompt_tokens` is the request's prompt length (0: no reuse asked).
+SlotChoice choose_slot(std::span<const SlotCandidate> free_slots, size_t prompt_tokens);
+
 // N slots and a bounded FIFO of requests waiting for one. acquire() blocks until the caller's turn and
-// a free slot; it answers nullopt at once when `queue_limit` requests are already waiting.
+// a free slot, and lends the free slot choose_slot() picks for its prompt; it answers nullopt at once
+// when `queue_limit` requests are already waiting.
 class SlotPool {
  public:
   // Builds `slots` slots from an engine opened with sequence = false; each context gets `threads_per_slot`.
@@ -128,20 +152,23 @@ class SlotPool {
 
   class Lease {
    public:
-    Lease(Lease&& other) noexcept : pool_(std::exchange(other.pool_, nullptr)), index_(other.index_) {}
+    Lease(Lease&& other) noexcept : pool_(std::exchange(other.pool_, nullptr)), choice_(other.choice_) {}
     Lease& operator=(Lease&& other) noexcept;  // hands back the slot held, takes other's
     ~Lease();
-    size_t index() const noexcept { return index_; }
+    size_t index() const noexcept { return choice_.index; }
+    const SlotChoice& choice() const noexcept { return choice_; }
     Slot& slot() const;  // the pool must have been built with an engine
 
    private:
     friend class SlotPool;
-    Lease(SlotPool* pool, size_t index) : pool_(pool), index_(index) {}
+    Lease(SlotPool* pool, SlotChoice choice) : pool_(pool), choice_(choice) {}
     SlotPool* pool_;
-    size_t index_;
+    SlotChoice choice_;
   };
 
-  std::optional<Lease> acquire();
+  // `prompt`: the request's tokens, to find the slot whose cache holds most of them (empty: the least
+  // recently used slot).
+  std::optional<Lease> acquire(std::span<const int32_t> prompt = {});
   // Wakes every waiter with nullopt and refuses new ones (shutdown).
   void close();
   SlotCounts counts() const;
@@ -155,7 +182,11 @@ class SlotPool {
   std::vector<std::unique_ptr<Slot>> slots_;
   mutable std::mutex mutex_;
   std::condition_variable turn_;
+  SlotChoice choose(std::span<const int32_t> prompt) const;  // under mutex_
+
   std::vector<size_t> free_;
+  std::vector<uint64_t> last_used_;  // per slot: the release count when it was last handed back
+  uint64_t releases_ = 0;
   std::deque<uint64_t> queue_;  // tickets of waiting callers, first come first served
   uint64_t next_ticket_ = 0;
   bool closed_ = false;

@@ -6,7 +6,7 @@
 //   chat::Template tmpl(source);
 //   nlohmann::ordered_json ctx = generate::conversation_context(messages, tokenizer);
 //   generate::TokenizedConversation c = generate::tokenize_conversation(tmpl, ctx, tokenizer);
-//   gen.continue_ids(c.ids, reused, options, on_token);
+//   sequence.generate(c.ids, options, on_token);   // computes only what the KV cache does not hold
 //
 // The ids equal tokenizer.encode(rendered, add_bos, /*parse_special=*/true) for every conversation
 // whose contents hold no control-token text. When one does, the contents are located in the rendered

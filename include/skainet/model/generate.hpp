@@ -8,7 +8,7 @@
 //   generate::Stats s = gen.generate("Once upon a time", {.max_tokens = 128},
 //                                    [](std::string_view piece, int32_t) { std::cout << piece; return true; });
 //   generate::Options o{.max_tokens = 64};  o.stop_strings = {"\nUser:"};     // stops before "\nUser:"
-//   gen.continue_ids(conversation_ids, ids_already_in_cache, o, on_token);   // a chat turn: new tokens only
+//   gen.continue_ids(ids, ids_already_in_cache, o, on_token);  // new tokens only (Sequence::generate finds them)
 #pragma once
 
 #include <cstdint>
@@ -102,9 +102,10 @@ class Generator {
   Stats generate_ids(std::span<const int32_t> prompt, const Options& options, const TokenCallback& on_token,
                      std::vector<int32_t>* out = nullptr);
   // The same for a sequence whose first `cached` tokens are already in the KV cache at positions
-  // [0, cached) — a conversation, where each turn re-renders the whole dialogue: only prompt[cached..]
-  // is processed (at least its last token, for the logits). Cells past the prompt are overwritten as
-  // generation reaches them; attention never reads a cell beyond the current position.
+  // [0, cached) — a conversation's next turn, a request sharing a previous one's prefix: only
+  // prompt[cached..] is processed (at least its last token, for the logits). Cells past the prompt are
+  // overwritten as generation reaches them; attention never reads a cell beyond the current position.
+  // Sequence::generate knows what the cache holds and passes `cached`; callers use that.
   Stats continue_ids(std::span<const int32_t> prompt, int64_t cached, const Options& options,
                      const TokenCallback& on_token, std::vector<int32_t>* out = nullptr);
 

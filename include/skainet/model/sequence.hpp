@@ -5,6 +5,9 @@
 //
 //   generate::Sequence seq(engine.plan, engine.scope, engine.loaded, *engine.tokenizer, threads);
 //   seq.sample_with({.temperature = 0}).generate("Once upon a time", {.max_tokens = 64}, on_token);
+//   seq.sample_with(sampling);
+//   generate::Stats s = seq.generate(prompt_ids, options, on_token);   // reuses the cached prefix
+//   s.cached_tokens;                                                    // how many were not computed
 //
 // Per sequence: the KV cache, the sampler's history and the generator's positions. The weights are
 // shared by every sequence; the slabs (the layer slab inside `llama`, the step slab inside
@@ -17,6 +20,10 @@
 #include "skainet/model/plan.hpp"
 
 namespace skainet::generate {
+
+// Whether Sequence::generate may take the prompt's leading tokens from the KV cache (llama-server's
+// `cache_prompt`) or computes the whole prompt afresh.
+enum class PrefixReuse : uint8_t { Reuse, Recompute };
 
 class Sequence {
  public:
@@ -31,6 +38,23 @@ class Sequence {
   // fixed at construction), its history bounded by the context, and returns the generator using it.
   Generator& sample_with(const text::SamplerConfig& config);
 
+  // Generates after `prompt` (Generator::continue_ids), computing only what follows the longest
+  // prefix of it whose keys and values the cache already holds (`Stats::cached_tokens` of them; the
+  // last prompt token always runs, for its logits). Afterwards the cache is known to hold the prompt
+  // and every generated token that was forwarded (all but the last). Positions and the sampler's
+  // history are those of a fresh run, so greedy text is the same with and without reuse. `out`, when
+  // not null, receives the generated ids (appended).
+  Stats generate(std::span<const int32_t> prompt, const Options& options, const TokenCallback& on_token,
+                 PrefixReuse reuse = PrefixReuse::Reuse, std::vector<int32_t>* out = nullptr);
+
+  // How many of `prompt`'s leading tokens generate() would take from the cache: the common prefix
+  // with cached(), less the last prompt token (it must run).
+  size_t reusable(std::span<const int32_t> prompt) const noexcept;
+  // The tokens whose keys and values are in the cache, cell i holding token i, as far as generate()
+  // knows. A forward pass run around it (on `generator` directly) makes this empty: the cells may
+  // have been overwritten.
+  std::span<const int32_t> cached() const noexcept;
+
   const plan::SequencePlan plan;
   load::KvCacheStore kv;
   model::Transformer llama;            // the shared weights over this sequence's KV cache; owns the layer slab
@@ -39,7 +63,13 @@ class Sequence {
   Generator generator;           // owns the step slab; samples with `sampler`
 
  private:
+  bool record_current() const noexcept;
+
   int32_t vocab_size_;
+  std::vector<int32_t> cached_;     // capacity n_ctx + 1, reserved once: recording a request allocates nothing
+  std::vector<int32_t> generated_;  // generate()'s own `out` when the caller passes none; reserved likewise
+  // The generator's step count when cached_ was recorded: any other forward pass moves it.
+  uint64_t recorded_at_step_ = 0;
 };
 
 }  // namespace skainet::generate
