@@ -71,8 +71,10 @@ int32_t Generator::next_token(int32_t token, int64_t& pos, int64_t room, Stats& 
   if (drafter_ && skip_ > 0) {
     --skip_;
   } else if (drafter_) {
-    // A draft of k tokens runs k + 1 (the token before it too) and yields up to k + 1.
-    const int64_t max = std::min<int64_t>({draft_max_, room - 1, static_cast<int64_t>(model_.n_ctx()) - at - 1});
+    // A draft of k tokens runs k + 1 (the token before it too) and yields up to k + 1. While drafts miss
+    // (backoff_ > 1) one token is drafted: a miss then costs a two-row pass, not draft_max + 1 rows.
+    const int64_t longest = backoff_ > 1 ? 1 : draft_max_;
+    const int64_t max = std::min<int64_t>({longest, room - 1, static_cast<int64_t>(model_.n_ctx()) - at - 1});
     if (max >= std::max<int64_t>(draft_min_, 1)) {
       drafter_->draft(context_, static_cast<uint32_t>(max), draft_);
       if (draft_.size() > static_cast<size_t>(max)) draft_.resize(static_cast<size_t>(max));
