@@ -232,6 +232,9 @@ void print_turn_stats(int turn, size_t prompt_tokens, const generate::Stats& s, 
              turn, prompt_tokens, s.cached_tokens, s.prompt_tokens, s.prompt_tokens_per_second(), s.generated_tokens,
              s.decode_tokens_per_second(), interrupted ? "interrupted (Ctrl-C)" : generate::stop_reason_name(s.stop),
              cached, ctx_cells);
+  if (s.drafted_tokens > 0)
+    fmt::print(stderr, "skainet: turn {}: speculative: drafted {} tokens in {} verifications, accepted {} ({:.1f}%)\n",
+               turn, s.drafted_tokens, s.verify_steps, s.accepted_tokens, 100 * s.acceptance_rate());
 }
 
 }  // namespace
@@ -244,7 +247,8 @@ int run_chat(GenerationArgs& a) {
 
   const uint64_t seed = a.resolve_seed();
   const int64_t ctx_cells = engine->plan.kv->n_ctx;
-  engine->sequence->sample_with(a.sampling);
+  generate::Generator& gen = engine->sequence->sample_with(a.sampling);
+  const generate::Speculation speculation = start_speculation(a, *engine, gen);
   Conversation conversation(tok, tmpl, *engine->sequence, reply_options(a, chosen), a.special_in_content);
   if (!a.system_prompt.empty()) conversation.add("system", a.system_prompt);
 

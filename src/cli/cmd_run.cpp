@@ -32,6 +32,9 @@ void print_run_stats(const generate::Engine& e, const generate::Stats& s, uint64
              base::format_bytes(scratch.peak),
              scratch.growths ? fmt::format(", grew {} times past the plan", scratch.growths) : std::string(),
              base::format_bytes(static_cast<uint64_t>(ru.ru_maxrss) * 1024), static_cast<uint64_t>(ru.ru_maxrss) * 1024);
+  if (s.verify_steps > 0 || s.drafted_tokens > 0)
+    fmt::print(stderr, "skainet: speculative: drafted {} tokens in {} verifications, accepted {} ({:.1f}%)\n",
+               s.drafted_tokens, s.verify_steps, s.accepted_tokens, 100 * s.acceptance_rate());
 }
 
 std::unique_ptr<generate::Engine> open_engine(const GenerationArgs& a) {
@@ -53,6 +56,7 @@ int run(GenerationArgs& a) {
   auto engine = open_engine(a);
   const uint64_t seed = a.resolve_seed();
   generate::Generator& gen = engine->sequence->sample_with(a.sampling);
+  const generate::Speculation speculation = start_speculation(a, *engine, gen);
 
   if (!a.no_display_prompt) {
     fmt::print("{}", a.prompt);

@@ -32,6 +32,36 @@ void check_sampling(const CLI::App* cmd, const text::SamplerConfig& s) {
     refuse("--repeat-penalty", "is not a finite number above 0 (1 turns the penalty off)");
 }
 
+void add_speculation(CLI::App* cmd, GenerationArgs& a) {
+  cmd->add_option("--spec-type", a.spec_type,
+                  "speculative decoding: none, or ngram-simple (draft the continuation of the last n-gram seen "
+                  "earlier in the context); -md gives a draft model")
+      ->check(CLI::IsMember({"none", "ngram-simple"}));
+  cmd->add_option("--spec-draft-model,--model-draft", a.spec.draft_model,
+                  "as llama.cpp's -md: draft model for speculative decoding (its vocabulary must be the model's)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--draft-max,--draft,--draft-n,--spec-draft-n-max", a.spec.draft_max,
+                  "tokens drafted per step at most (default 16)")
+      ->check(CLI::Range(1u, 1024u));
+  cmd->add_option("--draft-min,--draft-n-min,--spec-draft-n-min", a.spec.draft_min,
+                  "shorter drafts are not verified (default 0)");
+  cmd->add_option("--spec-ngram-size-n", a.spec.ngram_n, "ngram-simple: the n-gram looked up (default 12)")
+      ->check(CLI::Range(1u, 1024u));
+  cmd->add_option("--spec-ngram-size-m", a.spec.ngram_m, "ngram-simple: tokens copied after it at most (default 48)")
+      ->check(CLI::Range(1u, 1024u));
+}
+
+// --spec-type and -md into one SpecType; both at once is a mistake (one drafter per generation).
+void resolve_speculation(GenerationArgs& a) {
+  const generate::SpecType named = *generate::parse_spec_type(a.spec_type);
+  if (!a.spec.draft_model.empty() && named != generate::SpecType::None)
+    throw CLI::ValidationError("--spec-type " + a.spec_type, "and -md/--spec-draft-model: choose one drafter");
+  a.spec.type = a.spec.draft_model.empty() ? named : generate::SpecType::DraftModel;
+  if (a.spec.draft_min > a.spec.draft_max)
+    throw CLI::ValidationError("--draft-min", fmt::format("{} is above --draft-max {}", a.spec.draft_min,
+                                                           a.spec.draft_max));
+}
+
 }  // namespace
 
 void GenerationArgs::add_to(CLI::App* cmd, Command command) {
@@ -78,6 +108,7 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   cmd->add_flag("--force", force, "load even when the plan exceeds the memory available now (MemAvailable)");
   placement.add_to(cmd);
   add_placement_compat(cmd, compat);
+  if (!serve) add_speculation(cmd, *this);
   cmd->parse_complete_callback([this, command, cmd] {
     require_model(model);
     const bool chat_command = command != Command::Run;  // serve renders chat requests with the template
@@ -88,6 +119,7 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
                                  "only in a conversation (-cnv, or skainet chat)");
     apply_placement_compat(compat, placement);
     check_sampling(cmd, sampling);
+    if (command != Command::Serve) resolve_speculation(*this);
   });
 }
 
@@ -109,7 +141,15 @@ generate::EngineOptions GenerationArgs::engine_options() const {
   options.overrides = placement.form_overrides();
   options.threads = threads;
   options.force = force;
+  if (spec.type != generate::SpecType::None) options.plan.draft_max = spec.draft_max;
   return options;
+}
+
+generate::Speculation start_speculation(const GenerationArgs& a, const generate::Engine& engine,
+                                        generate::Generator& gen) {
+  generate::Speculation s = generate::open_speculation(a.spec, a.model, engine, a.engine_options());
+  gen.speculate_with(s.drafter.get(), a.spec.draft_max, a.spec.draft_min);
+  return s;
 }
 
 uint64_t GenerationArgs::resolve_seed() {

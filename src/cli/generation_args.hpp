@@ -12,6 +12,7 @@
 #include "llama_compat.hpp"
 #include "placement_args.hpp"
 #include "skainet/model/engine.hpp"
+#include "skainet/model/speculative.hpp"
 
 namespace skainet::cli {
 
@@ -39,6 +40,9 @@ struct GenerationArgs {
   std::string chat_template;
   // Control-token text in a message's content becomes the token (the old behaviour; default: text).
   bool special_in_content = false;
+  // Speculative decoding (--spec-type, -md, --draft-max/--draft-min, --spec-ngram-size-n/-m).
+  std::string spec_type = "none";
+  generate::SpecOptions spec;
   CLI::Option* prompt_option = nullptr;
   CLI::Option* n_predict_option = nullptr;
 
@@ -54,7 +58,10 @@ struct GenerationArgs {
 
 // Shared by run and chat: --check-tensors, then Engine::open, plan warnings on stderr.
 std::unique_ptr<generate::Engine> open_engine(const GenerationArgs& args);
-// run's three stats lines on stderr.
+// The drafter the speculation options ask for (none: an empty Speculation), set on `gen`.
+generate::Speculation start_speculation(const GenerationArgs& args, const generate::Engine& engine,
+                                        generate::Generator& gen);
+// run's stats lines on stderr (the speculation's when it drafted).
 void print_run_stats(const generate::Engine& e, const generate::Stats& s, uint64_t seed);
 
 // The largest user-named text files the CLI reads (docs/cli.md): a chat template (--chat-template

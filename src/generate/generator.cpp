@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "skainet/model/generate.hpp"
+#include "skainet/model/speculative.hpp"
 
 namespace skainet::generate {
 namespace {
@@ -45,6 +46,77 @@ int32_t Generator::prefill(std::span<const int32_t> tokens, int64_t pos) {
 }
 
 int32_t Generator::decode_step(int32_t token, int64_t pos) { return sample_in_step(std::span(&token, 1), pos); }
+
+void Generator::speculate_with(Drafter* drafter, uint32_t draft_max, uint32_t draft_min) {
+  if (drafter && uint64_t{draft_max} + 1 > config_.verify_rows)
+    throw InvalidArgument(fmt::format("--draft-max {}: the plan prices verification steps of {} tokens at most "
+                                      "(plan it with that draft length: PlanOptions::draft_max)",
+                                      draft_max, config_.verify_rows));
+  drafter_ = drafter;
+  draft_max_ = draft_max;
+  draft_min_ = draft_min;
+  if (!drafter) return;
+  context_.reserve(size_t{model_.n_ctx()} + 2);
+  draft_.reserve(draft_max);
+  batch_.reserve(size_t{draft_max} + 1);
+  ready_.reserve(size_t{draft_max} + 1);
+}
+
+int32_t Generator::next_token(int32_t token, int64_t& pos, int64_t room, Stats& s) {
+  if (ready_at_ < ready_.size()) {  // its K/V was written by the verification that accepted it
+    ++pos;
+    return ready_[ready_at_++];
+  }
+  const int64_t at = pos++;
+  if (drafter_ && skip_ > 0) {
+    --skip_;
+  } else if (drafter_) {
+    // A draft of k tokens runs k + 1 (the token before it too) and yields up to k + 1. While drafts miss
+    // (backoff_ > 1) one token is drafted: a miss then costs a two-row pass, not draft_max + 1 rows.
+    const int64_t longest = backoff_ > 1 ? 1 : draft_max_;
+    const int64_t max = std::min<int64_t>({longest, room - 1, static_cast<int64_t>(model_.n_ctx()) - at - 1});
+    if (max >= std::max<int64_t>(draft_min_, 1)) {
+      drafter_->draft(context_, static_cast<uint32_t>(max), draft_);
+      if (draft_.size() > static_cast<size_t>(max)) draft_.resize(static_cast<size_t>(max));
+      if (!draft_.empty() && draft_.size() >= draft_min_) return verify(token, at, s);
+    }
+  }
+  const int32_t next = decode_step(token, at);
+  sampler_.accept(next);
+  return next;
+}
+
+// Runs `token` and the draft at [pos, pos + 1 + k) in one pass and samples row after row, each as a
+// decode step would (the history holds exactly the tokens accepted before it), while the sample
+// equals the draft. Cells past the last accepted token hold rejected K/V; they are overwritten before
+// anything reads them (attention reads only up to the position it runs).
+int32_t Generator::verify(int32_t token, int64_t pos, Stats& s) {
+  batch_.clear();
+  batch_.push_back(token);
+  batch_.insert(batch_.end(), draft_.begin(), draft_.end());
+  ready_.clear();
+  ctx_.step(step_, [&] {
+    const Tensor logits = model_.forward(ctx_, batch_, pos, model::Logits::All);
+    const auto vocab = static_cast<size_t>(logits.dim(1));
+    for (size_t i = 0; i < batch_.size(); ++i) {
+      const int32_t t = sampler_.sample(std::span(logits.data<float>() + i * vocab, vocab));
+      sampler_.accept(t);
+      ready_.push_back(t);
+      if (i == draft_.size() || t != draft_[i]) break;
+    }
+  });
+  s.drafted_tokens += static_cast<int64_t>(draft_.size());
+  s.accepted_tokens += static_cast<int64_t>(ready_.size()) - 1;
+  ++s.verify_steps;
+  if (ready_.size() > 1) {
+    backoff_ = 1;
+  } else {
+    skip_ = backoff_;
+    backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+  }
+  ready_at_ = 1;
+  return ready_[0];
+}
 
 Stats Generator::generate(std::string_view prompt, const Options& options, const TokenCallback& on_token) {
   const std::vector<int32_t> ids = tokenizer_.encode(prompt, options.add_special, options.parse_special);
@@ -88,15 +160,21 @@ Stats Generator::continue_ids(std::span<const int32_t> prompt, int64_t cached, c
 
   const auto start = Clock::now();
   int32_t next = prefill(prompt.subspan(static_cast<size_t>(cached)), cached);
+  sampler_.accept(next);  // each token is accepted as it is sampled: a verification samples several
   s.prompt_seconds = s.first_token_seconds = seconds_since(start);
+  ready_.clear();
+  ready_at_ = 0;
+  skip_ = 0;
+  backoff_ = 1;
+  if (drafter_) context_.assign(prompt.begin(), prompt.end());
 
   int64_t pos = static_cast<int64_t>(prompt.size());
   const auto decode_start = Clock::now();
   s.stop = StopReason::MaxTokens;
   while (options.max_tokens < 0 || s.generated_tokens < options.max_tokens) {
     ++s.generated_tokens;
-    sampler_.accept(next);
     if (out) out->push_back(next);
+    if (drafter_) context_.push_back(next);
     if (options.stop_at_eos && tokenizer_.is_eog(next)) {
       s.stop = StopReason::EndOfGeneration;
       break;
@@ -110,7 +188,8 @@ Stats Generator::continue_ids(std::span<const int32_t> prompt, int64_t cached, c
       s.stop = StopReason::ContextFull;
       break;
     }
-    next = decode_step(next, pos++);
+    const int64_t room = options.max_tokens < 0 ? ctx_cells : options.max_tokens - s.generated_tokens;
+    next = next_token(next, pos, room, s);
   }
   s.decode_seconds = seconds_since(decode_start);
   if (streams && !stopped_by_string) {

@@ -21,7 +21,9 @@ Sequence::Sequence(const plan::MemoryPlan& p, memory::ModelScope& scope, const l
       ctx(threads),
       sampler(tokenizer.vocab_size(), text::SamplerConfig{}, plan.kv.n_ctx),
       generator(llama, tokenizer, sampler, ctx,
-                {.step_slab_bytes = plan.step_bytes, .prefill_chunk = plan.prefill_chunk}),
+                {.step_slab_bytes = plan.step_bytes,
+                 .prefill_chunk = plan.prefill_chunk,
+                 .verify_rows = plan.verify_rows}),
       vocab_size_(tokenizer.vocab_size()),
       recorded_at_step_(generator.step_stats().step) {
   ctx.reserve_scratch(plan.scratch_bytes);

@@ -78,13 +78,15 @@ std::vector<ActivationBuffer> buffers_from(const json& a) {
 }
 
 json slab_json(const SlabPlan& s) {
-  return {{"tokens", s.tokens}, {"step_bytes", s.step_bytes}, {"layer_bytes", s.layer_bytes},
+  return {{"tokens", s.tokens},         {"logit_rows", s.logit_rows},
+          {"step_bytes", s.step_bytes}, {"layer_bytes", s.layer_bytes},
           {"step", buffers_json(s.step)}, {"layer", buffers_json(s.layer)}};
 }
 
 SlabPlan slab_from(const json& j) {
   SlabPlan s;
   s.tokens = number<uint32_t>(j, "tokens");
+  if (j.contains("logit_rows")) s.logit_rows = number<uint32_t>(j, "logit_rows");  // older plans: always 1
   s.step_bytes = number<uint64_t>(j, "step_bytes");
   s.layer_bytes = number<uint64_t>(j, "layer_bytes");
   s.step = buffers_from(j.at("step"));
@@ -190,6 +192,7 @@ std::string to_json(const MemoryPlan& p) {
   if (p.decode) j["decode_slab"] = slab_json(*p.decode);
   j["slots"] = p.slots;
   if (p.prefill) j["prefill_slab"] = slab_json(*p.prefill);
+  if (p.verify) j["verify_slab"] = slab_json(*p.verify);
   j["scratch"] = {{"tensor", p.scratch.tensor}, {"rows", p.scratch.rows}, {"bytes", p.scratch.bytes}};
   const Totals& t = p.totals;
   j["totals"] = {{"file", t.file}, {"mapped", t.mapped}, {"heap", t.heap}, {"pages", t.pages}, {"kv", t.kv},
@@ -256,6 +259,7 @@ MemoryPlan from_json(std::string_view text) {
     if (j.contains("slots")) p.slots = number<uint32_t>(j, "slots");
     if (p.slots == 0) throw InvalidArgument("plan JSON: \"slots\" must be at least 1");
     if (j.contains("prefill_slab")) p.prefill = slab_from(j["prefill_slab"]);
+    if (j.contains("verify_slab")) p.verify = slab_from(j["verify_slab"]);
     // Plans written before the scratch was priced had none.
     if (j.contains("scratch")) {
       const json& s = j["scratch"];

@@ -56,9 +56,12 @@ void suggest(MemoryPlan& p, const placement::MemoryProfile& profile, const place
   if (p.kv && p.prefill && p.model) {
     // The largest power-of-two context (at least 256) whose savings cover the excess.
     for (uint32_t n_ctx = p.kv->n_ctx / 2; n_ctx >= 256; n_ctx /= 2) {
+      std::optional<SlabPlan> verify;
+      if (p.verify) verify = estimate_slabs(*p.model, p.verify->tokens, n_ctx, p.verify->logit_rows);
       const SequencePlan smaller =
           SequencePlan::of(plan_kv(*p.model, n_ctx, p.kv->type, profile), estimate_slabs(*p.model, 1, n_ctx),
-                           estimate_slabs(*p.model, p.prefill->tokens, n_ctx), p.scratch);
+                           estimate_slabs(*p.model, p.prefill->tokens, n_ctx), p.scratch,
+                           verify ? &*verify : nullptr);
       const uint64_t saves = (p.kv->bytes - smaller.kv.bytes) * p.slots +
                              (p.totals.slab - std::min(p.totals.slab, smaller.slab_bytes() * p.slots));
       if (saves >= over || n_ctx / 2 < 256) {
@@ -72,8 +75,10 @@ void suggest(MemoryPlan& p, const placement::MemoryProfile& profile, const place
     }
   }
   if (p.kv && p.prefill && p.model && p.prefill->tokens > 16) {
-    const SequencePlan small = SequencePlan::of(*p.kv, *p.decode, estimate_slabs(*p.model, 16, p.kv->n_ctx),
-                                                estimate_scratch(p.tensors, platform, 16));
+    const uint32_t rows = std::max(16u, p.verify ? p.verify->tokens : 0u);
+    const SequencePlan small =
+        SequencePlan::of(*p.kv, *p.decode, estimate_slabs(*p.model, 16, p.kv->n_ctx),
+                         estimate_scratch(p.tensors, platform, rows), p.verify ? &*p.verify : nullptr);
     const uint64_t now = p.totals.slab + p.totals.scratch;
     const uint64_t then = (small.slab_bytes() + small.scratch_bytes) * p.slots;
     if (now > then) p.suggestions.push_back({SuggestionKind::SmallerPrefillChunk, "--prefill-chunk 16", now - then});
@@ -127,7 +132,11 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
     p.decode = estimate_slabs(*p.model, 1, n_ctx);
     const uint32_t chunk = std::min(options.prefill_chunk.value_or(profile.prefill_chunk), n_ctx);
     p.prefill = estimate_slabs(*p.model, chunk, n_ctx);
-    p.scratch = estimate_scratch(p.tensors, platform, chunk);
+    if (options.draft_max > 0) {
+      const uint32_t rows = std::min(checked_add<uint32_t>(options.draft_max, 1, "--draft-max"), n_ctx);
+      p.verify = estimate_slabs(*p.model, rows, n_ctx, rows);
+    }
+    p.scratch = estimate_scratch(p.tensors, platform, std::max(chunk, p.verify ? p.verify->tokens : 0));
   }
   add_totals(p);
   p.fits = !p.budget || p.totals.resident() <= *p.budget;
@@ -140,17 +149,19 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
 }
 
 SequencePlan SequencePlan::of(const KvCachePlan& kv, const SlabPlan& decode, const SlabPlan& prefill,
-                              const ScratchPlan& scratch) {
+                              const ScratchPlan& scratch, const SlabPlan* verify) {
   return {.kv = kv,
-          .step_bytes = std::max(decode.step_bytes, prefill.step_bytes),
-          .layer_bytes = std::max(decode.layer_bytes, prefill.layer_bytes),
+          .step_bytes = std::max({decode.step_bytes, prefill.step_bytes, verify ? verify->step_bytes : uint64_t{0}}),
+          .layer_bytes =
+              std::max({decode.layer_bytes, prefill.layer_bytes, verify ? verify->layer_bytes : uint64_t{0}}),
           .scratch_bytes = scratch.bytes,
-          .prefill_chunk = prefill.tokens};
+          .prefill_chunk = prefill.tokens,
+          .verify_rows = verify ? verify->tokens : 0};
 }
 
 std::optional<SequencePlan> MemoryPlan::sequence() const {
   if (!kv || !decode || !prefill) return std::nullopt;
-  return SequencePlan::of(*kv, *decode, *prefill, scratch);
+  return SequencePlan::of(*kv, *decode, *prefill, scratch, verify ? &*verify : nullptr);
 }
 
 bool MemoryPlan::has_warning(PlanWarningKind k) const noexcept {

@@ -71,6 +71,9 @@ std::string render_text(const MemoryPlan& p) {
     out += fmt::format("slabs     decode {} (step {} + layer {}); prefill of {} tokens {}\n", format_bytes(p.decode->total()),
                        format_bytes(p.decode->step_bytes), format_bytes(p.decode->layer_bytes), p.prefill->tokens,
                        format_bytes(p.prefill->total()));
+  if (p.verify)
+    out += fmt::format("          speculative verification of {} tokens (a draft of {} and its first) {}\n",
+                       p.verify->tokens, p.verify->tokens - 1, format_bytes(p.verify->total()));
   if (p.scratch.bytes > 0)
     out += fmt::format("scratch   {} (matmul activation prepared once per call: {} x {} rows, the largest)\n",
                        format_bytes(p.scratch.bytes), p.scratch.tensor, p.scratch.rows);

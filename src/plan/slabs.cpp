@@ -17,9 +17,11 @@ void add(std::vector<ActivationBuffer>& list, uint64_t& total, std::string name,
 
 // Mirrors, buffer for buffer, what model::Transformer::forward draws from its two slabs (F32 activations).
 // A test in the model checks a real step against it, so the two cannot drift apart silently.
-SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_ctx) {
+SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_ctx, uint32_t logit_rows) {
   SlabPlan s;
   s.tokens = tokens;
+  s.logit_rows = logit_rows;
+  const uint64_t rows = logit_rows;
   const uint64_t n = tokens;
   const uint64_t q_width = uint64_t{m.heads} * m.head_dim;
   const uint64_t kv_width = uint64_t{m.kv_heads} * m.head_dim;
@@ -27,9 +29,9 @@ SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_c
   add(s.step, s.step_bytes, "embeddings [n, dim]", n * m.dim);
   if (m.features.embed_scale) add(s.step, s.step_bytes, "embeddings * sqrt(dim) [n, dim]", n * m.dim);
   for (uint32_t l = 0; l < m.layers; ++l) add(s.step, s.step_bytes, "residual of layer " + std::to_string(l) + " [n, dim]", n * m.dim);
-  add(s.step, s.step_bytes, "output norm [1, dim]", m.dim);
-  add(s.step, s.step_bytes, "logits [1, vocab]", m.vocab);
-  if (m.final_softcap > 0) add(s.step, s.step_bytes, "logits soft-capped [1, vocab]", m.vocab);
+  add(s.step, s.step_bytes, "output norm [rows, dim]", rows * m.dim);
+  add(s.step, s.step_bytes, "logits [rows, vocab]", rows * m.vocab);
+  if (m.final_softcap > 0) add(s.step, s.step_bytes, "logits soft-capped [rows, vocab]", rows * m.vocab);
 
   add(s.layer, s.layer_bytes, "attn norm [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "q [n, heads*head_dim]", n * q_width);

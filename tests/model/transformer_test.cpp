@@ -89,6 +89,57 @@ TEST(Transformer, SlabUseMatchesThePlanExactly) {
   EXPECT_EQ(f.llama->layer_stats().peak, plan::estimate_slabs(*f.plan.model, 1, 1).layer_bytes);
 }
 
+// A speculative verification (every row's logits) draws what the plan prices for it, buffer for buffer.
+TEST(Transformer, VerificationSlabUseMatchesThePlanExactly) {
+  Fixture f(kStories);
+  const plan::SlabPlan verify = plan::estimate_slabs(*f.plan.model, 17, 256, 17);
+  memory::ExecutionContext ctx(1);
+  memory::ForwardScope step({.slab_bytes = verify.step_bytes});
+  const std::vector<int32_t> tokens(17, 7);
+  ctx.step(step, [&] {
+    const Tensor logits = f.llama->forward(ctx, tokens, 0, model::Logits::All);
+    EXPECT_EQ(logits.dim(0), 17);
+    EXPECT_EQ(step.stats().demand, verify.step_bytes);
+  });
+  EXPECT_EQ(step.stats().total_overflow_count, 0u);
+}
+
+// Verification keeps a drafted token when the logits of its row pick it, and speculative decoding
+// promises the text plain decoding gives: so each row of one pass over n tokens must be the logits a
+// decode step at that position gives (odd n, an odd start) — up to rounding, as the kernels for several
+// rows add in another order than the one-row kernels (seen: 3e-6 of the largest logit).
+TEST(Transformer, EveryRowOfAPassIsTheDecodeStepAtItsPosition) {
+  Fixture f(kStories);
+  memory::ExecutionContext ctx(2);
+  memory::ForwardScope step({.slab_bytes = plan::estimate_slabs(*f.plan.model, 64, 256, 64).step_bytes});
+  const std::vector<int32_t> prefix = {1, 403, 407}, tokens = {261, 378, 29, 300, 411, 98, 7, 260, 402, 33, 5};
+  ctx.step(step, [&] { f.llama->forward(ctx, prefix, 0); });
+  std::vector<float> rows;
+  ctx.step(step, [&] {
+    const Tensor all = f.llama->forward(ctx, tokens, 3, model::Logits::All);
+    rows.assign(all.data<float>(), all.data<float>() + all.numel());
+  });
+  const size_t vocab = f.plan.model->vocab;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    std::vector<float> one;
+    ctx.step(step, [&] {
+      const Tensor last = f.llama->forward(ctx, std::span(&tokens[i], 1), static_cast<int64_t>(3 + i));
+      one.assign(last.data<float>(), last.data<float>() + last.numel());
+    });
+    float diff = 0, peak = 0;
+    for (size_t j = 0; j < vocab; ++j) {
+      diff = std::max(diff, std::abs(one[j] - rows[i * vocab + j]));
+      peak = std::max(peak, std::abs(one[j]));
+    }
+    EXPECT_LE(diff, 1e-5f * peak) << "row " << i;
+    EXPECT_EQ(std::max_element(one.begin(), one.end()) - one.begin(),
+              std::max_element(rows.begin() + static_cast<std::ptrdiff_t>(i * vocab),
+                               rows.begin() + static_cast<std::ptrdiff_t>((i + 1) * vocab)) -
+                  (rows.begin() + static_cast<std::ptrdiff_t>(i * vocab)))
+        << "row " << i;
+  }
+}
+
 TEST(Transformer, ContextOverflowIsRefused) {
   Fixture f(kStories, "default", 8);
   memory::ExecutionContext ctx(1);

@@ -9,6 +9,7 @@
 //                                    [](std::string_view piece, int32_t) { std::cout << piece; return true; });
 //   generate::Options o{.max_tokens = 64};  o.stop_strings = {"\nUser:"};     // stops before "\nUser:"
 //   gen.continue_ids(ids, ids_already_in_cache, o, on_token);  // new tokens only (Sequence::generate finds them)
+//   gen.speculate_with(&drafter, /*draft_max=*/16);   // speculative decoding (speculative.hpp)
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,10 @@ namespace skainet::generate {
 struct GeneratorConfig {
   uint64_t step_slab_bytes = 0;   // plan::SequencePlan::step_bytes
   uint32_t prefill_chunk = 64;    // tokens per prefill step
+  uint32_t verify_rows = 0;       // plan::SequencePlan::verify_rows: the longest verification step priced
 };
+
+class Drafter;  // speculative.hpp
 
 struct Options {
   int32_t max_tokens = 128;       // -n; < 0: until EOS or the context is full
@@ -49,6 +53,12 @@ struct Stats {
   uint64_t step_slab_bytes = 0, step_slab_peak = 0, layer_slab_peak = 0;
   uint64_t overflow_bytes = 0, overflow_count = 0;  // highest per step / total, both slabs
   StopReason stop = StopReason::MaxTokens;
+  // Speculative decoding: tokens drafted and verified, how many of them the target accepted, in how
+  // many verification steps (each also yields one token of the target's own).
+  int64_t drafted_tokens = 0, accepted_tokens = 0, verify_steps = 0;
+  double acceptance_rate() const noexcept {
+    return drafted_tokens > 0 ? static_cast<double>(accepted_tokens) / static_cast<double>(drafted_tokens) : 0;
+  }
   double prompt_tokens_per_second() const noexcept { return prompt_seconds > 0 ? prompt_tokens / prompt_seconds : 0; }
   // Decode rate over the tokens after the first (the first comes from prefill).
   double decode_tokens_per_second() const noexcept {
@@ -115,8 +125,29 @@ class Generator {
   int32_t decode_step(int32_t token, int64_t pos);
   const memory::ForwardStats& step_stats() const noexcept { return step_.stats(); }
 
+  // Speculative decoding from now on (null: plain decoding): before each decode step `drafter` may
+  // propose up to draft_max tokens, verified in one forward pass; a draft shorter than draft_min is not
+  // run. The text is what plain decoding gives (speculative.hpp). InvalidArgument when the plan
+  // priced no verification step that long (plan::PlanOptions::draft_max).
+  void speculate_with(Drafter* drafter, uint32_t draft_max, uint32_t draft_min = 0);
+
  private:
   int32_t sample_in_step(std::span<const int32_t> tokens, int64_t pos);
+  // The token after `token` (run at `pos`, which moves on by one): from the verified queue when it
+  // holds one, else from a verification of a draft of at most `room` tokens, else a decode step.
+  int32_t next_token(int32_t token, int64_t& pos, int64_t room, Stats& s);
+  int32_t verify(int32_t token, int64_t pos, Stats& s);
+
+  Drafter* drafter_ = nullptr;
+  uint32_t draft_max_ = 0, draft_min_ = 0;
+  std::vector<int32_t> context_;  // prompt and generated tokens, what the drafter reads
+  std::vector<int32_t> draft_, batch_, ready_;  // reserved by speculate_with: steps do not allocate
+  size_t ready_at_ = 0;           // ready_[ready_at_..] are verified tokens not yet handed out
+  // After a draft of which nothing was accepted the next `skip_` steps decode without drafting, and
+  // each such draft in a row doubles the pause (up to kMaxBackoff): where the drafter keeps missing,
+  // a run pays for a few verifications, not one per token. Any accepted token resets it.
+  static constexpr uint32_t kMaxBackoff = 32;
+  uint32_t skip_ = 0, backoff_ = 1;
 
   model::Transformer& model_;
   const text::Tokenizer& tokenizer_;

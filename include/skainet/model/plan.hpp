@@ -41,13 +41,16 @@ struct ActivationBuffer {
 // residual having been retained into the step slab. This is the contract the model code keeps.
 struct SlabPlan {
   uint32_t tokens = 0;
+  uint32_t logit_rows = 1;  // rows whose logits the step keeps: 1, or every token (a speculative verification)
   std::vector<ActivationBuffer> step;
   std::vector<ActivationBuffer> layer;
   uint64_t step_bytes = 0, layer_bytes = 0;
   uint64_t total() const noexcept { return step_bytes + layer_bytes; }
   friend bool operator==(const SlabPlan&, const SlabPlan&) = default;
 };
-SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_ctx);
+// logit_rows: 1 (generation samples the last token) or `tokens` (model::Logits::All: a speculative
+// draft is verified by sampling every row).
+SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_ctx, uint32_t logit_rows = 1);
 
 // The matmul scratch of one slot: the activation a matmul prepares once per call (quantized to 8
 // bits, or split for the BF16 tiles) before its weight rows read it. Sized for the largest call the
@@ -62,8 +65,8 @@ struct ScratchPlan {
 ScratchPlan estimate_scratch(const std::vector<placement::Decision>& tensors, const placement::Platform& platform,
                              uint32_t rows);
 
-// What one sequence reserves, each size final: decode and prefill run through the same two slabs,
-// so each slab is the larger of the two (prefill's whenever its chunk is a token or more). A
+// What one sequence reserves, each size final: decode, prefill and a speculative draft's verification
+// run through the same two slabs, so each slab is the largest of them. A
 // generate::Sequence is built from this alone; nobody compares decode and prefill again.
 struct SequencePlan {
   KvCachePlan kv;
@@ -71,9 +74,10 @@ struct SequencePlan {
   uint64_t layer_bytes = 0;    // the layer slab
   uint64_t scratch_bytes = 0;  // the matmul scratch, reserved at load
   uint32_t prefill_chunk = 0;  // tokens per prefill step
+  uint32_t verify_rows = 0;    // tokens one verification step may run (a draft and the token before it); 0: none
   uint64_t slab_bytes() const noexcept { return step_bytes + layer_bytes; }
   static SequencePlan of(const KvCachePlan& kv, const SlabPlan& decode, const SlabPlan& prefill,
-                         const ScratchPlan& scratch);
+                         const ScratchPlan& scratch, const SlabPlan* verify = nullptr);
   friend bool operator==(const SequencePlan&, const SequencePlan&) = default;
 };
 
@@ -109,6 +113,9 @@ struct PlanOptions {
   uint32_t n_ctx = 0;                  // 0: the model's training context, at most 4096
   std::optional<GgmlType> kv_type;   // overrides the profile's
   std::optional<uint32_t> prefill_chunk;
+  // Speculative decoding's longest draft (--draft-max): a verification step runs draft_max + 1 tokens
+  // and keeps every row's logits, priced like a prefill chunk. 0: no speculation.
+  uint32_t draft_max = 0;
   std::optional<uint64_t> budget;    // overrides the profile's
   // The memory this machine can give now (base::available_memory(), MemAvailable); when set, a plan
   // whose resident total exceeds it carries an ExceedsAvailableMemory warning. Unset: no check.
@@ -127,6 +134,7 @@ struct MemoryPlan {
   std::vector<placement::Decision> tensors;
   std::optional<KvCachePlan> kv;         // one slot's KV cache
   std::optional<SlabPlan> decode, prefill;  // one slot's slabs
+  std::optional<SlabPlan> verify;           // one slot's speculative verification step (PlanOptions::draft_max)
   ScratchPlan scratch;                      // one slot's matmul scratch
   uint32_t slots = 1;                     // totals.kv, .slab and .scratch hold this many of each
   Totals totals;
