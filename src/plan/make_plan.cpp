@@ -128,6 +128,12 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
     const uint32_t chunk = std::min(options.prefill_chunk.value_or(profile.prefill_chunk), n_ctx);
     p.prefill = estimate_slabs(*p.model, chunk, n_ctx);
     p.scratch = estimate_scratch(p.tensors, platform, chunk);
+    const uint32_t rows = options.batch.value_or(chunk + p.slots - 1);
+    if (rows < p.slots)
+      throw InvalidArgument(fmt::format("{}: --batch {} is fewer rows than --slots {}: each slot decodes a row per step",
+                                        p.file, rows, p.slots));
+    p.batch = estimate_slabs(*p.model, rows, n_ctx, p.slots);
+    p.batch_scratch = estimate_scratch(p.tensors, platform, rows);
   }
   add_totals(p);
   p.fits = !p.budget || p.totals.resident() <= *p.budget;
@@ -151,6 +157,15 @@ SequencePlan SequencePlan::of(const KvCachePlan& kv, const SlabPlan& decode, con
 std::optional<SequencePlan> MemoryPlan::sequence() const {
   if (!kv || !decode || !prefill) return std::nullopt;
   return SequencePlan::of(*kv, *decode, *prefill, scratch);
+}
+
+std::optional<BatchPlan> MemoryPlan::batched() const {
+  if (!batch) return std::nullopt;
+  return BatchPlan{.rows = batch->tokens,
+                   .sequences = batch->sequences,
+                   .step_bytes = batch->step_bytes,
+                   .layer_bytes = batch->layer_bytes,
+                   .scratch_bytes = batch_scratch.bytes};
 }
 
 bool MemoryPlan::has_warning(PlanWarningKind k) const noexcept {
