@@ -59,6 +59,7 @@ Subcommand add_plan(CLI::App& app) {
   add_model_option(cmd, args->file);  // a missing file is exit code 1, as in every command
   args->placement.add_to(cmd);
   args->placement.add_slots_to(cmd);
+  args->placement.add_batch_to(cmd);
   add_placement_compat(cmd, args->compat);
   cmd->parse_complete_callback([args] {
     require_model(args->file);

@@ -24,6 +24,12 @@ void PlacementArgs::add_slots_to(CLI::App* cmd) {
       ->capture_default_str();
 }
 
+void PlacementArgs::add_batch_to(CLI::App* cmd) {
+  cmd->add_option("--batch", batch,
+                  "rows of a batched step over the slots, at least --slots (default: prefill chunk + slots - 1)")
+      ->check(CLI::Range(1, 65536));
+}
+
 placement::FormOverrides PlacementArgs::form_overrides() const {
   placement::FormOverrides o;
   for (const auto& text : overrides) o.per_tensor.push_back(placement::TensorOverride::parse(text));
@@ -35,6 +41,7 @@ plan::PlanOptions PlacementArgs::plan_options() const {
   plan::PlanOptions options;
   options.n_ctx = n_ctx;
   options.slots = slots;
+  if (batch) options.batch = batch;
   options.available_memory = base::available_memory();
   if (!budget.empty()) options.budget = placement::parse_bytes(budget);
   if (prefill_chunk) options.prefill_chunk = prefill_chunk;

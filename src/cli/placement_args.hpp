@@ -21,10 +21,13 @@ struct PlacementArgs {
   std::string weight_form;
   std::vector<std::string> overrides;
   uint32_t slots = 1;
+  uint32_t batch = 0;  // 0: the plan's default
 
   void add_to(CLI::App* cmd);
   // --slots: only the commands that price or serve several sequences (plan, serve).
   void add_slots_to(CLI::App* cmd);
+  // --batch: only the command that prices a batched step without running one (plan).
+  void add_batch_to(CLI::App* cmd);
   placement::FormOverrides form_overrides() const;
   plan::PlanOptions plan_options() const;
 };

@@ -7,34 +7,83 @@
 
 namespace skainet::model {
 
-Transformer::Transformer(arch::ModelShape shape, TransformerWeights weights, load::KvCacheStore& kv, uint64_t layer_slab_bytes)
-    : shape_(std::move(shape)), w_(std::move(weights)), kv_(kv), layer_scope_({.slab_bytes = layer_slab_bytes}) {}
+Transformer::Transformer(arch::ModelShape shape, TransformerWeights weights, load::KvCacheStore& kv,
+                         uint64_t layer_slab_bytes)
+    : shape_(std::move(shape)), w_(std::move(weights)), kv_(&kv), layer_scope_({.slab_bytes = layer_slab_bytes}) {}
+
+Transformer::Transformer(arch::ModelShape shape, TransformerWeights weights, uint64_t layer_slab_bytes)
+    : shape_(std::move(shape)), w_(std::move(weights)), kv_(nullptr), layer_scope_({.slab_bytes = layer_slab_bytes}) {}
+
+uint32_t Transformer::n_ctx() const {
+  if (!kv_) throw InvalidArgument("this transformer is bound to no KV cache: its batches name theirs");
+  return kv_->n_ctx();
+}
 
 Tensor Transformer::forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens, int64_t pos, Logits which) {
-  const auto n = static_cast<int64_t>(tokens.size());
-  if (n == 0) throw InvalidArgument("forward: no tokens");
-  if (pos < 0 || pos + n > static_cast<int64_t>(kv_.n_ctx()))
-    throw InvalidArgument(fmt::format("context full: {} tokens at position {} need {} cells, the KV cache has {} (--ctx)", n,
-                                      pos, pos + n, kv_.n_ctx()));
+  if (!kv_) throw InvalidArgument("forward: this transformer is bound to no KV cache; pass the batch's entries");
+  const BatchEntry one{.kv = kv_, .pos = pos, .rows = static_cast<int64_t>(tokens.size())};
+  return forward(ctx, tokens, std::span(&one, 1), which);
+}
+
+void Transformer::check(std::span<const int32_t> tokens, std::span<const BatchEntry> entries) const {
+  if (tokens.empty() || entries.empty()) throw InvalidArgument("forward: no tokens");
+  int64_t rows = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const BatchEntry& e = entries[i];
+    // One sequence keeps the message it always had; in a batch the entry is named. Formatted only
+    // on the way to a throw: a step allocates nothing.
+    auto who = [&] { return entries.size() == 1 ? std::string() : fmt::format("batch entry {}: ", i); };
+    if (!e.kv) throw InvalidArgument(fmt::format("forward: {}no KV cache", who()));
+    if (e.rows <= 0) throw InvalidArgument(fmt::format("forward: {}{} rows", who(), e.rows));
+    if (e.pos < 0 || e.pos + e.rows > static_cast<int64_t>(e.kv->n_ctx()))
+      throw InvalidArgument(fmt::format("{}context full: {} tokens at position {} need {} cells, "
+                                        "the KV cache has {} (--ctx)",
+                                        who(), e.rows, e.pos, e.pos + e.rows, e.kv->n_ctx()));
+    for (size_t j = 0; j < i; ++j)
+      if (entries[j].kv == e.kv)
+        throw InvalidArgument(fmt::format("forward: batch entries {} and {} share one KV cache", j, i));
+    rows += e.rows;
+  }
+  if (rows != static_cast<int64_t>(tokens.size()))
+    throw InvalidArgument(fmt::format("forward: the batch's entries have {} rows, the tokens {}", rows, tokens.size()));
   for (int32_t t : tokens)
     if (t < 0 || static_cast<uint32_t>(t) >= shape_.vocab)
       throw InvalidArgument(fmt::format("token id {} is outside the vocabulary of {}", t, shape_.vocab));
+}
 
+Tensor Transformer::forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens,
+                            std::span<const BatchEntry> entries, Logits which) {
+  check(tokens, entries);
   memory::Scope& step = ctx.scope();
   Tensor x = ops::gather_rows(ctx, w_.tok_embd, tokens);
   if (shape_.features.embed_scale) x = ops::scale(ctx, x, std::sqrt(static_cast<float>(shape_.dim)));
   for (uint32_t l = 0; l < shape_.layers; ++l) {
     // Each layer's temporaries die at its end; only the residual stream moves on, retained into the
     // step scope (the sanctioned escape).
-    x = ctx.step(layer_scope_, [&] { return memory::retain(layer(ctx, l, x, pos), step); });
+    x = ctx.step(layer_scope_, [&] { return memory::retain(layer(ctx, l, x, entries), step); });
   }
-  const Tensor rows = which == Logits::All ? x : x.rows(n - 1, 1);
+  const Tensor rows = which == Logits::All ? x : last_rows(ctx, x, entries);
   const Tensor h = ops::rms_norm(ctx, rows, w_.output_norm, shape_.rms_eps);
   const Tensor logits = ops::matmul(ctx, h, w_.output);
   return shape_.final_softcap > 0 ? ops::softcap(ctx, logits, shape_.final_softcap) : logits;
 }
 
-Tensor Transformer::layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, int64_t pos) {
+// Each entry's last row, the one its next token is sampled from: a view for one sequence, gathered
+// into [entries, dim] for several.
+Tensor Transformer::last_rows(memory::ExecutionContext& ctx, const Tensor& x, std::span<const BatchEntry> entries) {
+  if (entries.size() == 1) return x.rows(x.dim(0) - 1, 1);
+  const auto n = static_cast<int64_t>(entries.size());
+  const Tensor out = ctx.scope().allocate({n, x.dim(1)}, GgmlType::F32, "last row of each sequence");
+  int64_t end = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    end += entries[static_cast<size_t>(i)].rows;
+    ops::write_rows(ctx, x.rows(end - 1, 1), out, i);
+  }
+  return out;
+}
+
+Tensor Transformer::layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x,
+                          std::span<const BatchEntry> entries) {
   const LayerWeights& w = w_.layers[l];
   const int64_t n = x.dim(0);
   const int64_t hd = shape_.head_dim, heads = shape_.heads, kv_heads = shape_.kv_heads;
@@ -52,17 +101,7 @@ Tensor Transformer::layer(memory::ExecutionContext& ctx, uint32_t l, const Tenso
     q = ops::rms_norm(ctx, q.reshape({n * heads, hd}), w.q_norm, shape_.rms_eps).reshape({n, heads * hd});
     k = ops::rms_norm(ctx, k.reshape({n * kv_heads, hd}), w.k_norm, shape_.rms_eps).reshape({n, kv_heads * hd});
   }
-  const bool windowed = shape_.is_swa_layer(l);
-  const kernels::RopeParams rope{.base = windowed ? shape_.rope_base_swa : shape_.rope_base,
-                                 .dims = static_cast<int64_t>(shape_.rope_dims),
-                                 .neox = shape_.features.neox_rope,
-                                 .freq_scale = 1.0f / (windowed ? shape_.rope_scale_swa : shape_.rope_scale)};
-  q = ops::rope(ctx, q.reshape({n, heads, hd}), pos, rope, w_.rope_freqs).reshape({n, heads * hd});
-  k = ops::rope(ctx, k.reshape({n, kv_heads, hd}), pos, rope, w_.rope_freqs).reshape({n, kv_heads * hd});
-  ops::write_rows(ctx, k, kv_.k(l), pos);
-  ops::write_rows(ctx, v, kv_.v(l), pos);
-
-  const Tensor attn = attention(ctx, l, q, pos);
+  const Tensor attn = attend(ctx, l, q, k, v, entries);
   Tensor attn_out = ops::matmul(ctx, attn, w.wo);
   if (shape_.features.post_norms) attn_out = ops::rms_norm(ctx, attn_out, w.attn_post_norm, shape_.rms_eps);
   const Tensor x1 = ops::add(ctx, x, attn_out);
@@ -75,18 +114,46 @@ Tensor Transformer::layer(memory::ExecutionContext& ctx, uint32_t l, const Tenso
   return ops::add(ctx, x1, ffn_out);
 }
 
+// The part of a layer that is per sequence: RoPE at its positions, the write into its cache and
+// attention over it. One sequence's output is returned as it is; several are copied into one
+// [n, heads * head_dim] for the output projection, which reads the weights once for all of them.
+Tensor Transformer::attend(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, const Tensor& k,
+                           const Tensor& v, std::span<const BatchEntry> entries) {
+  if (entries.size() == 1) return attend_one(ctx, l, q, k, v, entries[0]);
+  const Tensor out = ctx.scope().allocate(q.shape(), GgmlType::F32, "attention out of the batch");
+  int64_t row = 0;
+  for (const BatchEntry& e : entries) {
+    const Tensor part = attend_one(ctx, l, q.rows(row, e.rows), k.rows(row, e.rows), v.rows(row, e.rows), e);
+    ops::write_rows(ctx, part, out, row);
+    row += e.rows;
+  }
+  return out;
+}
+
 // Attention over cache cells [0, pos + n), causal within the new tokens: the whole cache is passed and
 // ops::attention reads only the cells its queries can see (so a recording, where pos is a runtime
 // value, gets the same call).
-Tensor Transformer::attention(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, int64_t pos) {
-  return ops::attention(ctx, q, kv_.k(l), kv_.v(l),
+Tensor Transformer::attend_one(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, const Tensor& k,
+                               const Tensor& v, const BatchEntry& e) {
+  const int64_t n = e.rows, hd = shape_.head_dim, heads = shape_.heads, kv_heads = shape_.kv_heads;
+  const bool windowed = shape_.is_swa_layer(l);
+  const kernels::RopeParams rope{.base = windowed ? shape_.rope_base_swa : shape_.rope_base,
+                                 .dims = static_cast<int64_t>(shape_.rope_dims),
+                                 .neox = shape_.features.neox_rope,
+                                 .freq_scale = 1.0f / (windowed ? shape_.rope_scale_swa : shape_.rope_scale)};
+  const Tensor qr = ops::rope(ctx, q.reshape({n, heads, hd}), e.pos, rope, w_.rope_freqs).reshape({n, heads * hd});
+  const Tensor kr =
+      ops::rope(ctx, k.reshape({n, kv_heads, hd}), e.pos, rope, w_.rope_freqs).reshape({n, kv_heads * hd});
+  ops::write_rows(ctx, kr, e.kv->k(l), e.pos);
+  ops::write_rows(ctx, v, e.kv->v(l), e.pos);
+  return ops::attention(ctx, qr, e.kv->k(l), e.kv->v(l),
                         {.heads = shape_.heads,
                          .kv_heads = shape_.kv_heads,
                          .head_dim = shape_.head_dim,
                          .scale = shape_.attention_scale > 0 ? shape_.attention_scale
                                                              : 1.0f / std::sqrt(static_cast<float>(shape_.head_dim)),
-                         .offset = pos,
-                         .window = shape_.is_swa_layer(l) ? int64_t{shape_.sliding_window} : 0,
+                         .offset = e.pos,
+                         .window = windowed ? int64_t{shape_.sliding_window} : 0,
                          .softcap = shape_.attn_softcap});
 }
 

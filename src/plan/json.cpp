@@ -78,20 +78,27 @@ std::vector<ActivationBuffer> buffers_from(const json& a) {
 }
 
 json slab_json(const SlabPlan& s) {
-  return {{"tokens", s.tokens},         {"logit_rows", s.logit_rows},
-          {"step_bytes", s.step_bytes}, {"layer_bytes", s.layer_bytes},
+  return {{"tokens", s.tokens},           {"sequences", s.sequences},   {"logit_rows", s.logit_rows},
+          {"step_bytes", s.step_bytes},   {"layer_bytes", s.layer_bytes},
           {"step", buffers_json(s.step)}, {"layer", buffers_json(s.layer)}};
 }
 
 SlabPlan slab_from(const json& j) {
   SlabPlan s;
   s.tokens = number<uint32_t>(j, "tokens");
-  if (j.contains("logit_rows")) s.logit_rows = number<uint32_t>(j, "logit_rows");  // older plans: always 1
+  s.sequences = number_or<uint32_t>(j, "sequences", 1);     // plans written before batches: one sequence
+  s.logit_rows = number_or<uint32_t>(j, "logit_rows", 1);   // and before verification steps: one row
   s.step_bytes = number<uint64_t>(j, "step_bytes");
   s.layer_bytes = number<uint64_t>(j, "layer_bytes");
   s.step = buffers_from(j.at("step"));
   s.layer = buffers_from(j.at("layer"));
   return s;
+}
+
+json scratch_json(const ScratchPlan& s) { return {{"tensor", s.tensor}, {"rows", s.rows}, {"bytes", s.bytes}}; }
+
+ScratchPlan scratch_from(const json& s) {
+  return {s.at("tensor").get<std::string>(), number<uint32_t>(s, "rows"), number<uint64_t>(s, "bytes")};
 }
 
 json form_json(const WeightForm& f) {
@@ -193,7 +200,9 @@ std::string to_json(const MemoryPlan& p) {
   j["slots"] = p.slots;
   if (p.prefill) j["prefill_slab"] = slab_json(*p.prefill);
   if (p.verify) j["verify_slab"] = slab_json(*p.verify);
-  j["scratch"] = {{"tensor", p.scratch.tensor}, {"rows", p.scratch.rows}, {"bytes", p.scratch.bytes}};
+  j["scratch"] = scratch_json(p.scratch);
+  if (p.batch) j["batch_slab"] = slab_json(*p.batch);
+  j["batch_scratch"] = scratch_json(p.batch_scratch);
   const Totals& t = p.totals;
   j["totals"] = {{"file", t.file}, {"mapped", t.mapped}, {"heap", t.heap}, {"pages", t.pages}, {"kv", t.kv},
                  {"slab", t.slab}, {"scratch", t.scratch}, {"resident", t.resident()}};
@@ -261,10 +270,10 @@ MemoryPlan from_json(std::string_view text) {
     if (j.contains("prefill_slab")) p.prefill = slab_from(j["prefill_slab"]);
     if (j.contains("verify_slab")) p.verify = slab_from(j["verify_slab"]);
     // Plans written before the scratch was priced had none.
-    if (j.contains("scratch")) {
-      const json& s = j["scratch"];
-      p.scratch = {s.at("tensor").get<std::string>(), number<uint32_t>(s, "rows"), number<uint64_t>(s, "bytes")};
-    }
+    if (j.contains("scratch")) p.scratch = scratch_from(j["scratch"]);
+    // Plans written before batches were priced have neither.
+    if (j.contains("batch_slab")) p.batch = slab_from(j["batch_slab"]);
+    if (j.contains("batch_scratch")) p.batch_scratch = scratch_from(j["batch_scratch"]);
     const json& t = j.at("totals");
     p.totals = {number<uint64_t>(t, "file"), number<uint64_t>(t, "mapped"), number<uint64_t>(t, "heap"),
                 number<uint64_t>(t, "pages"),  number<uint64_t>(t, "kv"),     number<uint64_t>(t, "slab"),

@@ -57,7 +57,7 @@ void suggest(MemoryPlan& p, const placement::MemoryProfile& profile, const place
     // The largest power-of-two context (at least 256) whose savings cover the excess.
     for (uint32_t n_ctx = p.kv->n_ctx / 2; n_ctx >= 256; n_ctx /= 2) {
       std::optional<SlabPlan> verify;
-      if (p.verify) verify = estimate_slabs(*p.model, p.verify->tokens, n_ctx, p.verify->logit_rows);
+      if (p.verify) verify = estimate_slabs(*p.model, p.verify->tokens, n_ctx, {.every_logit = true});
       const SequencePlan smaller =
           SequencePlan::of(plan_kv(*p.model, n_ctx, p.kv->type, profile), estimate_slabs(*p.model, 1, n_ctx),
                            estimate_slabs(*p.model, p.prefill->tokens, n_ctx), p.scratch,
@@ -134,9 +134,15 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
     p.prefill = estimate_slabs(*p.model, chunk, n_ctx);
     if (options.draft_max > 0) {
       const uint32_t rows = std::min(checked_add<uint32_t>(options.draft_max, 1, "--draft-max"), n_ctx);
-      p.verify = estimate_slabs(*p.model, rows, n_ctx, rows);
+      p.verify = estimate_slabs(*p.model, rows, n_ctx, {.every_logit = true});
     }
     p.scratch = estimate_scratch(p.tensors, platform, std::max(chunk, p.verify ? p.verify->tokens : 0));
+    const uint32_t batch_rows = options.batch.value_or(chunk + p.slots - 1);
+    if (batch_rows < p.slots)
+      throw InvalidArgument(fmt::format("{}: --batch {} is fewer rows than --slots {}: each slot decodes a row per step",
+                                        p.file, batch_rows, p.slots));
+    p.batch = estimate_slabs(*p.model, batch_rows, n_ctx, {.sequences = p.slots});
+    p.batch_scratch = estimate_scratch(p.tensors, platform, batch_rows);
   }
   add_totals(p);
   p.fits = !p.budget || p.totals.resident() <= *p.budget;
@@ -162,6 +168,15 @@ SequencePlan SequencePlan::of(const KvCachePlan& kv, const SlabPlan& decode, con
 std::optional<SequencePlan> MemoryPlan::sequence() const {
   if (!kv || !decode || !prefill) return std::nullopt;
   return SequencePlan::of(*kv, *decode, *prefill, scratch, verify ? &*verify : nullptr);
+}
+
+std::optional<BatchPlan> MemoryPlan::batched() const {
+  if (!batch) return std::nullopt;
+  return BatchPlan{.rows = batch->tokens,
+                   .sequences = batch->sequences,
+                   .step_bytes = batch->step_bytes,
+                   .layer_bytes = batch->layer_bytes,
+                   .scratch_bytes = batch_scratch.bytes};
 }
 
 bool MemoryPlan::has_warning(PlanWarningKind k) const noexcept {

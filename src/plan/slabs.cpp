@@ -1,5 +1,7 @@
 #include <string>
 
+#include <fmt/format.h>
+
 #include "skainet/model/plan.hpp"
 
 namespace skainet::plan {
@@ -13,25 +15,43 @@ void add(std::vector<ActivationBuffer>& list, uint64_t& total, std::string name,
   total = checked_add(total, bytes, "slab bytes");
 }
 
+// A buffer drawn once per sequence, `floats` over all of them: each piece is rounded up to the
+// alignment on its own, so S pieces take at most S - 1 alignments more than one buffer would.
+void add_split(std::vector<ActivationBuffer>& list, uint64_t& total, std::string name, uint64_t floats,
+               uint32_t sequences) {
+  add(list, total, std::move(name), floats);
+  const uint64_t slack = checked_mul<uint64_t>(sequences - 1, kSlabAlignment, "slab alignment");
+  list.back().bytes = checked_add(list.back().bytes, slack, "activation bytes");
+  total = checked_add(total, slack, "slab bytes");
+}
+
 }  // namespace
 
 // Mirrors, buffer for buffer, what model::Transformer::forward draws from its two slabs (F32 activations).
 // A test in the model checks a real step against it, so the two cannot drift apart silently.
-SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_ctx, uint32_t logit_rows) {
+// A batch of `sequences` runs RoPE, the cache write and attention once per sequence (its rows, its
+// cache) and, with more than one, copies the attention outputs and each sequence's last row into one
+// tensor; at one sequence it is exactly the single-sequence step.
+SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_ctx, StepRows rows) {
+  const uint32_t sequences = rows.sequences;
+  if (sequences == 0 || sequences > tokens)
+    throw InvalidArgument(fmt::format("a step of {} tokens cannot hold {} sequences", tokens, sequences));
   SlabPlan s;
   s.tokens = tokens;
-  s.logit_rows = logit_rows;
-  const uint64_t rows = logit_rows;
-  const uint64_t n = tokens;
+  s.sequences = sequences;
+  s.logit_rows = rows.every_logit ? tokens : sequences;
+  const uint64_t n = tokens, seqs = sequences, kept = s.logit_rows;
   const uint64_t q_width = uint64_t{m.heads} * m.head_dim;
   const uint64_t kv_width = uint64_t{m.kv_heads} * m.head_dim;
 
   add(s.step, s.step_bytes, "embeddings [n, dim]", n * m.dim);
   if (m.features.embed_scale) add(s.step, s.step_bytes, "embeddings * sqrt(dim) [n, dim]", n * m.dim);
   for (uint32_t l = 0; l < m.layers; ++l) add(s.step, s.step_bytes, "residual of layer " + std::to_string(l) + " [n, dim]", n * m.dim);
-  add(s.step, s.step_bytes, "output norm [rows, dim]", rows * m.dim);
-  add(s.step, s.step_bytes, "logits [rows, vocab]", rows * m.vocab);
-  if (m.final_softcap > 0) add(s.step, s.step_bytes, "logits soft-capped [rows, vocab]", rows * m.vocab);
+  if (seqs > 1 && !rows.every_logit)
+    add(s.step, s.step_bytes, "last row of each sequence [sequences, dim]", seqs * m.dim);
+  add(s.step, s.step_bytes, "output norm [logit rows, dim]", kept * m.dim);
+  add(s.step, s.step_bytes, "logits [logit rows, vocab]", kept * m.vocab);
+  if (m.final_softcap > 0) add(s.step, s.step_bytes, "logits soft-capped [logit rows, vocab]", kept * m.vocab);
 
   add(s.layer, s.layer_bytes, "attn norm [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "q [n, heads*head_dim]", n * q_width);
@@ -46,10 +66,11 @@ SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_c
     add(s.layer, s.layer_bytes, "q normed per head", n * q_width);
     add(s.layer, s.layer_bytes, "k normed per head", n * kv_width);
   }
-  add(s.layer, s.layer_bytes, "q roped", n * q_width);
-  add(s.layer, s.layer_bytes, "k roped", n * kv_width);
-  add(s.layer, s.layer_bytes, "attention scores/probs [heads, n, ctx]", uint64_t{m.heads} * n * n_ctx);
-  add(s.layer, s.layer_bytes, "attention out [n, heads*head_dim]", n * q_width);
+  add_split(s.layer, s.layer_bytes, "q roped", n * q_width, sequences);
+  add_split(s.layer, s.layer_bytes, "k roped", n * kv_width, sequences);
+  add_split(s.layer, s.layer_bytes, "attention scores/probs [heads, n, ctx]", uint64_t{m.heads} * n * n_ctx, sequences);
+  add_split(s.layer, s.layer_bytes, "attention out [n, heads*head_dim]", n * q_width, sequences);
+  if (seqs > 1) add(s.layer, s.layer_bytes, "attention out of the batch [n, heads*head_dim]", n * q_width);
   add(s.layer, s.layer_bytes, "attn output proj [n, dim]", n * m.dim);
   if (m.features.post_norms) add(s.layer, s.layer_bytes, "attn post norm [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "residual [n, dim]", n * m.dim);

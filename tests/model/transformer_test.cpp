@@ -92,7 +92,7 @@ TEST(Transformer, SlabUseMatchesThePlanExactly) {
 // A speculative verification (every row's logits) draws what the plan prices for it, buffer for buffer.
 TEST(Transformer, VerificationSlabUseMatchesThePlanExactly) {
   Fixture f(kStories);
-  const plan::SlabPlan verify = plan::estimate_slabs(*f.plan.model, 17, 256, 17);
+  const plan::SlabPlan verify = plan::estimate_slabs(*f.plan.model, 17, 256, {.every_logit = true});
   memory::ExecutionContext ctx(1);
   memory::ForwardScope step({.slab_bytes = verify.step_bytes});
   const std::vector<int32_t> tokens(17, 7);
@@ -111,7 +111,7 @@ TEST(Transformer, VerificationSlabUseMatchesThePlanExactly) {
 TEST(Transformer, EveryRowOfAPassIsTheDecodeStepAtItsPosition) {
   Fixture f(kStories);
   memory::ExecutionContext ctx(2);
-  memory::ForwardScope step({.slab_bytes = plan::estimate_slabs(*f.plan.model, 64, 256, 64).step_bytes});
+  memory::ForwardScope step({.slab_bytes = plan::estimate_slabs(*f.plan.model, 64, 256, {.every_logit = true}).step_bytes});
   const std::vector<int32_t> prefix = {1, 403, 407}, tokens = {261, 378, 29, 300, 411, 98, 7, 260, 402, 33, 5};
   ctx.step(step, [&] { f.llama->forward(ctx, prefix, 0); });
   std::vector<float> rows;

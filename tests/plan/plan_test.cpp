@@ -178,6 +178,33 @@ TEST(Plan, SequencePlanHoldsTheLargerSlabsAndTheTotalsCountIt) {
   EXPECT_FALSE(make_plan(vocab, profile, placement::Platform::detect(), {}, {}).sequence()) << "no model, no sequence";
 }
 
+// A batched step over the slots (generate::Batch) is priced beside the totals: by default one
+// sequence's prefill chunk beside a decode row of every other slot; at one sequence and the chunk's
+// rows it is the prefill slab itself, and it grows by each extra sequence's alignment and logits row.
+TEST(Plan, BatchPricesItsRowsAndSequences) {
+  const auto profile = placement::MemoryProfile::preset("default");
+  const MemoryPlan one = plan_stories(profile, {.n_ctx = 256, .prefill_chunk = 16});
+  ASSERT_TRUE(one.batched());
+  EXPECT_EQ(*one.batch, *one.prefill) << "one slot: the batch is a prefill chunk";
+  const MemoryPlan four = plan_stories(profile, {.n_ctx = 256, .prefill_chunk = 16, .slots = 4});
+  const std::optional<BatchPlan> b = four.batched();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->rows, 16u + 3u);
+  EXPECT_EQ(b->sequences, 4u);
+  EXPECT_EQ(b->step_bytes, four.batch->step_bytes);
+  EXPECT_EQ(b->scratch_bytes, four.batch_scratch.bytes);
+  EXPECT_EQ(four.totals.slab, 4 * four.sequence()->slab_bytes()) << "the totals are serve's as it runs today";
+  const SlabPlan alone = estimate_slabs(*four.model, 19, 256);
+  EXPECT_GT(b->step_bytes, alone.step_bytes) << "a logits row per sequence";
+  EXPECT_GT(b->layer_bytes, alone.layer_bytes) << "the attention out of the batch, each sequence aligned";
+  EXPECT_EQ(from_json(to_json(four)), four);
+  EXPECT_NE(render_text(four).find("batch     19 rows of up to 4 sequences"), std::string::npos) << render_text(four);
+
+  EXPECT_EQ(plan_stories(profile, {.n_ctx = 256, .slots = 4, .batch = 4}).batched()->rows, 4u);
+  EXPECT_THROW(plan_stories(profile, {.n_ctx = 256, .slots = 4, .batch = 3}), InvalidArgument);
+  EXPECT_THROW(estimate_slabs(*four.model, 2, 256, {.sequences = 3}), InvalidArgument);
+}
+
 // The matmul scratch is priced from the platform's kernels: the widest weight a matmul reads, at the
 // prefill chunk (here a stand-in kernel that prepares F32 rows as k bytes each), per slot.
 TEST(Plan, ScratchIsTheWidestMatmulAtThePrefillChunk) {

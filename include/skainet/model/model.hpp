@@ -11,6 +11,14 @@
 //     next = sampler.sample(logits.data<float>());              // read it before the step ends
 //   });
 //
+// A batch (generate::Batch does this wiring): one pass over the next tokens of several sequences, each
+// with its own KV cache and position; the weights are read once for all their rows.
+//
+//   model::Transformer shared(shape, model::TransformerWeights::bind(loaded, shape), batch.layer_bytes);
+//   const int32_t tokens[] = {a_next, b0, b1, b2};                 // the sequences' rows, concatenated
+//   const model::BatchEntry entries[] = {{&kv_a, 17, 1}, {&kv_b, 0, 3}};
+//   Tensor logits = shared.forward(ctx, tokens, entries);          // [2, vocab]: row i is entry i's last
+//
 // Memory contract (plan::estimate_slabs mirrors it buffer for buffer): the step scope — the context's
 // active scope when forward() is called — receives the embeddings, one retained residual per layer,
 // the final norm and the logits; everything else lives in the layer slab, reset after each layer.
@@ -48,28 +56,53 @@ struct TransformerWeights {
 // counted as overflow, as any demand the plan did not foresee.
 enum class Logits : uint8_t { Last, All };
 
+// One sequence's rows in a forward pass: `rows` consecutive tokens at positions [pos, pos + rows),
+// written into and attending over `kv`.
+struct BatchEntry {
+  load::KvCacheStore* kv = nullptr;
+  int64_t pos = 0;
+  int64_t rows = 0;
+};
+
 class Transformer {
  public:
+  // Bound to one sequence's cache, for forward(tokens, pos).
   Transformer(arch::ModelShape shape, TransformerWeights weights, load::KvCacheStore& kv, uint64_t layer_slab_bytes);
+  // Bound to no cache: each forward(tokens, entries) names the caches it runs over.
+  Transformer(arch::ModelShape shape, TransformerWeights weights, uint64_t layer_slab_bytes);
 
   // Runs `tokens` at positions [pos, pos + n): writes their K/V into the cache and returns the logits
   // of the last token, F32 [1, vocab] (or of every token, [n, vocab]), drawn from the active scope.
   // Throws InvalidArgument when the context would overflow (naming pos, n and n_ctx) — the cache is
   // never written past its end.
+  // The bound cache's forward: the batch of one entry {kv, pos, tokens.size()}.
   Tensor forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens, int64_t pos,
+                 Logits which = Logits::Last);
+  // The rows of every entry, concatenated in `tokens` (entry i's rows follow entry i - 1's): each
+  // row's RoPE at its own position, attention per entry over its own cache. Returns F32
+  // [entries.size(), vocab], row i the logits of entry i's last token (or [tokens.size(), vocab] for
+  // Logits::All). InvalidArgument, naming the entry, for a null or repeated cache, an entry of no
+  // rows, rows that do not add up to the tokens, or a context overflow; nothing is written then.
+  Tensor forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens, std::span<const BatchEntry> entries,
                  Logits which = Logits::Last);
 
   const arch::ModelShape& shape() const noexcept { return shape_; }
-  uint32_t n_ctx() const noexcept { return kv_.n_ctx(); }
+  // The bound cache's context (InvalidArgument for a Transformer bound to none).
+  uint32_t n_ctx() const;
   const memory::ForwardStats& layer_stats() const noexcept { return layer_scope_.stats(); }
 
  private:
-  Tensor layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, int64_t pos);
-  Tensor attention(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, int64_t pos);
+  void check(std::span<const int32_t> tokens, std::span<const BatchEntry> entries) const;
+  Tensor layer(memory::ExecutionContext& ctx, uint32_t l, const Tensor& x, std::span<const BatchEntry> entries);
+  Tensor attend(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, const Tensor& k, const Tensor& v,
+                std::span<const BatchEntry> entries);
+  Tensor attend_one(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, const Tensor& k, const Tensor& v,
+                    const BatchEntry& e);
+  Tensor last_rows(memory::ExecutionContext& ctx, const Tensor& x, std::span<const BatchEntry> entries);
 
   arch::ModelShape shape_;
   TransformerWeights w_;
-  load::KvCacheStore& kv_;
+  load::KvCacheStore* kv_;  // null: batches only
   memory::ForwardScope layer_scope_;
 };
 

@@ -41,16 +41,24 @@ struct ActivationBuffer {
 // residual having been retained into the step slab. This is the contract the model code keeps.
 struct SlabPlan {
   uint32_t tokens = 0;
-  uint32_t logit_rows = 1;  // rows whose logits the step keeps: 1, or every token (a speculative verification)
+  // The sequences those tokens belong to: a batched step runs RoPE and attention per sequence (their
+  // buffers each rounded to the slab alignment) and keeps one row of logits for each.
+  uint32_t sequences = 1;
+  uint32_t logit_rows = 1;  // rows whose logits the step keeps: one per sequence, or every token
   std::vector<ActivationBuffer> step;
   std::vector<ActivationBuffer> layer;
   uint64_t step_bytes = 0, layer_bytes = 0;
   uint64_t total() const noexcept { return step_bytes + layer_bytes; }
   friend bool operator==(const SlabPlan&, const SlabPlan&) = default;
 };
-// logit_rows: 1 (generation samples the last token) or `tokens` (model::Logits::All: a speculative
-// draft is verified by sampling every row).
-SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_ctx, uint32_t logit_rows = 1);
+// What a step's tokens are beyond their count: the sequences they belong to, and whether the step
+// keeps every row's logits (model::Logits::All: a speculative draft is verified by sampling each row)
+// or one row per sequence (generation samples each sequence's last token).
+struct StepRows {
+  uint32_t sequences = 1;
+  bool every_logit = false;
+};
+SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_ctx, StepRows rows = {});
 
 // The matmul scratch of one slot: the activation a matmul prepares once per call (quantized to 8
 // bits, or split for the BF16 tiles) before its weight rows read it. Sized for the largest call the
@@ -79,6 +87,16 @@ struct SequencePlan {
   static SequencePlan of(const KvCachePlan& kv, const SlabPlan& decode, const SlabPlan& prefill,
                          const ScratchPlan& scratch, const SlabPlan* verify = nullptr);
   friend bool operator==(const SequencePlan&, const SequencePlan&) = default;
+};
+
+// What one batched forward pass shares among the sequences it advances (generate::Batch): up to
+// `rows` tokens of up to `sequences` sequences per step, the slabs and the matmul scratch sized for
+// them. Each sequence keeps its own KV cache (SequencePlan::kv).
+struct BatchPlan {
+  uint32_t rows = 0, sequences = 0;
+  uint64_t step_bytes = 0, layer_bytes = 0, scratch_bytes = 0;
+  uint64_t slab_bytes() const noexcept { return step_bytes + layer_bytes; }
+  friend bool operator==(const BatchPlan&, const BatchPlan&) = default;
 };
 
 struct Totals {
@@ -123,6 +141,9 @@ struct PlanOptions {
   // Sequences served at once (`skainet serve --slots N`): each has its own KV cache and slabs, so the
   // totals carry N of each; the weights are shared.
   uint32_t slots = 1;
+  // Rows of a batched step (`--batch`), at least `slots` (a decode row for each); unset: one
+  // sequence's prefill chunk joining a decode row of every other slot, prefill chunk + slots - 1.
+  std::optional<uint32_t> batch;
 };
 
 struct MemoryPlan {
@@ -137,6 +158,10 @@ struct MemoryPlan {
   std::optional<SlabPlan> verify;           // one slot's speculative verification step (PlanOptions::draft_max)
   ScratchPlan scratch;                      // one slot's matmul scratch
   uint32_t slots = 1;                     // totals.kv, .slab and .scratch hold this many of each
+  // A batched step over the slots (rows = PlanOptions::batch, sequences = slots) and its scratch:
+  // priced beside the totals, not in them, while serve runs each slot's pass apart.
+  std::optional<SlabPlan> batch;
+  ScratchPlan batch_scratch;
   Totals totals;
   std::optional<uint64_t> budget;
   bool fits = true;
@@ -145,6 +170,8 @@ struct MemoryPlan {
   bool has_warning(PlanWarningKind k) const noexcept;
   // One sequence's final sizes, from kv, decode, prefill and scratch (absent without a model).
   std::optional<SequencePlan> sequence() const;
+  // The batch's final sizes, from batch and batch_scratch (absent without a model).
+  std::optional<BatchPlan> batched() const;
   friend bool operator==(const MemoryPlan&, const MemoryPlan&) = default;
 };
 

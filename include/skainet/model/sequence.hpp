@@ -12,7 +12,8 @@
 // Per sequence: the KV cache, the sampler's history and the generator's positions. The weights are
 // shared by every sequence; the slabs (the layer slab inside `llama`, the step slab inside
 // `generator`) and the context's scratch are what one forward pass draws from, one set per sequence
-// while each sequence runs its own pass (docs/architecture.md, "Sequence": how N would share one).
+// while each sequence runs its own pass; a generate::Batch steps several sequences on one set of its
+// own, using only their KV caches and samplers (docs/architecture.md, "Sequence").
 #pragma once
 
 #include "skainet/model/generate.hpp"

@@ -1,0 +1,86 @@
+// skainet::generate::Batch — continuous batching: N generate::Sequences advanced by one forward pass
+// per step, the weights read once for all their rows. Each step every active sequence brings its next
+// token (decode) or the next chunk of its prompt (prefill joins running decodes, in the rows the
+// decodes leave); each samples its next token from its own row with its own sampler. The batch owns
+// what a pass draws from — the layer slab (in its model::Transformer bound to no cache), the step
+// slab and the execution context with the matmul scratch — sized by the plan's BatchPlan; a sequence
+// brings only its KV cache and sampler (docs/architecture.md, "Sequence").
+//
+//   generate::Batch batch(engine.plan, engine.loaded, *engine.tokenizer, threads);
+//   for (auto& s : seqs) s->sample_with({.temperature = 0}), batch.add(*s, prompt, {.max_tokens = 64});
+//   while (batch.active())
+//     for (const generate::Batch::Sampled& t : batch.step()) out[t.slot].push_back(t.token);
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "skainet/model/sequence.hpp"
+
+namespace skainet::generate {
+
+class Batch {
+ public:
+  // A token a sequence sampled in a step; `slot` is what add() returned for it.
+  struct Sampled {
+    uint32_t slot = 0;
+    int32_t token = -1;
+  };
+  // Where one sequence stands. The prompt is the caller's and must outlive the generation.
+  struct Slot {
+    Sequence* seq = nullptr;
+    std::span<const int32_t> prompt;
+    int64_t prompt_done = 0;  // prompt tokens in the cache
+    int64_t pos = 0;          // position of the next row
+    int32_t next = -1;        // the token its next decode row runs
+    int32_t generated = 0, max_tokens = 0;
+    bool stop_at_eos = true, active = false;
+    StopReason stop = StopReason::MaxTokens;  // why it finished, once it has
+  };
+
+  // `plan` must carry a batch (MemoryPlan::batched()); the weights are `loaded`'s, shared with the
+  // sequences the batch steps (built from the same plan).
+  Batch(const plan::MemoryPlan& plan, const load::LoadedModel& loaded, const text::Tokenizer& tokenizer,
+        int threads);
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+
+  // Starts `seq` on `prompt` in a free slot (one no sequence occupies, or whose sequence finished)
+  // and returns the slot. Its sampler is reset and shown the prompt, as Generator does; it uses the
+  // sequence's KV cache and sampler only. InvalidArgument when every slot is busy, the prompt is
+  // empty or leaves its context no room, or the sequence is already in the batch. The batch works in
+  // tokens: of `options` it reads max_tokens and stop_at_eos (text, stop strings: the caller's).
+  uint32_t add(Sequence& seq, std::span<const int32_t> prompt, const Options& options);
+
+  // One forward pass over every active sequence: decode rows first, then prompt chunks in the rows
+  // left. Returns the tokens sampled (by sequences that decoded or finished their prompt), valid
+  // until the next step; empty when no sequence is active. Allocates nothing.
+  std::span<const Sampled> step();
+
+  bool active() const noexcept;
+  const Slot& slot(uint32_t i) const { return slots_.at(i); }
+  const plan::BatchPlan& plan() const noexcept { return plan_; }
+  const memory::ForwardStats& step_stats() const noexcept { return step_.stats(); }
+  const memory::ForwardStats& layer_stats() const noexcept { return model_.layer_stats(); }
+  const memory::ExecutionContext& context() const noexcept { return ctx_; }
+
+ private:
+  void gather_rows();
+  void sample(const Tensor& logits);
+
+  plan::BatchPlan plan_;
+  const text::Tokenizer& tokenizer_;
+  model::Transformer model_;
+  memory::ExecutionContext ctx_;
+  memory::ForwardScope step_;
+  std::vector<Slot> slots_;
+  // Filled each step, sized once: the rows' tokens, one entry per stepping slot, what was sampled.
+  std::vector<int32_t> tokens_;
+  std::vector<model::BatchEntry> entries_;
+  std::vector<uint32_t> entry_slot_;
+  std::vector<Sampled> sampled_;
+  size_t n_tokens_ = 0, n_entries_ = 0, n_sampled_ = 0;
+};
+
+}  // namespace skainet::generate
