@@ -18,6 +18,8 @@ import statistics
 import subprocess
 import time
 
+from serve_throughput import wait_healthy  # the same start-up wait as the throughput bench
+
 WORDS = ("the little dog ran to the park and saw a big red ball under a tree so he barked at it and a girl "
          "named Lily came to play with him in the warm sun until the sky was dark and they went home ").split()
 OPENERS = ["Lily", "Tom", "Ben", "Sue", "Max", "Anna", "Sam", "Mia", "Joe", "Zoe", "Tim", "Amy"]
@@ -58,22 +60,6 @@ def prompt_tokens(skainet, model, prompt):
     out = subprocess.run([skainet, "tokenize", "-m", model, "-p", prompt, "--ids"], check=True,
                          capture_output=True, text=True).stdout
     return len(json.loads(out))
-
-
-def wait_healthy(port, proc, seconds=300):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("the server exited")
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            c.request("GET", "/health")
-            if c.getresponse().status == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError("the server did not become healthy")
 
 
 def prefix_for(args, opener):
