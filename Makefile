@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 BUILD := build/$(PRESET)
 SKAINET := $(BUILD)/skainet
 
-.PHONY: setup configure build demo test test-slow test-asan test-tsan test-peer fuzz bench clean
+.PHONY: setup configure build demo test test-slow test-asan test-tsan test-peer fuzz bench format clean
 
 setup:
 	@bash scripts/setup.sh
@@ -67,6 +67,11 @@ bench-serve: build
 
 fuzz:
 	@bash scripts/fuzz.sh
+
+# Lays out every tracked C++ file by .clang-format (not part of setup: the layout was made with
+# Debian's clang-format 14, and another version may move lines).
+format:
+	@git ls-files '*.cpp' '*.hpp' '*.h' | xargs clang-format -i
 
 clean:
 	rm -rf build/release build/debug build/asan build/tsan build/fuzz build/demo

@@ -69,9 +69,10 @@ void attend_values_of(const Attend& a, int64_t h, int64_t d0, const float* vb, i
   const int64_t hd = a.head_dim;
   __m256 acc[R][V];
   SKAINET_UNROLL
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) {
     SKAINET_UNROLL
     for (int v = 0; v < V; ++v) acc[r][v] = _mm256_loadu_ps(a.out + (h + r) * hd + d0 + 8 * v);
+  }
   const float* p = a.scores + h * a.scores_stride + j0;
   for (int64_t j = 0; j < m; ++j) {
     __m256 val[V];
@@ -85,9 +86,10 @@ void attend_values_of(const Attend& a, int64_t h, int64_t d0, const float* vb, i
     }
   }
   SKAINET_UNROLL
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) {
     SKAINET_UNROLL
     for (int v = 0; v < V; ++v) _mm256_storeu_ps(a.out + (h + r) * hd + d0 + 8 * v, acc[r][v]);
+  }
 }
 
 template <int R>

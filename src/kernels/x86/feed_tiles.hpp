@@ -102,7 +102,7 @@ void feed_tile_q4_k(const std::byte* group, int64_t blocks, const std::byte* x, 
       for (int sb = 0; sb < 8; ++sb) acc[j] = _mm512_fnmadd_ps(dmn[sb], _mm512_set1_ps(ds16[2 * sb] + ds16[2 * sb + 1]), acc[j]);
     }
     const std::byte* q = p + FeedQ4_K::kHeadBytes;
-    _Pragma("GCC unroll 1")
+    SKAINET_NO_UNROLL
     for (int sb = 0; sb < 8; ++sb) {
       const int g = sb / 2, shift = 4 * (sb % 2);
       __m512i v[8];
@@ -238,9 +238,10 @@ template <class F, int RX>
 void feed_tile(const std::byte* group, int64_t blocks, const std::byte* x, int64_t x_stride, const ActLayout& L,
                __m256 (&acc)[2][RX]) noexcept {
   SKAINET_UNROLL
-  for (int h = 0; h < 2; ++h)
+  for (int h = 0; h < 2; ++h) {
     SKAINET_UNROLL
     for (int j = 0; j < RX; ++j) acc[h][j] = _mm256_setzero_ps();
+  }
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* p = group + b * F::kGroupBlock;
     if constexpr (RX == 1) prefetch_ahead(p, F::kGroupBlock);
@@ -299,9 +300,10 @@ void feed_tile_q4_k(const std::byte* group, int64_t blocks, const std::byte* x, 
                     __m256 (&acc)[2][RX]) noexcept {
   const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
   SKAINET_UNROLL
-  for (int h = 0; h < 2; ++h)
+  for (int h = 0; h < 2; ++h) {
     SKAINET_UNROLL
     for (int j = 0; j < RX; ++j) acc[h][j] = _mm256_setzero_ps();
+  }
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* p = group + b * FeedQ4_K::kGroupBlock;
     if constexpr (RX == 1) prefetch_ahead(p, FeedQ4_K::kGroupBlock);
@@ -317,7 +319,7 @@ void feed_tile_q4_k(const std::byte* group, int64_t blocks, const std::byte* x, 
         for (int sb = 0; sb < 8; ++sb)
           acc[h][j] = _mm256_fnmadd_ps(dmn[sb], _mm256_set1_ps(ds16[2 * sb] + ds16[2 * sb + 1]), acc[h][j]);
       }
-      _Pragma("GCC unroll 1")
+      SKAINET_NO_UNROLL
       for (int sb = 0; sb < 8; ++sb) {
         const int g = sb / 2, shift = 4 * (sb % 2);
         __m256i v[8];
@@ -347,9 +349,10 @@ void feed_tile_q6_k(const std::byte* group, int64_t blocks, const std::byte* x, 
                     __m256 (&acc)[2][RX]) noexcept {
   const __m256i low4 = _mm256_set1_epi8(0x0f), low2 = _mm256_set1_epi8(0x03), ones = _mm256_set1_epi16(1);
   SKAINET_UNROLL
-  for (int h2 = 0; h2 < 2; ++h2)
+  for (int h2 = 0; h2 < 2; ++h2) {
     SKAINET_UNROLL
     for (int j = 0; j < RX; ++j) acc[h2][j] = _mm256_setzero_ps();
+  }
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* p = group + b * FeedQ6_K::kGroupBlock;
     if constexpr (RX == 1) prefetch_ahead(p, FeedQ6_K::kGroupBlock);

@@ -19,6 +19,8 @@
 // The ISA units' tile loops must be fully unrolled for the accumulators to live in registers (GCC
 // keeps an array of vectors in memory otherwise).
 #define SKAINET_UNROLL _Pragma("GCC unroll 16")
+// A loop whose unrolled steps would hoist their loads and spill the accumulators.
+#define SKAINET_NO_UNROLL _Pragma("GCC unroll 1")
 
 namespace skainet::kernels::x86 {
 

@@ -162,17 +162,19 @@ void multiply_k_rows(const DecodedK<S, RW>& t, const std::byte* x, int64_t x_str
   constexpr int64_t kScales = DecodedK<S, RW>::kScales;
   typename Vec::F acc[RW][RX];
   SKAINET_UNROLL
-  for (int i = 0; i < RW; ++i)
+  for (int i = 0; i < RW; ++i) {
     SKAINET_UNROLL
     for (int j = 0; j < RX; ++j) acc[i][j] = Vec::zero();
+  }
   for (int64_t b = t.b0; b < t.b1; ++b) {
     const int64_t jb = b - t.b0;
     typename S::I sumi[RW][RX];
     SKAINET_UNROLL
-    for (int i = 0; i < RW; ++i)
+    for (int i = 0; i < RW; ++i) {
       SKAINET_UNROLL
       for (int j = 0; j < RX; ++j) sumi[i][j] = S::zero();
-    _Pragma("GCC unroll 1")  // unrolled, the steps' loads are hoisted and the accumulators spill
+    }
+    SKAINET_NO_UNROLL  // unrolled, the steps' loads are hoisted and the accumulators spill
     for (int e = 0; e < 256; e += S::kElems) {
       typename S::I q[RW];
       SKAINET_UNROLL

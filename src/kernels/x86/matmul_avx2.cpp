@@ -70,9 +70,10 @@ void tile_dense(const std::byte* w, int64_t w_stride, const std::byte* x, int64_
                 float* out) noexcept {
   __m256 acc[2][4];
   SKAINET_UNROLL
-  for (int i = 0; i < 2; ++i)
+  for (int i = 0; i < 2; ++i) {
     SKAINET_UNROLL
     for (int j = 0; j < 4; ++j) acc[i][j] = _mm256_setzero_ps();
+  }
   const int64_t kv = k - k % 8;
   for (int64_t e = 0; e < kv; e += 8) {
     const __m256 w0 = W::at(w, e), w1 = W::at(w + w_stride, e);
@@ -84,13 +85,14 @@ void tile_dense(const std::byte* w, int64_t w_stride, const std::byte* x, int64_
     }
   }
   SKAINET_UNROLL
-  for (int i = 0; i < 2; ++i)
+  for (int i = 0; i < 2; ++i) {
     SKAINET_UNROLL
     for (int j = 0; j < 4; ++j) {
       float tail = 0.0f;
       for (int64_t e = kv; e < k; ++e) tail += W::one(w + i * w_stride, e) * reinterpret_cast<const float*>(x + j * x_stride)[e];
       out[i * 4 + j] = hsum(acc[i][j]) + tail;
     }
+  }
 }
 
 // GemmT on up to 2 x rows and 32 output columns at a time (4 vectors; 16 registers hold 8
@@ -99,9 +101,10 @@ template <class W, int R>
 void gemm_t_rows(const GemmT& g, int64_t r0, int64_t o0, int vecs) noexcept {
   __m256 acc[R][4];
   SKAINET_UNROLL
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) {
     SKAINET_UNROLL
     for (int v = 0; v < 4; ++v) acc[r][v] = _mm256_setzero_ps();
+  }
   const std::byte* x0 = g.x + r0 * g.x_stride;
   for (int64_t c = 0; c < g.k; ++c) {
     const std::byte* wc = g.w + c * g.w_stride;

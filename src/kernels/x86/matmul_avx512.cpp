@@ -101,9 +101,10 @@ void tile_dense(const std::byte* w, int64_t w_stride, const std::byte* x, int64_
                 float* out) noexcept {
   __m512 acc[4][4];
   SKAINET_UNROLL
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 4; ++i) {
     SKAINET_UNROLL
     for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_setzero_ps();
+  }
   for (int64_t e = 0; e < k; e += 16) {
     const __mmask16 m = tail_mask(k - e);
     __m512 wv[4];
@@ -117,9 +118,10 @@ void tile_dense(const std::byte* w, int64_t w_stride, const std::byte* x, int64_
     }
   }
   SKAINET_UNROLL
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 4; ++i) {
     SKAINET_UNROLL
     for (int j = 0; j < 4; ++j) out[i * 4 + j] = Vec::sum(acc[i][j]);
+  }
 }
 
 // F16/BF16 weights against several x rows (prefill): a tile of 6 weight rows is converted to floats
@@ -137,9 +139,10 @@ void multiply_converted(const float (&wf)[kConvertedRows][kConvertedChunk], int6
   constexpr int RW = kConvertedRows;
   __m512 acc[RW][RX];
   SKAINET_UNROLL
-  for (int i = 0; i < RW; ++i)
+  for (int i = 0; i < RW; ++i) {
     SKAINET_UNROLL
     for (int j = 0; j < RX; ++j) acc[i][j] = _mm512_setzero_ps();
+  }
   for (int64_t e = 0; e < len; e += 16) {
     const __mmask16 m = tail_mask(len - e);
     __m512 xv[RX];
@@ -235,9 +238,10 @@ template <class W, int R>
 void gemm_t_rows(const GemmT& g, int64_t r0, int64_t o0, const __mmask16 (&m)[4]) noexcept {
   __m512 acc[R][4];
   SKAINET_UNROLL
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) {
     SKAINET_UNROLL
     for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
   const std::byte* x0 = g.x + r0 * g.x_stride;
   for (int64_t c = 0; c < g.k; ++c) {
     const std::byte* wc = g.w + c * g.w_stride;
@@ -252,10 +256,11 @@ void gemm_t_rows(const GemmT& g, int64_t r0, int64_t o0, const __mmask16 (&m)[4]
     }
   }
   SKAINET_UNROLL
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) {
     SKAINET_UNROLL
     for (int v = 0; v < 4; ++v)
       _mm512_mask_storeu_ps(reinterpret_cast<float*>(g.out + (r0 + r) * g.out_row) + o0 + 16 * v, m[v], acc[r][v]);
+  }
 }
 
 template <class W>

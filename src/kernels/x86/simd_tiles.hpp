@@ -132,13 +132,14 @@ inline float dot_floats(const float* a, const float* b, int64_t n) noexcept {
 template <int RW, int RX>
 void store_sums(const typename Vec::F (&acc)[RW][RX], float* out, int64_t out_row, bool first) noexcept {
   SKAINET_UNROLL
-  for (int j = 0; j < RX; ++j)
+  for (int j = 0; j < RX; ++j) {
     SKAINET_UNROLL
     for (int i = 0; i < RW; ++i) {
       const float v = Vec::sum(acc[i][j]);
       float& o = out[j * out_row + i];
       o = first ? v : o + v;
     }
+  }
 }
 
 // RW weight rows' blocks [b0, b0 + steps * kBlocks), decoded once: quants ready for the integer dot,
@@ -182,9 +183,10 @@ void multiply_rows(const DecodedRows<RW>& t, const std::byte* x, int64_t x_strid
   constexpr bool kSigned = is_signed<D>();
   typename Vec::F acc[RW][RX];
   SKAINET_UNROLL
-  for (int i = 0; i < RW; ++i)
+  for (int i = 0; i < RW; ++i) {
     SKAINET_UNROLL
     for (int j = 0; j < RX; ++j) acc[i][j] = Vec::zero();
+  }
   for (int64_t b = t.b0, step = 0; b < t.b1; b += Vec::kBlocks, ++step) {
     const int blocks = static_cast<int>(std::min<int64_t>(Vec::kBlocks, t.b1 - b));
     SKAINET_UNROLL
