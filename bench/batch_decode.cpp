@@ -27,9 +27,9 @@ std::vector<int32_t> prompt_of(const text::Tokenizer& tok, int i) {
 double one_at_a_time(generate::Engine& e, generate::Sequence& seq, int n, int tokens) {
   double seconds = 0;
   for (int i = 0; i < n; ++i) {
-    const generate::Stats s = seq.sample_with({.temperature = 0.0f})
-                                  .generate_ids(prompt_of(*e.tokenizer, i),
-                                                {.max_tokens = tokens, .stop_at_eos = false}, nullptr);
+    const generate::Stats s =
+        seq.sample_with({.temperature = 0.0f})
+            .generate_ids(prompt_of(*e.tokenizer, i), {.max_tokens = tokens, .stop_at_eos = false}, nullptr);
     seconds += s.decode_seconds;
   }
   return n * (tokens - 1) / seconds;

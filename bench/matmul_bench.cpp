@@ -30,8 +30,8 @@ void run(benchmark::State& state, const kernels::KernelTable* table, GgmlType ty
   const Tensor file = ctx.from_floats(wv, Shape{out, k}, type);
   std::vector<std::byte> fed(order == BlockOrder::RowMajor ? 0 : file.nbytes());
   if (!fed.empty()) kernels::ref::repack_rows(type, order, file.raw(), fed.data(), out, k);
-  const Tensor w = fed.empty() ? file
-                               : Tensor(Storage::borrow(fed.data(), fed.size(), false, "w"), Shape{out, k}, type, 0, order);
+  const Tensor w =
+      fed.empty() ? file : Tensor(Storage::borrow(fed.data(), fed.size(), false, "w"), Shape{out, k}, type, 0, order);
   const Tensor x = ctx.from_floats(xv, Shape{n, k}, GgmlType::F32);
   const Tensor y = ctx.empty(Shape{n, out});
   for (auto _ : state) {
@@ -45,10 +45,9 @@ void run(benchmark::State& state, const kernels::KernelTable* table, GgmlType ty
 }  // namespace
 
 int main(int argc, char** argv) {
-  const GgmlType types[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                            GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                            GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K,
-                            GgmlType::Q3_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
+  const GgmlType types[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,   GgmlType::Q4_0,
+                            GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,   GgmlType::Q5_K,
+                            GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
   for (kernels::IsaLevel level : kernels::kIsaLevels) {
     const kernels::KernelTable* table = kernels::table_for(level);
     if (!table) continue;
@@ -61,8 +60,9 @@ int main(int argc, char** argv) {
             const std::string name = std::string(type_name(t)) + "/k2048/out" + std::to_string(out) + "/n" +
                                      std::to_string(n) + "/" + kernels::isa_level_name(level) +
                                      (order == BlockOrder::RowMajor ? "" : "/feed");
-            benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { run(s, table, t, order, n, 2048, out); })
-                ->Unit(benchmark::kMicrosecond);
+            benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
+              run(s, table, t, order, n, 2048, out);
+            })->Unit(benchmark::kMicrosecond);
           }
   }
   benchmark::Initialize(&argc, argv);

@@ -11,12 +11,24 @@ namespace skainet::arch {
 namespace {
 
 constexpr std::array<std::string_view, 19> kKeySuffix = {
-    "context_length",        "embedding_length",           "block_count",
-    "feed_forward_length",   "attention.head_count",       "attention.head_count_kv",
-    "attention.key_length",  "attention.value_length",     "attention.layer_norm_rms_epsilon",
-    "rope.dimension_count",  "rope.freq_base",             "rope.scaling.type",
-    "rope.scaling.factor",   "vocab_size",                 "attention.sliding_window",
-    "attention.sliding_window_pattern", "rope.freq_base_swa", "attn_logit_softcapping",
+    "context_length",
+    "embedding_length",
+    "block_count",
+    "feed_forward_length",
+    "attention.head_count",
+    "attention.head_count_kv",
+    "attention.key_length",
+    "attention.value_length",
+    "attention.layer_norm_rms_epsilon",
+    "rope.dimension_count",
+    "rope.freq_base",
+    "rope.scaling.type",
+    "rope.scaling.factor",
+    "vocab_size",
+    "attention.sliding_window",
+    "attention.sliding_window_pattern",
+    "rope.freq_base_swa",
+    "attn_logit_softcapping",
     "final_logit_softcapping",
 };
 static_assert(kKeySuffix.size() == static_cast<size_t>(Key::FinalLogitSoftcapping) + 1);

@@ -64,7 +64,9 @@ std::string dims_text(const std::vector<uint64_t>& d) { return fmt::format("[{}]
 std::string_view role_name(Role r) noexcept { return row_of(r).name; }
 std::string_view unsupported_feature(Role r) noexcept { return row_of(r).unsupported; }
 bool is_layer_role(Role r) noexcept { return row_of(r).per_layer; }
-std::string layer_tensor_name(uint32_t layer, Role r) { return fmt::format("{}{}.{}", kLayerPrefix, layer, role_name(r)); }
+std::string layer_tensor_name(uint32_t layer, Role r) {
+  return fmt::format("{}{}.{}", kLayerPrefix, layer, role_name(r));
+}
 
 // "blk.N.rest" -> (N, rest); nullopt for any other name.
 std::optional<std::pair<uint32_t, std::string_view>> split_layer(std::string_view name) noexcept {
@@ -111,8 +113,9 @@ std::vector<TensorSpec> layer_tensors(const ModelShape& s) {
   if (f.fused_qkv) {
     t.push_back({Role::AttnQkv, {d, q + 2 * kv}});
   } else {
-    for (const auto& [weight, bias, width] :
-         {std::tuple{Role::AttnQ, Role::AttnQBias, q}, {Role::AttnK, Role::AttnKBias, kv}, {Role::AttnV, Role::AttnVBias, kv}}) {
+    for (const auto& [weight, bias, width] : {std::tuple{Role::AttnQ, Role::AttnQBias, q},
+                                              {Role::AttnK, Role::AttnKBias, kv},
+                                              {Role::AttnV, Role::AttnVBias, kv}}) {
       t.push_back({weight, {d, width}});
       if (f.qkv_bias) t.push_back({bias, {width}});
     }
@@ -124,7 +127,8 @@ std::vector<TensorSpec> layer_tensors(const ModelShape& s) {
   t.insert(t.end(), {{Role::AttnOutput, {q, d}}, {Role::AttnNorm, {d}}});
   if (f.post_norms) t.push_back({Role::AttnPostNorm, {d}});
   if (!f.fused_gate_up) t.push_back({Role::FfnGate, {d, ff}});
-  t.insert(t.end(), {{Role::FfnDown, {ff, d}}, {Role::FfnUp, {d, f.fused_gate_up ? 2 * ff : ff}}, {Role::FfnNorm, {d}}});
+  t.insert(t.end(),
+           {{Role::FfnDown, {ff, d}}, {Role::FfnUp, {d, f.fused_gate_up ? 2 * ff : ff}}, {Role::FfnNorm, {d}}});
   if (f.post_norms) t.push_back({Role::FfnPostNorm, {d}});
   return t;
 }
@@ -153,7 +157,8 @@ TensorCheck check_tensors(const gguf::Header& h, const ModelShape& s, size_t max
     if (!parsed || (parsed->layer && *parsed->layer >= s.layers)) continue;
     if (!unsupported_feature(parsed->role).empty()) {
       ++c.unsupported;
-      if (c.examples.size() < max_examples) c.examples.push_back({TensorProblemKind::Unsupported, info.name, {}, info.shape});
+      if (c.examples.size() < max_examples)
+        c.examples.push_back({TensorProblemKind::Unsupported, info.name, {}, info.shape});
       continue;
     }
     for (const auto& r : parsed->layer ? per_layer : globals)
@@ -164,7 +169,8 @@ TensorCheck check_tensors(const gguf::Header& h, const ModelShape& s, size_t max
   uint64_t listed = 0;
   auto note_missing = [&](std::string name, const TensorSpec& r) {
     ++listed;
-    if (c.examples.size() < max_examples) c.examples.push_back({TensorProblemKind::Missing, std::move(name), r.shape, {}});
+    if (c.examples.size() < max_examples)
+      c.examples.push_back({TensorProblemKind::Missing, std::move(name), r.shape, {}});
   };
   for (const auto& r : globals)
     if (!r.optional && !h.find_tensor(r.name())) note_missing(std::string(r.name()), r);

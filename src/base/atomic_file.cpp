@@ -112,14 +112,16 @@ void fsync_directory(const std::filesystem::path& target) {
   const std::filesystem::path dir = target.parent_path().empty() ? "." : target.parent_path();
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
-    throw IoError(fmt::format("{}: written and renamed into place, but its directory {} cannot be opened to fsync it: {}",
-                              target.string(), dir.string(), os_error(errno)));
+    throw IoError(
+        fmt::format("{}: written and renamed into place, but its directory {} cannot be opened to fsync it: {}",
+                    target.string(), dir.string(), os_error(errno)));
   if (::fsync(fd) != 0) {
     const int err = errno;
     ::close(fd);
-    throw IoError(fmt::format("{}: written and renamed into place, but fsync of its directory {} failed: {} "
-                              "(the new name may not survive a crash)",
-                              target.string(), dir.string(), os_error(err)));
+    throw IoError(
+        fmt::format("{}: written and renamed into place, but fsync of its directory {} failed: {} "
+                    "(the new name may not survive a crash)",
+                    target.string(), dir.string(), os_error(err)));
   }
   ::close(fd);
 }
@@ -136,7 +138,8 @@ AtomicFile::AtomicFile(std::filesystem::path target, Temp temp) : target_(std::m
     fd_ = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
     // EOPNOTSUPP/EISDIR/EINVAL: the filesystem (or kernel) has no O_TMPFILE; fall back to a name.
     if (fd_ < 0 && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
-      throw IoError(fmt::format("{}: cannot create a temporary file in {}: {}", target_.string(), dir.string(), os_error(errno)));
+      throw IoError(
+          fmt::format("{}: cannot create a temporary file in {}: {}", target_.string(), dir.string(), os_error(errno)));
     unnamed_ = fd_ >= 0;
   }
   if (!unnamed_) {
@@ -146,7 +149,8 @@ AtomicFile::AtomicFile(std::filesystem::path target, Temp temp) : target_(std::m
     if (fd_ < 0) {
       const int err = errno;
       forget_temp();
-      throw IoError(fmt::format("{}: cannot create temporary file {}: {}", target_.string(), temp_.string(), os_error(err)));
+      throw IoError(
+          fmt::format("{}: cannot create temporary file {}: {}", target_.string(), temp_.string(), os_error(err)));
     }
   }
   buffer_ = std::make_unique<char[]>(kWriteBuffer);
@@ -168,8 +172,9 @@ void AtomicFile::require_space(uint64_t bytes) const {
   if (::fstatvfs(fd_, &st) != 0) return;  // no answer: the writes themselves will report ENOSPC
   const uint64_t available = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
   if (available < bytes)
-    throw IoError(fmt::format("{}: not enough free space: writing it needs {} bytes ({}), its filesystem has {} ({}) available",
-                              target_.string(), bytes, format_bytes(bytes), available, format_bytes(available)));
+    throw IoError(
+        fmt::format("{}: not enough free space: writing it needs {} bytes ({}), its filesystem has {} ({}) available",
+                    target_.string(), bytes, format_bytes(bytes), available, format_bytes(available)));
 }
 
 void AtomicFile::flush_buffer() {
@@ -178,7 +183,8 @@ void AtomicFile::flush_buffer() {
     const ssize_t w = ::write(fd_, buffer_.get() + done, buffered_ - done);
     if (w < 0) {
       if (errno == EINTR) continue;
-      throw IoError(fmt::format("{}: write failed at offset {}: {}", target_.string(), position_ - buffered_ + done, os_error(errno)));
+      throw IoError(fmt::format("{}: write failed at offset {}: {}", target_.string(), position_ - buffered_ + done,
+                                os_error(errno)));
     }
     // A short write is not an error: write the rest. Zero bytes for a non-empty request would repeat
     // forever, so it is one (a regular file never does it; a broken filesystem or injector might).
@@ -227,7 +233,8 @@ void AtomicFile::commit() {
       const int err = errno;
       temp_.clear();
       forget_temp();
-      throw IoError(fmt::format("{}: cannot give the temporary file a name (linkat): {}", target_.string(), os_error(err)));
+      throw IoError(
+          fmt::format("{}: cannot give the temporary file a name (linkat): {}", target_.string(), os_error(err)));
     }
   }
   const int fd = fd_;
@@ -235,7 +242,8 @@ void AtomicFile::commit() {
   // close() can report a write-back error that neither write() nor fsync() did (NFS, quotas); the
   // descriptor is gone either way, and the named temporary is removed by the destructor.
   if (::close(fd) != 0)
-    throw IoError(fmt::format("{}: close failed on the temporary file {}: {}", target_.string(), temp_.string(), os_error(errno)));
+    throw IoError(fmt::format("{}: close failed on the temporary file {}: {}", target_.string(), temp_.string(),
+                              os_error(errno)));
   if (::rename(temp_.c_str(), target_.c_str()) != 0)
     throw IoError(fmt::format("{}: cannot rename {} over it: {}", target_.string(), temp_.string(), os_error(errno)));
   committed_ = true;

@@ -36,7 +36,7 @@ CpuFeatures detect() {
     f.avx512bw = (b & (1u << 30)) && zmm;
     f.avx512vl = (b & (1u << 31)) && zmm;
     f.avx512vnni = (c & (1u << 11)) && zmm;
-    const bool tiles = (xcr0 & 0x60000) == 0x60000;  // XTILECFG and XTILEDATA
+    const bool tiles = (xcr0 & 0x60000) == 0x60000;              // XTILECFG and XTILEDATA
     f.amx_int8 = (d & (1u << 24)) && (d & (1u << 25)) && tiles;  // AMX-TILE and AMX-INT8
     f.amx_bf16 = (d & (1u << 24)) && (d & (1u << 22)) && tiles;  // AMX-TILE and AMX-BF16
   }

@@ -2,9 +2,7 @@
 
 namespace skainet {
 
-void Error::add_context(std::string_view context) {
-  message_ = std::string(context) + ": " + message_;
-}
+void Error::add_context(std::string_view context) { message_ = std::string(context) + ": " + message_; }
 
 uint64_t checked_align_up(uint64_t value, uint64_t align, std::string_view what) {
   if (align == 0) throw InvalidArgument(std::string(what) + ": alignment must be positive");

@@ -41,7 +41,8 @@ int open_regular(const std::filesystem::path& path, std::string_view what, struc
   }
   if (!S_ISREG(st->st_mode)) {
     ::close(fd);
-    throw IoError(fmt::format("{}: cannot read it: it is {}, not a regular file", path.string(), file_kind(st->st_mode)));
+    throw IoError(
+        fmt::format("{}: cannot read it: it is {}, not a regular file", path.string(), file_kind(st->st_mode)));
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return fd;
@@ -66,8 +67,8 @@ void FileReader::read_at(uint64_t offset, void* dst, size_t n) const {
     const ssize_t r = ::pread(fd_, out + done, n - done, static_cast<off_t>(offset + done));
     if (r < 0) {
       if (errno == EINTR) continue;
-      throw IoError(fmt::format("{}: read of {} bytes at offset {} failed: {}", path_.string(), n, offset,
-                                os_error(errno)));
+      throw IoError(
+          fmt::format("{}: read of {} bytes at offset {} failed: {}", path_.string(), n, offset, os_error(errno)));
     }
     if (r == 0)
       throw IoError(fmt::format("{}: unexpected end of file reading {} bytes at offset {} (file size {})",
@@ -100,8 +101,8 @@ std::string read_text_file(const std::filesystem::path& path, std::string_view w
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   const auto too_big = [&](uint64_t size) {
-    return IoError(fmt::format("{}: the {} is {} bytes, above the limit of {} for a {}", path.string(), what,
-                               size, format_byte_limit(max_bytes), what));
+    return IoError(fmt::format("{}: the {} is {} bytes, above the limit of {} for a {}", path.string(), what, size,
+                               format_byte_limit(max_bytes), what));
   };
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     ::close(fd);
@@ -219,7 +220,8 @@ FileMapping::FileMapping(const std::filesystem::path& path, uint64_t offset, uin
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   const uint64_t base_offset = offset - offset % page;
   const uint64_t span = checked_add<uint64_t>(length, offset - base_offset, "mapping length");
-  if (span > std::numeric_limits<size_t>::max()) throw IoError(fmt::format("{}: {} bytes cannot be mapped", path.string(), span));
+  if (span > std::numeric_limits<size_t>::max())
+    throw IoError(fmt::format("{}: {} bytes cannot be mapped", path.string(), span));
   struct stat st {};
   const int fd = open_regular(path, " for mapping", &st);
   base_length_ = span == 0 ? 1 : static_cast<size_t>(span);
@@ -227,7 +229,8 @@ FileMapping::FileMapping(const std::filesystem::path& path, uint64_t offset, uin
   const int err = errno;
   ::close(fd);  // the mapping keeps its own reference to the file
   if (p == MAP_FAILED)
-    throw IoError(fmt::format("{}: cannot map {} bytes at offset {}: {}", path.string(), length, offset, os_error(err)));
+    throw IoError(
+        fmt::format("{}: cannot map {} bytes at offset {}: {}", path.string(), length, offset, os_error(err)));
   base_ = p;
   base_offset_ = base_offset;
   data_ = static_cast<const std::byte*>(p) + (offset - base_offset);

@@ -21,7 +21,8 @@ void Progress::advance(uint64_t n) {
   last_percent_ = percent;
   constexpr int kWidth = 40;
   const int filled = percent * kWidth / 100;
-  fmt::print(stderr, "\r{} [{}{}] {:3d}%", label_, std::string(filled, '#'), std::string(kWidth - filled, ' '), percent);
+  fmt::print(stderr, "\r{} [{}{}] {:3d}%", label_, std::string(filled, '#'), std::string(kWidth - filled, ' '),
+             percent);
   std::fflush(stderr);
 }
 

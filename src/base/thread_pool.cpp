@@ -80,8 +80,8 @@ void ThreadPool::worker_loop() {
     // Join the job if it still takes helpers (it may already be a later one: fine, its fields are
     // set before it opens). A closed job is finished or about to be: nothing to do.
     uint32_t state = join_.load(std::memory_order_relaxed);
-    while ((state & kOpen) && !join_.compare_exchange_weak(state, state + 1, std::memory_order_acquire,
-                                                          std::memory_order_relaxed)) {
+    while ((state & kOpen) &&
+           !join_.compare_exchange_weak(state, state + 1, std::memory_order_acquire, std::memory_order_relaxed)) {
     }
     if (!(state & kOpen)) continue;
     work_chunks();
@@ -117,8 +117,10 @@ void ThreadPool::run(int64_t n, int64_t grain, TaskFn fn, void* context) noexcep
   // Every chunk is claimed: close the job and wait only for the workers that joined it.
   join_.fetch_and(~kOpen, std::memory_order_relaxed);
   for (int spins = 0; join_.load(std::memory_order_acquire) != 0; ++spins) {
-    if (spins < kDispatcherSpins) cpu_relax();
-    else std::this_thread::yield();
+    if (spins < kDispatcherSpins)
+      cpu_relax();
+    else
+      std::this_thread::yield();
   }
 }
 

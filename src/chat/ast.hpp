@@ -11,16 +11,23 @@
 namespace skainet::chat {
 
 enum class EK : uint8_t {
-  Literal, Name, List, Tuple, Dict,
-  Attr,     // args[0].name
-  Item,     // args[0][args[1]]
-  Slice,    // args[0][args[1]:args[2]:args[3]], absent parts null
-  Call,     // args[0](args[1..], kwargs)
-  Filter,   // args[0] | name(args[1..], kwargs); args[0] null inside {% filter %} / {% set x | f %}
-  Test,     // args[0] is [not] name(args[1..], kwargs)
-  Not, Neg, Pos,
-  Binary,   // args[0] op args[1]: + - * / // % **
-  And, Or,
+  Literal,
+  Name,
+  List,
+  Tuple,
+  Dict,
+  Attr,    // args[0].name
+  Item,    // args[0][args[1]]
+  Slice,   // args[0][args[1]:args[2]:args[3]], absent parts null
+  Call,    // args[0](args[1..], kwargs)
+  Filter,  // args[0] | name(args[1..], kwargs); args[0] null inside {% filter %} / {% set x | f %}
+  Test,    // args[0] is [not] name(args[1..], kwargs)
+  Not,
+  Neg,
+  Pos,
+  Binary,  // args[0] op args[1]: + - * / // % **
+  And,
+  Or,
   Compare,  // args[0] ops[0] args[1] ops[1] args[2] ...: == != < <= > >= in notin
   Concat,   // args joined with ~
   Cond,     // args[0] if args[1] else args[2] (args[2] may be null)

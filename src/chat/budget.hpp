@@ -55,7 +55,10 @@ inline void charge_bytes_scanned(uint64_t bytes) { charge_work(1 + bytes / kByte
 class Charge {
  public:
   Charge() = default;
-  Charge(Charge&& o) noexcept : budget_(o.budget_), bytes_(o.bytes_) { o.budget_ = nullptr; o.bytes_ = 0; }
+  Charge(Charge&& o) noexcept : budget_(o.budget_), bytes_(o.bytes_) {
+    o.budget_ = nullptr;
+    o.bytes_ = 0;
+  }
   Charge& operator=(Charge&& o) noexcept;
   Charge(const Charge&) = delete;
   Charge& operator=(const Charge&) = delete;
@@ -83,8 +86,14 @@ class StringBuilder {
   explicit StringBuilder(std::string_view what, uint64_t limit = 0);
   void append(std::string_view s);
   void append(size_t n, char c);
-  StringBuilder& operator+=(std::string_view s) { append(s); return *this; }
-  StringBuilder& operator+=(char c) { append(1, c); return *this; }
+  StringBuilder& operator+=(std::string_view s) {
+    append(s);
+    return *this;
+  }
+  StringBuilder& operator+=(char c) {
+    append(1, c);
+    return *this;
+  }
   const std::string& str() const { return text_; }
   size_t size() const { return text_.size(); }
   bool empty() const { return text_.empty(); }

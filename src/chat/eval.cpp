@@ -64,7 +64,7 @@ std::string int_digits(double d) {
   if (std::isinf(d)) fail("%d format: cannot convert float infinity to integer");
   double t = std::trunc(d);
   if (t == 0) return "0";  // not "-0" for -0.5
-  char buf[400];  // the largest double has 309 digits
+  char buf[400];           // the largest double has 309 digits
   int n = std::snprintf(buf, sizeof buf, "%.0f", t);
   if (n < 0 || static_cast<size_t>(n) >= sizeof buf) fail("%d format: cannot format " + float_repr(d));
   return std::string(buf, static_cast<size_t>(n));
@@ -73,23 +73,36 @@ std::string int_digits(double d) {
 // Python's printf-style `str % args` for %s, %r, %d, %i and %%.
 std::string percent_format(const std::string& fmt, const Value& r) {
   std::vector<Value> args;
-  if (r.is_list() && r.list().tuple) args = r.list().items;
-  else args.push_back(r);
+  if (r.is_list() && r.list().tuple)
+    args = r.list().items;
+  else
+    args.push_back(r);
   StringBuilder out("output of '%'");
   size_t next = 0;
   for (size_t i = 0; i < fmt.size(); ++i) {
-    if (fmt[i] != '%') { out += fmt[i]; continue; }
+    if (fmt[i] != '%') {
+      out += fmt[i];
+      continue;
+    }
     if (++i >= fmt.size()) fail("incomplete format");
     char c = fmt[i];
-    if (c == '%') { out += '%'; continue; }
+    if (c == '%') {
+      out += '%';
+      continue;
+    }
     if (c != 's' && c != 'r' && c != 'd' && c != 'i') fail(std::string("'%") + c + "' in a % format is not supported");
     if (next >= args.size()) fail("not enough arguments for format string");
     const Value& a = args[next++];
-    if (c == 's') out += to_str(a);
-    else if (c == 'r') out += repr(a);
-    else if (a.is_float()) out += int_digits(a.as_double());
-    else if (a.is_int() || a.is_bool()) out += std::to_string(a.as_int());
-    else fail("%d format: a real number is required, not " + type_name(a));
+    if (c == 's')
+      out += to_str(a);
+    else if (c == 'r')
+      out += repr(a);
+    else if (a.is_float())
+      out += int_digits(a.as_double());
+    else if (a.is_int() || a.is_bool())
+      out += std::to_string(a.as_int());
+    else
+      fail("%d format: a real number is required, not " + type_name(a));
   }
   // Python lets a mapping or list argument go unused (it could feed %(name)s); anything else must be used.
   bool mapping = r.is_dict() || (r.is_list() && !r.list().tuple);
@@ -218,7 +231,8 @@ Value binary_op(const std::string& op, const Value& l, const Value& r) {
 Evaluator::DepthGuard::DepthGuard(Evaluator& e, int line, int column) : e(e) {
   if (++e.depth_ > e.options_.limits.max_depth) {
     --e.depth_;
-    throw TemplateError("recursion deeper than " + std::to_string(e.options_.limits.max_depth) + " levels", line, column);
+    throw TemplateError("recursion deeper than " + std::to_string(e.options_.limits.max_depth) + " levels", line,
+                        column);
   }
 }
 
@@ -322,8 +336,10 @@ Evaluator::Flow Evaluator::exec_inner(const Stmt& s, StringBuilder& out) {
           }
         }
       }
-      if (s.kind == SK::SetBlock) exec_set(s, std::move(v));
-      else append(out, to_str(v), s.line, s.column);
+      if (s.kind == SK::SetBlock)
+        exec_set(s, std::move(v));
+      else
+        append(out, to_str(v), s.line, s.column);
       return Flow::Normal;
     }
     case SK::Macro: {
@@ -342,7 +358,8 @@ void Evaluator::exec_set(const Stmt& s, Value value) {
   if (!s.attr.empty()) {
     Value target = lookup(s.targets[0]);
     if (!target.is_dict() || !target.dict().ns)
-      throw TemplateError("cannot assign attribute '" + s.attr + "' on a non-namespace object '" + s.targets[0] + "'", s.line, s.column);
+      throw TemplateError("cannot assign attribute '" + s.attr + "' on a non-namespace object '" + s.targets[0] + "'",
+                          s.line, s.column);
     target.dict().set(Value(s.attr), std::move(value));
     return;
   }
@@ -394,9 +411,9 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& s, StringBuilder& out) {
     d.append("previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : Value::undefined("there is no previous item"));
     d.append("nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value::undefined("there is no next item"));
     d.append("cycle", make_function("loop.cycle", [i](Args& a) -> Value {
-      if (a.pos.empty()) fail("no items for cycling given");
-      return a.pos[static_cast<size_t>(i) % a.pos.size()];
-    }));
+               if (a.pos.empty()) fail("no items for cycling given");
+               return a.pos[static_cast<size_t>(i) % a.pos.size()];
+             }));
     f.vars["loop"] = std::move(loop);
     ScopeSwap sw(frame_, &f);
     Flow fl = exec(s.body, out);
@@ -413,8 +430,10 @@ Value Evaluator::call_macro(const Stmt& m, Args& args) {
   size_t np = m.params.size();
   std::vector<Value> extra;
   for (size_t i = 0; i < args.pos.size(); ++i) {
-    if (i < np) f.vars[m.params[i].first] = args.pos[i];
-    else extra.push_back(args.pos[i]);
+    if (i < np)
+      f.vars[m.params[i].first] = args.pos[i];
+    else
+      extra.push_back(args.pos[i]);
   }
   Value kwargs = make_dict();
   for (auto& [k, v] : args.kw) {

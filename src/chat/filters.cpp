@@ -92,7 +92,8 @@ Value tojson(const Value& v, const Args& a) {
   }
   std::string item_sep = indent >= 0 ? "," : ", ", key_sep = ": ";
   if (seps && !seps->is_none()) {
-    if (!seps->is_list() || seps->list().items.size() != 2 || !seps->list().items[0].is_string() || !seps->list().items[1].is_string())
+    if (!seps->is_list() || seps->list().items.size() != 2 || !seps->list().items[0].is_string() ||
+        !seps->list().items[1].is_string())
       fail("tojson: separators must be a pair of strings");
     item_sep = seps->list().items[0].str();
     key_sep = seps->list().items[1].str();
@@ -103,9 +104,12 @@ Value tojson(const Value& v, const Args& a) {
 Value indent_filter(const Value& v, const Args& a) {
   const Value* w = param(a, 0, "width");
   StringBuilder ind("indent string of 'indent'");
-  if (!w) ind += "    ";
-  else if (w->is_string()) ind += w->str();
-  else ind.append(static_cast<size_t>(std::max<int64_t>(w->as_int(), 0)), ' ');  // checked before it is allocated
+  if (!w)
+    ind += "    ";
+  else if (w->is_string())
+    ind += w->str();
+  else
+    ind.append(static_cast<size_t>(std::max<int64_t>(w->as_int(), 0)), ' ');  // checked before it is allocated
   bool first = param_bool(a, 1, "first", false);
   bool blank = param_bool(a, 2, "blank", false);
   if (!v.is_string()) fail("indent: expected a string, got '" + type_name(v) + "'");
@@ -132,7 +136,10 @@ Value indent_filter(const Value& v, const Args& a) {
 std::string jinja_title(const std::string& s) {
   std::string out;
   size_t i = 0;
-  auto sep = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '-' || c == '(' || c == '{' || c == '[' || c == '<'; };
+  auto sep = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '-' || c == '(' ||
+           c == '{' || c == '[' || c == '<';
+  };
   while (i < s.size()) {
     size_t j = i;
     if (sep(s[i])) {
@@ -426,10 +433,14 @@ Value f_batch(const Value& v, Args& a, Name) {
   std::vector<Value> out, cur;
   for (const Value& item : iterate(v)) {
     cur.push_back(item);
-    if (static_cast<int64_t>(cur.size()) == n->as_int()) { out.push_back(make_list(std::move(cur))); cur.clear(); }
+    if (static_cast<int64_t>(cur.size()) == n->as_int()) {
+      out.push_back(make_list(std::move(cur)));
+      cur.clear();
+    }
   }
   if (!cur.empty()) {
-    if (fill) while (static_cast<int64_t>(cur.size()) < n->as_int()) cur.push_back(*fill);
+    if (fill)
+      while (static_cast<int64_t>(cur.size()) < n->as_int()) cur.push_back(*fill);
     out.push_back(make_list(std::move(cur)));
   }
   return generator(std::move(out));
@@ -464,26 +475,46 @@ Value f_center(const Value& v, Args& a, Name) {
 
 using FilterFn = Value (*)(const Value& v, Args& a, Name name);
 constexpr auto kFilters = std::to_array<Named<FilterFn>>({
-    {"abs", f_abs},           {"batch", f_batch},
-    {"capitalize", f_capitalize}, {"center", f_center},
-    {"count", f_length},      {"d", f_default},
-    {"default", f_default},   {"dictsort", f_ordered},
-    {"e", f_markup},          {"escape", f_markup},
-    {"first", f_first},       {"float", f_number},
-    {"forceescape", f_markup}, {"indent", f_indent},
-    {"int", f_number},        {"items", f_items},
-    {"join", f_join},         {"last", f_last},
-    {"length", f_length},     {"list", f_list},
-    {"lower", f_lower},       {"map", f_map},
-    {"max", f_ordered},       {"min", f_ordered},
-    {"reject", f_select},     {"rejectattr", f_selectattr},
-    {"replace", f_replace},   {"reverse", f_reverse},
-    {"round", f_round},       {"safe", f_markup},
-    {"select", f_select},     {"selectattr", f_selectattr},
-    {"sort", f_ordered},      {"string", f_string},
-    {"sum", f_sum},           {"title", f_title},
-    {"tojson", f_tojson},     {"trim", f_trim},
-    {"unique", f_unique},     {"upper", f_upper},
+    {"abs", f_abs},
+    {"batch", f_batch},
+    {"capitalize", f_capitalize},
+    {"center", f_center},
+    {"count", f_length},
+    {"d", f_default},
+    {"default", f_default},
+    {"dictsort", f_ordered},
+    {"e", f_markup},
+    {"escape", f_markup},
+    {"first", f_first},
+    {"float", f_number},
+    {"forceescape", f_markup},
+    {"indent", f_indent},
+    {"int", f_number},
+    {"items", f_items},
+    {"join", f_join},
+    {"last", f_last},
+    {"length", f_length},
+    {"list", f_list},
+    {"lower", f_lower},
+    {"map", f_map},
+    {"max", f_ordered},
+    {"min", f_ordered},
+    {"reject", f_select},
+    {"rejectattr", f_selectattr},
+    {"replace", f_replace},
+    {"reverse", f_reverse},
+    {"round", f_round},
+    {"safe", f_markup},
+    {"select", f_select},
+    {"selectattr", f_selectattr},
+    {"sort", f_ordered},
+    {"string", f_string},
+    {"sum", f_sum},
+    {"title", f_title},
+    {"tojson", f_tojson},
+    {"trim", f_trim},
+    {"unique", f_unique},
+    {"upper", f_upper},
     {"wordcount", f_wordcount},
 });
 static_assert(sorted_by_name(kFilters));
@@ -491,8 +522,8 @@ static_assert(sorted_by_name(kFilters));
 // Jinja2 built-in filters this interpreter does not implement: named in the error, so a template
 // author knows the filter exists but is not supported here.
 constexpr std::array<std::string_view, 13> kUnsupportedFilters = {
-    "attr", "filesizeformat", "format", "groupby", "pprint", "random", "slice", "striptags",
-    "truncate", "urlencode", "urlize", "wordwrap", "xmlattr"};
+    "attr",      "filesizeformat", "format",    "groupby", "pprint",   "random", "slice",
+    "striptags", "truncate",       "urlencode", "urlize",  "wordwrap", "xmlattr"};
 
 }  // namespace
 
@@ -535,7 +566,7 @@ bool t_callable(const Value& v, Args&, Name) { return v.is_function() || v.is_un
 bool t_escaped(const Value&, Args&, Name) { return false; }
 
 bool t_parity(const Value& v, Args&, Name name) {  // odd, even
-  if (v.is_float()) {  // value % 2 == 1 / == 0, with Python's modulo
+  if (v.is_float()) {                              // value % 2 == 1 / == 0, with Python's modulo
     double m = std::fmod(v.as_double(), 2.0);
     if (m < 0) m += 2.0;
     return name == "odd" ? m == 1.0 : m == 0.0;
@@ -573,24 +604,42 @@ bool t_cased(const Value& v, Args&, Name name) {  // lower, upper: the str metho
 
 using TestFn = bool (*)(const Value& v, Args& a, Name name);
 constexpr auto kTests = std::to_array<Named<TestFn>>({
-    {"!=", t_ne},           {"<", t_lt},
-    {"<=", t_le},           {"==", t_eq},
-    {">", t_gt},            {">=", t_ge},
-    {"boolean", t_boolean}, {"callable", t_callable},
-    {"defined", t_defined}, {"divisibleby", t_divisibleby},
-    {"eq", t_eq},           {"equalto", t_eq},
-    {"escaped", t_escaped}, {"even", t_parity},
-    {"false", t_false},     {"float", t_float},
-    {"ge", t_ge},           {"greaterthan", t_gt},
-    {"gt", t_gt},           {"in", t_in},
-    {"integer", t_integer}, {"iterable", t_iterable},
-    {"le", t_le},           {"lessthan", t_lt},
-    {"lower", t_cased},     {"lt", t_lt},
-    {"mapping", t_mapping}, {"ne", t_ne},
-    {"none", t_none},       {"number", t_number},
-    {"odd", t_parity},      {"sameas", t_sameas},
-    {"sequence", t_iterable}, {"string", t_string},
-    {"true", t_true},       {"undefined", t_undefined},
+    {"!=", t_ne},
+    {"<", t_lt},
+    {"<=", t_le},
+    {"==", t_eq},
+    {">", t_gt},
+    {">=", t_ge},
+    {"boolean", t_boolean},
+    {"callable", t_callable},
+    {"defined", t_defined},
+    {"divisibleby", t_divisibleby},
+    {"eq", t_eq},
+    {"equalto", t_eq},
+    {"escaped", t_escaped},
+    {"even", t_parity},
+    {"false", t_false},
+    {"float", t_float},
+    {"ge", t_ge},
+    {"greaterthan", t_gt},
+    {"gt", t_gt},
+    {"in", t_in},
+    {"integer", t_integer},
+    {"iterable", t_iterable},
+    {"le", t_le},
+    {"lessthan", t_lt},
+    {"lower", t_cased},
+    {"lt", t_lt},
+    {"mapping", t_mapping},
+    {"ne", t_ne},
+    {"none", t_none},
+    {"number", t_number},
+    {"odd", t_parity},
+    {"sameas", t_sameas},
+    {"sequence", t_iterable},
+    {"string", t_string},
+    {"true", t_true},
+    {"undefined", t_undefined},
     {"upper", t_cased},
 });
 static_assert(sorted_by_name(kTests));

@@ -59,9 +59,12 @@ class Lexer {
       }
       emit_text(std::move(text), text_pos);
       pos_ = open + 2 + ((sign == '-' || sign == '+') ? 1 : 0);
-      if (kind == '#') comment(open);
-      else if (kind == '%' && is_raw()) raw(open);
-      else tag(open, kind == '{');
+      if (kind == '#')
+        comment(open);
+      else if (kind == '%' && is_raw())
+        raw(open);
+      else
+        tag(open, kind == '{');
       line_starting = pos_ > 0 && src_[pos_ - 1] == '\n';
     }
     tokens_.push_back(make(Tok::Eof, "", src_.size()));
@@ -77,9 +80,17 @@ class Lexer {
 
   void position(size_t at, int& line, int& col) const {
     // Tokens are made in order, so advance a cursor instead of rescanning from the start.
-    if (at < cursor_) { cursor_ = 0; cline_ = 1; ccol_ = 1; }
+    if (at < cursor_) {
+      cursor_ = 0;
+      cline_ = 1;
+      ccol_ = 1;
+    }
     for (; cursor_ < at && cursor_ < src_.size(); ++cursor_) {
-      if (src_[cursor_] == '\n') { ++cline_; ccol_ = 1; } else ++ccol_;
+      if (src_[cursor_] == '\n') {
+        ++cline_;
+        ccol_ = 1;
+      } else
+        ++ccol_;
     }
     line = cline_;
     col = ccol_;
@@ -133,7 +144,8 @@ class Lexer {
     if (p == std::string::npos) error("unterminated '{% raw %}' tag", open);
     bool strip = src_[p - 1] == '-';
     pos_ = p + 2;
-    if (strip) while (pos_ < src_.size() && is_space(src_[pos_])) ++pos_;
+    if (strip)
+      while (pos_ < src_.size() && is_space(src_[pos_])) ++pos_;
     // The body runs to the first {% endraw %}, whatever it contains.
     for (size_t i = pos_;; ++i) {
       i = src_.find("{%", i);
@@ -193,11 +205,14 @@ class Lexer {
       } else if (c == '\'' || c == '"') {
         string_literal();
       } else {
-        static const char* ops[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "*", "/", "%", "~", "<", ">",
-                                    "=", ".", ",", ":", "|", "(", ")", "[", "]", "{", "}", ";"};
+        static const char* ops[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "*", "/", "%", "~", "<",
+                                    ">",  "=",  ".",  ",",  ":",  "|",  "(", ")", "[", "]", "{", "}", ";"};
         const char* hit = nullptr;
         for (const char* op : ops)
-          if (src_.compare(pos_, std::char_traits<char>::length(op), op) == 0) { hit = op; break; }
+          if (src_.compare(pos_, std::char_traits<char>::length(op), op) == 0) {
+            hit = op;
+            break;
+          }
         if (!hit) error(std::string("unexpected character '") + c + "' in tag", pos_);
         std::string op = hit;
         if (op == "(" || op == "[" || op == "{") ++depth;
@@ -211,7 +226,9 @@ class Lexer {
   void number() {
     size_t start = pos_;
     auto digits = [&] {
-      while (pos_ < src_.size() && (is_digit(src_[pos_]) || (src_[pos_] == '_' && pos_ + 1 < src_.size() && is_digit(src_[pos_ + 1])))) ++pos_;
+      while (pos_ < src_.size() &&
+             (is_digit(src_[pos_]) || (src_[pos_] == '_' && pos_ + 1 < src_.size() && is_digit(src_[pos_ + 1]))))
+        ++pos_;
     };
     digits();
     bool is_float = false;
@@ -234,8 +251,10 @@ class Lexer {
       if (src_[i] != '_') text += src_[i];
     Token t = make(is_float ? Tok::Float : Tok::Int, text, start);
     try {
-      if (is_float) t.f = std::stod(text);
-      else t.i = std::stoll(text);
+      if (is_float)
+        t.f = std::stod(text);
+      else
+        t.i = std::stoll(text);
     } catch (const std::exception&) {
       error("number literal '" + text + "' out of range", start);
     }
@@ -250,14 +269,20 @@ class Lexer {
       if (pos_ >= src_.size()) error("unterminated string literal", start);
       char c = src_[pos_++];
       if (c == q) break;
-      if (c != '\\') { out += c; continue; }
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
       if (pos_ >= src_.size()) error("unterminated string literal", start);
       char e = src_[pos_++];
       auto hex = [&](int n) -> uint32_t {
         uint32_t v = 0;
         for (int k = 0; k < n; ++k) {
           char h = pos_ < src_.size() ? src_[pos_] : '\0';
-          int d = is_digit(h) ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+          int d = is_digit(h)              ? h - '0'
+                  : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                  : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                           : -1;
           if (d < 0) error("truncated \\x/\\u escape in string literal", pos_);
           v = v * 16 + static_cast<uint32_t>(d);
           ++pos_;

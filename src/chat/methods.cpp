@@ -79,7 +79,10 @@ std::string replace_all(std::string_view s, std::string_view from, std::string_v
     auto cps = code_points(s);
     int64_t n = 0;
     for (size_t i = 0; i <= cps.size(); ++i) {
-      if (count < 0 || n < count) { out += to; ++n; }
+      if (count < 0 || n < count) {
+        out += to;
+        ++n;
+      }
       if (i < cps.size()) out += cps[i];
     }
     return out.take();
@@ -119,7 +122,8 @@ std::string py_str_title(std::string_view s) {
   for (char& c : out) {
     bool upper = c >= 'A' && c <= 'Z', lower = c >= 'a' && c <= 'z';
     if (upper || lower) {
-      c = prev_cased ? static_cast<char>(std::tolower(static_cast<unsigned char>(c))) : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      c = prev_cased ? static_cast<char>(std::tolower(static_cast<unsigned char>(c)))
+                     : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
       prev_cased = true;
     } else {
       prev_cased = false;
@@ -134,19 +138,33 @@ std::string py_format(const std::string& fmt, Args& args) {
   size_t auto_index = 0;
   for (size_t i = 0; i < fmt.size(); ++i) {
     char c = fmt[i];
-    if (c == '{' && i + 1 < fmt.size() && fmt[i + 1] == '{') { out += '{'; ++i; continue; }
-    if (c == '}' && i + 1 < fmt.size() && fmt[i + 1] == '}') { out += '}'; ++i; continue; }
+    if (c == '{' && i + 1 < fmt.size() && fmt[i + 1] == '{') {
+      out += '{';
+      ++i;
+      continue;
+    }
+    if (c == '}' && i + 1 < fmt.size() && fmt[i + 1] == '}') {
+      out += '}';
+      ++i;
+      continue;
+    }
     if (c == '}') fail("Single '}' encountered in format string");
-    if (c != '{') { out += c; continue; }
+    if (c != '{') {
+      out += c;
+      continue;
+    }
     size_t e = fmt.find('}', i);
     if (e == std::string::npos) fail("Single '{' encountered in format string");
     std::string field = fmt.substr(i + 1, e - i - 1);
-    if (field.find_first_of(":!.[") != std::string::npos) fail("str.format: format specs and conversions are not supported ('{" + field + "}')");
+    if (field.find_first_of(":!.[") != std::string::npos)
+      fail("str.format: format specs and conversions are not supported ('{" + field + "}')");
     const Value* v = nullptr;
     if (field.empty()) {
-      if (auto_index >= args.pos.size()) fail("Replacement index " + std::to_string(auto_index) + " out of range for positional args tuple");
+      if (auto_index >= args.pos.size())
+        fail("Replacement index " + std::to_string(auto_index) + " out of range for positional args tuple");
       v = &args.pos[auto_index++];
-    } else if (field.size() < 9 && std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+    } else if (field.size() < 9 &&
+               std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
       size_t k = std::stoul(field);
       if (k >= args.pos.size()) fail("Replacement index " + field + " out of range for positional args tuple");
       v = &args.pos[k];
@@ -174,8 +192,10 @@ std::string py_strip(std::string_view s, const Value* chars, bool left, bool rig
   charge_bytes_scanned(s.size());
   auto strip_set = [&](char c) { return set[static_cast<unsigned char>(c)]; };
   size_t b = 0, e = s.size();
-  if (left) while (b < e && strip_set(s[b])) ++b;
-  if (right) while (e > b && strip_set(s[e - 1])) --e;
+  if (left)
+    while (b < e && strip_set(s[b])) ++b;
+  if (right)
+    while (e > b && strip_set(s[e - 1])) --e;
   return std::string(s.substr(b, e - b));
 }
 
@@ -210,11 +230,15 @@ void py_splitlines(std::string_view s, const std::function<void(std::string_view
   while (i < s.size()) {
     size_t brk = 0;
     unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '\r' && i + 1 < s.size() && s[i + 1] == '\n') brk = 2;
-    else if (c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == 0x1c || c == 0x1d || c == 0x1e) brk = 1;
-    else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x85) brk = 2;
+    if (c == '\r' && i + 1 < s.size() && s[i + 1] == '\n')
+      brk = 2;
+    else if (c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == 0x1c || c == 0x1d || c == 0x1e)
+      brk = 1;
+    else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x85)
+      brk = 2;
     else if (c == 0xE2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
-             (static_cast<unsigned char>(s[i + 2]) == 0xA8 || static_cast<unsigned char>(s[i + 2]) == 0xA9)) brk = 3;
+             (static_cast<unsigned char>(s[i + 2]) == 0xA8 || static_cast<unsigned char>(s[i + 2]) == 0xA9))
+      brk = 3;
     if (brk) {
       line(s.substr(start, i - start));
       i += brk;
@@ -335,23 +359,47 @@ Value s_is_class(const std::string& s, Args&, Name name) {  // isdigit, isalpha,
 Value s_is_cased(const std::string& s, Args&, Name name) {  // islower, isupper
   bool cased = false, ok = true;
   for (unsigned char c : s) {
-    if (std::islower(c)) { cased = true; ok = ok && name == "islower"; }
-    if (std::isupper(c)) { cased = true; ok = ok && name == "isupper"; }
+    if (std::islower(c)) {
+      cased = true;
+      ok = ok && name == "islower";
+    }
+    if (std::isupper(c)) {
+      cased = true;
+      ok = ok && name == "isupper";
+    }
   }
   return Value(cased && ok);
 }
 
 using StrMethod = Value (*)(const std::string& s, Args& a, Name name);
 constexpr auto kStrMethods = std::to_array<Named<StrMethod>>({
-    {"capitalize", s_capitalize}, {"count", s_find},         {"endswith", s_affix},
-    {"find", s_find},             {"format", s_format},      {"index", s_find},
-    {"isalnum", s_is_class},      {"isalpha", s_is_class},   {"isdigit", s_is_class},
-    {"islower", s_is_cased},      {"isspace", s_is_class},   {"isupper", s_is_cased},
-    {"join", s_join},             {"lower", s_lower},        {"lstrip", s_strip},
-    {"replace", s_replace},       {"rfind", s_find},         {"rsplit", s_split},
-    {"rstrip", s_strip},          {"split", s_split},        {"splitlines", s_splitlines},
-    {"startswith", s_affix},      {"strip", s_strip},        {"swapcase", s_swapcase},
-    {"title", s_title},           {"upper", s_upper},        {"zfill", s_zfill},
+    {"capitalize", s_capitalize},
+    {"count", s_find},
+    {"endswith", s_affix},
+    {"find", s_find},
+    {"format", s_format},
+    {"index", s_find},
+    {"isalnum", s_is_class},
+    {"isalpha", s_is_class},
+    {"isdigit", s_is_class},
+    {"islower", s_is_cased},
+    {"isspace", s_is_class},
+    {"isupper", s_is_cased},
+    {"join", s_join},
+    {"lower", s_lower},
+    {"lstrip", s_strip},
+    {"replace", s_replace},
+    {"rfind", s_find},
+    {"rsplit", s_split},
+    {"rstrip", s_strip},
+    {"split", s_split},
+    {"splitlines", s_splitlines},
+    {"startswith", s_affix},
+    {"strip", s_strip},
+    {"swapcase", s_swapcase},
+    {"title", s_title},
+    {"upper", s_upper},
+    {"zfill", s_zfill},
 });
 static_assert(sorted_by_name(kStrMethods));
 
@@ -382,7 +430,11 @@ Value d_copy(const DictObj& d, Args&, Name) {
 
 using DictMethod = Value (*)(const DictObj& d, Args& a, Name name);
 constexpr auto kDictMethods = std::to_array<Named<DictMethod>>({
-    {"copy", d_copy}, {"get", d_get}, {"items", d_items}, {"keys", d_keys}, {"values", d_keys},
+    {"copy", d_copy},
+    {"get", d_get},
+    {"items", d_items},
+    {"keys", d_keys},
+    {"values", d_keys},
 });
 static_assert(sorted_by_name(kDictMethods));
 
@@ -402,18 +454,26 @@ Value l_copy(const ListObj& l, Args&, Name) { return make_list(l.items, l.tuple)
 
 using ListMethod = Value (*)(const ListObj& l, Args& a, Name name);
 constexpr auto kListMethods = std::to_array<Named<ListMethod>>({
-    {"copy", l_copy}, {"count", l_index}, {"index", l_index},
+    {"copy", l_copy},
+    {"count", l_index},
+    {"index", l_index},
 });
 static_assert(sorted_by_name(kListMethods));
 
 // obj.name as a callable: the method of `obj`'s type registered under `name`, bound to obj.
 template <class Method>
 Value bound(const Value& obj, const std::string& name, Method method) {
-  return make_function(name, [obj, name, method](Args& a) -> Value {
-    if constexpr (std::is_same_v<Method, StrMethod>) return method(obj.str(), a, name);
-    else if constexpr (std::is_same_v<Method, DictMethod>) return method(obj.dict(), a, name);
-    else return method(obj.list(), a, name);
-  }, &obj);
+  return make_function(
+      name,
+      [obj, name, method](Args& a) -> Value {
+        if constexpr (std::is_same_v<Method, StrMethod>)
+          return method(obj.str(), a, name);
+        else if constexpr (std::is_same_v<Method, DictMethod>)
+          return method(obj.dict(), a, name);
+        else
+          return method(obj.list(), a, name);
+      },
+      &obj);
 }
 
 }  // namespace
@@ -424,7 +484,8 @@ Value string_method(const std::string& s, const std::string& name, Args& a) {
 }
 
 Value get_attr(const Value& obj, const std::string& name) {
-  if (obj.is_undefined()) fail(obj.undefined_name().empty() ? "'" + name + "' of an undefined value" : obj.undefined_name());
+  if (obj.is_undefined())
+    fail(obj.undefined_name().empty() ? "'" + name + "' of an undefined value" : obj.undefined_name());
   auto missing = [&] {
     std::string hint(1, '\'');  // built piecewise: GCC 12 warns falsely on "lit" + std::string&&
     hint += type_name(obj);
@@ -513,7 +574,8 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
     items = &obj.list().items;
     n = static_cast<int64_t>(items->size());
   } else {  // Jinja2 slices with Python's own [], not its forgiving getitem
-    fail(obj.is_dict() ? std::string("unhashable type: 'slice'") : "'" + type_name(obj) + "' object is not subscriptable");
+    fail(obj.is_dict() ? std::string("unhashable type: 'slice'")
+                       : "'" + type_name(obj) + "' object is not subscriptable");
   }
   auto clamp = [&](std::optional<int64_t> v, int64_t def) {
     if (!v) return def;
@@ -524,11 +586,14 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
   };
   int64_t lo = clamp(a, st > 0 ? 0 : n - 1), hi = clamp(b, st > 0 ? n : -1);
   if (obj.is_string()) {
-    if (ascii && st == 1) return Value(obj.str().substr(static_cast<size_t>(lo), static_cast<size_t>(std::max<int64_t>(hi - lo, 0))));
+    if (ascii && st == 1)
+      return Value(obj.str().substr(static_cast<size_t>(lo), static_cast<size_t>(std::max<int64_t>(hi - lo, 0))));
     StringBuilder out("slice of a string");
     for (int64_t i = lo; st > 0 ? i < hi : i > hi; i += st) {
-      if (ascii) out += obj.str()[static_cast<size_t>(i)];
-      else out += cps[static_cast<size_t>(i)];
+      if (ascii)
+        out += obj.str()[static_cast<size_t>(i)];
+      else
+        out += cps[static_cast<size_t>(i)];
     }
     return Value(out.take());
   }
@@ -560,7 +625,8 @@ std::vector<Value> iterate(const Value& v) {
   }
   if (v.is_string()) {
     // Checked as the list of characters it becomes, before the index of its code points is built.
-    check_value_bytes(kObjectOverhead + code_point_count(v.str()) * sizeof(Value), "list of the characters of a string");
+    check_value_bytes(kObjectOverhead + code_point_count(v.str()) * sizeof(Value),
+                      "list of the characters of a string");
     std::vector<Value> out;
     for (auto cp : code_points(v.str())) out.emplace_back(std::string(cp));
     return out;
@@ -608,19 +674,25 @@ bool contains(const Value& c, const Value& item) {
 
 void add_globals(std::vector<std::pair<std::string, Value>>& g, const Options& options) {
   g.emplace_back("range", make_function("range", [](Args& a) -> Value {
-    if (a.pos.empty() || a.pos.size() > 3) fail("range expected 1 to 3 arguments, got " + std::to_string(a.pos.size()));
-    int64_t start = 0, stop, step = 1;
-    if (a.pos.size() == 1) stop = arg_int(a.pos[0], "range");
-    else { start = arg_int(a.pos[0], "range"); stop = arg_int(a.pos[1], "range"); }
-    if (a.pos.size() == 3) step = arg_int(a.pos[2], "range");
-    if (step == 0) fail("range() arg 3 must not be zero");
-    std::vector<Value> out;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-      if (static_cast<int64_t>(out.size()) >= kMaxRange) fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
-      out.emplace_back(i);
-    }
-    return make_list(std::move(out));
-  }));
+                   if (a.pos.empty() || a.pos.size() > 3)
+                     fail("range expected 1 to 3 arguments, got " + std::to_string(a.pos.size()));
+                   int64_t start = 0, stop, step = 1;
+                   if (a.pos.size() == 1)
+                     stop = arg_int(a.pos[0], "range");
+                   else {
+                     start = arg_int(a.pos[0], "range");
+                     stop = arg_int(a.pos[1], "range");
+                   }
+                   if (a.pos.size() == 3) step = arg_int(a.pos[2], "range");
+                   if (step == 0) fail("range() arg 3 must not be zero");
+                   std::vector<Value> out;
+                   for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+                     if (static_cast<int64_t>(out.size()) >= kMaxRange)
+                       fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+                     out.emplace_back(i);
+                   }
+                   return make_list(std::move(out));
+                 }));
   auto make_ns = [](bool ns) {
     return [ns](Args& a) -> Value {
       Value d = make_dict();
@@ -636,24 +708,24 @@ void add_globals(std::vector<std::pair<std::string, Value>>& g, const Options& o
   g.emplace_back("namespace", make_function("namespace", make_ns(true)));
   g.emplace_back("dict", make_function("dict", make_ns(false)));
   g.emplace_back("raise_exception", make_function("raise_exception", [](Args& a) -> Value {
-    fail(a.pos.empty() ? std::string("raise_exception() called") : to_str(a.pos[0]));
-  }));
+                   fail(a.pos.empty() ? std::string("raise_exception() called") : to_str(a.pos[0]));
+                 }));
   auto now = options.now;
   g.emplace_back("strftime_now", make_function("strftime_now", [now](Args& a) -> Value {
-    if (a.pos.empty()) fail("strftime_now() takes a format");
-    const std::string& fmt = arg_str(a.pos[0], "strftime_now");
-    std::tm tm{};
-    if (now) {
-      tm = now();
-    } else {
-      std::time_t t = std::time(nullptr);
-      localtime_r(&t, &tm);
-    }
-    char buf[512];
-    size_t n = std::strftime(buf, sizeof buf, fmt.c_str(), &tm);
-    if (n == 0 && !fmt.empty()) fail("strftime_now: format '" + fmt + "' produced nothing or too much");
-    return Value(std::string(buf, n));
-  }));
+                   if (a.pos.empty()) fail("strftime_now() takes a format");
+                   const std::string& fmt = arg_str(a.pos[0], "strftime_now");
+                   std::tm tm{};
+                   if (now) {
+                     tm = now();
+                   } else {
+                     std::time_t t = std::time(nullptr);
+                     localtime_r(&t, &tm);
+                   }
+                   char buf[512];
+                   size_t n = std::strftime(buf, sizeof buf, fmt.c_str(), &tm);
+                   if (n == 0 && !fmt.empty()) fail("strftime_now: format '" + fmt + "' produced nothing or too much");
+                   return Value(std::string(buf, n));
+                 }));
 }
 
 }  // namespace skainet::chat

@@ -33,26 +33,47 @@ class Parser {
 
   const Token& cur() const { return t_[i_]; }
   const Token& peek(size_t n = 1) const { return t_[std::min(i_ + n, t_.size() - 1)]; }
-  const Token& next() { const Token& t = t_[i_]; if (i_ + 1 < t_.size()) ++i_; return t; }
+  const Token& next() {
+    const Token& t = t_[i_];
+    if (i_ + 1 < t_.size()) ++i_;
+    return t;
+  }
   bool is_op(const char* op) const { return cur().kind == Tok::Op && cur().text == op; }
   bool is_name(const char* n) const { return cur().kind == Tok::Name && cur().text == n; }
-  bool accept_op(const char* op) { if (is_op(op)) { next(); return true; } return false; }
-  bool accept_name(const char* n) { if (is_name(n)) { next(); return true; } return false; }
+  bool accept_op(const char* op) {
+    if (is_op(op)) {
+      next();
+      return true;
+    }
+    return false;
+  }
+  bool accept_name(const char* n) {
+    if (is_name(n)) {
+      next();
+      return true;
+    }
+    return false;
+  }
 
   [[noreturn]] void error(const std::string& msg, const Token* at = nullptr) const {
     const Token& t = at ? *at : cur();
-    std::string found = t.kind == Tok::Eof ? "end of template"
-                      : t.kind == Tok::BlockEnd ? "end of tag '%}'"
-                      : t.kind == Tok::VarEnd ? "end of expression '}}'"
-                      : "'" + t.text + "'";
+    std::string found = t.kind == Tok::Eof        ? "end of template"
+                        : t.kind == Tok::BlockEnd ? "end of tag '%}'"
+                        : t.kind == Tok::VarEnd   ? "end of expression '}}'"
+                                                  : "'" + t.text + "'";
     throw TemplateError(msg + " (found " + found + ")", t.line, t.column);
   }
-  void expect_op(const char* op) { if (!accept_op(op)) error(std::string("expected '") + op + "'"); }
+  void expect_op(const char* op) {
+    if (!accept_op(op)) error(std::string("expected '") + op + "'");
+  }
   std::string expect_name() {
     if (cur().kind != Tok::Name) error("expected a name");
     return next().text;
   }
-  void expect_block_end() { if (cur().kind != Tok::BlockEnd) error("expected end of tag '%}'"); next(); }
+  void expect_block_end() {
+    if (cur().kind != Tok::BlockEnd) error("expected end of tag '%}'");
+    next();
+  }
 
   ExprPtr node(EK k, const Token& at) {
     auto e = std::make_unique<Expr>();
@@ -95,7 +116,11 @@ class Parser {
         next();
         if (cur().kind != Tok::Name) error("expected a tag name");
         for (const auto& e : ends)
-          if (cur().text == e) { end = e; next(); return out; }
+          if (cur().text == e) {
+            end = e;
+            next();
+            return out;
+          }
         out.push_back(statement());
       } else {
         error("unexpected token");
@@ -394,10 +419,16 @@ class Parser {
       case Tok::Name: {
         next();
         auto e = node(EK::Literal, t);
-        if (t.text == "true" || t.text == "True") e->literal = Value(true);
-        else if (t.text == "false" || t.text == "False") e->literal = Value(false);
-        else if (t.text == "none" || t.text == "None") e->literal = Value(None{});
-        else { e->kind = EK::Name; e->name = t.text; }
+        if (t.text == "true" || t.text == "True")
+          e->literal = Value(true);
+        else if (t.text == "false" || t.text == "False")
+          e->literal = Value(false);
+        else if (t.text == "none" || t.text == "None")
+          e->literal = Value(None{});
+        else {
+          e->kind = EK::Name;
+          e->name = t.text;
+        }
         return e;
       }
       case Tok::String: {
@@ -407,12 +438,25 @@ class Parser {
         e->literal = Value(std::move(s));
         return e;
       }
-      case Tok::Int: { next(); auto e = node(EK::Literal, t); e->literal = Value(t.i); return e; }
-      case Tok::Float: { next(); auto e = node(EK::Literal, t); e->literal = Value(t.f); return e; }
+      case Tok::Int: {
+        next();
+        auto e = node(EK::Literal, t);
+        e->literal = Value(t.i);
+        return e;
+      }
+      case Tok::Float: {
+        next();
+        auto e = node(EK::Literal, t);
+        e->literal = Value(t.f);
+        return e;
+      }
       default: break;
     }
     if (accept_op("(")) {
-      if (accept_op(")")) { auto e = node(EK::Tuple, t); return e; }
+      if (accept_op(")")) {
+        auto e = node(EK::Tuple, t);
+        return e;
+      }
       std::vector<ExprPtr> items;
       bool comma = false;
       items.push_back(expression());
@@ -589,7 +633,11 @@ class Parser {
 // pass (check_names, analyze_scopes, the evaluator) recurses over the tree, so its depth, statements
 // and expressions together, is bounded here, without recursion, before any of them runs.
 void check_depth(const Program& program) {
-  struct Item { const Stmt* s; const Expr* e; int depth; };
+  struct Item {
+    const Stmt* s;
+    const Expr* e;
+    int depth;
+  };
   std::vector<Item> stack;
   for (const auto& s : program.body) stack.push_back({s.get(), nullptr, 1});
   while (!stack.empty()) {
@@ -598,7 +646,9 @@ void check_depth(const Program& program) {
     int line = it.s ? it.s->line : it.e->line, column = it.s ? it.s->column : it.e->column;
     if (it.depth > kMaxNesting)
       throw TemplateError("template nests deeper than " + std::to_string(kMaxNesting) + " levels", line, column);
-    auto expr = [&](const ExprPtr& e) { if (e) stack.push_back({nullptr, e.get(), it.depth + 1}); };
+    auto expr = [&](const ExprPtr& e) {
+      if (e) stack.push_back({nullptr, e.get(), it.depth + 1});
+    };
     if (it.s) {
       const Stmt& s = *it.s;
       expr(s.expr);

@@ -9,9 +9,11 @@
 namespace skainet::chat {
 
 TemplateError::TemplateError(std::string message, int line, int column)
-    : Error(line > 0 ? "chat template line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + message
-                     : "chat template: " + message),
-      line_(line), column_(column) {}
+    : Error(line > 0
+                ? "chat template line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + message
+                : "chat template: " + message),
+      line_(line),
+      column_(column) {}
 
 Template::Template(std::string_view source, Options options)
     : program_(std::make_unique<detail::Program>()), options_(std::move(options)) {

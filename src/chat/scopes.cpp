@@ -89,8 +89,10 @@ void collect(const Body& body, Refs& r) {
       case SK::For: collect(s->expr.get(), r); break;
       case SK::Set:
         collect(s->expr.get(), r);
-        if (!s->attr.empty()) r.load(s->targets[0]);
-        else for (const auto& t : s->targets) r.store(t);
+        if (!s->attr.empty())
+          r.load(s->targets[0]);
+        else
+          for (const auto& t : s->targets) r.store(t);
         break;
       case SK::SetBlock: r.store(s->targets[0]); break;
       case SK::FilterBlock: collect(s->expr.get(), r); break;

@@ -110,17 +110,27 @@ Value make_function(std::string name, std::function<Value(Args&)> fn, const Valu
 }
 
 bool truthy(const Value& v) {
-  return std::visit([](const auto& x) -> bool {
-    using T = std::decay_t<decltype(x)>;
-    if constexpr (std::is_same_v<T, Undefined> || std::is_same_v<T, None>) return false;
-    else if constexpr (std::is_same_v<T, bool>) return x;
-    else if constexpr (std::is_same_v<T, int64_t>) return x != 0;
-    else if constexpr (std::is_same_v<T, double>) return x != 0.0;
-    else if constexpr (std::is_same_v<T, std::shared_ptr<const StrObj>>) return !x->s.empty();
-    else if constexpr (std::is_same_v<T, std::shared_ptr<ListObj>>) return x->generator || !x->items.empty();
-    else if constexpr (std::is_same_v<T, std::shared_ptr<DictObj>>) return x->ns || x->loop || !x->items.empty();
-    else return true;
-  }, v.v);
+  return std::visit(
+      [](const auto& x) -> bool {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, Undefined> || std::is_same_v<T, None>)
+          return false;
+        else if constexpr (std::is_same_v<T, bool>)
+          return x;
+        else if constexpr (std::is_same_v<T, int64_t>)
+          return x != 0;
+        else if constexpr (std::is_same_v<T, double>)
+          return x != 0.0;
+        else if constexpr (std::is_same_v<T, std::shared_ptr<const StrObj>>)
+          return !x->s.empty();
+        else if constexpr (std::is_same_v<T, std::shared_ptr<ListObj>>)
+          return x->generator || !x->items.empty();
+        else if constexpr (std::is_same_v<T, std::shared_ptr<DictObj>>)
+          return x->ns || x->loop || !x->items.empty();
+        else
+          return true;
+      },
+      v.v);
 }
 
 bool equal(const Value& a, const Value& b) {
@@ -274,15 +284,21 @@ static void repr_string(StringBuilder& out, const std::string& s) {
   char q = (s.find('\'') != std::string::npos && s.find('"') == std::string::npos) ? '"' : '\'';
   out += q;
   for (unsigned char c : s) {
-    if (c == q || c == '\\') { out += '\\'; out += static_cast<char>(c); }
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
+    if (c == q || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
     else if (c < 0x20 || c == 0x7f) {
       char b[8];
       std::snprintf(b, sizeof b, "\\x%02x", c);
       out += b;
-    } else out += static_cast<char>(c);
+    } else
+      out += static_cast<char>(c);
   }
   out += q;
 }
@@ -291,11 +307,16 @@ static void repr_string(StringBuilder& out, const std::string& s) {
 // each item's text was built.
 static void repr_into(StringBuilder& out, const Value& v) {
   charge_work(1);
-  if (v.is_undefined()) out += "Undefined";
-  else if (v.is_string()) repr_string(out, v.str());
+  if (v.is_undefined())
+    out += "Undefined";
+  else if (v.is_string())
+    repr_string(out, v.str());
   else if (v.is_list()) {
     const auto& l = v.list();
-    if (l.generator) { out += "<generator object>"; return; }
+    if (l.generator) {
+      out += "<generator object>";
+      return;
+    }
     out += l.tuple ? "(" : "[";
     for (size_t i = 0; i < l.items.size(); ++i) {
       if (i) out += ", ";
@@ -325,17 +346,27 @@ std::string repr(const Value& v) {
 }
 
 std::string to_str(const Value& v) {
-  return std::visit([&](const auto& x) -> std::string {
-    using T = std::decay_t<decltype(x)>;
-    if constexpr (std::is_same_v<T, Undefined>) return "";
-    else if constexpr (std::is_same_v<T, None>) return "None";
-    else if constexpr (std::is_same_v<T, bool>) return x ? "True" : "False";
-    else if constexpr (std::is_same_v<T, int64_t>) return std::to_string(x);
-    else if constexpr (std::is_same_v<T, double>) return float_repr(x);
-    else if constexpr (std::is_same_v<T, std::shared_ptr<const StrObj>>) return x->s;
-    else if constexpr (std::is_same_v<T, std::shared_ptr<Function>>) return "<function " + x->name + ">";
-    else return repr(v);
-  }, v.v);
+  return std::visit(
+      [&](const auto& x) -> std::string {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, Undefined>)
+          return "";
+        else if constexpr (std::is_same_v<T, None>)
+          return "None";
+        else if constexpr (std::is_same_v<T, bool>)
+          return x ? "True" : "False";
+        else if constexpr (std::is_same_v<T, int64_t>)
+          return std::to_string(x);
+        else if constexpr (std::is_same_v<T, double>)
+          return float_repr(x);
+        else if constexpr (std::is_same_v<T, std::shared_ptr<const StrObj>>)
+          return x->s;
+        else if constexpr (std::is_same_v<T, std::shared_ptr<Function>>)
+          return "<function " + x->name + ">";
+        else
+          return repr(v);
+      },
+      v.v);
 }
 
 std::vector<std::string_view> code_points(std::string_view s) {
@@ -432,16 +463,23 @@ static void json_dump(StringBuilder& out, const Value& v, int indent, int level,
   };
   if (level > 200) fail("tojson: nesting deeper than 200");
   charge_work(1);
-  if (v.is_none()) out += "null";
-  else if (v.is_bool()) out += std::get<bool>(v.v) ? "true" : "false";
-  else if (v.is_int()) out += std::to_string(v.as_int());
+  if (v.is_none())
+    out += "null";
+  else if (v.is_bool())
+    out += std::get<bool>(v.v) ? "true" : "false";
+  else if (v.is_int())
+    out += std::to_string(v.as_int());
   else if (v.is_float()) {
     double d = v.as_double();
     out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity") : float_repr(d);
-  } else if (v.is_string()) json_string(out, v.str(), ensure_ascii);
+  } else if (v.is_string())
+    json_string(out, v.str(), ensure_ascii);
   else if (v.is_list() && !v.list().generator) {
     const auto& items = v.list().items;
-    if (items.empty()) { out += "[]"; return; }
+    if (items.empty()) {
+      out += "[]";
+      return;
+    }
     out += '[';
     for (size_t i = 0; i < items.size(); ++i) {
       if (i) out += item_sep;
@@ -453,7 +491,10 @@ static void json_dump(StringBuilder& out, const Value& v, int indent, int level,
   } else if (v.is_dict() && !v.dict().loop) {
     std::vector<const std::pair<Value, Value>*> items;
     for (const auto& kv : v.dict().items) items.push_back(&kv);
-    if (items.empty()) { out += "{}"; return; }
+    if (items.empty()) {
+      out += "{}";
+      return;
+    }
     auto key_text = [](const Value& k) -> std::string {
       if (k.is_string()) return k.str();
       if (k.is_none()) return "null";
@@ -478,8 +519,8 @@ static void json_dump(StringBuilder& out, const Value& v, int indent, int level,
   }
 }
 
-std::string to_json(const Value& v, int indent, bool ensure_ascii, std::string_view item_sep,
-                    std::string_view key_sep, bool sort_keys) {
+std::string to_json(const Value& v, int indent, bool ensure_ascii, std::string_view item_sep, std::string_view key_sep,
+                    bool sort_keys) {
   StringBuilder out("output of 'tojson'");
   json_dump(out, v, indent, 0, ensure_ascii, item_sep, key_sep, sort_keys);
   return out.take();

@@ -30,7 +30,9 @@ struct ValueError {
 };
 [[noreturn]] void fail(std::string message);
 
-struct Undefined { std::string name; };  // Jinja2's default Undefined: empty, falsy, iterable as empty
+struct Undefined {
+  std::string name;
+};  // Jinja2's default Undefined: empty, falsy, iterable as empty
 struct None {};
 
 struct Value {
@@ -52,7 +54,11 @@ struct Value {
   Value(std::shared_ptr<ListObj> l) : v(std::move(l)) {}
   Value(std::shared_ptr<DictObj> d) : v(std::move(d)) {}
   Value(std::shared_ptr<Function> f) : v(std::move(f)) {}
-  static Value undefined(std::string name) { Value x; x.v = Undefined{std::move(name)}; return x; }
+  static Value undefined(std::string name) {
+    Value x;
+    x.v = Undefined{std::move(name)};
+    return x;
+  }
 
   bool is_undefined() const { return std::holds_alternative<Undefined>(v); }
   bool is_none() const { return std::holds_alternative<None>(v); }
@@ -91,7 +97,7 @@ struct Value {
 // may not hold another namespace (nor a value containing one), so no cycle or unbounded chain can
 // be built through namespaces either.
 constexpr int kMaxValueDepth = 500;
-int value_depth(const Value& v);   // 0 for scalars
+int value_depth(const Value& v);  // 0 for scalars
 bool holds_namespace(const Value& v);
 
 struct StrObj {
@@ -120,8 +126,8 @@ struct DictObj {
   Charge charge;
   int depth = 1;
   bool has_ns = false;
-  bool ns = false;                             // a namespace(): the one object `set x.y =` may change
-  bool loop = false;                           // the `loop` variable of a for
+  bool ns = false;    // a namespace(): the one object `set x.y =` may change
+  bool loop = false;  // the `loop` variable of a for
 
   const Value* find(const Value& key) const;
   void set(Value key, Value value);
@@ -160,7 +166,6 @@ std::string repr(const Value& v);       // repr(v)
 std::string float_repr(double d);
 std::string html_escape(std::string_view s);  // MarkupSafe's escape: & < > " '
 
-
 // UTF-8 code points: Python strings index by code point. A code point is what base::utf8_sequence_size
 // says starts at a byte (a byte that starts no well-formed sequence is one of its own), so counts,
 // indexes and slices of any string agree with each other.
@@ -169,7 +174,7 @@ size_t code_point_count(std::string_view s);
 
 Value from_json(const nlohmann::ordered_json& j);
 // json.dumps(v, ensure_ascii, indent, separators, sort_keys); indent < 0 means None.
-std::string to_json(const Value& v, int indent, bool ensure_ascii, std::string_view item_sep,
-                    std::string_view key_sep, bool sort_keys);
+std::string to_json(const Value& v, int indent, bool ensure_ascii, std::string_view item_sep, std::string_view key_sep,
+                    bool sort_keys);
 
 }  // namespace skainet::chat

@@ -152,22 +152,39 @@ void print_json(const BenchArgs& a, const generate::Engine& e, const BenchInfo& 
   const std::time_t now = std::time(nullptr);
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   for (const auto& r : results)
-    all.push_back({{"build_commit", "skainet"}, {"build_number", 0},
-                   {"cpu_info", placement::Platform::detect().isa_summary()}, {"backends", "CPU"},
-                   {"model_filename", a.model}, {"model_type", b.model_type}, {"model_size", b.size},
-                   {"model_n_params", b.params}, {"n_batch", e.plan.prefill->tokens},
-                   {"n_ubatch", e.plan.prefill->tokens}, {"n_threads", a.threads}, {"type_k", b.kv_type},
-                   {"type_v", b.kv_type}, {"n_gpu_layers", 0}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen},
-                   {"n_depth", r.n_depth}, {"test_time", when}, {"avg_ns", static_cast<uint64_t>(r.avg_ns())},
-                   {"stddev_ns", static_cast<uint64_t>(r.stddev_ns())}, {"avg_ts", r.avg_ts()},
-                   {"stddev_ts", r.stddev_ts()}, {"samples_ns", r.samples_ns}, {"samples_ts", r.samples_ts()},
-                   {"max_rss_bytes", b.rss}, {"profile", e.plan.profile}});
+    all.push_back({{"build_commit", "skainet"},
+                   {"build_number", 0},
+                   {"cpu_info", placement::Platform::detect().isa_summary()},
+                   {"backends", "CPU"},
+                   {"model_filename", a.model},
+                   {"model_type", b.model_type},
+                   {"model_size", b.size},
+                   {"model_n_params", b.params},
+                   {"n_batch", e.plan.prefill->tokens},
+                   {"n_ubatch", e.plan.prefill->tokens},
+                   {"n_threads", a.threads},
+                   {"type_k", b.kv_type},
+                   {"type_v", b.kv_type},
+                   {"n_gpu_layers", 0},
+                   {"n_prompt", r.n_prompt},
+                   {"n_gen", r.n_gen},
+                   {"n_depth", r.n_depth},
+                   {"test_time", when},
+                   {"avg_ns", static_cast<uint64_t>(r.avg_ns())},
+                   {"stddev_ns", static_cast<uint64_t>(r.stddev_ns())},
+                   {"avg_ts", r.avg_ts()},
+                   {"stddev_ts", r.stddev_ts()},
+                   {"samples_ns", r.samples_ns},
+                   {"samples_ts", r.samples_ts()},
+                   {"max_rss_bytes", b.rss},
+                   {"profile", e.plan.profile}});
   fmt::print("{}\n", all.dump(2));
 }
 
 void print_csv(const BenchArgs& a, const BenchInfo& b, const std::vector<Result>& results) {
-  fmt::print("model_filename,model_type,model_size,model_n_params,n_threads,n_prompt,n_gen,n_depth,"
-             "avg_ns,stddev_ns,avg_ts,stddev_ts,max_rss_bytes\n");
+  fmt::print(
+      "model_filename,model_type,model_size,model_n_params,n_threads,n_prompt,n_gen,n_depth,"
+      "avg_ns,stddev_ns,avg_ts,stddev_ts,max_rss_bytes\n");
   for (const auto& r : results)
     fmt::print("\"{}\",\"{}\",{},{},{},{},{},{},{:.0f},{:.0f},{:.6f},{:.6f},{}\n", a.model, b.model_type, b.size,
                b.params, a.threads, r.n_prompt, r.n_gen, r.n_depth, r.avg_ns(), r.stddev_ns(), r.avg_ts(),
@@ -200,9 +217,12 @@ int run(const BenchArgs& a) {
   b.size = e->plan.totals.file;
   b.rss = peak_rss_bytes();
   b.kv_type = type_name(e->plan.kv->type);
-  if (a.output == "json") print_json(a, *e, b, results);
-  else if (a.output == "csv") print_csv(a, b, results);
-  else print_md(a, b, results);
+  if (a.output == "json")
+    print_json(a, *e, b, results);
+  else if (a.output == "csv")
+    print_csv(a, b, results);
+  else
+    print_md(a, b, results);
   return 0;
 }
 
@@ -213,11 +233,14 @@ Subcommand add_bench(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("bench", "Prompt processing and generation speed, in llama-bench's style");
   add_model_option(cmd, a->model);  // a missing file is exit code 1, as in every command
   cmd->add_option("-p,--n-prompt", a->n_prompt, "prompt tokens, a list (pp tests; 0: skip)")
-      ->delimiter(',')->check(CLI::NonNegativeNumber);
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("-n,--n-gen", a->n_gen, "generated tokens, a list (tg tests; 0: skip)")
-      ->delimiter(',')->check(CLI::NonNegativeNumber);
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("-d,--n-depth", a->n_depth, "tokens already in the KV cache before each test, a list")
-      ->delimiter(',')->check(CLI::NonNegativeNumber);
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("-r,--repetitions", a->repetitions, "repetitions of each test")->check(CLI::Range(1, 1000));
   cmd->add_option("-t,--threads", a->threads, "Threads (default: the physical cores this process may use)")
       ->check(CLI::Range(1, 256));

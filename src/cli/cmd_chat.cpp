@@ -71,8 +71,10 @@ ChosenTemplate choose_template(const GenerationArgs& a, const gguf::Header& head
   if (header.find("tokenizer.chat_template") != nullptr)
     return {header.get_string("tokenizer.chat_template"), "the model's tokenizer.chat_template", std::nullopt};
   const BuiltinTemplate* b = find_builtin(kDefaultTemplate);
-  fmt::print(stderr, "skainet: {} has no tokenizer.chat_template; using the built-in {} template (--chat-template FILE|NAME "
-                     "to choose another)\n", a.model, b->name);
+  fmt::print(stderr,
+             "skainet: {} has no tokenizer.chat_template; using the built-in {} template (--chat-template FILE|NAME "
+             "to choose another)\n",
+             a.model, b->name);
   return {std::string(b->source), fmt::format("built-in {}", b->name), std::string(b->end_of_turn)};
 }
 
@@ -110,8 +112,10 @@ class LineReader {
         if (g_interrupted.load()) return std::nullopt;
         continue;
       }
-      if (n <= 0) eof_ = true;
-      else buffer_.append(chunk, static_cast<size_t>(n));
+      if (n <= 0)
+        eof_ = true;
+      else
+        buffer_.append(chunk, static_cast<size_t>(n));
     }
   }
 
@@ -227,8 +231,9 @@ class Conversation {
 
 void print_turn_stats(int turn, size_t prompt_tokens, const generate::Stats& s, size_t cached, int64_t ctx_cells) {
   const bool interrupted = s.stop == generate::StopReason::Callback;
-  fmt::print(stderr, "skainet: turn {}: prompt {} tokens ({} reused from the cache, {} processed, {:.1f} tokens/s) | "
-                     "reply {} tokens, {:.1f} tokens/s | stop: {} | context {}/{}\n",
+  fmt::print(stderr,
+             "skainet: turn {}: prompt {} tokens ({} reused from the cache, {} processed, {:.1f} tokens/s) | "
+             "reply {} tokens, {:.1f} tokens/s | stop: {} | context {}/{}\n",
              turn, prompt_tokens, s.cached_tokens, s.prompt_tokens, s.prompt_tokens_per_second(), s.generated_tokens,
              s.decode_tokens_per_second(), interrupted ? "interrupted (Ctrl-C)" : generate::stop_reason_name(s.stop),
              cached, ctx_cells);
@@ -253,8 +258,9 @@ int run_chat(GenerationArgs& a) {
   if (!a.system_prompt.empty()) conversation.add("system", a.system_prompt);
 
   UserInput input(a);
-  fmt::print(stderr, "skainet: chat with {} ({}; context {} tokens, seed {}). Ctrl-C stops a reply; Ctrl-C at the "
-                     "prompt or end of input ends the chat.\n",
+  fmt::print(stderr,
+             "skainet: chat with {} ({}; context {} tokens, seed {}). Ctrl-C stops a reply; Ctrl-C at the "
+             "prompt or end of input ends the chat.\n",
              a.model, chosen.description, ctx_cells, seed);
   install_sigint();
   for (int turn = 1;;) {

@@ -32,14 +32,20 @@ int run_export(const ExportArgs& a) {
   for (std::string_view rest = a.entries; !rest.empty();) {
     const size_t comma = rest.find(',');
     const std::string_view word = rest.substr(0, comma);
-    if (word == "prefill") o.prefill = true;
-    else if (word == "decode") o.decode = true;
-    else throw InvalidArgument(fmt::format("--entry: unknown function '{}' (prefill, decode)", word));
+    if (word == "prefill")
+      o.prefill = true;
+    else if (word == "decode")
+      o.decode = true;
+    else
+      throw InvalidArgument(fmt::format("--entry: unknown function '{}' (prefill, decode)", word));
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
   }
-  if (a.params == "irpa") o.params = record::ParamsMode::Irpa;
-  else if (a.params == "gguf") o.params = record::ParamsMode::Gguf;
-  else throw InvalidArgument(fmt::format("--params: '{}' is neither irpa nor gguf", a.params));
+  if (a.params == "irpa")
+    o.params = record::ParamsMode::Irpa;
+  else if (a.params == "gguf")
+    o.params = record::ParamsMode::Gguf;
+  else
+    throw InvalidArgument(fmt::format("--params: '{}' is neither irpa nor gguf", a.params));
   const auto form = record::parse_kernel_form(a.kernels);
   if (!form)
     throw InvalidArgument(fmt::format("--kernels: '{}' is none of engine, stablehlo, stablehlo-flat", a.kernels));
@@ -63,7 +69,8 @@ Subcommand add_export(CLI::App& app) {
   cmd->add_option("file", args->file, "GGUF model");
   cmd->add_option("-m,--model", args->model, "GGUF model (same as the positional)");
   cmd->add_option("-o,--out", args->out, "output folder: model.mlir, model.irpa, report.txt")->required();
-  CLI::Option* seq_len = cmd->add_option("--seq-len", args->seq_len, "tokens of the prefill function, 1 to --ctx (default: min(ctx, 64))");
+  CLI::Option* seq_len =
+      cmd->add_option("--seq-len", args->seq_len, "tokens of the prefill function, 1 to --ctx (default: min(ctx, 64))");
   cmd->add_option("--entry", args->entries, "functions to export: prefill,decode")->capture_default_str();
   cmd->add_option("--params", args->params, "irpa (write model.irpa) or gguf (IREE reads the GGUF in place)")
       ->capture_default_str();
@@ -77,8 +84,9 @@ Subcommand add_export(CLI::App& app) {
   // above --ctx is refused by export_model, which knows the planned context.
   cmd->parse_complete_callback([args, seq_len] {
     if (seq_len->count() > 0 && args->seq_len <= 0)
-      throw CLI::ValidationError("--seq-len", fmt::format("'{}' is not a positive token count (leave it out for min(ctx, 64))",
-                                                          seq_len->results().back()));
+      throw CLI::ValidationError(
+          "--seq-len",
+          fmt::format("'{}' is not a positive token count (leave it out for min(ctx, 64))", seq_len->results().back()));
   });
   return {cmd, [args] { return run_export(*args); }};
 }

@@ -15,8 +15,8 @@
 namespace skainet::cli {
 namespace {
 
-constexpr size_t kArrayHead = 5;      // array items shown
-constexpr size_t kStringWidth = 60;   // characters of a long string shown in text
+constexpr size_t kArrayHead = 5;     // array items shown
+constexpr size_t kStringWidth = 60;  // characters of a long string shown in text
 
 // What the header says, each value optional: inspect shows a file whose keys are missing or broken
 // (arch::ModelShape, which the plan reads, refuses such a file).
@@ -93,7 +93,8 @@ nlohmann::json scalar_json(const gguf::Scalar& s) {
       [](const auto& v) -> nlohmann::json {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, float>)
-          return std::isfinite(v) ? nlohmann::json(std::stod(fmt::format("{}", v))) : nlohmann::json(fmt::format("{}", v));
+          return std::isfinite(v) ? nlohmann::json(std::stod(fmt::format("{}", v)))
+                                  : nlohmann::json(fmt::format("{}", v));
         else if constexpr (std::is_same_v<T, double>)
           return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(fmt::format("{}", v));
         else
@@ -143,7 +144,8 @@ std::string opt_text(const std::optional<T>& v) {
 
 void print_text(const gguf::Header& h) {
   fmt::print("{}: GGUF v{}, {}, {} metadata keys, {} tensors, alignment {}, data at offset {}\n", h.path.string(),
-             h.version, base::format_bytes(h.file_size), h.metadata.size(), h.tensors.size(), h.alignment, h.data_offset);
+             h.version, base::format_bytes(h.file_size), h.metadata.size(), h.tensors.size(), h.alignment,
+             h.data_offset);
 
   if (auto p = hparams_of(h)) {
     fmt::print("\nhyper-parameters\n");
@@ -155,7 +157,8 @@ void print_text(const gguf::Header& h) {
     fmt::print("  {:<14}{}\n", "ffn", opt_text(p->ffn));
     fmt::print("  {:<14}{}\n", "vocab", opt_text(p->vocab));
     fmt::print("  {:<14}{}\n", "ctx", opt_text(p->n_ctx));
-    fmt::print("  {:<14}{}{}\n", "rope base", opt_text(p->rope_base), p->rope_base_default ? " (default, key absent)" : "");
+    fmt::print("  {:<14}{}{}\n", "rope base", opt_text(p->rope_base),
+               p->rope_base_default ? " (default, key absent)" : "");
     fmt::print("  {:<14}{}\n", "rms eps", p->rms_eps ? fmt::format("{}", static_cast<float>(*p->rms_eps)) : "-");
   }
 
@@ -168,11 +171,12 @@ void print_text(const gguf::Header& h) {
   fmt::print("\ntensors ({})\n", h.tensors.size());
   size_t name_width = 4;
   for (const auto& t : h.tensors) name_width = std::max(name_width, t.name.size());
-  fmt::print("  {:>4}  {:<{}}  {:<6} {:<16} {:>12} {:>12}\n", "#", "name", name_width, "type", "shape", "bytes", "offset");
+  fmt::print("  {:>4}  {:<{}}  {:<6} {:<16} {:>12} {:>12}\n", "#", "name", name_width, "type", "shape", "bytes",
+             "offset");
   for (size_t i = 0; i < h.tensors.size(); ++i) {
     const auto& t = h.tensors[i];
-    fmt::print("  {:>4}  {:<{}}  {:<6} {:<16} {:>12} {:>12}\n", i, t.name, name_width, type_name(t.type), shape_text(t.shape),
-               t.bytes, t.file_offset);
+    fmt::print("  {:>4}  {:<{}}  {:<6} {:<16} {:>12} {:>12}\n", i, t.name, name_width, type_name(t.type),
+               shape_text(t.shape), t.bytes, t.file_offset);
   }
 
   fmt::print("\ntotals\n");
@@ -237,7 +241,8 @@ void print_json(const gguf::Header& h) {
     all.elements += total.elements;
     all.bytes += total.bytes;
   }
-  j["totals"] = {{"tensors", all.tensors}, {"elements", all.elements}, {"bytes", all.bytes}, {"by_type", std::move(by_type)}};
+  j["totals"] = {
+      {"tensors", all.tensors}, {"elements", all.elements}, {"bytes", all.bytes}, {"by_type", std::move(by_type)}};
   fmt::print("{}\n", j.dump(2));
 }
 

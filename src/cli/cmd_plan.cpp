@@ -55,7 +55,8 @@ int run_plan(const PlanArgs& a) {
 
 Subcommand add_plan(CLI::App& app) {
   auto args = std::make_shared<PlanArgs>();
-  CLI::App* cmd = app.add_subcommand("plan", "Where every tensor will live and why, KV cache and slabs, from the header alone");
+  CLI::App* cmd =
+      app.add_subcommand("plan", "Where every tensor will live and why, KV cache and slabs, from the header alone");
   add_model_option(cmd, args->file);  // a missing file is exit code 1, as in every command
   args->placement.add_to(cmd);
   args->placement.add_slots_to(cmd);

@@ -12,7 +12,8 @@ Subcommand add_quantize(CLI::App& app) {
     bool verbose = false;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("quantize", "Re-encode every matmul weight of a GGUF model to TYPE (norms stay F32)");
+  CLI::App* sub =
+      app.add_subcommand("quantize", "Re-encode every matmul weight of a GGUF model to TYPE (norms stay F32)");
   sub->add_option("IN", o->in, "Input GGUF file")->required();
   sub->add_option("OUT", o->out, "Output GGUF file (written atomically)")->required();
   sub->add_option("TYPE", o->type, convert::scheme_names())->required();
@@ -24,9 +25,9 @@ Subcommand add_quantize(CLI::App& app) {
             q.threads = o->threads;
             q.progress = true;
             const convert::Report r = convert::quantize(o->in, o->out, q);
-            fmt::print("quantized {} -> {} as {} ({}): {} tensors, {} -> {} in {:.2f} s\n", o->in, r.output.string(), q.scheme.name,
-                       static_cast<uint32_t>(q.scheme.file_type), r.tensors.size(), base::format_bytes(r.bytes_read_from),
-                       base::format_bytes(r.bytes_written), r.seconds);
+            fmt::print("quantized {} -> {} as {} ({}): {} tensors, {} -> {} in {:.2f} s\n", o->in, r.output.string(),
+                       q.scheme.name, static_cast<uint32_t>(q.scheme.file_type), r.tensors.size(),
+                       base::format_bytes(r.bytes_read_from), base::format_bytes(r.bytes_written), r.seconds);
             print_report(r, o->verbose);
             return 0;
           }};

@@ -14,24 +14,29 @@ namespace skainet::cli {
 
 void print_run_stats(const generate::Engine& e, const generate::Stats& s, uint64_t seed) {
   const plan::MemoryPlan& p = e.plan;
-  fmt::print(stderr, "\n\nskainet: load {:.2f} s | prompt {} tokens, {:.1f} tokens/s | generated {} tokens, {:.1f} tokens/s | "
-                     "first token {:.0f} ms | stop: {}\n",
+  fmt::print(stderr,
+             "\n\nskainet: load {:.2f} s | prompt {} tokens, {:.1f} tokens/s | generated {} tokens, {:.1f} tokens/s | "
+             "first token {:.0f} ms | stop: {}\n",
              e.load_seconds, s.prompt_tokens, s.prompt_tokens_per_second(), s.generated_tokens,
              s.decode_tokens_per_second(), s.first_token_seconds * 1000, generate::stop_reason_name(s.stop));
-  fmt::print(stderr, "skainet: memory plan resident {} (mapped {}, heap {}, pages {}, kv {}, slab {}, scratch {}) | profile {} | seed {}\n",
-             base::format_bytes(p.totals.resident()), base::format_bytes(p.totals.mapped), base::format_bytes(p.totals.heap),
-             base::format_bytes(p.totals.pages), base::format_bytes(p.totals.kv), base::format_bytes(p.totals.slab),
-             base::format_bytes(p.totals.scratch), p.profile, seed);
+  fmt::print(
+      stderr,
+      "skainet: memory plan resident {} (mapped {}, heap {}, pages {}, kv {}, slab {}, scratch {}) | profile {} | seed {}\n",
+      base::format_bytes(p.totals.resident()), base::format_bytes(p.totals.mapped), base::format_bytes(p.totals.heap),
+      base::format_bytes(p.totals.pages), base::format_bytes(p.totals.kv), base::format_bytes(p.totals.slab),
+      base::format_bytes(p.totals.scratch), p.profile, seed);
   struct rusage ru {};
   ::getrusage(RUSAGE_SELF, &ru);
   const memory::ExecutionContext::ScratchStats& scratch = e.sequence->ctx.scratch_stats();
-  fmt::print(stderr, "skainet: step slab {} peak {} | layer slab peak {} | overflow {} in {} allocations | "
-                     "scratch peak {}{} | peak RSS {} ({} bytes)\n",
+  fmt::print(stderr,
+             "skainet: step slab {} peak {} | layer slab peak {} | overflow {} in {} allocations | "
+             "scratch peak {}{} | peak RSS {} ({} bytes)\n",
              base::format_bytes(s.step_slab_bytes), base::format_bytes(s.step_slab_peak),
              base::format_bytes(s.layer_slab_peak), base::format_bytes(s.overflow_bytes), s.overflow_count,
              base::format_bytes(scratch.peak),
              scratch.growths ? fmt::format(", grew {} times past the plan", scratch.growths) : std::string(),
-             base::format_bytes(static_cast<uint64_t>(ru.ru_maxrss) * 1024), static_cast<uint64_t>(ru.ru_maxrss) * 1024);
+             base::format_bytes(static_cast<uint64_t>(ru.ru_maxrss) * 1024),
+             static_cast<uint64_t>(ru.ru_maxrss) * 1024);
   if (s.verify_steps > 0 || s.drafted_tokens > 0)
     fmt::print(stderr, "skainet: speculative: drafted {} tokens in {} verifications, accepted {} ({:.1f}%)\n",
                s.drafted_tokens, s.verify_steps, s.accepted_tokens, 100 * s.acceptance_rate());
@@ -39,7 +44,8 @@ void print_run_stats(const generate::Engine& e, const generate::Stats& s, uint64
 
 std::unique_ptr<generate::Engine> open_engine(const GenerationArgs& a) {
   if (a.check_tensors) {  // before loading: a model with NaN weights would only print garbage
-    const convert::ValueCheck check = convert::check_values(gguf::read_header(a.model), static_cast<unsigned>(a.threads));
+    const convert::ValueCheck check =
+        convert::check_values(gguf::read_header(a.model), static_cast<unsigned>(a.threads));
     fmt::print(stderr, "skainet: {}\n", check.summary());
     check.throw_if_bad(a.model);
   }

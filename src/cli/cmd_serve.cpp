@@ -39,7 +39,7 @@ int serve(ServeArgs& a) {
 
   a.gen.placement.slots = std::max<uint32_t>(a.gen.placement.slots, 1);
   generate::EngineOptions eo = a.gen.engine_options();
-  eo.sequence = false;  // each slot is a sequence of its own
+  eo.sequence = false;        // each slot is a sequence of its own
   if (a.gen.check_tensors) {  // as run does, before loading
     const convert::ValueCheck check =
         convert::check_values(gguf::read_header(a.gen.model), static_cast<unsigned>(a.gen.threads));
@@ -65,8 +65,9 @@ int serve(ServeArgs& a) {
   const plan::MemoryPlan& p = engine->plan;
   so.on_listening = [&](int port) {
     // The tests read this line for the port (--port 0 picks a free one).
-    fmt::print(stderr, "skainet: serving {} on http://{}:{} | {} slots x context {} | {} threads per slot | plan "
-                       "resident {} (kv {}, slab {}) | chat template: {}\n",
+    fmt::print(stderr,
+               "skainet: serving {} on http://{}:{} | {} slots x context {} | {} threads per slot | plan "
+               "resident {} (kv {}, slab {}) | chat template: {}\n",
                so.model_id, so.host, port, so.slots, p.kv->n_ctx, std::max(1, so.threads / static_cast<int>(so.slots)),
                base::format_bytes(p.totals.resident()), base::format_bytes(p.totals.kv),
                base::format_bytes(p.totals.slab), chosen.description);
@@ -104,7 +105,8 @@ int serve(ServeArgs& a) {
 Subcommand add_serve(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "serve", "Serve a model over HTTP with OpenAI's API (/v1/chat/completions, /v1/completions, /v1/models, /health)");
+      "serve",
+      "Serve a model over HTTP with OpenAI's API (/v1/chat/completions, /v1/completions, /v1/models, /health)");
   a->gen.add_to(cmd, Command::Serve);
   a->gen.placement.add_slots_to(cmd);
   cmd->add_option("--host", a->host, "address to listen on")->capture_default_str();

@@ -16,12 +16,12 @@ Subcommand add_synth(CLI::App& app) {
     bool verbose = false, bigram = false;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("synth", "Write a GGUF of a supported architecture with seeded pseudo-random weights");
+  CLI::App* sub =
+      app.add_subcommand("synth", "Write a GGUF of a supported architecture with seeded pseudo-random weights");
   sub->add_option("OUT", o->out, "Output GGUF file")->required();
   sub->add_option("--preset", o->preset, fmt::format("Model shape: {}", fmt::join(convert::preset_names(), ", ")))
       ->capture_default_str();
-  sub->add_option("--type", o->type, "Weight type: " + convert::scheme_names())
-      ->capture_default_str();
+  sub->add_option("--type", o->type, "Weight type: " + convert::scheme_names())->capture_default_str();
   std::string families;
   for (const arch::FamilyInfo& f : arch::families()) families += fmt::format("\n  {}: {}", f.name, f.summary);
   for (const arch::Variant& v : arch::variants()) families += fmt::format("\n  {}: {}", v.name, v.summary);
@@ -47,7 +47,8 @@ Subcommand add_synth(CLI::App& app) {
             convert::SynthOptions s;
             auto preset = convert::find_preset(o->preset);
             if (!preset)
-              throw InvalidArgument(fmt::format("unknown preset '{}' (known: {})", o->preset, fmt::join(convert::preset_names(), ", ")));
+              throw InvalidArgument(
+                  fmt::format("unknown preset '{}' (known: {})", o->preset, fmt::join(convert::preset_names(), ", ")));
             s.shape = *preset;
             if (o->dim) s.shape.dim = *o->dim;
             if (o->layers) s.shape.layers = *o->layers;
@@ -60,7 +61,9 @@ Subcommand add_synth(CLI::App& app) {
             if (o->window) s.shape.sliding_window = *o->window;
             if (o->heads && !o->kv_heads) s.shape.kv_heads = *o->heads;  // no grouping unless asked
             if (!o->vocab_from.empty()) {
-              if (o->vocab) throw InvalidArgument("--vocab and --vocab-from exclude each other: the vocabulary size follows --vocab-from");
+              if (o->vocab)
+                throw InvalidArgument(
+                    "--vocab and --vocab-from exclude each other: the vocabulary size follows --vocab-from");
               s.vocab_from = o->vocab_from;
             }
             s.scheme = convert::parse_scheme(o->type);
@@ -71,9 +74,9 @@ Subcommand add_synth(CLI::App& app) {
             s.arch = o->arch;
             s.progress = true;
             const convert::Report r = convert::synth(o->out, s);
-            fmt::print("wrote {}: {} parameters, {} tensors, {} ({}), {} in {:.2f} s\n", r.output.string(), human_count(r.parameters),
-                       r.tensors.size(), s.scheme.name, static_cast<uint32_t>(s.scheme.file_type), base::format_bytes(r.bytes_written),
-                       r.seconds);
+            fmt::print("wrote {}: {} parameters, {} tensors, {} ({}), {} in {:.2f} s\n", r.output.string(),
+                       human_count(r.parameters), r.tensors.size(), s.scheme.name,
+                       static_cast<uint32_t>(s.scheme.file_type), base::format_bytes(r.bytes_written), r.seconds);
             print_report(r, o->verbose);
             return 0;
           }};

@@ -46,7 +46,8 @@ int run(const TokenizeArgs& a) {
     const std::vector<int32_t> ids = parse_ids(a.decode);
     for (int32_t id : ids)
       if (id < 0 || id >= tok.vocab_size())
-        throw InvalidArgument(fmt::format("--decode: token id {} is outside the vocabulary of {}", id, tok.vocab_size()));
+        throw InvalidArgument(
+            fmt::format("--decode: token id {} is outside the vocabulary of {}", id, tok.vocab_size()));
     fmt::print("{}\n", tok.decode(ids));
     return 0;
   }
@@ -65,7 +66,8 @@ int run(const TokenizeArgs& a) {
 Subcommand add_tokenize(CLI::App& app) {
   auto a = std::make_shared<TokenizeArgs>();
   CLI::App* cmd = app.add_subcommand("tokenize", "Tokenize text with a model's vocabulary (as llama-tokenize)");
-  add_model_option(cmd, a->model, "GGUF model or vocabulary file");  // a missing file is exit code 1, as in every command
+  add_model_option(cmd, a->model,
+                   "GGUF model or vocabulary file");  // a missing file is exit code 1, as in every command
   cmd->parse_complete_callback([a] { require_model(a->model); });
   a->prompt_option = cmd->add_option("-p,--prompt", a->prompt, "text");
   cmd->add_option("--decode", a->decode, "comma-separated ids: print their text instead");

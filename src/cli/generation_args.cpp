@@ -58,8 +58,8 @@ void resolve_speculation(GenerationArgs& a) {
     throw CLI::ValidationError("--spec-type " + a.spec_type, "and -md/--spec-draft-model: choose one drafter");
   a.spec.type = a.spec.draft_model.empty() ? named : generate::SpecType::DraftModel;
   if (a.spec.draft_min > a.spec.draft_max)
-    throw CLI::ValidationError("--draft-min", fmt::format("{} is above --draft-max {}", a.spec.draft_min,
-                                                           a.spec.draft_max));
+    throw CLI::ValidationError("--draft-min",
+                               fmt::format("{} is above --draft-max {}", a.spec.draft_min, a.spec.draft_max));
 }
 
 }  // namespace
@@ -71,14 +71,17 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   add_model_option(cmd, model);
   if (!serve) {
     prompt_option = cmd->add_option("-p,--prompt", prompt, chat_command ? "first user message" : "prompt text");
-    cmd->add_option("-f,--file", prompt_file, "read the prompt from this file")->check(CLI::ExistingFile)->excludes(prompt_option);
+    cmd->add_option("-f,--file", prompt_file, "read the prompt from this file")
+        ->check(CLI::ExistingFile)
+        ->excludes(prompt_option);
     cmd->add_flag("-e,--escape", escape, "process escapes (\\n, \\t, \\\", \\xHH, ...) in the prompts");
   }
-  n_predict_option = cmd->add_option("-n,--n-predict", n_predict,
-                                     serve ? "tokens per answer when a request gives no max_tokens (-1: until end of text "
-                                             "or a full context)"
-                                     : chat_command ? "tokens per reply at most (-1: until end of turn or a full context)"
-                                                    : "tokens to generate (-1: until end of text or a full context)");
+  n_predict_option =
+      cmd->add_option("-n,--n-predict", n_predict,
+                      serve          ? "tokens per answer when a request gives no max_tokens (-1: until end of text "
+                                       "or a full context)"
+                      : chat_command ? "tokens per reply at most (-1: until end of turn or a full context)"
+                                     : "tokens to generate (-1: until end of text or a full context)");
   cmd->add_option("-t,--threads", threads,
                   serve ? "threads in all, divided between the slots (default: the physical cores this process may use)"
                         : "threads (default: the physical cores this process may use)")
@@ -90,14 +93,17 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   cmd->add_option("--min-p", sampling.min_p, "min-p, from 0 to 1 (0: off)");
   cmd->add_option("--repeat-penalty", sampling.repeat_penalty, "repetition penalty, finite and above 0 (1: off)");
   cmd->add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalty looks back over");
-  cmd->add_option("-r,--reverse-prompt", stops, "stop string (repeatable): generation stops when the text contains it; not printed");
+  cmd->add_option("-r,--reverse-prompt", stops,
+                  "stop string (repeatable): generation stops when the text contains it; not printed");
   cmd->add_option("--stop", stops, "the same as -r");
   if (command == Command::Run) {
-    cmd->add_flag("--conversation,!--no-conversation", conversation,
-                  "as llama.cpp's -cnv: an interactive conversation, the same as skainet chat (-no-cnv: plain completion)");
+    cmd->add_flag(
+        "--conversation,!--no-conversation", conversation,
+        "as llama.cpp's -cnv: an interactive conversation, the same as skainet chat (-no-cnv: plain completion)");
     cmd->add_flag("--no-display-prompt", no_display_prompt, "do not echo the prompt");
   }
-  if (!serve) cmd->add_option("--system-prompt", system_prompt, "as llama.cpp's -sys: the conversation's system message");
+  if (!serve)
+    cmd->add_option("--system-prompt", system_prompt, "as llama.cpp's -sys: the conversation's system message");
   cmd->add_option("--chat-template", chat_template,
                   "chat template: a .jinja file, or a built-in name (chatml, llama3); default: the model's");
   cmd->add_flag("--special-in-content", special_in_content,

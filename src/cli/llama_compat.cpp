@@ -10,9 +10,19 @@ namespace skainet::cli {
 namespace {
 
 // Options whose next word is a value, which may itself begin with a dash ("-p -ngl" is a prompt).
-constexpr std::string_view kTakesValue[] = {
-    "-p", "--prompt", "--system-prompt", "-r", "--reverse-prompt", "--stop", "--chat-template", "-f", "--file",
-    "--override-tensor", "--weight-form", "--explain", "--decode"};
+constexpr std::string_view kTakesValue[] = {"-p",
+                                            "--prompt",
+                                            "--system-prompt",
+                                            "-r",
+                                            "--reverse-prompt",
+                                            "--stop",
+                                            "--chat-template",
+                                            "-f",
+                                            "--file",
+                                            "--override-tensor",
+                                            "--weight-form",
+                                            "--explain",
+                                            "--decode"};
 
 bool takes_value(std::string_view word) {
   return std::find(std::begin(kTakesValue), std::end(kTakesValue), word) != std::end(kTakesValue);
@@ -20,7 +30,8 @@ bool takes_value(std::string_view word) {
 
 bool is_multi_letter_short(std::string_view w) {
   if (w.size() < 3 || w[0] != '-' || w[1] == '-') return false;
-  return std::all_of(w.begin() + 1, w.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '-'; });
+  return std::all_of(w.begin() + 1, w.end(),
+                     [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '-'; });
 }
 
 std::string cache_type(const std::string& name, std::string_view flag) {
@@ -28,7 +39,8 @@ std::string cache_type(const std::string& name, std::string_view flag) {
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
   if (lower != "f16" && lower != "f32")
     throw CLI::ValidationError(std::string(flag), fmt::format("'{}': the KV cache can be f16 or f32 here (quantized "
-                                                              "caches such as q8_0 are not implemented)", name));
+                                                              "caches such as q8_0 are not implemented)",
+                                                              name));
   return lower;
 }
 
@@ -63,7 +75,8 @@ std::vector<std::string> rewrite_llama_args(int argc, char** argv) {
 }
 
 void add_placement_compat(CLI::App* cmd, CompatFlags& f) {
-  cmd->add_option("--cache-type-k", f.cache_type_k, "as llama.cpp's -ctk: KV cache type (f16 | f32; same as --kv-type)");
+  cmd->add_option("--cache-type-k", f.cache_type_k,
+                  "as llama.cpp's -ctk: KV cache type (f16 | f32; same as --kv-type)");
   cmd->add_option("--cache-type-v", f.cache_type_v, "as llama.cpp's -ctv: must equal -ctk (one type for K and V)");
   cmd->add_flag("--no-mmap", f.no_mmap, "read every weight into memory instead of mapping the file (residency heap)");
   cmd->add_flag("--mlock", f.mlock, "accepted for llama.cpp compatibility; ignored");
@@ -72,20 +85,24 @@ void add_placement_compat(CLI::App* cmd, CompatFlags& f) {
 
 void apply_placement_compat(const CompatFlags& f, PlacementArgs& p) {
   std::string kv = p.kv_type;
-  for (const auto& [value, flag] : {std::pair{f.cache_type_k, "-ctk/--cache-type-k"}, std::pair{f.cache_type_v, "-ctv/--cache-type-v"}}) {
+  for (const auto& [value, flag] :
+       {std::pair{f.cache_type_k, "-ctk/--cache-type-k"}, std::pair{f.cache_type_v, "-ctv/--cache-type-v"}}) {
     if (value.empty()) continue;
     const std::string t = cache_type(value, flag);
     if (!kv.empty() && kv != t)
       throw CLI::ValidationError(flag, fmt::format("'{}' differs from the KV cache type already given ('{}'): this "
-                                                   "cache has one type for K and V", t, kv));
+                                                   "cache has one type for K and V",
+                                                   t, kv));
     kv = t;
   }
   p.kv_type = kv;
   if (f.no_mmap) {
     if (p.weight_form.find("mapped") != std::string::npos)
       throw CLI::ValidationError("--no-mmap", fmt::format("contradicts --weight-form {}", p.weight_form));
-    if (p.weight_form.empty()) p.weight_form = "keep,heap";
-    else if (p.weight_form.find("heap") == std::string::npos) p.weight_form += ",heap";
+    if (p.weight_form.empty())
+      p.weight_form = "keep,heap";
+    else if (p.weight_form.find("heap") == std::string::npos)
+      p.weight_form += ",heap";
   }
   if (f.mlock) fmt::print(stderr, "skainet: --mlock: CPU only: ignored\n");
   if (f.n_gpu_layers) fmt::print(stderr, "skainet: -ngl {}: CPU only: ignored\n", *f.n_gpu_layers);

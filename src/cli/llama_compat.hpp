@@ -26,9 +26,9 @@ struct LlamaAlias {
   std::string_view ours;
 };
 inline constexpr LlamaAlias kLlamaAliases[] = {
-    {"-cnv", "--conversation"},    {"-sys", "--system-prompt"}, {"-ctk", "--cache-type-k"},
-    {"-ctv", "--cache-type-v"},    {"-ot", "--override-tensor"}, {"-ngl", "--n-gpu-layers"},
-    {"-no-cnv", "--no-conversation"}, {"-np", "--parallel"}, {"-md", "--spec-draft-model"},
+    {"-cnv", "--conversation"},       {"-sys", "--system-prompt"},  {"-ctk", "--cache-type-k"},
+    {"-ctv", "--cache-type-v"},       {"-ot", "--override-tensor"}, {"-ngl", "--n-gpu-layers"},
+    {"-no-cnv", "--no-conversation"}, {"-np", "--parallel"},        {"-md", "--spec-draft-model"},
 };
 
 // argv without the program name, the aliases replaced by their long names. A single-dash word of

@@ -16,21 +16,16 @@
 #endif
 
 int main(int argc, char** argv) {
-  CLI::App app{"skainet: plan, run and chat with GGUF language models on the CPU; inspect, synthesize, quantize, export",
-                "skainet"};
+  CLI::App app{
+      "skainet: plan, run and chat with GGUF language models on the CPU; inspect, synthesize, quantize, export",
+      "skainet"};
   app.set_version_flag("--version", "skainet " SKAINET_VERSION);
   app.option_defaults()->always_capture_default();  // --help shows every default; subcommands inherit it
   app.require_subcommand(1);
   const skainet::cli::Subcommand commands[] = {
-      skainet::cli::add_inspect(app),
-      skainet::cli::add_synth(app),
-      skainet::cli::add_quantize(app),
-      skainet::cli::add_plan(app),
-      skainet::cli::add_run(app),
-      skainet::cli::add_chat(app),
-      skainet::cli::add_serve(app),
-      skainet::cli::add_tokenize(app),
-      skainet::cli::add_bench(app),
+      skainet::cli::add_inspect(app), skainet::cli::add_synth(app),    skainet::cli::add_quantize(app),
+      skainet::cli::add_plan(app),    skainet::cli::add_run(app),      skainet::cli::add_chat(app),
+      skainet::cli::add_serve(app),   skainet::cli::add_tokenize(app), skainet::cli::add_bench(app),
       skainet::cli::add_export(app),
   };
   try {

@@ -24,8 +24,9 @@ void print_report(const convert::Report& report, bool verbose) {
   fmt::print("\n");
   if (verbose) {
     for (const auto& t : report.tensors)
-      fmt::print("  {:<28} {:<14} {:>5} -> {:<5} {}{}\n", t.name, shape_text(t.shape), type_name(t.source), type_name(t.type),
-                 convert::rule_name(t.rule), t.fallback ? fmt::format(", fell back from {}", type_name(t.fallback->wanted)) : "");
+      fmt::print("  {:<28} {:<14} {:>5} -> {:<5} {}{}\n", t.name, shape_text(t.shape), type_name(t.source),
+                 type_name(t.type), convert::rule_name(t.rule),
+                 t.fallback ? fmt::format(", fell back from {}", type_name(t.fallback->wanted)) : "");
   }
   const size_t fallbacks = report.fallback_count();
   if (fallbacks == 0) {

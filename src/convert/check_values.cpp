@@ -71,16 +71,19 @@ ValueCheck check_values(const gguf::Header& h, unsigned threads, size_t max_find
 }
 
 std::string ValueCheck::summary() const {
-  return fmt::format("checked {} tensors ({}) for NaN and infinity in {:.2f} s ({} skipped: integer or undecodable types): {}",
-                     tensors_checked, base::format_bytes(bytes), seconds, tensors_skipped,
-                     ok() ? std::string("all finite") : fmt::format("{} with non-finite values", tensors_bad));
+  return fmt::format(
+      "checked {} tensors ({}) for NaN and infinity in {:.2f} s ({} skipped: integer or undecodable types): {}",
+      tensors_checked, base::format_bytes(bytes), seconds, tensors_skipped,
+      ok() ? std::string("all finite") : fmt::format("{} with non-finite values", tensors_bad));
 }
 
 void ValueCheck::throw_if_bad(const std::filesystem::path& file) const {
   if (ok()) return;
-  std::string message = fmt::format("{}: {} tensor{} hold non-finite values:", file.string(), tensors_bad, tensors_bad == 1 ? "" : "s");
+  std::string message =
+      fmt::format("{}: {} tensor{} hold non-finite values:", file.string(), tensors_bad, tensors_bad == 1 ? "" : "s");
   for (const auto& f : findings) message += "\n  " + describe(f);
-  if (tensors_bad > findings.size()) message += fmt::format("\n  ... and {} more tensors", tensors_bad - findings.size());
+  if (tensors_bad > findings.size())
+    message += fmt::format("\n  ... and {} more tensors", tensors_bad - findings.size());
   throw NonFiniteError(message);
 }
 

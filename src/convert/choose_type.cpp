@@ -155,8 +155,8 @@ bool is_quantizable(std::string_view name, std::span<const uint64_t> shape) noex
          !(parsed && parsed->role == arch::Role::FfnGateInp);
 }
 
-TensorChoice choose_type(const Scheme& scheme, std::string_view name, std::span<const uint64_t> shape,
-                         GgmlType source, uint32_t n_layers, uint32_t n_gqa, bool tied_embeddings) {
+TensorChoice choose_type(const Scheme& scheme, std::string_view name, std::span<const uint64_t> shape, GgmlType source,
+                         uint32_t n_layers, uint32_t n_gqa, bool tied_embeddings) {
   TensorChoice c;
   c.name = std::string(name);
   c.shape.assign(shape.begin(), shape.end());
@@ -185,7 +185,8 @@ TensorChoice choose_type(const Scheme& scheme, std::string_view name, std::span<
 }
 
 size_t Report::fallback_count() const noexcept {
-  return static_cast<size_t>(std::count_if(tensors.begin(), tensors.end(), [](const TensorChoice& t) { return t.fallback.has_value(); }));
+  return static_cast<size_t>(
+      std::count_if(tensors.begin(), tensors.end(), [](const TensorChoice& t) { return t.fallback.has_value(); }));
 }
 
 }  // namespace skainet::convert

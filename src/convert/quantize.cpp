@@ -21,7 +21,8 @@ namespace {
 // The block count for the mix rules: <arch>.block_count when present, else one more than the
 // highest "blk.N." in the tensor names.
 uint32_t layer_count(const gguf::Header& h) {
-  if (const gguf::Value* arch = h.find("general.architecture"); arch != nullptr && arch->type == gguf::ValueType::String)
+  if (const gguf::Value* arch = h.find("general.architecture");
+      arch != nullptr && arch->type == gguf::ValueType::String)
     if (auto n = h.find_u32(arch::key(std::get<std::string>(arch->scalar), arch::Key::BlockCount))) return *n;
   uint32_t n = 0;
   for (const gguf::TensorInfo& t : h.tensors)
@@ -43,8 +44,8 @@ bool decodable(GgmlType t) { return kernels::ref::has_reference(t); }
 
 // Every value written must be finite: a NaN in the input, or a finite input beyond the target's
 // range (3e38 overflows an F16 block scale to infinity), would otherwise be written silently.
-void check_output(const std::filesystem::path& in, const gguf::TensorInfo& t, const TensorChoice& c, const std::byte* source,
-                  std::span<const std::byte> dst, unsigned threads) {
+void check_output(const std::filesystem::path& in, const gguf::TensorInfo& t, const TensorChoice& c,
+                  const std::byte* source, std::span<const std::byte> dst, unsigned threads) {
   if (!decodable(c.type) || t.shape.empty()) return;
   const uint64_t row = t.shape[0], rows = t.elements() / row;
   std::optional<NonFiniteValue> first = first_non_finite(c.type, dst.data(), row, rows, threads);
@@ -59,16 +60,17 @@ void check_output(const std::filesystem::path& in, const gguf::TensorInfo& t, co
     const uint64_t lo = (first->element % row) / be * be, hi = std::min(row, lo + be);
     float largest = values[static_cast<size_t>(lo)];
     for (uint64_t i = lo; i < hi; ++i)
-      if (!std::isfinite(values[static_cast<size_t>(i)]) || std::fabs(values[static_cast<size_t>(i)]) > std::fabs(largest)) {
+      if (!std::isfinite(values[static_cast<size_t>(i)]) ||
+          std::fabs(values[static_cast<size_t>(i)]) > std::fabs(largest)) {
         largest = values[static_cast<size_t>(i)];
         if (!std::isfinite(largest)) break;
       }
     input = fmt::format("{}", largest);
   }
-  throw NonFiniteError(fmt::format("{}: {} when written as {}; the largest input magnitude in that block is {} ({}): the "
-                                   "input holds a non-finite value or one out of {}'s range",
-                                   in.string(), describe(*first), type_name(c.type), input, type_name(t.type),
-                                   type_name(c.type)));
+  throw NonFiniteError(
+      fmt::format("{}: {} when written as {}; the largest input magnitude in that block is {} ({}): the "
+                  "input holds a non-finite value or one out of {}'s range",
+                  in.string(), describe(*first), type_name(c.type), input, type_name(t.type), type_name(c.type)));
 }
 
 }  // namespace
@@ -80,8 +82,9 @@ Report quantize(const std::filesystem::path& in, const std::filesystem::path& ou
   // yet is a different file.
   std::error_code ec;
   if (std::filesystem::equivalent(in, out, ec) && !ec)
-    throw InvalidArgument(fmt::format("quantize: output {} is the input file {} (same device and inode); write to another path",
-                                      out.string(), in.string()));
+    throw InvalidArgument(
+        fmt::format("quantize: output {} is the input file {} (same device and inode); write to another path",
+                    out.string(), in.string()));
   const gguf::Header header = gguf::read_header(in);
   const uint32_t n_layers = layer_count(header), n_gqa = gqa_of(header);
   const bool tied = header.find_tensor(arch::role_name(arch::Role::Output)) == nullptr;
@@ -92,8 +95,9 @@ Report quantize(const std::filesystem::path& in, const std::filesystem::path& ou
   for (const gguf::TensorInfo& t : header.tensors) {
     TensorChoice c = choose_type(options.scheme, t.name, t.shape, t.type, n_layers, n_gqa, tied);
     if (c.type != t.type && !decodable(t.type))
-      throw InvalidArgument(fmt::format("{}: tensor '{}' is {}, which we cannot decode (no reference dequantizer); cannot re-encode it as {}",
-                                        in.string(), t.name, type_name(t.type), type_name(c.type)));
+      throw InvalidArgument(fmt::format(
+          "{}: tensor '{}' is {}, which we cannot decode (no reference dequantizer); cannot re-encode it as {}",
+          in.string(), t.name, type_name(t.type), type_name(c.type)));
     report.parameters += t.elements();
     report.tensors.push_back(std::move(c));
   }

@@ -77,7 +77,8 @@ std::vector<Planned> plan_tensors(const arch::ModelShape& s, const Scheme& schem
   std::vector<Planned> out;
   auto add = [&](std::string name, const arch::TensorSpec& spec) {
     Planned p;
-    p.choice = choose_type(scheme, name, spec.shape, GgmlType::F32, s.layers, s.heads / s.kv_heads, s.features.tied_output);
+    p.choice =
+        choose_type(scheme, name, spec.shape, GgmlType::F32, s.layers, s.heads / s.kv_heads, s.features.tied_output);
     if (name.find("norm") != std::string::npos) {
       p.mean = 1.0f;
       p.sigma = 0.05f;
@@ -155,7 +156,8 @@ BigramPlant bigram_plant(const arch::ModelShape& shape) {
   p.vocab = shape.vocab;
   p.embedding_sigma = 8.0f * std::sqrt(static_cast<float>(shape.layers) / static_cast<float>(shape.dim));
   p.lean = 2.0f * 0.02f / p.embedding_sigma;
-  if (shape.features.tied_output) p.embedding_sigma = 0.24f / std::sqrt(static_cast<float>(shape.dim));  // see plant_tied_bigram
+  if (shape.features.tied_output)
+    p.embedding_sigma = 0.24f / std::sqrt(static_cast<float>(shape.dim));  // see plant_tied_bigram
   // A stride near vocab / golden ratio scatters successors over the whole vocabulary.
   p.stride = std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(shape.vocab) * 0.6180339887));
   while (std::gcd(p.stride, p.vocab) != 1) ++p.stride;
@@ -183,7 +185,9 @@ void plant_tied_bigram(const arch::ModelShape& s, std::vector<Planned>& plan, co
   const float sigma = plant.embedding_sigma;
   const float c = std::sqrt(60.0f / std::sqrt(static_cast<float>(hd)));  // self score c² sqrt(hd)
   const uint64_t embd_seed = seed ^ fnv1a(arch::role_name(arch::Role::TokenEmbedding));
-  const auto draw = [=](uint64_t token, float* out) { fill_row(out, half, embd_seed + token * kGolden * 3, 0.0f, sigma); };
+  const auto draw = [=](uint64_t token, float* out) {
+    fill_row(out, half, embd_seed + token * kGolden * 3, 0.0f, sigma);
+  };
   // The first-half coordinate that column j of KV head g reads.
   const auto coordinate = [=](uint64_t g, uint64_t j) { return (g * hd + j) % half; };
   for (Planned& p : plan) {
@@ -233,8 +237,7 @@ void plant_tied_bigram(const arch::ModelShape& s, std::vector<Planned>& plan, co
           if (coordinate(g, j) == i) out[g * group * hd + j] = 1.0f;
         };
         break;
-      default:
-        break;
+      default: break;
     }
   }
 }
@@ -252,7 +255,8 @@ arch::ModelShape shape_of(const SynthOptions& options, std::vector<gguf::KeyValu
     shape.sliding_window = n.sliding_window;
   }
   if (n.head_dim == 0 && n.heads != 0 && n.dim % n.heads != 0)
-    throw InvalidArgument(fmt::format("synth: dim {} is not a multiple of heads {} (or give the head size)", n.dim, n.heads));
+    throw InvalidArgument(
+        fmt::format("synth: dim {} is not a multiple of heads {} (or give the head size)", n.dim, n.heads));
   shape.head_dim = n.head_dim != 0 ? n.head_dim : n.heads != 0 ? n.dim / n.heads : 0;
   shape.rope_dims = shape.head_dim;
   if (options.vocab_from) {

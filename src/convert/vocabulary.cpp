@@ -64,7 +64,8 @@ class PieceSource {
 std::vector<gguf::KeyValue> builtin_vocabulary(uint32_t n_vocab) {
   constexpr uint32_t kMinimum = 3 + 256;
   if (n_vocab < kMinimum)
-    throw InvalidArgument(fmt::format("the built-in vocabulary needs at least {} tokens (3 special + 256 bytes); asked for {}", kMinimum, n_vocab));
+    throw InvalidArgument(fmt::format(
+        "the built-in vocabulary needs at least {} tokens (3 special + 256 bytes); asked for {}", kMinimum, n_vocab));
   std::vector<gguf::Scalar> tokens, scores, types;
   tokens.reserve(n_vocab);
   scores.reserve(n_vocab);
@@ -99,8 +100,9 @@ std::vector<gguf::KeyValue> vocabulary_of(const gguf::Header& h) {
     throw gguf::FormatError(gguf::FormatErrorKind::MissingKey,
                             fmt::format("{}: no vocabulary: key 'tokenizer.ggml.tokens' not found", h.path.string()));
   if (!tokens->is_array() || tokens->element_type != gguf::ValueType::String || tokens->items.empty())
-    throw gguf::FormatError(gguf::FormatErrorKind::WrongValueType,
-                            fmt::format("{}: key 'tokenizer.ggml.tokens' is not a non-empty array of strings", h.path.string()));
+    throw gguf::FormatError(
+        gguf::FormatErrorKind::WrongValueType,
+        fmt::format("{}: key 'tokenizer.ggml.tokens' is not a non-empty array of strings", h.path.string()));
   std::vector<gguf::KeyValue> kv;
   for (const gguf::KeyValue& entry : h.metadata)
     if (entry.key.starts_with("tokenizer.")) kv.push_back(entry);

@@ -42,7 +42,10 @@ uint32_t Batch::add(Sequence& seq, std::span<const int32_t> prompt, const Option
     throw InvalidArgument(fmt::format("the batch's {} slots are all busy (plan: --slots)", slots_.size()));
   seq.sampler.reset();
   for (int32_t t : prompt) seq.sampler.accept(t);  // the repetition penalty sees the prompt, as in Generator
-  *free = {.seq = &seq, .prompt = prompt, .max_tokens = options.max_tokens, .stop_at_eos = options.stop_at_eos,
+  *free = {.seq = &seq,
+           .prompt = prompt,
+           .max_tokens = options.max_tokens,
+           .stop_at_eos = options.stop_at_eos,
            .active = true};
   return static_cast<uint32_t>(free - slots_.begin());
 }
@@ -100,9 +103,12 @@ void Batch::sample(const Tensor& logits) {
     s.seq->sampler.accept(token);
     sampled_[n_sampled_++] = {.slot = entry_slot_[e], .token = token};
     s.next = token;
-    if (s.stop_at_eos && tokenizer_.is_eog(token)) finish(StopReason::EndOfGeneration);
-    else if (s.max_tokens >= 0 && s.generated >= s.max_tokens) finish(StopReason::MaxTokens);
-    else if (s.pos >= static_cast<int64_t>(s.seq->kv.n_ctx())) finish(StopReason::ContextFull);
+    if (s.stop_at_eos && tokenizer_.is_eog(token))
+      finish(StopReason::EndOfGeneration);
+    else if (s.max_tokens >= 0 && s.generated >= s.max_tokens)
+      finish(StopReason::MaxTokens);
+    else if (s.pos >= static_cast<int64_t>(s.seq->kv.n_ctx()))
+      finish(StopReason::ContextFull);
   }
 }
 

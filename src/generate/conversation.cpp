@@ -19,15 +19,17 @@ enum class ContentRisk : uint8_t {
 };
 
 struct Message {
-  const Json* content = nullptr;   // nullptr: the message has none
+  const Json* content = nullptr;  // nullptr: the message has none
   ContentRisk risk = ContentRisk::None;
-  int32_t token = -1;              // Contains: the token whose text it holds
+  int32_t token = -1;  // Contains: the token whose text it holds
 };
 
 // Every string inside a content that is not one (a list of parts), depth first.
 void for_each_string(const Json& j, const std::function<void(const std::string&)>& f) {
-  if (j.is_string()) f(j.get_ref<const std::string&>());
-  else if (j.is_structured()) for (const Json& v : j) for_each_string(v, f);
+  if (j.is_string())
+    f(j.get_ref<const std::string&>());
+  else if (j.is_structured())
+    for (const Json& v : j) for_each_string(v, f);
 }
 
 Message assess(const Json& message, const text::Tokenizer& tok) {
@@ -99,8 +101,8 @@ std::optional<std::vector<text::TextRange>> locate_contents(const chat::Template
   const std::string* pending = nullptr;  // the content whose marker preceded the current piece
   for (;;) {
     const size_t marker = render.find(base, in_render);
-    const std::string_view piece =
-        std::string_view(render).substr(in_render, marker == std::string::npos ? std::string::npos : marker - in_render);
+    const std::string_view piece = std::string_view(render).substr(
+        in_render, marker == std::string::npos ? std::string::npos : marker - in_render);
     if (pending) {
       bool placed = false;
       for (std::string_view form : content_forms(*pending)) {

@@ -20,13 +20,13 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& path, const En
                             e->plan.model->architecture, arch::supported_architectures()));
   if (!options.force && e->plan.has_warning(plan::PlanWarningKind::ExceedsAvailableMemory)) {
     const uint64_t available = *options.plan.available_memory;
-    throw load::BudgetError(fmt::format("{}: the plan{} needs {} resident but the machine has {} available now (MemAvailable); "
-                                        "refusing before loading anything (lower --ctx{}, or give --force to load anyway)",
-                                        path.string(),
-                                        e->plan.slots > 1 ? fmt::format(" for {} slots", e->plan.slots) : std::string(),
-                                        base::format_bytes(e->plan.totals.resident()), base::format_bytes(available),
-                                        e->plan.slots > 1 ? " or --slots" : ""),
-                            e->plan.totals.resident(), available);
+    throw load::BudgetError(
+        fmt::format("{}: the plan{} needs {} resident but the machine has {} available now (MemAvailable); "
+                    "refusing before loading anything (lower --ctx{}, or give --force to load anyway)",
+                    path.string(), e->plan.slots > 1 ? fmt::format(" for {} slots", e->plan.slots) : std::string(),
+                    base::format_bytes(e->plan.totals.resident()), base::format_bytes(available),
+                    e->plan.slots > 1 ? " or --slots" : ""),
+        e->plan.totals.resident(), available);
   }
   // ResolvedGguf refuses a plan over budget here, before any payload is read.
   load::ResolvedGguf loader(e->header, e->plan);

@@ -16,7 +16,11 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 Generator::Generator(model::Transformer& model, const text::Tokenizer& tokenizer, text::Sampler& sampler,
                      memory::ExecutionContext& ctx, GeneratorConfig config)
-    : model_(model), tokenizer_(tokenizer), sampler_(sampler), ctx_(ctx), config_(config),
+    : model_(model),
+      tokenizer_(tokenizer),
+      sampler_(sampler),
+      ctx_(ctx),
+      config_(config),
       step_({.slab_bytes = config.step_slab_bytes}) {
   if (config_.prefill_chunk == 0) throw InvalidArgument("prefill chunk must be at least one token");
 }
@@ -49,9 +53,10 @@ int32_t Generator::decode_step(int32_t token, int64_t pos) { return sample_in_st
 
 void Generator::speculate_with(Drafter* drafter, uint32_t draft_max, uint32_t draft_min) {
   if (drafter && uint64_t{draft_max} + 1 > config_.verify_rows)
-    throw InvalidArgument(fmt::format("--draft-max {}: the plan prices verification steps of {} tokens at most "
-                                      "(plan it with that draft length: PlanOptions::draft_max)",
-                                      draft_max, config_.verify_rows));
+    throw InvalidArgument(
+        fmt::format("--draft-max {}: the plan prices verification steps of {} tokens at most "
+                    "(plan it with that draft length: PlanOptions::draft_max)",
+                    draft_max, config_.verify_rows));
   drafter_ = drafter;
   draft_max_ = draft_max;
   draft_min_ = draft_min;

@@ -20,10 +20,9 @@ Sequence::Sequence(const plan::MemoryPlan& p, memory::ModelScope& scope, const l
       llama(*p.model, model::TransformerWeights::bind(loaded, *p.model), kv, plan.layer_bytes),
       ctx(threads),
       sampler(tokenizer.vocab_size(), text::SamplerConfig{}, plan.kv.n_ctx),
-      generator(llama, tokenizer, sampler, ctx,
-                {.step_slab_bytes = plan.step_bytes,
-                 .prefill_chunk = plan.prefill_chunk,
-                 .verify_rows = plan.verify_rows}),
+      generator(
+          llama, tokenizer, sampler, ctx,
+          {.step_slab_bytes = plan.step_bytes, .prefill_chunk = plan.prefill_chunk, .verify_rows = plan.verify_rows}),
       vocab_size_(tokenizer.vocab_size()),
       recorded_at_step_(generator.step_stats().step) {
   ctx.reserve_scratch(plan.scratch_bytes);
@@ -46,8 +45,8 @@ std::span<const int32_t> Sequence::cached() const noexcept {
 size_t Sequence::reusable(std::span<const int32_t> prompt) const noexcept {
   const std::span<const int32_t> have = cached();
   const size_t n = std::min(have.size(), prompt.size());
-  const size_t common = static_cast<size_t>(std::mismatch(have.begin(), have.begin() + n, prompt.begin()).first -
-                                            have.begin());
+  const size_t common =
+      static_cast<size_t>(std::mismatch(have.begin(), have.begin() + n, prompt.begin()).first - have.begin());
   return prompt.empty() ? 0 : std::min(common, prompt.size() - 1);
 }
 

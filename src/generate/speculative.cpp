@@ -95,9 +95,10 @@ void check_same_vocabulary(const text::Vocab& target, const std::filesystem::pat
                            const text::Vocab& draft, const std::filesystem::path& draft_file) {
   const std::string diff = vocabulary_difference(target, draft);
   if (!diff.empty())
-    throw InvalidArgument(fmt::format("draft model {} has another vocabulary than the model {}: {} (speculative "
-                                      "decoding feeds the draft's token ids to the model as they are)",
-                                      draft_file.string(), target_file.string(), diff));
+    throw InvalidArgument(
+        fmt::format("draft model {} has another vocabulary than the model {}: {} (speculative "
+                    "decoding feeds the draft's token ids to the model as they are)",
+                    draft_file.string(), target_file.string(), diff));
 }
 
 Speculation open_speculation(const SpecOptions& spec, const std::filesystem::path& target_file, const Engine& target,

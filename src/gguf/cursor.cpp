@@ -17,8 +17,8 @@ Cursor::Cursor(const base::FileReader& file, const std::string& context)
 void Cursor::truncated(size_t n, std::string_view what) const {
   throw FormatError(FormatErrorKind::Truncated,
                     located(file_, pos_, context_,
-                            fmt::format("truncated: {} needs {} bytes, but the file ends at byte {} ({} remain)", what, n,
-                                        size_, size_ - pos_)));
+                            fmt::format("truncated: {} needs {} bytes, but the file ends at byte {} ({} remain)", what,
+                                        n, size_, size_ - pos_)));
 }
 
 void Cursor::read(void* dst, size_t n, std::string_view what) {

@@ -23,11 +23,19 @@ constexpr bool is_known_value_type(uint32_t id) noexcept { return id <= 12; }
 // Encoded size of a fixed-size scalar; 0 for String and Array.
 constexpr uint32_t fixed_size(ValueType t) noexcept {
   switch (t) {
-    case ValueType::UInt8: case ValueType::Int8: case ValueType::Bool: return 1;
-    case ValueType::UInt16: case ValueType::Int16: return 2;
-    case ValueType::UInt32: case ValueType::Int32: case ValueType::Float32: return 4;
-    case ValueType::UInt64: case ValueType::Int64: case ValueType::Float64: return 8;
-    case ValueType::String: case ValueType::Array: return 0;
+    case ValueType::UInt8:
+    case ValueType::Int8:
+    case ValueType::Bool: return 1;
+    case ValueType::UInt16:
+    case ValueType::Int16: return 2;
+    case ValueType::UInt32:
+    case ValueType::Int32:
+    case ValueType::Float32: return 4;
+    case ValueType::UInt64:
+    case ValueType::Int64:
+    case ValueType::Float64: return 8;
+    case ValueType::String:
+    case ValueType::Array: return 0;
   }
   return 0;
 }

@@ -20,14 +20,15 @@ std::string describe(const Value& v) {
 }
 
 [[noreturn]] void wrong_type(const Header& h, std::string_view key, std::string_view expected, const Value& found) {
-  throw FormatError(FormatErrorKind::WrongValueType,
-                    fmt::format("{}: metadata key '{}': expected {}, found {}", h.path.string(), key, expected, describe(found)));
+  throw FormatError(FormatErrorKind::WrongValueType, fmt::format("{}: metadata key '{}': expected {}, found {}",
+                                                                 h.path.string(), key, expected, describe(found)));
 }
 
 uint32_t to_u32(const Header& h, std::string_view key, const Value& v) {
   if (!v.is_array()) {
     const auto i = as_int(v.scalar);
-    if (i && *i >= 0 && *i <= static_cast<int64_t>(std::numeric_limits<uint32_t>::max())) return static_cast<uint32_t>(*i);
+    if (i && *i >= 0 && *i <= static_cast<int64_t>(std::numeric_limits<uint32_t>::max()))
+      return static_cast<uint32_t>(*i);
   }
   wrong_type(h, key, "an integer in the uint32 range", v);
 }
@@ -63,7 +64,9 @@ const TensorInfo* Header::find_tensor(std::string_view name) const noexcept {
 
 static const Value& require(const Header& h, std::string_view key) {
   const Value* v = h.find(key);
-  if (!v) throw FormatError(FormatErrorKind::MissingKey, fmt::format("{}: metadata key '{}' is missing", h.path.string(), key));
+  if (!v)
+    throw FormatError(FormatErrorKind::MissingKey,
+                      fmt::format("{}: metadata key '{}' is missing", h.path.string(), key));
   return *v;
 }
 

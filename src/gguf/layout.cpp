@@ -10,7 +10,8 @@ namespace skainet::gguf::detail {
 namespace {
 
 [[noreturn]] void fail(const Header& h, FormatErrorKind kind, const TensorInfo& t, std::string detail) {
-  throw FormatError(kind, fmt::format("{}: offset {}: tensor '{}': {}", h.path.string(), t.file_offset, t.name, detail));
+  throw FormatError(kind,
+                    fmt::format("{}: offset {}: tensor '{}': {}", h.path.string(), t.file_offset, t.name, detail));
 }
 
 uint64_t saturating_add(uint64_t a, uint64_t b) {
@@ -40,8 +41,8 @@ void check_layout(Header& h, bool check_bounds) {
     const TensorInfo& t = h.tensors[order[k]];
     if (t.offset < ends[order[k - 1]])
       fail(h, FormatErrorKind::OverlappingTensors, t,
-           fmt::format("data [{}, {}) overlaps tensor '{}' at [{}, {})", t.offset, ends[order[k]], prev.name, prev.offset,
-                       ends[order[k - 1]]));
+           fmt::format("data [{}, {}) overlaps tensor '{}' at [{}, {})", t.offset, ends[order[k]], prev.name,
+                       prev.offset, ends[order[k - 1]]));
   }
   if (!check_bounds || h.tensors.empty()) return;
 
@@ -50,7 +51,8 @@ void check_layout(Header& h, bool check_bounds) {
   // ending beyond it was never inside any version of this file.
   uint64_t packed = 0;
   for (const TensorInfo& t : h.tensors) {
-    const uint64_t padded = t.bytes % h.alignment == 0 ? t.bytes : saturating_add(t.bytes, h.alignment - t.bytes % h.alignment);
+    const uint64_t padded =
+        t.bytes % h.alignment == 0 ? t.bytes : saturating_add(t.bytes, h.alignment - t.bytes % h.alignment);
     packed = saturating_add(packed, padded);
   }
   const TensorInfo* first_cut = nullptr;
@@ -59,9 +61,11 @@ void check_layout(Header& h, bool check_bounds) {
     const uint64_t end = t.file_offset + t.bytes;
     if (end <= h.file_size) continue;
     if (ends[k] > packed)
-      fail(h, FormatErrorKind::DataOutOfBounds, t,
-           fmt::format("data [{}, {}) lies past the end of the file ({} bytes) and past where {} packed tensors could reach ({})",
-                       t.file_offset, end, h.file_size, h.tensors.size(), saturating_add(h.data_offset, packed)));
+      fail(
+          h, FormatErrorKind::DataOutOfBounds, t,
+          fmt::format(
+              "data [{}, {}) lies past the end of the file ({} bytes) and past where {} packed tensors could reach ({})",
+              t.file_offset, end, h.file_size, h.tensors.size(), saturating_add(h.data_offset, packed)));
     if (!first_cut) first_cut = &t;
   }
   if (first_cut)

@@ -50,11 +50,12 @@ class Parser {
 void Parser::check_length(uint64_t at, std::string_view what, uint64_t count, uint64_t limit, uint64_t min_item) {
   if (count > limit)
     fail(FormatErrorKind::LengthTooLarge, at,
-         fmt::format("{}: length {} exceeds the reader's limit of {} (the file has {} bytes)", what, count, limit, cursor_.file_size()));
+         fmt::format("{}: length {} exceeds the reader's limit of {} (the file has {} bytes)", what, count, limit,
+                     cursor_.file_size()));
   if (count > cursor_.remaining() / min_item)
     fail(FormatErrorKind::Truncated, at,
-         fmt::format("truncated: {} of length {} needs at least {} bytes, but the file ends at byte {} ({} remain)", what, count,
-                     count * min_item, cursor_.file_size(), cursor_.remaining()));
+         fmt::format("truncated: {} of length {} needs at least {} bytes, but the file ends at byte {} ({} remain)",
+                     what, count, count * min_item, cursor_.file_size(), cursor_.remaining()));
 }
 
 std::string Parser::read_string(std::string_view what, uint64_t limit) {
@@ -71,8 +72,9 @@ std::string Parser::read_name(std::string_view what, uint64_t limit) {
   std::string s = read_string(what, limit);
   if (s.empty()) fail(FormatErrorKind::InvalidString, at, fmt::format("{} is empty", what));
   if (const auto bad = detail::find_invalid_utf8(s))
-    fail(FormatErrorKind::InvalidString, at, fmt::format("{} is not valid UTF-8 (bad byte 0x{:02x} at index {})", what,
-                                                         static_cast<unsigned char>(s[*bad]), *bad));
+    fail(FormatErrorKind::InvalidString, at,
+         fmt::format("{} is not valid UTF-8 (bad byte 0x{:02x} at index {})", what, static_cast<unsigned char>(s[*bad]),
+                     *bad));
   if (const auto nul = s.find('\0'); nul != std::string::npos)
     fail(FormatErrorKind::InvalidString, at, fmt::format("{} contains a NUL byte at index {}", what, nul));
   return s;
@@ -120,11 +122,12 @@ Value Parser::read_value(ValueType type) {
   }
   const uint64_t type_at = cursor_.position();
   v.element_type = read_value_type("array element type");
-  if (v.element_type == ValueType::Array) fail(FormatErrorKind::NestedArray, type_at, "arrays of arrays are not allowed");
+  if (v.element_type == ValueType::Array)
+    fail(FormatErrorKind::NestedArray, type_at, "arrays of arrays are not allowed");
   const uint64_t count_at = cursor_.position();
   const auto count = cursor_.read_le<uint64_t>("array length");
-  check_length(count_at, fmt::format("array of {}", value_type_name(v.element_type)), count,
-               options_.max_array_items, detail::min_encoded_size(v.element_type));
+  check_length(count_at, fmt::format("array of {}", value_type_name(v.element_type)), count, options_.max_array_items,
+               detail::min_encoded_size(v.element_type));
   v.items.reserve(static_cast<size_t>(count));
   for (uint64_t i = 0; i < count; ++i) v.items.push_back(read_scalar(v.element_type));
   return v;
@@ -142,7 +145,8 @@ void Parser::check_alignment(Header& h, const Value& v, uint64_t offset) {
 void Parser::read_preamble(Header& h) {
   const auto magic = cursor_.read_le<uint32_t>("magic");
   if (magic == __builtin_bswap32(kMagic))
-    fail(FormatErrorKind::BigEndian, 0, "magic is 'FUGG': a big-endian GGUF file; only little-endian files are supported");
+    fail(FormatErrorKind::BigEndian, 0,
+         "magic is 'FUGG': a big-endian GGUF file; only little-endian files are supported");
   if (magic != kMagic)
     fail(FormatErrorKind::BadMagic, 0, fmt::format("expected magic 'GGUF' (0x{:08x}), found 0x{:08x}", kMagic, magic));
   h.version = cursor_.read_le<uint32_t>("version");
@@ -150,8 +154,9 @@ void Parser::read_preamble(Header& h) {
   const uint32_t swapped = __builtin_bswap32(h.version);
   if (h.version > 0xFFFF && swapped >= 1 && swapped <= 3)
     fail(FormatErrorKind::BigEndian, 4,
-         fmt::format("version reads 0x{:08x} ({} byte-swapped): a big-endian GGUF file; only little-endian files are supported",
-                     h.version, swapped));
+         fmt::format(
+             "version reads 0x{:08x} ({} byte-swapped): a big-endian GGUF file; only little-endian files are supported",
+             h.version, swapped));
   if (h.version != 2 && h.version != 3)
     fail(FormatErrorKind::UnsupportedVersion, 4,
          fmt::format("GGUF version {} is not supported (expected 2 or 3)", h.version));
@@ -165,7 +170,8 @@ void Parser::read_metadata(Header& h, uint64_t count) {
     const uint64_t key_at = cursor_.position();
     std::string key = read_name("key", options_.max_name_bytes);
     if (const auto it = h.key_index.find(key); it != h.key_index.end())
-      fail(FormatErrorKind::DuplicateKey, key_at, fmt::format("key '{}' already appeared as entry {}", key, it->second));
+      fail(FormatErrorKind::DuplicateKey, key_at,
+           fmt::format("key '{}' already appeared as entry {}", key, it->second));
     context_ = fmt::format("metadata key '{}'", key);
     const ValueType type = read_value_type("value type");
     const uint64_t value_at = cursor_.position();
@@ -184,21 +190,25 @@ void Parser::read_tensor_infos(Header& h, uint64_t count) {
     TensorInfo t;
     t.name = read_name("tensor name", options_.max_tensor_name_bytes);
     if (const auto it = h.tensor_index.find(t.name); it != h.tensor_index.end())
-      fail(FormatErrorKind::DuplicateTensor, name_at, fmt::format("tensor '{}' already appeared as tensor {}", t.name, it->second));
+      fail(FormatErrorKind::DuplicateTensor, name_at,
+           fmt::format("tensor '{}' already appeared as tensor {}", t.name, it->second));
     context_ = fmt::format("tensor '{}'", t.name);
 
     const uint64_t dims_at = cursor_.position();
     const auto n_dims = cursor_.read_le<uint32_t>("dimension count");
     if (n_dims == 0 || n_dims > kMaxDims)
-      fail(FormatErrorKind::BadDimensions, dims_at, fmt::format("expected 1..{} dimensions, found {}", kMaxDims, n_dims));
+      fail(FormatErrorKind::BadDimensions, dims_at,
+           fmt::format("expected 1..{} dimensions, found {}", kMaxDims, n_dims));
     uint64_t elements = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
       const uint64_t at = cursor_.position();
       const auto dim = cursor_.read_le<uint64_t>("dimension");
       if (dim == 0) fail(FormatErrorKind::BadDimensions, at, fmt::format("dimension {} is zero", d));
       // ggml counts elements in int64_t, so the product must fit there.
-      if (__builtin_mul_overflow(elements, dim, &elements) || elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-        fail(FormatErrorKind::DimensionOverflow, at, fmt::format("element count overflows at dimension {} ({})", d, dim));
+      if (__builtin_mul_overflow(elements, dim, &elements) ||
+          elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        fail(FormatErrorKind::DimensionOverflow, at,
+             fmt::format("element count overflows at dimension {} ({})", d, dim));
       t.shape.push_back(dim);
     }
 
@@ -213,7 +223,8 @@ void Parser::read_tensor_infos(Header& h, uint64_t count) {
                        traits->block_elements));
     uint64_t bytes = (t.shape[0] / traits->block_elements);
     bool overflow = __builtin_mul_overflow(bytes, uint64_t{traits->block_bytes}, &bytes);
-    for (size_t d = 1; d < t.shape.size(); ++d) overflow = overflow || __builtin_mul_overflow(bytes, t.shape[d], &bytes);
+    for (size_t d = 1; d < t.shape.size(); ++d)
+      overflow = overflow || __builtin_mul_overflow(bytes, t.shape[d], &bytes);
     if (overflow) fail(FormatErrorKind::DimensionOverflow, type_at, "byte size overflows 64 bits");
     t.bytes = bytes;
 
@@ -259,9 +270,7 @@ Header Parser::run() {
 
 }  // namespace
 
-Header read_header(const base::FileReader& file, const ReadOptions& options) {
-  return Parser(file, options).run();
-}
+Header read_header(const base::FileReader& file, const ReadOptions& options) { return Parser(file, options).run(); }
 
 Header read_header(const std::filesystem::path& path, const ReadOptions& options) {
   base::FileReader file(path);

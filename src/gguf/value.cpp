@@ -39,20 +39,29 @@ std::optional<size_t> find_invalid_utf8(std::string_view s) noexcept {
   size_t i = 0;
   while (i < n) {
     const unsigned char c = p[i];
-    if (c < 0x80) { ++i; continue; }
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
     size_t len;
     uint32_t cp;
-    if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }
-    else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; }
-    else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
-    else return i;  // stray continuation byte, overlong lead (C0/C1) or F5..FF
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      cp = c & 0x07;
+    } else
+      return i;  // stray continuation byte, overlong lead (C0/C1) or F5..FF
     if (n - i < len) return i;
     for (size_t k = 1; k < len; ++k) {
       if ((p[i + k] & 0xC0) != 0x80) return i;
       cp = (cp << 6) | (p[i + k] & 0x3F);
     }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
       return i;
     i += len;
   }
@@ -64,8 +73,9 @@ std::optional<size_t> find_invalid_utf8(std::string_view s) noexcept {
 Value Value::of(ValueType t, Scalar s) {
   if (t == ValueType::Array) throw InvalidArgument("gguf::Value::of: use Value::array for arrays");
   if (!detail::holds_type(s, t))
-    throw InvalidArgument(fmt::format("gguf::Value::of: a {} value needs its own C++ type (scalar holds alternative {})",
-                                      value_type_name(t), s.index()));
+    throw InvalidArgument(
+        fmt::format("gguf::Value::of: a {} value needs its own C++ type (scalar holds alternative {})",
+                    value_type_name(t), s.index()));
   Value v;
   v.type = t;
   v.scalar = std::move(s);
@@ -75,7 +85,8 @@ Value Value::of(ValueType t, Scalar s) {
 Value Value::array(ValueType element_type, std::vector<Scalar> items) {
   if (element_type == ValueType::Array) throw InvalidArgument("gguf::Value::array: GGUF arrays do not nest");
   if (!detail::scalar_index(element_type))
-    throw InvalidArgument(fmt::format("gguf::Value::array: unknown element type {}", static_cast<uint32_t>(element_type)));
+    throw InvalidArgument(
+        fmt::format("gguf::Value::array: unknown element type {}", static_cast<uint32_t>(element_type)));
   for (size_t i = 0; i < items.size(); ++i)
     if (!detail::holds_type(items[i], element_type))
       throw InvalidArgument(fmt::format("gguf::Value::array: item {} is not a {}", i, value_type_name(element_type)));
@@ -106,8 +117,10 @@ std::optional<double> as_double(const Scalar& s) noexcept {
   return std::visit(
       [](const auto& v) -> std::optional<double> {
         using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, std::string>) return std::nullopt;
-        else return static_cast<double>(v);
+        if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, std::string>)
+          return std::nullopt;
+        else
+          return static_cast<double>(v);
       },
       s);
 }
@@ -116,10 +129,14 @@ std::string to_string(const Scalar& s) {
   return std::visit(
       [](const auto& v) -> std::string {
         using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, std::string>) return v;
-        else if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
-        else if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>) return fmt::format("{}", static_cast<int>(v));
-        else return fmt::format("{}", v);
+        if constexpr (std::is_same_v<T, std::string>)
+          return v;
+        else if constexpr (std::is_same_v<T, bool>)
+          return v ? "true" : "false";
+        else if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>)
+          return fmt::format("{}", static_cast<int>(v));
+        else
+          return fmt::format("{}", v);
       },
       s);
 }

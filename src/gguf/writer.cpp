@@ -28,7 +28,8 @@ void check_value(std::string_view key, const Value& v) {
   }
   if (!detail::scalar_index(v.element_type)) bad("arrays do not nest");
   for (const Scalar& s : v.items)
-    if (!detail::holds_type(s, v.element_type)) bad(fmt::format("an item is not a {}", value_type_name(v.element_type)));
+    if (!detail::holds_type(s, v.element_type))
+      bad(fmt::format("an item is not a {}", value_type_name(v.element_type)));
 }
 
 class Encoder {
@@ -48,9 +49,12 @@ class Encoder {
     std::visit(
         [&](const auto& v) {
           using T = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<T, std::string>) string(v);
-          else if constexpr (std::is_same_v<T, bool>) le<uint8_t>(v ? 1 : 0);
-          else le<T>(v);
+          if constexpr (std::is_same_v<T, std::string>)
+            string(v);
+          else if constexpr (std::is_same_v<T, bool>)
+            le<uint8_t>(v ? 1 : 0);
+          else
+            le<T>(v);
         },
         s);
   }
@@ -78,8 +82,9 @@ void Writer::set(std::string key, Value value) {
   check_value(key, value);
   if (key == kAlignmentKey) {
     if (value == Value::u32(alignment_)) return;
-    throw InvalidArgument(fmt::format("gguf::Writer: '{}' is managed by the writer (alignment {}); pass the alignment to the constructor",
-                                      kAlignmentKey, alignment_));
+    throw InvalidArgument(
+        fmt::format("gguf::Writer: '{}' is managed by the writer (alignment {}); pass the alignment to the constructor",
+                    kAlignmentKey, alignment_));
   }
   for (KeyValue& kv : metadata_)
     if (kv.key == key) {
@@ -94,14 +99,16 @@ size_t Writer::add_tensor(std::string name, std::vector<uint64_t> shape, GgmlTyp
   for (const TensorInfo& t : tensors_)
     if (t.name == name) throw InvalidArgument(fmt::format("gguf::Writer: tensor '{}' added twice", name));
   if (shape.empty() || shape.size() > 4)
-    throw InvalidArgument(fmt::format("gguf::Writer: tensor '{}': expected 1..4 dimensions, got {}", name, shape.size()));
+    throw InvalidArgument(
+        fmt::format("gguf::Writer: tensor '{}': expected 1..4 dimensions, got {}", name, shape.size()));
   const std::string what = fmt::format("gguf::Writer: tensor '{}'", name);
   uint64_t elements = 1;
   for (uint64_t d : shape) {
     if (d == 0) throw InvalidArgument(what + ": a dimension is zero");
     elements = checked_mul(elements, d, what + " element count");
   }
-  if (elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) throw OverflowError(what + ": too many elements");
+  if (elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    throw OverflowError(what + ": too many elements");
   TensorInfo t;
   t.bytes = row_bytes(type, shape[0]);  // throws InvalidArgument when shape[0] is not whole blocks
   for (size_t d = 1; d < shape.size(); ++d) t.bytes = checked_mul(t.bytes, shape[d], what + " byte size");
@@ -150,8 +157,10 @@ uint64_t Writer::write(const Producer& produce, base::Progress* progress) {
   uint64_t total = data_offset;
   if (!tensors_.empty()) {
     const TensorInfo& last = tensors_.back();
-    total = checked_add(data_offset, checked_align_up(checked_add(last.offset, last.bytes, "gguf::Writer size"), alignment_,
-                                                      "gguf::Writer size"), "gguf::Writer size");
+    total = checked_add(
+        data_offset,
+        checked_align_up(checked_add(last.offset, last.bytes, "gguf::Writer size"), alignment_, "gguf::Writer size"),
+        "gguf::Writer size");
   }
   out.require_space(total);
   out.write_zeros(data_offset - out.position());
@@ -162,7 +171,8 @@ uint64_t Writer::write(const Producer& produce, base::Progress* progress) {
     TensorInfo& t = tensors_[i];
     t.file_offset = data_offset + t.offset;
     if (out.position() != t.file_offset)
-      throw InvalidArgument(fmt::format("gguf::Writer: tensor '{}' would land at {} instead of {}", t.name, out.position(), t.file_offset));
+      throw InvalidArgument(fmt::format("gguf::Writer: tensor '{}' would land at {} instead of {}", t.name,
+                                        out.position(), t.file_offset));
     const std::span<std::byte> span(buffer.data(), static_cast<size_t>(t.bytes));
     std::memset(span.data(), 0, span.size());
     produce(i, span);

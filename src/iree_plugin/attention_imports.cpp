@@ -48,18 +48,21 @@ int attention(void* params, void*, void*) noexcept {
     int32_t pos = 0;
     std::memcpy(&pos, p.pos.get(), sizeof pos);  // the binding may be unaligned
     const int64_t offset = int64_t{pos} + p.position_delta;
-    if (offset < 0 || offset + p.n > p.n_ctx) detail::reject(kOutOfRange, "queries outside the cache: pos out of range");
+    if (offset < 0 || offset + p.n > p.n_ctx)
+      detail::reject(kOutOfRange, "queries outside the cache: pos out of range");
     if (p.head_begin == p.head_end) return;
 
     const int64_t kvd = p.kv_heads * hd, group = p.heads / p.kv_heads;
-    const Tensor q = borrowed(p.q.get(), Shape{p.n, p.heads * hd}, GgmlType::F32, BlockOrder::RowMajor, false, "iree attention q");
-    const Tensor out = borrowed(p.out.get(), Shape{p.n, p.heads * hd}, GgmlType::F32, BlockOrder::RowMajor, true, "iree attention out");
+    const Tensor q =
+        borrowed(p.q.get(), Shape{p.n, p.heads * hd}, GgmlType::F32, BlockOrder::RowMajor, false, "iree attention q");
+    const Tensor out = borrowed(p.out.get(), Shape{p.n, p.heads * hd}, GgmlType::F32, BlockOrder::RowMajor, true,
+                                "iree attention out");
     // The caches are [layers, ctx, kvd]; only layer `layer` is viewed (layers themselves unknown:
     // the view starts at the layer and spans its ctx cells).
     const uint64_t layer_bytes = contiguous_bytes(Shape{p.n_ctx, kvd}, kv);
     const auto layer_of = [&](const Binding& b, const char* origin) {
-      return borrowed(b.get() + static_cast<uint64_t>(p.layer) * layer_bytes, Shape{p.n_ctx, kvd}, kv, BlockOrder::RowMajor,
-                      false, origin);
+      return borrowed(b.get() + static_cast<uint64_t>(p.layer) * layer_bytes, Shape{p.n_ctx, kvd}, kv,
+                      BlockOrder::RowMajor, false, origin);
     };
     const Tensor keys = layer_of(p.k_cache, "iree attention k"), values = layer_of(p.v_cache, "iree attention v");
 

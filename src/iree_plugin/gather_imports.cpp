@@ -23,7 +23,8 @@ void gather_feed_order(const Tensor& table, const int32_t* ids, int64_t count, c
   for (int64_t i = 0; i < count; ++i) {
     auto* row = reinterpret_cast<float*>(out.raw_mut() + i * out.stride(0));
     for (int64_t b = 0; b < blocks; ++b) {
-      kernels::ref::feed_block(table.type(), table.block_order(), table.raw(), table.dim(0), cols, ids[i], b, block.data());
+      kernels::ref::feed_block(table.type(), table.block_order(), table.raw(), table.dim(0), cols, ids[i], b,
+                               block.data());
       kernels::ref::dequantize_row(table.type(), block.data(), row + b * t.block_elements, t.block_elements);
     }
   }
@@ -44,7 +45,8 @@ int gather_rows(void* params, void*, void*) noexcept {
     require(o == BlockOrder::RowMajor || kernels::ref::can_repack(t, o), "no kernel reads this block order");
     require(p.ids.get() != nullptr, "null ids");
     const Tensor embd = borrowed(p.table.get(), Shape{p.rows, p.cols}, t, o, false, "iree gather table");
-    const Tensor out = borrowed(p.out.get(), Shape{p.n, p.cols}, GgmlType::F32, BlockOrder::RowMajor, true, "iree gather out");
+    const Tensor out =
+        borrowed(p.out.get(), Shape{p.n, p.cols}, GgmlType::F32, BlockOrder::RowMajor, true, "iree gather out");
     // The ids binding need not be 4-byte aligned: copy this workgroup's ids (and check them).
     const int64_t count = p.end - p.begin;
     std::vector<int32_t> ids(static_cast<size_t>(count));
@@ -52,8 +54,10 @@ int gather_rows(void* params, void*, void*) noexcept {
     for (int32_t id : ids)
       if (id < 0 || id >= p.rows) detail::reject(kOutOfRange, "token id outside the table");
     const Tensor dst = out.rows(p.begin, count);
-    if (o == BlockOrder::RowMajor) iree_plugin::table().gather_rows(embd, ids.data(), count, dst);
-    else gather_feed_order(embd, ids.data(), count, dst);
+    if (o == BlockOrder::RowMajor)
+      iree_plugin::table().gather_rows(embd, ids.data(), count, dst);
+    else
+      gather_feed_order(embd, ids.data(), count, dst);
   });
 }
 
@@ -75,7 +79,8 @@ int repack_rows(void* params, void*, void*) noexcept {
     require(o != BlockOrder::RowMajor && kernels::ref::can_repack(t, o), "no repack to this order");
     require(p.src.get() && p.dst.get(), "null binding");
     const int64_t groups = (p.rows + kInterleaveRows - 1) / kInterleaveRows;
-    require(0 <= p.group_begin && p.group_begin <= p.group_end && p.group_end <= groups, "group range outside the weight");
+    require(0 <= p.group_begin && p.group_begin <= p.group_end && p.group_end <= groups,
+            "group range outside the weight");
     const int64_t r0 = p.group_begin * kInterleaveRows, r1 = std::min(p.group_end * kInterleaveRows, p.rows);
     if (r0 >= r1) return;
     const uint64_t rb = row_bytes(t, static_cast<uint64_t>(p.k));

@@ -85,11 +85,13 @@ int matmul_prepare(void* params, void*, void*) noexcept {
     const Scratch s = scratch_of(p.scratch.get(), p.scratch_bytes);
     // Nothing to prepare, or too little room: skainet_matmul_rows sees the same and falls back.
     if (detail::verbose() && p.row_begin == 0)
-      std::fprintf(stderr, "skainet_iree_plugin: matmul_prepare: scratch at 64n+%d, x at 64n+%d, w at 64n+%d; needs %zu of %lld (+%d)\n",
-                   static_cast<int>(reinterpret_cast<uintptr_t>(p.scratch.get()) % 64),
-                   static_cast<int>(reinterpret_cast<uintptr_t>(p.x.get()) % 64),
-                   static_cast<int>(reinterpret_cast<uintptr_t>(p.w.get()) % 64), need,
-                   static_cast<long long>(p.scratch_bytes), static_cast<int>(s.pad));
+      std::fprintf(
+          stderr,
+          "skainet_iree_plugin: matmul_prepare: scratch at 64n+%d, x at 64n+%d, w at 64n+%d; needs %zu of %lld (+%d)\n",
+          static_cast<int>(reinterpret_cast<uintptr_t>(p.scratch.get()) % 64),
+          static_cast<int>(reinterpret_cast<uintptr_t>(p.x.get()) % 64),
+          static_cast<int>(reinterpret_cast<uintptr_t>(p.w.get()) % 64), need, static_cast<long long>(p.scratch_bytes),
+          static_cast<int>(s.pad));
     if (need == 0 || static_cast<uint64_t>(s.usable) < need) return;
     pad_byte(s.head).store(static_cast<uint8_t>(s.pad), std::memory_order_relaxed);
     if (p.row_begin < p.row_end) k.matmul_prepare(v.x, v.w, s.data, p.row_begin, p.row_end);
@@ -111,8 +113,10 @@ int matmul_rows(void* params, void*, void*) noexcept {
     const Scratch s = scratch_of(p.scratch.get(), p.scratch_bytes);
     const bool prepared = need > 0 && static_cast<uint64_t>(s.usable) >= need &&
                           pad_byte(s.head).load(std::memory_order_relaxed) == static_cast<uint8_t>(s.pad);
-    if (prepared) k.matmul_prepared(v.x, v.w, v.y, p.begin, p.end, s.data);
-    else k.matmul(v.x, v.w, v.y, p.begin, p.end);
+    if (prepared)
+      k.matmul_prepared(v.x, v.w, v.y, p.begin, p.end, s.data);
+    else
+      k.matmul(v.x, v.w, v.y, p.begin, p.end);
   });
 }
 

@@ -19,10 +19,8 @@ struct Import {
 
 // The names the exporter's modules declare (func.func private @<name> ... {llvm.bareptr = true}).
 constexpr Import kImports[] = {
-    {kernels::imports::kAttention.name, &attention},
-    {kernels::imports::kGatherRows.name, &gather_rows},
-    {kernels::imports::kMatmulPrepare.name, &matmul_prepare},
-    {kernels::imports::kMatmulRows.name, &matmul_rows},
+    {kernels::imports::kAttention.name, &attention},          {kernels::imports::kGatherRows.name, &gather_rows},
+    {kernels::imports::kMatmulPrepare.name, &matmul_prepare}, {kernels::imports::kMatmulRows.name, &matmul_rows},
     {kernels::imports::kRepackRows.name, &repack_rows},
 };
 
@@ -126,7 +124,7 @@ BlockOrder order_of(int64_t id) {
 }  // namespace skainet::iree_plugin
 
 extern "C" const skainet::iree_plugin::abi::Header** iree_hal_executable_plugin_query(uint32_t max_version,
-                                                                                       void* reserved) {
+                                                                                      void* reserved) {
   using namespace skainet::iree_plugin;
   // The host gets a pointer to the table's first field (the header pointer), as the C ABI has it.
   if (max_version < abi::kVersion0_1) return nullptr;

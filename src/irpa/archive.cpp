@@ -52,16 +52,16 @@ ArchiveFile::ArchiveFile(const std::filesystem::path& path, const ReadOptions& o
 void ArchiveFile::read(const Entry& entry, uint64_t offset, std::span<std::byte> out) const {
   uint64_t end = 0;
   if (__builtin_add_overflow(offset, uint64_t{out.size()}, &end) || end > entry.length)
-    throw InvalidArgument(fmt::format("{}: entry '{}': reading {} bytes at {} runs past its length {}", file_.path().string(),
-                                      entry.name, out.size(), offset, entry.length));
+    throw InvalidArgument(fmt::format("{}: entry '{}': reading {} bytes at {} runs past its length {}",
+                                      file_.path().string(), entry.name, out.size(), offset, entry.length));
   if (out.empty()) return;
   if (entry.type == EntryType::Data) {
     file_.read_at(entry.file_offset + offset, out.data(), out.size());
     return;
   }
   if (entry.type != EntryType::Splat || !detail::valid_pattern_length(entry.pattern_length))
-    throw InvalidArgument(fmt::format("{}: entry '{}' of type {} has no readable value", file_.path().string(), entry.name,
-                                      entry_type_name(entry.type)));
+    throw InvalidArgument(fmt::format("{}: entry '{}' of type {} has no readable value", file_.path().string(),
+                                      entry.name, entry_type_name(entry.type)));
   const size_t n = entry.pattern_length;
   size_t phase = static_cast<size_t>(offset % n);
   for (std::byte& b : out) {
@@ -72,7 +72,8 @@ void ArchiveFile::read(const Entry& entry, uint64_t offset, std::span<std::byte>
 
 std::vector<std::byte> ArchiveFile::read(const Entry& entry) const {
   if (entry.length > std::numeric_limits<size_t>::max())
-    throw OverflowError(fmt::format("{}: entry '{}' of {} bytes cannot be held in memory", file_.path().string(), entry.name, entry.length));
+    throw OverflowError(fmt::format("{}: entry '{}' of {} bytes cannot be held in memory", file_.path().string(),
+                                    entry.name, entry.length));
   std::vector<std::byte> bytes(static_cast<size_t>(entry.length));
   read(entry, 0, bytes);
   return bytes;

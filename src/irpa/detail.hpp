@@ -22,7 +22,7 @@ inline constexpr size_t kHeaderPrefixSize = 32;  // magic, versions, header_size
 // Entry record: common prefix, then the type's fields.
 inline constexpr size_t kEntSize = 0, kEntType = 8, kEntFlags = 12, kEntName = 20, kEntMetadata = 36,
                         kEntMinimumAlignment = 52;
-inline constexpr size_t kDataStorage = 60;                                      // offset, length
+inline constexpr size_t kDataStorage = 60;  // offset, length
 inline constexpr size_t kSplatLength = 60, kSplatPattern = 68, kSplatPatternLength = 84;
 
 static_assert(kEntMinimumAlignment + 8 == kEntryHeaderSize);

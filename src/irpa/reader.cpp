@@ -39,19 +39,22 @@ Range Parser::read_segment(const std::byte* header, size_t field, std::string_vi
   const uint64_t offset = load<uint64_t>(header + field), length = load<uint64_t>(header + field + 8);
   uint64_t end = 0;
   if (__builtin_add_overflow(offset, length, &end))
-    fail(FormatErrorKind::OutOfRange, field, fmt::format("{} at {} of {} bytes overflows 64 bits", what, offset, length));
+    fail(FormatErrorKind::OutOfRange, field,
+         fmt::format("{} at {} of {} bytes overflows 64 bits", what, offset, length));
   if (end > file_.size())
     fail(FormatErrorKind::Truncated, field,
          fmt::format("truncated: {} spans bytes {}..{} but the file ends at byte {}", what, offset, end, file_.size()));
   if (length > 0 && offset < kHeaderSize)
-    fail(FormatErrorKind::BadHeader, field, fmt::format("{} starts at {}, inside the {}-byte header", what, offset, kHeaderSize));
+    fail(FormatErrorKind::BadHeader, field,
+         fmt::format("{} starts at {}, inside the {}-byte header", what, offset, kHeaderSize));
   return Range{offset, length};
 }
 
 void Parser::read_header(Archive& a) {
   std::byte h[kHeaderSize] = {};
   const uint64_t size = file_.size();
-  if (size < 4) fail(FormatErrorKind::Truncated, 0, fmt::format("truncated: the file has {} bytes, too few for the magic", size));
+  if (size < 4)
+    fail(FormatErrorKind::Truncated, 0, fmt::format("truncated: the file has {} bytes, too few for the magic", size));
   file_.read_at(0, h, static_cast<size_t>(std::min<uint64_t>(size, kHeaderSize)));
   const auto magic = load<uint32_t>(h + detail::kHdrMagic);
   if (magic != kMagic)
@@ -69,7 +72,8 @@ void Parser::read_header(Archive& a) {
     fail(FormatErrorKind::BadHeader, detail::kHdrHeaderSize,
          fmt::format("header_size: expected {} for version 0, found {}", kHeaderSize, header_size));
   if (size < kHeaderSize)
-    fail(FormatErrorKind::Truncated, size, fmt::format("truncated: the header needs {} bytes, the file has {}", kHeaderSize, size));
+    fail(FormatErrorKind::Truncated, size,
+         fmt::format("truncated: the header needs {} bytes, the file has {}", kHeaderSize, size));
   if (const auto next = load<uint64_t>(h + detail::kHdrNextHeader); next != 0)
     fail(FormatErrorKind::LinkedArchive, detail::kHdrNextHeader,
          fmt::format("next_header_offset is {}: linked (concatenated) archives are not supported; "
@@ -93,7 +97,8 @@ void Parser::read_entries(Archive& a, uint64_t count) {
     fail(FormatErrorKind::TooLarge, detail::kHdrEntryCount,
          fmt::format("entry count {} exceeds the reader's limit of {}", count, options_.max_entries));
   // Every record but the last takes at least 64 bytes (60, rounded up to 16), the last at least 60.
-  if (count > 0 && ((count - 1) > a.entry_segment.length / 64 || (count - 1) * 64 + kEntryHeaderSize > a.entry_segment.length))
+  if (count > 0 &&
+      ((count - 1) > a.entry_segment.length / 64 || (count - 1) * 64 + kEntryHeaderSize > a.entry_segment.length))
     fail(FormatErrorKind::BadEntry, detail::kHdrEntryCount,
          fmt::format("entry segment of {} bytes cannot hold {} entries", a.entry_segment.length, count));
   a.entries.reserve(static_cast<size_t>(std::min(count, kReserveLimit)));
@@ -102,14 +107,15 @@ void Parser::read_entries(Archive& a, uint64_t count) {
     context_ = fmt::format("entry {}", i);
     if (room < kEntryHeaderSize)
       fail(FormatErrorKind::BadEntry, at,
-           fmt::format("the entry table ends {} bytes in: {} remain, a record needs at least {}", at - a.entry_segment.offset,
-                       room, kEntryHeaderSize));
+           fmt::format("the entry table ends {} bytes in: {} remain, a record needs at least {}",
+                       at - a.entry_segment.offset, room, kEntryHeaderSize));
     std::byte size_field[8];
     file_.read_at(at, size_field, sizeof size_field);
     const auto entry_size = load<uint64_t>(size_field);
     if (entry_size < kEntryHeaderSize || entry_size > room)
       fail(FormatErrorKind::BadEntry, at,
-           fmt::format("entry_size: expected {}..{} (the table's remaining bytes), found {}", kEntryHeaderSize, room, entry_size));
+           fmt::format("entry_size: expected {}..{} (the table's remaining bytes), found {}", kEntryHeaderSize, room,
+                       entry_size));
     read_entry(a, at, entry_size);
     const uint64_t step = checked_align_up(entry_size, kEntryAlignment, "entry record size");
     at += std::min(step, room);
@@ -117,10 +123,12 @@ void Parser::read_entries(Archive& a, uint64_t count) {
   }
 }
 
-uint64_t Parser::resolve(uint64_t field_at, uint64_t offset, uint64_t length, const Range& segment, std::string_view what) {
+uint64_t Parser::resolve(uint64_t field_at, uint64_t offset, uint64_t length, const Range& segment,
+                         std::string_view what) {
   uint64_t end = 0;
   if (__builtin_add_overflow(offset, length, &end))
-    fail(FormatErrorKind::OutOfRange, field_at, fmt::format("{} at {} of {} bytes overflows 64 bits", what, offset, length));
+    fail(FormatErrorKind::OutOfRange, field_at,
+         fmt::format("{} at {} of {} bytes overflows 64 bits", what, offset, length));
   if (end > segment.length)
     fail(FormatErrorKind::OutOfRange, field_at,
          fmt::format("{} spans {}..{} of its segment, which has {} bytes", what, offset, end, segment.length));
@@ -144,24 +152,26 @@ void Parser::read_entry(Archive& a, uint64_t at, uint64_t entry_size) {
   file_.read_at(name_at, e.name.data(), e.name.size());
   context_ += fmt::format(" '{}'", e.name);
 
-  const auto meta_offset = load<uint64_t>(r + detail::kEntMetadata), meta_length = load<uint64_t>(r + detail::kEntMetadata + 8);
+  const auto meta_offset = load<uint64_t>(r + detail::kEntMetadata),
+             meta_length = load<uint64_t>(r + detail::kEntMetadata + 8);
   if (meta_length > options_.max_metadata_bytes)
-    fail(FormatErrorKind::TooLarge, at + detail::kEntMetadata,
-         fmt::format("metadata of {} bytes exceeds the reader's limit of {}", meta_length, options_.max_metadata_bytes));
+    fail(
+        FormatErrorKind::TooLarge, at + detail::kEntMetadata,
+        fmt::format("metadata of {} bytes exceeds the reader's limit of {}", meta_length, options_.max_metadata_bytes));
   if (meta_length > 0) {  // IREE ignores the offset of an empty blob (its builder writes 0)
-    const uint64_t meta_at = resolve(at + detail::kEntMetadata, meta_offset, meta_length, a.metadata_segment, "metadata");
+    const uint64_t meta_at =
+        resolve(at + detail::kEntMetadata, meta_offset, meta_length, a.metadata_segment, "metadata");
     e.metadata.resize(static_cast<size_t>(meta_length));
     file_.read_at(meta_at, e.metadata.data(), e.metadata.size());
   }
 
   e.minimum_alignment = load<uint64_t>(r + detail::kEntMinimumAlignment);
   switch (static_cast<EntryType>(type_id)) {
-    case EntryType::Skip:
-      ++a.skipped_entries;
-      return;
+    case EntryType::Skip: ++a.skipped_entries; return;
     case EntryType::Splat: {
       if (entry_size < kSplatEntrySize)
-        fail(FormatErrorKind::BadEntry, at, fmt::format("a splat record needs {} bytes, entry_size is {}", kSplatEntrySize, entry_size));
+        fail(FormatErrorKind::BadEntry, at,
+             fmt::format("a splat record needs {} bytes, entry_size is {}", kSplatEntrySize, entry_size));
       e.type = EntryType::Splat;
       e.length = load<uint64_t>(r + detail::kSplatLength);
       e.pattern_length = static_cast<uint8_t>(r[detail::kSplatPatternLength]);
@@ -176,7 +186,8 @@ void Parser::read_entry(Archive& a, uint64_t at, uint64_t entry_size) {
     }
     case EntryType::Data: {
       if (entry_size < kDataEntrySize)
-        fail(FormatErrorKind::BadEntry, at, fmt::format("a data record needs {} bytes, entry_size is {}", kDataEntrySize, entry_size));
+        fail(FormatErrorKind::BadEntry, at,
+             fmt::format("a data record needs {} bytes, entry_size is {}", kDataEntrySize, entry_size));
       e.type = EntryType::Data;
       const auto offset = load<uint64_t>(r + detail::kDataStorage);
       e.length = load<uint64_t>(r + detail::kDataStorage + 8);
@@ -187,7 +198,8 @@ void Parser::read_entry(Archive& a, uint64_t at, uint64_t entry_size) {
                fmt::format("minimum_alignment: expected a power of two, found {}", e.minimum_alignment));
         if (e.length > 0 && e.file_offset % e.minimum_alignment != 0)
           fail(FormatErrorKind::Misaligned, at + detail::kDataStorage,
-               fmt::format("data at file offset {} is not on its minimum alignment {}", e.file_offset, e.minimum_alignment));
+               fmt::format("data at file offset {} is not on its minimum alignment {}", e.file_offset,
+                           e.minimum_alignment));
       }
       break;
     }
@@ -199,7 +211,8 @@ void Parser::read_entry(Archive& a, uint64_t at, uint64_t entry_size) {
            fmt::format("unknown entry type {} (expected 0 skip, 1 splat or 2 data)", type_id));
   }
   if (const auto it = a.entry_index.find(e.name); it != a.entry_index.end())
-    fail(FormatErrorKind::DuplicateName, at + detail::kEntName, fmt::format("the name already belongs to entry {}", it->second));
+    fail(FormatErrorKind::DuplicateName, at + detail::kEntName,
+         fmt::format("the name already belongs to entry {}", it->second));
   a.entry_index.emplace(e.name, a.entries.size());
   a.entries.push_back(std::move(e));
 }

@@ -16,7 +16,8 @@ Writer::~Writer() = default;  // an uncommitted AtomicFile removes its temporary
 size_t Writer::declare(Declared d, std::span<const std::byte> metadata) {
   const std::string what = fmt::format("{}: entry {} '{}'", target_.string(), entries_.size(), d.name);
   if (out_ || committed_) throw InvalidArgument(what + ": declared after the data started");
-  if (d.name.empty()) throw InvalidArgument(fmt::format("{}: entry {}: the name is empty", target_.string(), entries_.size()));
+  if (d.name.empty())
+    throw InvalidArgument(fmt::format("{}: entry {}: the name is empty", target_.string(), entries_.size()));
   if (const auto it = names_.find(d.name); it != names_.end())
     throw InvalidArgument(fmt::format("{}: the name is already entry {}", what, it->second));
   d.metadata.assign(metadata.begin(), metadata.end());
@@ -55,8 +56,9 @@ size_t Writer::add_data(std::string name, uint64_t length, std::span<const std::
 size_t Writer::add_splat(std::string name, uint64_t length, std::span<const std::byte> pattern,
                          std::span<const std::byte> metadata) {
   if (!detail::valid_pattern_length(pattern.size()) || length % pattern.size() != 0)
-    throw InvalidArgument(fmt::format("{}: splat '{}': a pattern of {} bytes (expected 1, 2, 4, 8 or 16, dividing the length {})",
-                                      target_.string(), name, pattern.size(), length));
+    throw InvalidArgument(
+        fmt::format("{}: splat '{}': a pattern of {} bytes (expected 1, 2, 4, 8 or 16, dividing the length {})",
+                    target_.string(), name, pattern.size(), length));
   Declared d;
   d.name = std::move(name);
   d.type = EntryType::Splat;
@@ -67,20 +69,21 @@ size_t Writer::add_splat(std::string name, uint64_t length, std::span<const std:
 }
 
 uint64_t Writer::storage_segment_offset() const {
-  const uint64_t after_metadata = checked_add(checked_add(detail::kEntrySegmentOffset, entry_segment_size_, "irpa entry table end"),
-                                              metadata_segment_size_, "irpa metadata end");
+  const uint64_t after_metadata =
+      checked_add(checked_add(detail::kEntrySegmentOffset, entry_segment_size_, "irpa entry table end"),
+                  metadata_segment_size_, "irpa metadata end");
   return checked_align_up(after_metadata, storage_alignment_ == 0 ? 1 : storage_alignment_, "irpa storage offset");
 }
 
 uint64_t Writer::file_size() const {
-  return checked_align_up(checked_add(storage_segment_offset(), storage_segment_size_, "irpa storage end"), kFileAlignment,
-                          "irpa file size");
+  return checked_align_up(checked_add(storage_segment_offset(), storage_segment_size_, "irpa storage end"),
+                          kFileAlignment, "irpa file size");
 }
 
 void Writer::pad_to(uint64_t position) {
   if (out_->position() > position)
-    throw InvalidArgument(fmt::format("{}: internal layout error: at byte {} but the next field is at {}", target_.string(),
-                                      out_->position(), position));
+    throw InvalidArgument(fmt::format("{}: internal layout error: at byte {} but the next field is at {}",
+                                      target_.string(), out_->position(), position));
   out_->write_zeros(position - out_->position());
 }
 
@@ -149,8 +152,8 @@ void Writer::write(std::span<const std::byte> bytes) {
   if (committed_) throw InvalidArgument(fmt::format("{}: write after commit", target_.string()));
   if (!out_) start();
   if (bytes.size() > remaining())
-    throw InvalidArgument(fmt::format("{}: {} bytes written but only {} of the declared {} data bytes remain", target_.string(),
-                                      bytes.size(), remaining(), data_bytes_));
+    throw InvalidArgument(fmt::format("{}: {} bytes written but only {} of the declared {} data bytes remain",
+                                      target_.string(), bytes.size(), remaining(), data_bytes_));
   while (!bytes.empty()) {
     const Declared& d = entries_[current_];  // remaining() > 0, so a data entry with room is next
     const uint64_t take = std::min<uint64_t>(bytes.size(), d.length - current_done_);
@@ -169,8 +172,9 @@ uint64_t Writer::commit() {
   if (!out_) start();
   if (remaining() > 0) {
     const Declared& d = entries_[current_];
-    throw InvalidArgument(fmt::format("{}: commit() with {} of {} data bytes missing; entry {} '{}' has {} of its {} bytes",
-                                      target_.string(), remaining(), data_bytes_, current_, d.name, current_done_, d.length));
+    throw InvalidArgument(
+        fmt::format("{}: commit() with {} of {} data bytes missing; entry {} '{}' has {} of its {} bytes",
+                    target_.string(), remaining(), data_bytes_, current_, d.name, current_done_, d.length));
   }
   const uint64_t size = file_size();
   pad_to(size);

@@ -30,8 +30,8 @@ void check_matches(const gguf::Header& h, const plan::MemoryPlan& p) {
         d.shape != t.shape)
       throw InvalidArgument(fmt::format(
           "{}: plan entry {} ('{}' {} at {}, {} bytes) does not describe file tensor '{}' ({} at {}, {} bytes)",
-          h.path.string(), i, d.tensor, type_name(d.file_type), d.file_offset, d.file_bytes, t.name,
-          type_name(t.type), t.file_offset, t.bytes));
+          h.path.string(), i, d.tensor, type_name(d.file_type), d.file_offset, d.file_bytes, t.name, type_name(t.type),
+          t.file_offset, t.bytes));
   }
 }
 
@@ -97,8 +97,8 @@ struct RepackChunks {
               std::byte* dst) const {
     stage.resize(bytes_of(c));
     file.read_at(d.file_offset + first_row(c) * row_bytes, stage.data(), stage.size());
-    kernels::ref::repack_rows(d.file_type, d.held_order, stage.data(), dst, static_cast<int64_t>(stage.size() / row_bytes),
-                              static_cast<int64_t>(d.shape[0]));
+    kernels::ref::repack_rows(d.file_type, d.held_order, stage.data(), dst,
+                              static_cast<int64_t>(stage.size() / row_bytes), static_cast<int64_t>(d.shape[0]));
   }
 };
 
@@ -121,8 +121,10 @@ void read_repacked(const base::FileReader& file, const Decision& d, const Tensor
       if (!error) error = std::current_exception();
     }
   };
-  if (pool) pool->parallel_for(chunks.count(), 1, work);
-  else work(0, chunks.count());
+  if (pool)
+    pool->parallel_for(chunks.count(), 1, work);
+  else
+    work(0, chunks.count());
   if (error) std::rethrow_exception(error);
 }
 
@@ -151,7 +153,8 @@ void stream_held_bytes(const base::FileReader& file, const Decision& d,
   release_file_pages(file, d.file_offset, d.file_bytes);
 }
 
-ResolvedGguf::ResolvedGguf(gguf::Header header, plan::MemoryPlan plan) : header_(std::move(header)), plan_(std::move(plan)) {
+ResolvedGguf::ResolvedGguf(gguf::Header header, plan::MemoryPlan plan)
+    : header_(std::move(header)), plan_(std::move(plan)) {
   check_matches(header_, plan_);
   if (!plan_.fits) {
     std::string advice;
@@ -162,12 +165,11 @@ ResolvedGguf::ResolvedGguf(gguf::Header header, plan::MemoryPlan plan) : header_
       advice += fmt::format("; {} slots take {} of KV cache and slabs ({} each): fewer --slots fit in less",
                             plan_.slots, base::format_bytes(plan_.totals.kv + plan_.totals.slab),
                             base::format_bytes((plan_.totals.kv + plan_.totals.slab) / plan_.slots));
-    throw BudgetError(fmt::format("{}: the plan{} needs {} resident but the budget is {} (nothing was loaded){}",
-                                  header_.path.string(),
-                                  plan_.slots > 1 ? fmt::format(" for {} slots", plan_.slots) : std::string(),
-                                  base::format_bytes(plan_.totals.resident()),
-                                  base::format_bytes(*plan_.budget), advice),
-                      plan_.totals.resident(), *plan_.budget);
+    throw BudgetError(
+        fmt::format("{}: the plan{} needs {} resident but the budget is {} (nothing was loaded){}",
+                    header_.path.string(), plan_.slots > 1 ? fmt::format(" for {} slots", plan_.slots) : std::string(),
+                    base::format_bytes(plan_.totals.resident()), base::format_bytes(*plan_.budget), advice),
+        plan_.totals.resident(), *plan_.budget);
   }
 }
 
@@ -267,7 +269,8 @@ KvCacheStore::KvCacheStore(memory::ModelScope& scope, const plan::KvCachePlan& k
       }) {}
 
 KvCacheStore KvCacheStore::recorded(memory::Scope& scope, const plan::KvCachePlan& kv) {
-  return KvCacheStore(kv, [&](const Shape& shape, const std::string& origin) { return scope.allocate(shape, kv.type, origin); });
+  return KvCacheStore(
+      kv, [&](const Shape& shape, const std::string& origin) { return scope.allocate(shape, kv.type, origin); });
 }
 
 }  // namespace skainet::load

@@ -37,13 +37,13 @@ void fill(const Tensor& t, float value) {
 ExecutionContext::ExecutionContext(int threads, const kernels::KernelTable& table) : pool_(threads), table_(&table) {}
 
 void ExecutionContext::AlignedFree::operator()(std::byte* p) const noexcept {
-  ::operator delete(p, std::align_val_t{64});
+  ::operator delete (p, std::align_val_t{64});
 }
 
 void ExecutionContext::grow_scratch(size_t bytes) {
   scratch_.reset();  // the old buffer goes first: peak memory is the new size, not both
   scratch_stats_.held = 0;
-  scratch_.reset(static_cast<std::byte*>(::operator new(bytes, std::align_val_t{64})));
+  scratch_.reset(static_cast<std::byte*>(::operator new (bytes, std::align_val_t{64})));
   scratch_stats_.held = bytes;
 }
 

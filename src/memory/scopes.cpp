@@ -51,11 +51,13 @@ Tensor ModelScope::allocate_in(MemoryDomain domain, const Shape& shape, GgmlType
   check_open(origin);
   const uint64_t bytes = contiguous_bytes(shape, type);
   Storage::Ref s;
-  if (domain == MemoryDomain::HostHeap) s = Storage::heap(bytes, origin);
-  else if (domain == MemoryDomain::HostPages) s = Storage::pages(bytes, origin);
+  if (domain == MemoryDomain::HostHeap)
+    s = Storage::heap(bytes, origin);
+  else if (domain == MemoryDomain::HostPages)
+    s = Storage::pages(bytes, origin);
   else
-    throw InvalidArgument(fmt::format("model scope '{}': cannot allocate '{}' in the {} domain", name_, origin,
-                                      domain_name(domain)));
+    throw InvalidArgument(
+        fmt::format("model scope '{}': cannot allocate '{}' in the {} domain", name_, origin, domain_name(domain)));
   s->attach(life_);
   storages_.push_back(s);
   stats_.storages++;

@@ -36,9 +36,10 @@ void Transformer::check(std::span<const int32_t> tokens, std::span<const BatchEn
     if (!e.kv) throw InvalidArgument(fmt::format("forward: {}no KV cache", who()));
     if (e.rows <= 0) throw InvalidArgument(fmt::format("forward: {}{} rows", who(), e.rows));
     if (e.pos < 0 || e.pos + e.rows > static_cast<int64_t>(e.kv->n_ctx()))
-      throw InvalidArgument(fmt::format("{}context full: {} tokens at position {} need {} cells, "
-                                        "the KV cache has {} (--ctx)",
-                                        who(), e.rows, e.pos, e.pos + e.rows, e.kv->n_ctx()));
+      throw InvalidArgument(
+          fmt::format("{}context full: {} tokens at position {} need {} cells, "
+                      "the KV cache has {} (--ctx)",
+                      who(), e.rows, e.pos, e.pos + e.rows, e.kv->n_ctx()));
     for (size_t j = 0; j < i; ++j)
       if (entries[j].kv == e.kv)
         throw InvalidArgument(fmt::format("forward: batch entries {} and {} share one KV cache", j, i));
@@ -117,8 +118,8 @@ Tensor Transformer::layer(memory::ExecutionContext& ctx, uint32_t l, const Tenso
 // The part of a layer that is per sequence: RoPE at its positions, the write into its cache and
 // attention over it. One sequence's output is returned as it is; several are copied into one
 // [n, heads * head_dim] for the output projection, which reads the weights once for all of them.
-Tensor Transformer::attend(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, const Tensor& k,
-                           const Tensor& v, std::span<const BatchEntry> entries) {
+Tensor Transformer::attend(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, const Tensor& k, const Tensor& v,
+                           std::span<const BatchEntry> entries) {
   if (entries.size() == 1) return attend_one(ctx, l, q, k, v, entries[0]);
   const Tensor out = ctx.scope().allocate(q.shape(), GgmlType::F32, "attention out of the batch");
   int64_t row = 0;

@@ -16,14 +16,16 @@ class Binder {
       problems_ += fmt::format("\n  missing tensor '{}' (expected {})", name, shape.to_string());
       return {};
     }
-    if (t->shape() != shape) problems_ += fmt::format("\n  tensor '{}' is {}, expected {}", name, t->shape().to_string(), shape.to_string());
+    if (t->shape() != shape)
+      problems_ += fmt::format("\n  tensor '{}' is {}, expected {}", name, t->shape().to_string(), shape.to_string());
     return *t;
   }
   Tensor optional(const std::string& name, Shape shape) { return m_.find(name) ? need(name, shape) : Tensor{}; }
   void finish(const arch::ModelShape& s) const {
     if (!problems_.empty())
-      throw Error(fmt::format("{} model (layers {}, dim {}, heads {}/{}, ffn {}, vocab {}) does not match its tensors:{}",
-                              s.architecture, s.layers, s.dim, s.heads, s.kv_heads, s.ffn, s.vocab, problems_));
+      throw Error(
+          fmt::format("{} model (layers {}, dim {}, heads {}/{}, ffn {}, vocab {}) does not match its tensors:{}",
+                      s.architecture, s.layers, s.dim, s.heads, s.kv_heads, s.ffn, s.vocab, problems_));
   }
 
  private:
@@ -38,7 +40,8 @@ class Binder {
 // field.
 TransformerWeights TransformerWeights::bind(const load::LoadedModel& loaded, const arch::ModelShape& s) {
   if (!s.family)
-    throw Error(fmt::format("architecture '{}' is not supported (supported: {})", s.architecture, arch::supported_architectures()));
+    throw Error(fmt::format("architecture '{}' is not supported (supported: {})", s.architecture,
+                            arch::supported_architectures()));
   Binder b(loaded);
   auto bind = [&](const std::string& name, const arch::TensorSpec& r) {
     const Shape shape = Shape::from_ggml(r.shape);

@@ -55,8 +55,8 @@ Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, con
                                       p.offset + n, keys.dim(0)));
   Tensor out = output(ctx, {n, p.heads * hd}, kOp);
   const Tensor* in[] = {&q, &keys, &values};
-  const OpCall call{.kind = OpKind::Attention, .inputs = in, .output = out,
-                    .attrs = {.position = p.offset, .attention = p}};
+  const OpCall call{
+      .kind = OpKind::Attention, .inputs = in, .output = out, .attrs = {.position = p.offset, .attention = p}};
   if (recorded(ctx, call)) return out;
   // Causality: no query sees a cell past offset + n - 1, and with a window none before the first
   // query's window, offset - window + 1; only the cells between are read (the caller may pass the

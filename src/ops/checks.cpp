@@ -31,7 +31,8 @@ void require_f32(const Tensor& t, std::string_view op, std::string_view arg) {
 void require_writable(const Tensor& t, std::string_view op) {
   require_live(t, op, "out");
   if (!t.storage().writable())
-    throw InvalidArgument(fmt::format("{}: output {} is read-only ({})", op, t.describe(), domain_name(t.storage().domain())));
+    throw InvalidArgument(
+        fmt::format("{}: output {} is read-only ({})", op, t.describe(), domain_name(t.storage().domain())));
 }
 
 void require_same_shape(const Tensor& a, const Tensor& b, std::string_view op) {
@@ -46,13 +47,15 @@ void require_broadcast(const Tensor& a, const Tensor& b, std::string_view op) {
     ok = bd == ad || bd == 1;
   }
   if (!ok)
-    throw InvalidArgument(fmt::format("{}: {} does not broadcast to {}", op, b.shape().to_string(), a.shape().to_string()));
+    throw InvalidArgument(
+        fmt::format("{}: {} does not broadcast to {}", op, b.shape().to_string(), a.shape().to_string()));
 }
 
 void require_inner_contiguous(const Tensor& t, std::string_view op, std::string_view arg) {
   if (t.rank() > 0 && t.dim(-1) > 1 && !t.packed() && t.stride(-1) != static_cast<int64_t>(t.element_size()))
-    throw InvalidArgument(fmt::format("{}: argument '{}' needs a contiguous innermost dimension; {} has stride {} (copy it first)",
-                                      op, arg, t.describe(), t.stride(-1)));
+    throw InvalidArgument(
+        fmt::format("{}: argument '{}' needs a contiguous innermost dimension; {} has stride {} (copy it first)", op,
+                    arg, t.describe(), t.stride(-1)));
 }
 
 void require_softcap(float cap, std::string_view op, bool zero_means_none) {

@@ -12,7 +12,7 @@ namespace skainet::ops::detail {
 // Liveness (StorageClosedException) and definedness of an input.
 void require_live(const Tensor& t, std::string_view op, std::string_view arg);
 void require_f32(const Tensor& t, std::string_view op, std::string_view arg);  // live, dense F32
-void require_writable(const Tensor& t, std::string_view op);                     // live, writable
+void require_writable(const Tensor& t, std::string_view op);                   // live, writable
 void require_same_shape(const Tensor& a, const Tensor& b, std::string_view op);
 void require_broadcast(const Tensor& a, const Tensor& b, std::string_view op);  // b → a's shape
 void require_inner_contiguous(const Tensor& t, std::string_view op, std::string_view arg);

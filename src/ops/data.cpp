@@ -47,8 +47,8 @@ void write_rows(ExecutionContext& ctx, const Tensor& src, const Tensor& dst, int
   constexpr std::string_view kOp = "ops::write_rows";
   require_live(dst, kOp, "dst");
   if (src.rank() < 1 || dst.rank() != src.rank() || row < 0 || row > dst.dim(0) - src.dim(0))
-    throw InvalidArgument(fmt::format("{}: {} at row {} does not fit in {}", kOp, src.shape().to_string(), row,
-                                      dst.shape().to_string()));
+    throw InvalidArgument(
+        fmt::format("{}: {} at row {} does not fit in {}", kOp, src.shape().to_string(), row, dst.shape().to_string()));
   const Tensor target = dst.rows(row, src.dim(0));
   check_copy(src, target);
   const Tensor* in[] = {&src};
@@ -72,7 +72,8 @@ Tensor gather_rows(ExecutionContext& ctx, const Tensor& table, std::span<const i
     throw InvalidArgument(fmt::format("{}: no reference kernel for {}", kOp, table.describe()));
   for (size_t i = 0; i < ids.size(); ++i)
     if (ids[i] < 0 || ids[i] >= table.dim(0))
-      throw InvalidArgument(fmt::format("{}: id {} at index {} is outside the table's {} rows", kOp, ids[i], i, table.dim(0)));
+      throw InvalidArgument(
+          fmt::format("{}: id {} at index {} is outside the table's {} rows", kOp, ids[i], i, table.dim(0)));
   Tensor out = output(ctx, Shape{static_cast<int64_t>(ids.size()), table.dim(1)}, kOp);
   const Tensor* in[] = {&table};
   if (!recorded(ctx, {.kind = OpKind::GatherRows, .inputs = in, .output = out, .ids = ids}))

@@ -20,8 +20,8 @@ Shape matmul_shape(const Tensor& x, const Tensor& w) {
     throw InvalidArgument(fmt::format("{}: x {} and w {} must be [.., n, k] and [out, k] or [B, out, k]", kOp,
                                       x.shape().to_string(), w.shape().to_string()));
   if (w.dim(-1) != x.dim(-1))
-    throw InvalidArgument(fmt::format("{}: inner dimensions differ: x {} vs w {}", kOp, x.shape().to_string(),
-                                      w.shape().to_string()));
+    throw InvalidArgument(
+        fmt::format("{}: inner dimensions differ: x {} vs w {}", kOp, x.shape().to_string(), w.shape().to_string()));
   if (w.rank() == 3 && (x.rank() != 3 || x.dim(0) != w.dim(0)))
     throw InvalidArgument(fmt::format("{}: batched w {} needs x [{}, n, k], found {}", kOp, w.shape().to_string(),
                                       w.dim(0), x.shape().to_string()));
@@ -30,7 +30,8 @@ Shape matmul_shape(const Tensor& x, const Tensor& w) {
   if (!dense && !(w.packed() && kernels::ref::has_reference(t)))
     throw InvalidArgument(fmt::format("{}: no reference kernel for weight {}", kOp, w.describe()));
   if (w.block_order() != BlockOrder::RowMajor && (w.rank() != 2 || !kernels::ref::can_repack(t, w.block_order())))
-    throw InvalidArgument(fmt::format("{}: no kernel reads {} in {} order", kOp, w.describe(), block_order_name(w.block_order())));
+    throw InvalidArgument(
+        fmt::format("{}: no kernel reads {} in {} order", kOp, w.describe(), block_order_name(w.block_order())));
   if (w.packed()) require_inner_contiguous(x, kOp, "x");
   return x.shape().with(x.rank() - 1, w.dim(-2));
 }

@@ -12,18 +12,19 @@ Tensor rms_norm(ExecutionContext& ctx, const Tensor& x, const Tensor& weight, fl
   if (weight.defined()) {
     require_f32(weight, kOp, "weight");
     if (weight.rank() != 1 || weight.dim(0) != x.shape().back())
-      throw InvalidArgument(fmt::format("{}: weight {} should be [{}]", kOp, weight.shape().to_string(), x.shape().back()));
+      throw InvalidArgument(
+          fmt::format("{}: weight {} should be [{}]", kOp, weight.shape().to_string(), x.shape().back()));
   }
   Tensor out = output(ctx, x.shape(), kOp);
   const Tensor* in[] = {&x, &weight};
-  const OpCall call{.kind = OpKind::RmsNorm, .inputs = {in, weight.defined() ? 2u : 1u}, .output = out,
-                    .attrs = {.eps = eps}};
-  if (!recorded(ctx, call))
-    ctx.kernels().rms_norm(x, weight, eps, out);
+  const OpCall call{
+      .kind = OpKind::RmsNorm, .inputs = {in, weight.defined() ? 2u : 1u}, .output = out, .attrs = {.eps = eps}};
+  if (!recorded(ctx, call)) ctx.kernels().rms_norm(x, weight, eps, out);
   return out;
 }
 
-Tensor rope(ExecutionContext& ctx, const Tensor& x, int64_t pos0, const RopeParams& params, const Tensor& freq_factors) {
+Tensor rope(ExecutionContext& ctx, const Tensor& x, int64_t pos0, const RopeParams& params,
+            const Tensor& freq_factors) {
   constexpr std::string_view kOp = "ops::rope";
   require_f32(x, kOp, "x");
   const int64_t d = x.shape().back();
@@ -40,10 +41,11 @@ Tensor rope(ExecutionContext& ctx, const Tensor& x, int64_t pos0, const RopePara
   }
   Tensor out = output(ctx, x.shape(), kOp);
   const Tensor* in[] = {&x, &freq_factors};
-  const OpCall call{.kind = OpKind::Rope, .inputs = {in, freq_factors.defined() ? 2u : 1u}, .output = out,
+  const OpCall call{.kind = OpKind::Rope,
+                    .inputs = {in, freq_factors.defined() ? 2u : 1u},
+                    .output = out,
                     .attrs = {.position = pos0, .rope = params}};
-  if (!recorded(ctx, call))
-    ctx.kernels().rope(x, pos0, params, freq_factors, out);
+  if (!recorded(ctx, call)) ctx.kernels().rope(x, pos0, params, freq_factors, out);
   return out;
 }
 

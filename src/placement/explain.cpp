@@ -38,9 +38,10 @@ std::string why(const Decision& d) {
       return fmt::format("requantized to {} ({} -> {}); a copy cannot be paged from the file", held,
                          base::format_bytes(d.file_bytes), base::format_bytes(d.spec.bytes));
     case PlacementReason::CopyRepacked:
-      return fmt::format("repacked to {} for the kernel (the same bytes, file pages dropped after the copy); a copy "
-                         "cannot be paged from the file",
-                         order_words(d.held_order));
+      return fmt::format(
+          "repacked to {} for the kernel (the same bytes, file pages dropped after the copy); a copy "
+          "cannot be paged from the file",
+          order_words(d.held_order));
     case PlacementReason::CopyAmidCopies:
       return "small, beside copied weights: mapped, its first touch would bring their file pages back; a copy "
              "costs only its size";

@@ -27,15 +27,15 @@ MemoryProfile MemoryProfile::preset(std::string_view name) {
     p.prefill_chunk = 32;
     return p;
   }
-  if (name == "throughput") {       // as default, with a wider prefill
+  if (name == "throughput") {  // as default, with a wider prefill
     p.prefill_chunk = 128;
     return p;
   }
-  if (name == "in-memory") {        // nothing served from the file mapping
+  if (name == "in-memory") {  // nothing served from the file mapping
     p.residency = WeightResidency::Heap;
     return p;
   }
-  if (name == "strict") {           // as default, but refuse instead of dequantizing
+  if (name == "strict") {  // as default, but refuse instead of dequantizing
     p.strict = true;
     return p;
   }
@@ -55,14 +55,21 @@ uint64_t parse_bytes(std::string_view text) {
   }
   std::string unit = s.substr(used);
   for (auto& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (unit.ends_with("IB")) unit.resize(unit.size() - 2);
-  else if (unit.ends_with("B")) unit.resize(unit.size() - 1);
+  if (unit.ends_with("IB"))
+    unit.resize(unit.size() - 2);
+  else if (unit.ends_with("B"))
+    unit.resize(unit.size() - 1);
   double scale = 1;
-  if (unit == "K") scale = 1024.0;
-  else if (unit == "M") scale = 1024.0 * 1024;
-  else if (unit == "G") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (!unit.empty()) throw InvalidArgument(fmt::format("'{}': unknown size unit '{}' (K, M, G, T)", text, unit));
+  if (unit == "K")
+    scale = 1024.0;
+  else if (unit == "M")
+    scale = 1024.0 * 1024;
+  else if (unit == "G")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty())
+    throw InvalidArgument(fmt::format("'{}': unknown size unit '{}' (K, M, G, T)", text, unit));
   const double bytes = value * scale;
   if (!(bytes >= 0) || bytes >= 1.8e19) throw InvalidArgument(fmt::format("'{}' is not a size in range", text));
   // Not llround: its long long ends at 2^63, and sizes from there to 1.8e19 came back wrapped.

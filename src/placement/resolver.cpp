@@ -99,8 +99,8 @@ Decision resolve_allocation(const gguf::TensorInfo& info, const WeightForm& form
     throw PlacementError(fmt::format("tensor '{}': form '{}' needs {} decoded, and there is no dequantizer for it",
                                      info.name, form.to_string(), type_name(info.type)));
   if (form.encoding == EncodingRequest::Requantize && !kernels::ref::has_reference(d.held_type))
-    throw PlacementError(fmt::format("tensor '{}': cannot requantize to {}: no quantizer for it", info.name,
-                                     type_name(d.held_type)));
+    throw PlacementError(
+        fmt::format("tensor '{}': cannot requantize to {}: no quantizer for it", info.name, type_name(d.held_type)));
   if (form.order == WeightOrder::KernelFeed) {
     const auto order = platform.kernel_feed_order(d.held_type);
     if (!order)
@@ -121,7 +121,8 @@ Decision resolve_allocation(const gguf::TensorInfo& info, const WeightForm& form
   // and the bytes held are the file's (a kernel reading them was checked above).
   std::optional<PlacementReason> copy;
   if (d.held_type != info.type)
-    copy = form.encoding == EncodingRequest::Requantize ? PlacementReason::CopyRequantized : PlacementReason::CopyDequantized;
+    copy = form.encoding == EncodingRequest::Requantize ? PlacementReason::CopyRequantized
+                                                        : PlacementReason::CopyDequantized;
   else if (d.held_order != BlockOrder::RowMajor)
     copy = PlacementReason::CopyRepacked;
   else if (form.residency == WeightResidency::Heap)
@@ -146,7 +147,8 @@ void copy_small_amid_copies(std::vector<Decision>& decisions, const MemoryProfil
   for (const Decision& d : decisions)
     if (d.spec.domain != MemoryDomain::MappedFile) copies.push_back(&d);
   if (copies.empty()) return;
-  std::sort(copies.begin(), copies.end(), [](const Decision* a, const Decision* b) { return a->file_offset < b->file_offset; });
+  std::sort(copies.begin(), copies.end(),
+            [](const Decision* a, const Decision* b) { return a->file_offset < b->file_offset; });
   const uint64_t span = platform.fault_span;
   // Whether a copied tensor's bytes come within `span` of [begin, end).
   const auto near_a_copy = [&](uint64_t begin, uint64_t end) {
@@ -192,7 +194,8 @@ Decision decide(const gguf::TensorInfo& info, const FileFacts& file, const Memor
       const GgmlType held = uniform.encoding == EncodingRequest::KeepAsStored      ? info.type
                             : uniform.encoding == EncodingRequest::DequantizeToF32 ? GgmlType::F32
                                                                                    : uniform.requantize_to;
-      if (uniform.order == WeightOrder::KernelFeed && !platform.kernel_feed_order(held)) uniform.order = WeightOrder::AsStored;
+      if (uniform.order == WeightOrder::KernelFeed && !platform.kernel_feed_order(held))
+        uniform.order = WeightOrder::AsStored;
     }
     Decision d = resolve_allocation(info, uniform, reason, file, profile, platform);
     d.decided_by = DecidedBy::UniformForm;

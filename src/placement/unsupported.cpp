@@ -17,7 +17,8 @@ std::string describe(const std::vector<UnsupportedTensor>& tensors, const std::v
 
 }  // namespace
 
-std::vector<UnsupportedTensor> unsupported_tensors(std::span<const gguf::TensorInfo> tensors, const Platform& platform) {
+std::vector<UnsupportedTensor> unsupported_tensors(std::span<const gguf::TensorInfo> tensors,
+                                                   const Platform& platform) {
   std::vector<UnsupportedTensor> out;
   for (const auto& info : tensors)
     if (!platform.can_dequantize(info.type) && !platform.matmul_reads(info.type, BlockOrder::RowMajor))

@@ -78,16 +78,20 @@ std::vector<ActivationBuffer> buffers_from(const json& a) {
 }
 
 json slab_json(const SlabPlan& s) {
-  return {{"tokens", s.tokens},           {"sequences", s.sequences},   {"logit_rows", s.logit_rows},
-          {"step_bytes", s.step_bytes},   {"layer_bytes", s.layer_bytes},
-          {"step", buffers_json(s.step)}, {"layer", buffers_json(s.layer)}};
+  return {{"tokens", s.tokens},
+          {"sequences", s.sequences},
+          {"logit_rows", s.logit_rows},
+          {"step_bytes", s.step_bytes},
+          {"layer_bytes", s.layer_bytes},
+          {"step", buffers_json(s.step)},
+          {"layer", buffers_json(s.layer)}};
 }
 
 SlabPlan slab_from(const json& j) {
   SlabPlan s;
   s.tokens = number<uint32_t>(j, "tokens");
-  s.sequences = number_or<uint32_t>(j, "sequences", 1);     // plans written before batches: one sequence
-  s.logit_rows = number_or<uint32_t>(j, "logit_rows", 1);   // and before verification steps: one row
+  s.sequences = number_or<uint32_t>(j, "sequences", 1);    // plans written before batches: one sequence
+  s.logit_rows = number_or<uint32_t>(j, "logit_rows", 1);  // and before verification steps: one row
   s.step_bytes = number<uint64_t>(j, "step_bytes");
   s.layer_bytes = number<uint64_t>(j, "layer_bytes");
   s.step = buffers_from(j.at("step"));
@@ -102,8 +106,10 @@ ScratchPlan scratch_from(const json& s) {
 }
 
 json form_json(const WeightForm& f) {
-  return {{"encoding", encoding_request_name(f.encoding)}, {"requantize_to", type_name(f.requantize_to)},
-          {"order", order_name(f.order)}, {"residency", residency_name(f.residency)}};
+  return {{"encoding", encoding_request_name(f.encoding)},
+          {"requantize_to", type_name(f.requantize_to)},
+          {"order", order_name(f.order)},
+          {"residency", residency_name(f.residency)}};
 }
 
 WeightForm form_from(const json& j) {
@@ -143,7 +149,8 @@ Decision decision_from(const json& j) {
   d.role = enum_from<TensorRole>(j.at("role"), role_name, 3, "role");
   d.file_type = type_from(j.at("file_type"));
   const json& shape = j.at("shape");
-  if (!shape.is_array()) throw InvalidArgument(fmt::format("plan JSON: 'shape' must be an array, not {}", shape.dump()));
+  if (!shape.is_array())
+    throw InvalidArgument(fmt::format("plan JSON: 'shape' must be an array, not {}", shape.dump()));
   for (const json& e : shape) d.shape.push_back(as_number<uint64_t>(e, "shape"));
   d.file_offset = number<uint64_t>(j, "file_offset");
   d.file_bytes = number<uint64_t>(j, "file_bytes");
@@ -177,24 +184,42 @@ std::string to_json(const MemoryPlan& p) {
   j["profile"] = p.profile;
   if (p.model) {
     const arch::ModelShape& m = *p.model;
-    j["model"] = {{"architecture", m.architecture}, {"layers", m.layers}, {"dim", m.dim}, {"heads", m.heads},
-                  {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim}, {"ffn", m.ffn}, {"vocab", m.vocab},
-                  {"ctx_train", m.ctx_train}, {"rope_dims", m.rope_dims}, {"rope_base", m.rope_base},
-                  {"rms_eps", m.rms_eps}, {"qkv_bias", m.features.qkv_bias}, {"neox_rope", m.features.neox_rope},
-                  {"qk_norm", m.features.qk_norm}, {"fused_qkv", m.features.fused_qkv},
-                  {"fused_gate_up", m.features.fused_gate_up}, {"rope_freqs", m.features.rope_freqs},
-                  {"embed_scale", m.features.embed_scale}, {"post_norms", m.features.post_norms},
-                  {"geglu", m.features.geglu}, {"tied_output", m.features.tied_output},
-                  {"rope_scale", m.rope_scale}, {"sliding_window", m.sliding_window}, {"swa_pattern", m.swa_pattern},
-                  {"rope_base_swa", m.rope_base_swa}, {"rope_scale_swa", m.rope_scale_swa},
-                  {"attention_scale", m.attention_scale}, {"attn_softcap", m.attn_softcap},
+    j["model"] = {{"architecture", m.architecture},
+                  {"layers", m.layers},
+                  {"dim", m.dim},
+                  {"heads", m.heads},
+                  {"kv_heads", m.kv_heads},
+                  {"head_dim", m.head_dim},
+                  {"ffn", m.ffn},
+                  {"vocab", m.vocab},
+                  {"ctx_train", m.ctx_train},
+                  {"rope_dims", m.rope_dims},
+                  {"rope_base", m.rope_base},
+                  {"rms_eps", m.rms_eps},
+                  {"qkv_bias", m.features.qkv_bias},
+                  {"neox_rope", m.features.neox_rope},
+                  {"qk_norm", m.features.qk_norm},
+                  {"fused_qkv", m.features.fused_qkv},
+                  {"fused_gate_up", m.features.fused_gate_up},
+                  {"rope_freqs", m.features.rope_freqs},
+                  {"embed_scale", m.features.embed_scale},
+                  {"post_norms", m.features.post_norms},
+                  {"geglu", m.features.geglu},
+                  {"tied_output", m.features.tied_output},
+                  {"rope_scale", m.rope_scale},
+                  {"sliding_window", m.sliding_window},
+                  {"swa_pattern", m.swa_pattern},
+                  {"rope_base_swa", m.rope_base_swa},
+                  {"rope_scale_swa", m.rope_scale_swa},
+                  {"attention_scale", m.attention_scale},
+                  {"attn_softcap", m.attn_softcap},
                   {"final_softcap", m.final_softcap}};
   }
   j["tensors"] = json::array();
   for (const auto& d : p.tensors) j["tensors"].push_back(decision_json(d));
   if (p.kv)
-    j["kv_cache"] = {{"type", type_name(p.kv->type)}, {"layers", p.kv->layers}, {"ctx", p.kv->n_ctx},
-                     {"kv_heads", p.kv->kv_heads}, {"head_dim", p.kv->head_dim}, {"bytes", p.kv->bytes},
+    j["kv_cache"] = {{"type", type_name(p.kv->type)},      {"layers", p.kv->layers},     {"ctx", p.kv->n_ctx},
+                     {"kv_heads", p.kv->kv_heads},         {"head_dim", p.kv->head_dim}, {"bytes", p.kv->bytes},
                      {"domain", domain_name(p.kv->domain)}};
   if (p.decode) j["decode_slab"] = slab_json(*p.decode);
   j["slots"] = p.slots;
@@ -204,8 +229,8 @@ std::string to_json(const MemoryPlan& p) {
   if (p.batch) j["batch_slab"] = slab_json(*p.batch);
   j["batch_scratch"] = scratch_json(p.batch_scratch);
   const Totals& t = p.totals;
-  j["totals"] = {{"file", t.file}, {"mapped", t.mapped}, {"heap", t.heap}, {"pages", t.pages}, {"kv", t.kv},
-                 {"slab", t.slab}, {"scratch", t.scratch}, {"resident", t.resident()}};
+  j["totals"] = {{"file", t.file}, {"mapped", t.mapped}, {"heap", t.heap},       {"pages", t.pages},
+                 {"kv", t.kv},     {"slab", t.slab},     {"scratch", t.scratch}, {"resident", t.resident()}};
   j["budget"] = p.budget ? json(*p.budget) : json(nullptr);
   j["fits"] = p.fits;
   j["suggestions"] = json::array();
@@ -213,7 +238,8 @@ std::string to_json(const MemoryPlan& p) {
     j["suggestions"].push_back({{"kind", suggestion_kind_name(s.kind)}, {"action", s.action}, {"saves", s.saves}});
   j["warnings"] = json::array();
   for (const auto& w : p.warnings)
-    j["warnings"].push_back({{"kind", plan_warning_kind_name(w.kind)}, {"value", w.value}, {"limit", w.limit}, {"message", describe(w)}});
+    j["warnings"].push_back(
+        {{"kind", plan_warning_kind_name(w.kind)}, {"value", w.value}, {"limit", w.limit}, {"message", describe(w)}});
   return j.dump(2);
 }
 
@@ -229,14 +255,21 @@ MemoryPlan from_json(std::string_view text) {
       const json& m = j["model"];
       arch::ModelShape s;
       s.architecture = m.at("architecture");
-      s.layers = number<uint32_t>(m, "layers"); s.dim = number<uint32_t>(m, "dim");
-      s.heads = number<uint32_t>(m, "heads"); s.kv_heads = number<uint32_t>(m, "kv_heads");
-      s.head_dim = number<uint32_t>(m, "head_dim"); s.ffn = number<uint32_t>(m, "ffn");
-      s.vocab = number<uint32_t>(m, "vocab"); s.ctx_train = number<uint32_t>(m, "ctx_train");
-      s.rope_dims = number<uint32_t>(m, "rope_dims"); s.rope_base = number<float>(m, "rope_base");
-      s.rms_eps = number<float>(m, "rms_eps"); s.rope_scale = number<float>(m, "rope_scale");
+      s.layers = number<uint32_t>(m, "layers");
+      s.dim = number<uint32_t>(m, "dim");
+      s.heads = number<uint32_t>(m, "heads");
+      s.kv_heads = number<uint32_t>(m, "kv_heads");
+      s.head_dim = number<uint32_t>(m, "head_dim");
+      s.ffn = number<uint32_t>(m, "ffn");
+      s.vocab = number<uint32_t>(m, "vocab");
+      s.ctx_train = number<uint32_t>(m, "ctx_train");
+      s.rope_dims = number<uint32_t>(m, "rope_dims");
+      s.rope_base = number<float>(m, "rope_base");
+      s.rms_eps = number<float>(m, "rms_eps");
+      s.rope_scale = number<float>(m, "rope_scale");
       if (const arch::FamilyInfo* f = arch::find_family(s.architecture)) s.family = f->family;
-      s.features.qkv_bias = m.at("qkv_bias"); s.features.neox_rope = m.at("neox_rope");
+      s.features.qkv_bias = m.at("qkv_bias");
+      s.features.neox_rope = m.at("neox_rope");
       // Absent from plans written before the families after Qwen2: their neutral values.
       arch::Features& f = s.features;
       f.qk_norm = m.value("qk_norm", false), f.fused_qkv = m.value("fused_qkv", false);
@@ -257,8 +290,10 @@ MemoryPlan from_json(std::string_view text) {
       const json& k = j["kv_cache"];
       KvCachePlan kv;
       kv.type = type_from(k.at("type"));
-      kv.layers = number<uint32_t>(k, "layers"); kv.n_ctx = number<uint32_t>(k, "ctx");
-      kv.kv_heads = number<uint32_t>(k, "kv_heads"); kv.head_dim = number<uint32_t>(k, "head_dim");
+      kv.layers = number<uint32_t>(k, "layers");
+      kv.n_ctx = number<uint32_t>(k, "ctx");
+      kv.kv_heads = number<uint32_t>(k, "kv_heads");
+      kv.head_dim = number<uint32_t>(k, "head_dim");
       kv.bytes = number<uint64_t>(k, "bytes");
       kv.domain = enum_from<MemoryDomain>(k.at("domain"), domain_name, 4, "domain");
       p.kv = kv;
@@ -275,8 +310,8 @@ MemoryPlan from_json(std::string_view text) {
     if (j.contains("batch_slab")) p.batch = slab_from(j["batch_slab"]);
     if (j.contains("batch_scratch")) p.batch_scratch = scratch_from(j["batch_scratch"]);
     const json& t = j.at("totals");
-    p.totals = {number<uint64_t>(t, "file"), number<uint64_t>(t, "mapped"), number<uint64_t>(t, "heap"),
-                number<uint64_t>(t, "pages"),  number<uint64_t>(t, "kv"),     number<uint64_t>(t, "slab"),
+    p.totals = {number<uint64_t>(t, "file"),         number<uint64_t>(t, "mapped"), number<uint64_t>(t, "heap"),
+                number<uint64_t>(t, "pages"),        number<uint64_t>(t, "kv"),     number<uint64_t>(t, "slab"),
                 number_or<uint64_t>(t, "scratch", 0)};
     if (!j.at("budget").is_null()) p.budget = number<uint64_t>(j, "budget");
     p.fits = j.at("fits");

@@ -60,8 +60,7 @@ void suggest(MemoryPlan& p, const placement::MemoryProfile& profile, const place
       if (p.verify) verify = estimate_slabs(*p.model, p.verify->tokens, n_ctx, {.every_logit = true});
       const SequencePlan smaller =
           SequencePlan::of(plan_kv(*p.model, n_ctx, p.kv->type, profile), estimate_slabs(*p.model, 1, n_ctx),
-                           estimate_slabs(*p.model, p.prefill->tokens, n_ctx), p.scratch,
-                           verify ? &*verify : nullptr);
+                           estimate_slabs(*p.model, p.prefill->tokens, n_ctx), p.scratch, verify ? &*verify : nullptr);
       const uint64_t saves = (p.kv->bytes - smaller.kv.bytes) * p.slots +
                              (p.totals.slab - std::min(p.totals.slab, smaller.slab_bytes() * p.slots));
       if (saves >= over || n_ctx / 2 < 256) {
@@ -113,7 +112,8 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
     throw e;
   }
   p.tensors.reserve(header.tensors.size());
-  for (const auto& info : header.tensors) p.tensors.push_back(placement::decide(info, facts, profile, platform, overrides));
+  for (const auto& info : header.tensors)
+    p.tensors.push_back(placement::decide(info, facts, profile, platform, overrides));
   placement::copy_small_amid_copies(p.tensors, profile, platform);
 
   if (looks_like_model(header)) {
@@ -139,8 +139,9 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
     p.scratch = estimate_scratch(p.tensors, platform, std::max(chunk, p.verify ? p.verify->tokens : 0));
     const uint32_t batch_rows = options.batch.value_or(chunk + p.slots - 1);
     if (batch_rows < p.slots)
-      throw InvalidArgument(fmt::format("{}: --batch {} is fewer rows than --slots {}: each slot decodes a row per step",
-                                        p.file, batch_rows, p.slots));
+      throw InvalidArgument(
+          fmt::format("{}: --batch {} is fewer rows than --slots {}: each slot decodes a row per step", p.file,
+                      batch_rows, p.slots));
     p.batch = estimate_slabs(*p.model, batch_rows, n_ctx, {.sequences = p.slots});
     p.batch_scratch = estimate_scratch(p.tensors, platform, batch_rows);
   }
@@ -156,13 +157,13 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
 
 SequencePlan SequencePlan::of(const KvCachePlan& kv, const SlabPlan& decode, const SlabPlan& prefill,
                               const ScratchPlan& scratch, const SlabPlan* verify) {
-  return {.kv = kv,
-          .step_bytes = std::max({decode.step_bytes, prefill.step_bytes, verify ? verify->step_bytes : uint64_t{0}}),
-          .layer_bytes =
-              std::max({decode.layer_bytes, prefill.layer_bytes, verify ? verify->layer_bytes : uint64_t{0}}),
-          .scratch_bytes = scratch.bytes,
-          .prefill_chunk = prefill.tokens,
-          .verify_rows = verify ? verify->tokens : 0};
+  return {
+      .kv = kv,
+      .step_bytes = std::max({decode.step_bytes, prefill.step_bytes, verify ? verify->step_bytes : uint64_t{0}}),
+      .layer_bytes = std::max({decode.layer_bytes, prefill.layer_bytes, verify ? verify->layer_bytes : uint64_t{0}}),
+      .scratch_bytes = scratch.bytes,
+      .prefill_chunk = prefill.tokens,
+      .verify_rows = verify ? verify->tokens : 0};
 }
 
 std::optional<SequencePlan> MemoryPlan::sequence() const {
@@ -196,13 +197,15 @@ std::string_view plan_warning_kind_name(PlanWarningKind k) noexcept {
 std::string describe(const PlanWarning& w) {
   switch (w.kind) {
     case PlanWarningKind::ContextBeyondTraining:
-      return fmt::format("context {} is beyond the {} tokens the model was trained on: positions past "
-                         "it are untrained, output degrades",
-                         w.value, w.limit);
+      return fmt::format(
+          "context {} is beyond the {} tokens the model was trained on: positions past "
+          "it are untrained, output degrades",
+          w.value, w.limit);
     case PlanWarningKind::ExceedsAvailableMemory:
-      return fmt::format("resident {} ({} bytes) exceeds the memory available now, {} ({} bytes, MemAvailable): "
-                         "`run` refuses it without --force",
-                         base::format_bytes(w.value), w.value, base::format_bytes(w.limit), w.limit);
+      return fmt::format(
+          "resident {} ({} bytes) exceeds the memory available now, {} ({} bytes, MemAvailable): "
+          "`run` refuses it without --force",
+          base::format_bytes(w.value), w.value, base::format_bytes(w.limit), w.limit);
   }
   return "?";
 }

@@ -16,7 +16,6 @@ std::string shape_text(const std::vector<uint64_t>& shape) {
   return "[" + s + "]";
 }
 
-
 // The reason text of a group is the one-line explanation with the tensor name and size stripped.
 std::string group_reason(const placement::Decision& d) {
   std::string line = placement::explain(d);
@@ -51,9 +50,8 @@ std::string render_text(const MemoryPlan& p) {
     const auto& members = groups[k];
     uint64_t bytes = 0;
     for (const auto* d : members) bytes += d->spec.bytes;
-    out += fmt::format("\n{} {}  {} tensor{}, {}  ({})\n", domain_name(members.front()->spec.domain),
-                       std::get<1>(k), members.size(), members.size() == 1 ? "" : "s", format_bytes(bytes),
-                       std::get<2>(k));
+    out += fmt::format("\n{} {}  {} tensor{}, {}  ({})\n", domain_name(members.front()->spec.domain), std::get<1>(k),
+                       members.size(), members.size() == 1 ? "" : "s", format_bytes(bytes), std::get<2>(k));
     for (const auto* d : members) {
       const std::string by = d->decided_by == placement::DecidedBy::Resolver
                                  ? ""
@@ -68,9 +66,9 @@ std::string render_text(const MemoryPlan& p) {
     out += fmt::format("kv cache  {} ({} x {} ctx x {} kv heads x {} dims, K and V, {})\n", format_bytes(p.kv->bytes),
                        p.kv->layers, p.kv->n_ctx, p.kv->kv_heads, p.kv->head_dim, type_name(p.kv->type));
   if (p.decode && p.prefill)
-    out += fmt::format("slabs     decode {} (step {} + layer {}); prefill of {} tokens {}\n", format_bytes(p.decode->total()),
-                       format_bytes(p.decode->step_bytes), format_bytes(p.decode->layer_bytes), p.prefill->tokens,
-                       format_bytes(p.prefill->total()));
+    out += fmt::format("slabs     decode {} (step {} + layer {}); prefill of {} tokens {}\n",
+                       format_bytes(p.decode->total()), format_bytes(p.decode->step_bytes),
+                       format_bytes(p.decode->layer_bytes), p.prefill->tokens, format_bytes(p.prefill->total()));
   if (p.verify)
     out += fmt::format("          speculative verification of {} tokens (a draft of {} and its first) {}\n",
                        p.verify->tokens, p.verify->tokens - 1, format_bytes(p.verify->total()));
@@ -82,17 +80,20 @@ std::string render_text(const MemoryPlan& p) {
                        format_bytes(p.kv->bytes), format_bytes(p.totals.slab / p.slots), format_bytes(p.scratch.bytes),
                        format_bytes(p.totals.kv + p.totals.slab + p.totals.scratch));
   if (const std::optional<BatchPlan> b = p.batched())
-    out += fmt::format("batch     {} rows of up to {} sequences per step: slabs {} (step {} + layer {}) + scratch {}, "
-                       "shared by the batch (not in the totals)\n",
-                       b->rows, b->sequences, format_bytes(b->slab_bytes()), format_bytes(b->step_bytes),
-                       format_bytes(b->layer_bytes), format_bytes(b->scratch_bytes));
+    out += fmt::format(
+        "batch     {} rows of up to {} sequences per step: slabs {} (step {} + layer {}) + scratch {}, "
+        "shared by the batch (not in the totals)\n",
+        b->rows, b->sequences, format_bytes(b->slab_bytes()), format_bytes(b->step_bytes), format_bytes(b->layer_bytes),
+        format_bytes(b->scratch_bytes));
   const Totals& t = p.totals;
-  out += fmt::format("totals    mapped {} | heap {} | pages {} | kv {} | slab {} | scratch {}\n", format_bytes(t.mapped),
-                     format_bytes(t.heap), format_bytes(t.pages), format_bytes(t.kv), format_bytes(t.slab),
-                     format_bytes(t.scratch));
+  out += fmt::format("totals    mapped {} | heap {} | pages {} | kv {} | slab {} | scratch {}\n",
+                     format_bytes(t.mapped), format_bytes(t.heap), format_bytes(t.pages), format_bytes(t.kv),
+                     format_bytes(t.slab), format_bytes(t.scratch));
   out += fmt::format("resident  {}", format_bytes(t.resident()));
   if (p.budget)
-    out += fmt::format("  budget {}: {}", format_bytes(*p.budget), p.fits ? "fits" : fmt::format("does NOT fit (over by {})", format_bytes(t.resident() - *p.budget)));
+    out +=
+        fmt::format("  budget {}: {}", format_bytes(*p.budget),
+                    p.fits ? "fits" : fmt::format("does NOT fit (over by {})", format_bytes(t.resident() - *p.budget)));
   out += "\n";
   for (const auto& s : p.suggestions)
     out += fmt::format("  suggestion: {:<40} saves {}\n", s.action, format_bytes(s.saves));

@@ -46,7 +46,8 @@ SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_c
 
   add(s.step, s.step_bytes, "embeddings [n, dim]", n * m.dim);
   if (m.features.embed_scale) add(s.step, s.step_bytes, "embeddings * sqrt(dim) [n, dim]", n * m.dim);
-  for (uint32_t l = 0; l < m.layers; ++l) add(s.step, s.step_bytes, "residual of layer " + std::to_string(l) + " [n, dim]", n * m.dim);
+  for (uint32_t l = 0; l < m.layers; ++l)
+    add(s.step, s.step_bytes, "residual of layer " + std::to_string(l) + " [n, dim]", n * m.dim);
   if (seqs > 1 && !rows.every_logit)
     add(s.step, s.step_bytes, "last row of each sequence [sequences, dim]", seqs * m.dim);
   add(s.step, s.step_bytes, "output norm [logit rows, dim]", kept * m.dim);

@@ -27,7 +27,8 @@ Lowering::Lowering(const ComputeGraph& g, hlo::FunctionBuilder& f, KernelForm fo
 std::string Lowering::run() {
   const EntrySpec& e = tape_.entry;
   const plan::KvCachePlan& kv = tape_.kv;
-  const hlo::TensorType cache_type{{kv.layers, kv.n_ctx, static_cast<int64_t>(kv.kv_heads) * kv.head_dim}, elem_of(kv.type)};
+  const hlo::TensorType cache_type{{kv.layers, kv.n_ctx, static_cast<int64_t>(kv.kv_heads) * kv.head_dim},
+                                   elem_of(kv.type)};
   // Arguments in a fixed order: tokens, [position], [K cache, V cache].
   std::string args = fmt::format("tokens: {}", hlo::TensorType{{e.tokens}, hlo::Elem::I32}.str());
   tokens_ = f_.argument({{e.tokens}, hlo::Elem::I32});
@@ -66,7 +67,8 @@ void Lowering::lower(int i) {
     case NodeKind::Parameter: return;  // loaded where it is used, in the form that use needs
     case NodeKind::Tokens: values_[static_cast<size_t>(i)] = *tokens_; return;
     case NodeKind::Position:
-      if (!position_) throw Error(fmt::format("record {}: a position node in a static-position entry", tape_.entry.name));
+      if (!position_)
+        throw Error(fmt::format("record {}: a position node in a static-position entry", tape_.entry.name));
       values_[static_cast<size_t>(i)] = *position_;
       return;
     case NodeKind::CacheRead: values_[static_cast<size_t>(i)] = cache_read(n); return;
@@ -191,10 +193,11 @@ std::string layouts_attribute(const std::map<std::string, TensorLayout>& layouts
   for (const auto& [name, l] : layouts) {
     std::string shape;
     for (size_t i = 0; i < l.shape.size(); ++i) shape += fmt::format("{}{}", i ? ", " : "", l.shape[i]);
-    s += fmt::format("{}\n    \"{}\" = {{format = \"{}\", block_elements = {} : i64, block_bytes = {} : i64, "
-                     "block_order = \"{}\", shape = [{}], target = \"{}\"}}",
-                     s.empty() ? "" : ",", stablehlo::escape(name), type_name(l.format), l.block_elements, l.block_bytes,
-                     l.order == BlockOrder::RowMajor ? "row_major" : "interleaved16", shape, l.target);
+    s += fmt::format(
+        "{}\n    \"{}\" = {{format = \"{}\", block_elements = {} : i64, block_bytes = {} : i64, "
+        "block_order = \"{}\", shape = [{}], target = \"{}\"}}",
+        s.empty() ? "" : ",", stablehlo::escape(name), type_name(l.format), l.block_elements, l.block_bytes,
+        l.order == BlockOrder::RowMajor ? "row_major" : "interleaved16", shape, l.target);
   }
   return s;
 }

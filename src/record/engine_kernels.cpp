@@ -96,8 +96,8 @@ hlo::Value Lowering::weight_bytes(int node) {
 
 hlo::Value Lowering::engine_matmul(const MatmulOperands& m) {
   const auto scratch_bytes = static_cast<int64_t>(matmul_scratch_bytes(m.type, m.order, m.rows, m.k));
-  const std::vector<int64_t> scalars{m.rows, m.k, m.out, static_cast<int64_t>(m.type), static_cast<int64_t>(m.order),
-                                     scratch_bytes};
+  const std::vector<int64_t> scalars{
+      m.rows, m.k, m.out, static_cast<int64_t>(m.type), static_cast<int64_t>(m.order), scratch_bytes};
   const hlo::TensorType scratch_type{{scratch_bytes}, hlo::Elem::I8};
   // Without a prepare phase the kernels take no scratch: a zeroed slack stands in for the binding.
   const hlo::Value scratch =
@@ -116,9 +116,17 @@ hlo::Value Lowering::engine_attention(const Node& n) {
     throw Error(fmt::format("record {}: attention reads keys that are not a cache layer", tape_.entry.name));
   const hlo::Value pos = position(n.op->attrs.position);
   const plan::KvCachePlan& kv = tape_.kv;
-  const std::vector<int64_t> scalars{q.type.dims[0], p.heads, p.kv_heads, p.head_dim, keys.layer,
-                                     static_cast<int64_t>(kv.n_ctx), static_cast<int64_t>(kv.type),
-                                     std::bit_cast<uint32_t>(p.scale), p.window, std::bit_cast<uint32_t>(p.softcap), 0};
+  const std::vector<int64_t> scalars{q.type.dims[0],
+                                     p.heads,
+                                     p.kv_heads,
+                                     p.head_dim,
+                                     keys.layer,
+                                     static_cast<int64_t>(kv.n_ctx),
+                                     static_cast<int64_t>(kv.type),
+                                     std::bit_cast<uint32_t>(p.scale),
+                                     p.window,
+                                     std::bit_cast<uint32_t>(p.softcap),
+                                     0};
   // One workgroup per KV head: its query heads share the keys and values it reads.
   return dispatch(imports::kAttention, {q, k_, v_, pos}, scalars, p.heads, p.heads / p.kv_heads, q.type);
 }
@@ -126,7 +134,8 @@ hlo::Value Lowering::engine_attention(const Node& n) {
 hlo::Value Lowering::engine_gather(int table, const hlo::Value& ids) {
   const Node& t = g_.nodes[static_cast<size_t>(table)];
   const int64_t n = ids.type.dims[0];
-  const std::vector<int64_t> scalars{n, t.shape[0], t.shape[1], static_cast<int64_t>(t.type), static_cast<int64_t>(t.order)};
+  const std::vector<int64_t> scalars{n, t.shape[0], t.shape[1], static_cast<int64_t>(t.type),
+                                     static_cast<int64_t>(t.order)};
   return dispatch(imports::kGatherRows, {raw_weight(table), ids}, scalars, n, n, {{n, t.shape[1]}, hlo::Elem::F32});
 }
 

@@ -12,11 +12,13 @@ namespace {
 std::string fallback_reason(const placement::Decision& d) {
   switch (d.form_reason) {
     case placement::FormReason::NoKernelDequantized:
-      return fmt::format("no StableHLO dequantization for {}: carried as {}", type_name(d.file_type), type_name(d.held_type));
-    case placement::FormReason::UserForm:
-      return fmt::format("the plan's form '{}' ({}) asked for {}", d.form.to_string(),
-                         d.decided_by == placement::DecidedBy::PerTensorOverride ? "--override-tensor" : "--weight-form",
+      return fmt::format("no StableHLO dequantization for {}: carried as {}", type_name(d.file_type),
                          type_name(d.held_type));
+    case placement::FormReason::UserForm:
+      return fmt::format(
+          "the plan's form '{}' ({}) asked for {}", d.form.to_string(),
+          d.decided_by == placement::DecidedBy::PerTensorOverride ? "--override-tensor" : "--weight-form",
+          type_name(d.held_type));
     default: return fmt::format("the plan holds it as {}", type_name(d.held_type));
   }
 }
@@ -117,10 +119,11 @@ placement::Platform export_platform(KernelForm form) {
 std::string ExportReport::text() const {
   std::string s = fmt::format("skainet export (--kernels {})\n\nfunctions:\n", kernel_form_name(kernels));
   for (const std::string& sig : signatures) s += "  " + sig + "\n";
-  s += fmt::format("\nparameters: {} ({}), {} carried as stored{}; source GGUF {}\n", parameters,
-                   base::format_bytes(parameter_bytes), as_stored,
-                   reordered ? fmt::format(" ({} in the kernels' feed order, as the eager plan repacks them)", reordered) : "",
-                   base::format_bytes(gguf_bytes));
+  s += fmt::format(
+      "\nparameters: {} ({}), {} carried as stored{}; source GGUF {}\n", parameters,
+      base::format_bytes(parameter_bytes), as_stored,
+      reordered ? fmt::format(" ({} in the kernels' feed order, as the eager plan repacks them)", reordered) : "",
+      base::format_bytes(gguf_bytes));
   s += fmt::format("mlir: {}\nparameters file: {}\n", mlir.string(), params.string());
   s += "\n" + memory.text();
   if (fallbacks.empty()) {
@@ -158,9 +161,11 @@ void require_carried_as_stored(const plan::MemoryPlan& plan) {
                                   ? fmt::format(" in the {} order", block_order_name(d.held_order))
                                   : std::string());
   if (!problems.empty())
-    throw InvalidArgument(fmt::format("export --params gguf: these weights are not carried as the file stores them "
-                                      "(IREE would read the wrong bytes); use --params irpa, or --profile "
-                                      "low-memory (no repacks) or --kernels stablehlo:{}", problems));
+    throw InvalidArgument(
+        fmt::format("export --params gguf: these weights are not carried as the file stores them "
+                    "(IREE would read the wrong bytes); use --params irpa, or --profile "
+                    "low-memory (no repacks) or --kernels stablehlo:{}",
+                    problems));
 }
 
 // Records the entry functions on shapes only (the same model code, under a recording context), then
@@ -176,8 +181,8 @@ EmittedModule record_module(const plan::MemoryPlan& plan, const arch::ModelShape
     throw InvalidArgument(fmt::format("export: --seq-len {} exceeds the context of {} (--ctx)", seq, plan.kv->n_ctx));
   std::vector<Tape> tapes;
   if (o.prefill)
-    tapes.push_back(record_entry(llama, weights, kv, scope,
-                                 {.name = "prefill", .tokens = seq, .logits = model::Logits::All}));
+    tapes.push_back(
+        record_entry(llama, weights, kv, scope, {.name = "prefill", .tokens = seq, .logits = model::Logits::All}));
   if (o.decode)
     tapes.push_back(record_entry(llama, weights, kv, scope,
                                  {.name = "decode", .tokens = 1, .dynamic_position = true, .cache_in = true}));
@@ -224,8 +229,8 @@ ExportReport export_model(const std::filesystem::path& gguf, const ExportOptions
   if (!shape.family)
     throw Error(fmt::format("export {}: architecture '{}' is not supported (supported: {})", gguf.string(),
                             shape.architecture, arch::supported_architectures()));
-  const plan::MemoryPlan plan =
-      plan::make_plan(header, placement::MemoryProfile::preset(o.profile), export_platform(o.kernels), o.overrides, o.plan);
+  const plan::MemoryPlan plan = plan::make_plan(header, placement::MemoryProfile::preset(o.profile),
+                                                export_platform(o.kernels), o.overrides, o.plan);
   if (!plan.kv) throw Error(fmt::format("export {}: the plan has no KV cache", gguf.string()));
   if (plan.kv->type != GgmlType::F16 && plan.kv->type != GgmlType::F32)
     throw InvalidArgument(fmt::format("export: a {} KV cache is not exported (f16 or f32)", type_name(plan.kv->type)));

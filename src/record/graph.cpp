@@ -47,17 +47,21 @@ class GraphBuilder {
     switch (s.kind) {
       case SourceKind::Weight: {
         auto [it, fresh] = parameters_.try_emplace(s.name, -1);
-        if (fresh) it->second = push(Node{.kind = NodeKind::Parameter, .shape = s.shape, .type = s.type, .name = s.name, .order = s.order});
+        if (fresh)
+          it->second = push(
+              Node{.kind = NodeKind::Parameter, .shape = s.shape, .type = s.type, .name = s.name, .order = s.order});
         return it->second;
       }
       case SourceKind::KCache:
       case SourceKind::VCache:
         // Each read sees the cache as written so far: the emitter resolves it in program order.
-        return push(Node{.kind = NodeKind::CacheRead, .shape = s.shape, .type = s.type, .cache = s.kind, .layer = s.layer});
+        return push(
+            Node{.kind = NodeKind::CacheRead, .shape = s.shape, .type = s.type, .cache = s.kind, .layer = s.layer});
       case SourceKind::Intermediate: {
         auto it = values_.find(r.storage);
         if (it == values_.end())
-          throw Error(fmt::format("record {}: storage #{} is read before any op wrote it", tape_.entry.name, r.storage));
+          throw Error(
+              fmt::format("record {}: storage #{} is read before any op wrote it", tape_.entry.name, r.storage));
         return it->second;
       }
     }
@@ -69,11 +73,15 @@ class GraphBuilder {
     const int b = base(r, s);
     if (whole(r, s)) return b;
     if (s.kind == SourceKind::Weight && row_range(r, s))
-      return push(Node{.kind = NodeKind::View, .inputs = {b}, .shape = r.shape, .type = r.type, .ref = r, .source_shape = s.shape});
+      return push(Node{
+          .kind = NodeKind::View, .inputs = {b}, .shape = r.shape, .type = r.type, .ref = r, .source_shape = s.shape});
     if (s.kind == SourceKind::Weight || type_traits(r.type).quantized)
-      throw Error(fmt::format("record {}: {} is a partial view of packed or weight storage '{}'; only whole weights "
-                              "and row ranges of them are recorded", tape_.entry.name, what, s.name));
-    return push(Node{.kind = NodeKind::View, .inputs = {b}, .shape = r.shape, .type = r.type, .ref = r, .source_shape = s.shape});
+      throw Error(
+          fmt::format("record {}: {} is a partial view of packed or weight storage '{}'; only whole weights "
+                      "and row ranges of them are recorded",
+                      tape_.entry.name, what, s.name));
+    return push(Node{
+        .kind = NodeKind::View, .inputs = {b}, .shape = r.shape, .type = r.type, .ref = r, .source_shape = s.shape});
   }
 
   void add_op(const TapeOp& op) {
@@ -86,21 +94,29 @@ class GraphBuilder {
     const Source& out = source(op.output, what);
     if (op.kind == ops::OpKind::WriteRows) {
       if (out.kind != SourceKind::KCache && out.kind != SourceKind::VCache)
-        throw Error(fmt::format("record {}: {} writes rows of storage #{}, which is not a KV cache", tape_.entry.name, what,
-                                op.output.storage));
-      push(Node{.kind = NodeKind::CacheWrite, .inputs = inputs, .shape = out.shape, .type = out.type, .op = &op,
-                .cache = out.kind, .layer = out.layer});
+        throw Error(fmt::format("record {}: {} writes rows of storage #{}, which is not a KV cache", tape_.entry.name,
+                                what, op.output.storage));
+      push(Node{.kind = NodeKind::CacheWrite,
+                .inputs = inputs,
+                .shape = out.shape,
+                .type = out.type,
+                .op = &op,
+                .cache = out.kind,
+                .layer = out.layer});
       return;
     }
     if (out.kind != SourceKind::Intermediate || !whole(op.output, out) || values_.count(op.output.storage))
-      throw Error(fmt::format("record {}: {} writes into a view of existing storage #{}; recorded ops must produce "
-                              "fresh values", tape_.entry.name, what, op.output.storage));
+      throw Error(
+          fmt::format("record {}: {} writes into a view of existing storage #{}; recorded ops must produce "
+                      "fresh values",
+                      tape_.entry.name, what, op.output.storage));
     values_[op.output.storage] =
         push(Node{.kind = NodeKind::Op, .inputs = inputs, .shape = op.output.shape, .type = op.output.type, .op = &op});
   }
 
   int tokens() {
-    if (tokens_ < 0) tokens_ = push(Node{.kind = NodeKind::Tokens, .shape = Shape{tape_.entry.tokens}, .type = GgmlType::I32});
+    if (tokens_ < 0)
+      tokens_ = push(Node{.kind = NodeKind::Tokens, .shape = Shape{tape_.entry.tokens}, .type = GgmlType::I32});
     return tokens_;
   }
   int position() {
@@ -128,15 +144,22 @@ void LayoutAssignmentPass::run(ComputeGraph& g) const {
     // order nothing reads is refused here rather than mis-read downstream.
     const BlockOrder order = n.order;
     if (order != BlockOrder::RowMajor && form != KernelForm::Engine)
-      throw Error(fmt::format("layout: '{}' is held in a kernel-feed block order, which the StableHLO emitter does not "
-                              "read; export it with --weight-form keep (as stored)", n.name));
+      throw Error(
+          fmt::format("layout: '{}' is held in a kernel-feed block order, which the StableHLO emitter does not "
+                      "read; export it with --weight-form keep (as stored)",
+                      n.name));
     if (order != BlockOrder::RowMajor && !kernels::ref::can_repack(n.type, order))
       throw Error(fmt::format("layout: '{}' ({}) is held in the {} block order, which no kernel reads", n.name,
                               type_name(n.type), block_order_name(order)));
     std::vector<int64_t> shape;
     for (int i = 0; i < n.shape.rank(); ++i) shape.push_back(n.shape[i]);
-    g.layouts[n.name] = TensorLayout{.name = n.name, .format = n.type, .block_elements = t.block_elements,
-                                     .block_bytes = t.block_bytes, .order = order, .shape = shape, .target = target};
+    g.layouts[n.name] = TensorLayout{.name = n.name,
+                                     .format = n.type,
+                                     .block_elements = t.block_elements,
+                                     .block_bytes = t.block_bytes,
+                                     .order = order,
+                                     .shape = shape,
+                                     .target = target};
   }
 }
 

@@ -24,8 +24,8 @@ hlo::Value Lowering::op(const Node& n) {
 }
 
 void Lowering::no_lowering(const Node& n) const {
-  throw Error(fmt::format("record {}: op {} has no StableHLO lowering", tape_.entry.name,
-                          ops::op_kind_name(n.op->kind)));
+  throw Error(
+      fmt::format("record {}: op {} has no StableHLO lowering", tape_.entry.name, ops::op_kind_name(n.op->kind)));
 }
 
 hlo::Value Lowering::lower_add(const Node& n) { return binary(n, "add"); }
@@ -105,10 +105,16 @@ Lowering::MatmulOperands Lowering::matmul_operands(const Node& n) {
   const hlo::Value& x = value(n.inputs[0]);
   const Node& wn = g_.nodes[static_cast<size_t>(n.inputs[1])];
   if (wn.shape.rank() != 2)
-    throw Error(fmt::format("record {}: batched matmul weights ({}) are not recorded", tape_.entry.name, wn.shape.to_string()));
+    throw Error(
+        fmt::format("record {}: batched matmul weights ({}) are not recorded", tape_.entry.name, wn.shape.to_string()));
   const int64_t k = x.type.dims.back(), rows = x.type.numel() / k;
-  return {.x = f_.reshape(x, {rows, k}), .w = weight_bytes(n.inputs[1]), .type = wn.type,
-          .order = held_order(g_, n.inputs[1]), .rows = rows, .k = k, .out = wn.shape[0]};
+  return {.x = f_.reshape(x, {rows, k}),
+          .w = weight_bytes(n.inputs[1]),
+          .type = wn.type,
+          .order = held_order(g_, n.inputs[1]),
+          .rows = rows,
+          .k = k,
+          .out = wn.shape[0]};
 }
 
 hlo::Value Lowering::lower_matmul(const Node& n) {
@@ -169,9 +175,9 @@ hlo::Value Lowering::lower_rope(const Node& n) {
 
   std::vector<float> inv_freq;
   for (int64_t i = 0; i < half; ++i)
-    inv_freq.push_back(static_cast<float>(static_cast<double>(p.freq_scale) *
-                                          std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(i) /
-                                                                                         static_cast<double>(dims))));
+    inv_freq.push_back(static_cast<float>(
+        static_cast<double>(p.freq_scale) *
+        std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(i) / static_cast<double>(dims))));
   const hlo::Value t_iota = f_.iota({{tokens}, hlo::Elem::I32}, 0);
   const hlo::Value p0 = position(n.op->attrs.position);
   const hlo::Value p0b = f_.broadcast_in_dim(p0, {tokens}, {});

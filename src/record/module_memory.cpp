@@ -23,7 +23,8 @@ uint64_t working_bytes(const ComputeGraph& g, const Node& n, KernelForm form) {
     const Node& x = g.nodes[static_cast<size_t>(n.inputs[0])];
     const Node& w = g.nodes[static_cast<size_t>(n.inputs[1])];
     const int64_t k = x.shape[x.shape.rank() - 1], rows = x.shape.numel() / k, out = w.shape[0];
-    if (form == KernelForm::Engine) return detail::matmul_scratch_bytes(w.type, detail::held_order(g, n.inputs[1]), rows, k);
+    if (form == KernelForm::Engine)
+      return detail::matmul_scratch_bytes(w.type, detail::held_order(g, n.inputs[1]), rows, k);
     // StableHLO: one row fuses the dequantization into the product; many rows (and every product
     // of the flat form) write the weight in f32 once per call.
     return rows == 1 && form == KernelForm::StableHlo ? 0 : f32_bytes(out * k);
@@ -80,7 +81,8 @@ ModuleMemory module_memory(const std::vector<const ComputeGraph*>& functions, ui
 
 std::string ModuleMemory::text() const {
   std::string s = "memory at run time (what IREE holds; checked against its measured peak):\n";
-  s += fmt::format("  parameters  {:>10}  mapped from the parameter file and read in place\n", base::format_bytes(parameters));
+  s += fmt::format("  parameters  {:>10}  mapped from the parameter file and read in place\n",
+                   base::format_bytes(parameters));
   s += fmt::format("  KV caches   {:>10}  K and V: prefill returns them, decode updates them in place\n",
                    base::format_bytes(caches));
   for (const FunctionMemory& f : functions)

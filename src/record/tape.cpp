@@ -26,7 +26,8 @@ class TapeRecorder final : public ops::Recorder {
   void note_source(const Tensor& t) {
     const uint64_t id = t.storage().id();
     if (tape_.sources.count(id)) return;
-    tape_.sources[id] = Source{.kind = SourceKind::Intermediate, .shape = t.shape(), .type = t.type(), .order = t.block_order()};
+    tape_.sources[id] =
+        Source{.kind = SourceKind::Intermediate, .shape = t.shape(), .type = t.type(), .order = t.block_order()};
   }
 
   Tape& tape_;
@@ -37,8 +38,10 @@ class TapeRecorder final : public ops::Recorder {
 
 TensorRef TensorRef::of(const Tensor& t) {
   if (!t.defined() || !t.storage().symbolic())
-    throw InvalidArgument(fmt::format("recording: {} is not a recorded value (a tensor with data reached a "
-                                      "recording; only symbolic tensors may)", t.describe()));
+    throw InvalidArgument(
+        fmt::format("recording: {} is not a recorded value (a tensor with data reached a "
+                    "recording; only symbolic tensors may)",
+                    t.describe()));
   return {t.storage().id(), t.offset(), t.shape(), t.strides(), t.type(), t.block_order()};
 }
 
@@ -60,17 +63,23 @@ load::LoadedModel symbolic_weights(const plan::MemoryPlan& plan) {
 Tape record_entry(model::Transformer& llama, const load::LoadedModel& weights, const load::KvCacheStore& kv,
                   SymbolicScope& scope, const EntrySpec& entry) {
   if (entry.tokens <= 0 || static_cast<uint64_t>(entry.tokens) > kv.n_ctx())
-    throw InvalidArgument(fmt::format("record {}: {} tokens do not fit a context of {}", entry.name, entry.tokens, kv.n_ctx()));
+    throw InvalidArgument(
+        fmt::format("record {}: {} tokens do not fit a context of {}", entry.name, entry.tokens, kv.n_ctx()));
   Tape tape;
   tape.entry = entry;
-  tape.kv = plan::KvCachePlan{.type = kv.type(), .layers = llama.shape().layers, .n_ctx = kv.n_ctx(),
-                              .kv_heads = llama.shape().kv_heads, .head_dim = llama.shape().head_dim};
+  tape.kv = plan::KvCachePlan{.type = kv.type(),
+                              .layers = llama.shape().layers,
+                              .n_ctx = kv.n_ctx(),
+                              .kv_heads = llama.shape().kv_heads,
+                              .head_dim = llama.shape().head_dim};
   for (const auto& [name, t] : weights.weights)
-    tape.sources[t.storage().id()] =
-        Source{.kind = SourceKind::Weight, .name = name, .shape = t.shape(), .type = t.type(), .order = t.block_order()};
+    tape.sources[t.storage().id()] = Source{
+        .kind = SourceKind::Weight, .name = name, .shape = t.shape(), .type = t.type(), .order = t.block_order()};
   for (uint32_t l = 0; l < llama.shape().layers; ++l) {
-    tape.sources[kv.k(l).storage().id()] = Source{.kind = SourceKind::KCache, .layer = l, .shape = kv.k(l).shape(), .type = kv.type()};
-    tape.sources[kv.v(l).storage().id()] = Source{.kind = SourceKind::VCache, .layer = l, .shape = kv.v(l).shape(), .type = kv.type()};
+    tape.sources[kv.k(l).storage().id()] =
+        Source{.kind = SourceKind::KCache, .layer = l, .shape = kv.k(l).shape(), .type = kv.type()};
+    tape.sources[kv.v(l).storage().id()] =
+        Source{.kind = SourceKind::VCache, .layer = l, .shape = kv.v(l).shape(), .type = kv.type()};
   }
   // Token ids are only shapes here (a valid id, 0, fills them); positions start at 0 and, for a
   // dynamic-position entry, every op position is taken relative to the position argument.

@@ -52,7 +52,8 @@ MHD_Result queue_whole(MHD_Connection* c, int status, const std::string& body, c
 }
 
 // The transport's own refusals, in the shape of the application's (response.cpp).
-MHD_Result refuse(MHD_Connection* c, int status, std::string_view message, std::string_view type = "invalid_request_error") {
+MHD_Result refuse(MHD_Connection* c, int status, std::string_view message,
+                  std::string_view type = "invalid_request_error") {
   return queue_whole(c, status, error_json(message, type), "application/json");
 }
 
@@ -205,9 +206,12 @@ struct Transport {
       // The body arrives in pieces; past a limit the rest is read and dropped (libmicrohttpd cannot
       // answer in the middle of a body), then refused below. The body deadline bounds how long.
       if (ex.body_refusal_ == Exchange::Refusal::None) {
-        if (ex.body_.size() + *upload_size > s.limits.max_body_bytes) ex.body_refusal_ = Exchange::Refusal::TooLarge;
-        else if (!charge_body(s, ex, *upload_size)) ex.body_refusal_ = Exchange::Refusal::NoRoom;
-        else ex.body_.append(upload, *upload_size);
+        if (ex.body_.size() + *upload_size > s.limits.max_body_bytes)
+          ex.body_refusal_ = Exchange::Refusal::TooLarge;
+        else if (!charge_body(s, ex, *upload_size))
+          ex.body_refusal_ = Exchange::Refusal::NoRoom;
+        else
+          ex.body_.append(upload, *upload_size);
       }
       *upload_size = 0;
       return MHD_YES;
@@ -216,8 +220,7 @@ struct Transport {
       ex.dispatched_ = ex.queued_ = true;
       ex.answer_ = Exchange::Answer::Whole;
       release_body(s, ex);
-      if (ex.body_refusal_ == Exchange::Refusal::TooLarge)
-        return refuse_too_large(c, s.limits.max_body_bytes);
+      if (ex.body_refusal_ == Exchange::Refusal::TooLarge) return refuse_too_large(c, s.limits.max_body_bytes);
       return refuse(c, 503,
                     fmt::format("the server holds {} bytes of request bodies, its limit; try again later",
                                 s.limits.all_bodies_bytes),
@@ -255,7 +258,8 @@ struct Transport {
 
   // The first call for a request: its headers are complete. Refusals that need no body happen here,
   // where libmicrohttpd lets an answer go out before the body is read (it then closes the connection).
-  static MHD_Result on_headers(Impl& s, MHD_Connection* c, const char* url, const char* method, void** request_context) {
+  static MHD_Result on_headers(Impl& s, MHD_Connection* c, const char* url, const char* method,
+                               void** request_context) {
     auto ex = std::make_shared<Exchange>();
     ex->method_ = method;
     ex->path_ = url;
@@ -270,8 +274,7 @@ struct Transport {
     ex->answer_ = Exchange::Answer::Whole;
     // Two framings of one body: behind a proxy that reads the other one, the rest of this body would
     // be taken for a second request (request smuggling). RFC 9112 §6.3 lets a server refuse it.
-    if (length && coding)
-      return refuse(c, 400, "the request has both Content-Length and Transfer-Encoding; send one");
+    if (length && coding) return refuse(c, 400, "the request has both Content-Length and Transfer-Encoding; send one");
     if (length) {
       errno = 0;
       char* end = nullptr;
@@ -349,7 +352,8 @@ int listen_on(const std::string& host, int port) {
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
   const std::string service = std::to_string(port);
-  const std::string where = fmt::format("serve: cannot listen on {}:{}{}", host, port, port == 0 ? " (any free port)" : "");
+  const std::string where =
+      fmt::format("serve: cannot listen on {}:{}{}", host, port, port == 0 ? " (any free port)" : "");
   if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0)
     throw IoError(fmt::format("{}: cannot resolve the host: {}", where, ::gai_strerror(rc)));
   std::string why = "no address to bind";
@@ -387,13 +391,13 @@ int HttpServer::start(const std::string& host, int port) {
   Impl& s = *impl_;
   s.listen_fd = listen_on(host, port);
   const int bound = port_of(s.listen_fd);
-  s.daemon = MHD_start_daemon(
-      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME, 0, nullptr, nullptr, &Transport::on_request, &s,
-      MHD_OPTION_LISTEN_SOCKET, s.listen_fd, MHD_OPTION_THREAD_POOL_SIZE, s.limits.io_threads,
-      MHD_OPTION_CONNECTION_LIMIT, s.limits.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, s.limits.idle_seconds,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, s.limits.connection_memory, MHD_OPTION_NOTIFY_COMPLETED,
-      &Transport::on_completed, &s, MHD_OPTION_NOTIFY_CONNECTION, &Transport::on_connection, &s,
-      MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, MHD_OPTION_END);
+  s.daemon = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME, 0, nullptr, nullptr,
+                              &Transport::on_request, &s, MHD_OPTION_LISTEN_SOCKET, s.listen_fd,
+                              MHD_OPTION_THREAD_POOL_SIZE, s.limits.io_threads, MHD_OPTION_CONNECTION_LIMIT,
+                              s.limits.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, s.limits.idle_seconds,
+                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, s.limits.connection_memory,
+                              MHD_OPTION_NOTIFY_COMPLETED, &Transport::on_completed, &s, MHD_OPTION_NOTIFY_CONNECTION,
+                              &Transport::on_connection, &s, MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, MHD_OPTION_END);
   if (!s.daemon) {
     ::close(s.listen_fd);
     s.listen_fd = -1;

@@ -21,13 +21,13 @@ struct MHD_Connection;
 namespace skainet::serve {
 
 struct HttpLimits {
-  unsigned max_connections = 512;       // beyond this the kernel's backlog holds new ones until one closes
-  size_t max_body_bytes = 8u << 20;     // 413 above it, Content-Length or chunked alike
-  size_t all_bodies_bytes = 64u << 20;  // bodies held at once, all connections together (503 above it)
-  size_t connection_memory = 64u << 10; // request line + headers + I/O buffers of one connection (431 above)
-  unsigned idle_seconds = 10;           // no byte in or out on a connection that is not waiting for us
-  unsigned header_seconds = 10;         // connect (or the previous answer) to the end of the headers
-  unsigned body_seconds = 60;           // the end of the headers to the end of the body
+  unsigned max_connections = 512;         // beyond this the kernel's backlog holds new ones until one closes
+  size_t max_body_bytes = 8u << 20;       // 413 above it, Content-Length or chunked alike
+  size_t all_bodies_bytes = 64u << 20;    // bodies held at once, all connections together (503 above it)
+  size_t connection_memory = 64u << 10;   // request line + headers + I/O buffers of one connection (431 above)
+  unsigned idle_seconds = 10;             // no byte in or out on a connection that is not waiting for us
+  unsigned header_seconds = 10;           // connect (or the previous answer) to the end of the headers
+  unsigned body_seconds = 60;             // the end of the headers to the end of the body
   size_t stream_buffer_bytes = 1u << 20;  // a streamed answer's unsent bytes before send() waits
   unsigned io_threads = 2;
 };
@@ -62,10 +62,10 @@ class Exchange {
   size_t stream_buffer_bytes_ = 0;
   enum class Refusal : uint8_t { None, TooLarge, NoRoom };  // for the body: read and dropped, then 413 / 503
   Refusal body_refusal_ = Refusal::None;
-  size_t body_charged_ = 0;      // bytes of HttpLimits::all_bodies_bytes this body holds
-  bool dispatched_ = false;      // answered by the transport (a refusal) or handed to the application
+  size_t body_charged_ = 0;        // bytes of HttpLimits::all_bodies_bytes this body holds
+  bool dispatched_ = false;        // answered by the transport (a refusal) or handed to the application
   bool with_application_ = false;  // handed to the application
-  bool queued_ = false;          // the answer went to libmicrohttpd
+  bool queued_ = false;            // the answer went to libmicrohttpd
 
   mutable std::mutex mutex_;
   std::condition_variable drained_;
@@ -76,7 +76,7 @@ class Exchange {
   int status_ = 200;
   std::string content_type_;
   std::string whole_;
-  std::string unsent_;      // streamed bytes not yet handed to libmicrohttpd
+  std::string unsent_;  // streamed bytes not yet handed to libmicrohttpd
   size_t unsent_from_ = 0;
   bool finished_ = false;
 };

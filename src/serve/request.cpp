@@ -43,7 +43,8 @@ std::optional<float> number_in(const json& body, std::string_view key, double lo
   if (!v) return std::nullopt;
   if (!v->is_number()) bad(fmt::format("'{}' must be a number, not {}", key, type_of(*v)));
   const double x = v->get<double>();
-  if (!std::isfinite(x) || x < lo || x > hi) bad(fmt::format("'{}' must be from {} to {}, not {}", key, lo, hi, v->dump()));
+  if (!std::isfinite(x) || x < lo || x > hi)
+    bad(fmt::format("'{}' must be from {} to {}, not {}", key, lo, hi, v->dump()));
   return static_cast<float>(x);
 }
 
@@ -60,7 +61,8 @@ std::optional<int64_t> integer_in(const json& body, std::string_view key, int64_
   if (!v->is_number_integer()) bad(fmt::format("'{}' must be an integer, not {}", key, type_of(*v)));
   if (v->is_number_unsigned()) {
     const uint64_t u = v->get<uint64_t>();
-    if (u > static_cast<uint64_t>(hi)) bad(fmt::format("'{}' must be an integer from {} to {}, not {}", key, lo, hi, u));
+    if (u > static_cast<uint64_t>(hi))
+      bad(fmt::format("'{}' must be an integer from {} to {}, not {}", key, lo, hi, u));
     return static_cast<int64_t>(u);
   }
   const int64_t x = v->get<int64_t>();
@@ -78,11 +80,13 @@ bool boolean(const json& body, std::string_view key, bool absent = false) {
 // A message's content: a string, or OpenAI's list of parts of which only text parts are understood.
 std::string content_of(const json& v, size_t index) {
   if (v.is_string()) return v.get<std::string>();
-  if (!v.is_array()) bad(fmt::format("messages[{}].content must be a string or a list of text parts, not {}", index, type_of(v)));
+  if (!v.is_array())
+    bad(fmt::format("messages[{}].content must be a string or a list of text parts, not {}", index, type_of(v)));
   std::string text;
   for (size_t p = 0; p < v.size(); ++p) {
     const json& part = v[p];
-    if (!part.is_object()) bad(fmt::format("messages[{}].content[{}] must be an object, not {}", index, p, type_of(part)));
+    if (!part.is_object())
+      bad(fmt::format("messages[{}].content[{}] must be an object, not {}", index, p, type_of(part)));
     const json* type = field(part, "type");
     if (!type || !type->is_string() || type->get<std::string>() != "text")
       bad(fmt::format("messages[{}].content[{}]: only parts of type \"text\" are supported", index, p));
@@ -98,7 +102,8 @@ std::vector<Message> messages_of(const json& body, const RequestLimits& limits) 
   if (!v) bad("'messages' is required");
   if (!v->is_array()) bad(fmt::format("'messages' must be a list, not {}", type_of(*v)));
   if (v->empty()) bad("'messages' must hold at least one message");
-  if (v->size() > limits.max_messages) bad(fmt::format("'messages' holds {} messages; at most {}", v->size(), limits.max_messages));
+  if (v->size() > limits.max_messages)
+    bad(fmt::format("'messages' holds {} messages; at most {}", v->size(), limits.max_messages));
   std::vector<Message> out;
   out.reserve(v->size());
   for (size_t i = 0; i < v->size(); ++i) {
@@ -134,7 +139,8 @@ std::vector<std::string> stops_of(const json& body, const RequestLimits& limits)
   }
   for (const auto& s : out) {
     if (s.empty()) bad("a stop string is empty");
-    if (s.size() > limits.max_stop_bytes) bad(fmt::format("a stop string is {} bytes; at most {}", s.size(), limits.max_stop_bytes));
+    if (s.size() > limits.max_stop_bytes)
+      bad(fmt::format("a stop string is {} bytes; at most {}", s.size(), limits.max_stop_bytes));
   }
   return out;
 }
@@ -185,8 +191,10 @@ Request parse_request(Endpoint endpoint, std::string_view body, const RequestLim
     if (!m->is_string()) bad(fmt::format("'model' must be a string, not {}", type_of(*m)));
     r.model = m->get<std::string>();
   }
-  if (endpoint == Endpoint::ChatCompletions) r.messages = messages_of(j, limits);
-  else r.prompt = prompt_of(j);
+  if (endpoint == Endpoint::ChatCompletions)
+    r.messages = messages_of(j, limits);
+  else
+    r.prompt = prompt_of(j);
 
   r.stream = boolean(j, "stream");
   if (const json* so = field(j, "stream_options")) {
@@ -201,16 +209,20 @@ Request parse_request(Endpoint endpoint, std::string_view body, const RequestLim
   if (auto k = integer_in(j, "top_k", 0, std::numeric_limits<int32_t>::max())) r.top_k = static_cast<int32_t>(*k);
   // OpenAI's seed is any 64-bit integer; it only picks the random stream.
   if (const json* s = field(j, "seed")) {
-    if (s->is_number_unsigned()) r.seed = s->get<uint64_t>();
-    else if (s->is_number_integer()) r.seed = static_cast<uint64_t>(s->get<int64_t>());
-    else bad(fmt::format("'seed' must be an integer, not {}", type_of(*s)));
+    if (s->is_number_unsigned())
+      r.seed = s->get<uint64_t>();
+    else if (s->is_number_integer())
+      r.seed = static_cast<uint64_t>(s->get<int64_t>());
+    else
+      bad(fmt::format("'seed' must be an integer, not {}", type_of(*s)));
   }
   constexpr int64_t kMaxTokens = std::numeric_limits<int32_t>::max();
   // max_completion_tokens is the chat API's newer name; n_predict is llama.cpp's (-1: no limit).
   for (const char* key : {"max_tokens", "max_completion_tokens"})
     if (auto n = integer_in(j, key, 0, kMaxTokens)) r.max_tokens = static_cast<int32_t>(*n);
   if (auto n = integer_in(j, "n_predict", -1, kMaxTokens)) r.max_tokens = static_cast<int32_t>(*n);
-  if (auto n = integer_in(j, "n", 1, kMaxTokens); n && *n != 1) bad(fmt::format("'n' must be 1 (one choice per request), not {}", *n));
+  if (auto n = integer_in(j, "n", 1, kMaxTokens); n && *n != 1)
+    bad(fmt::format("'n' must be 1 (one choice per request), not {}", *n));
   r.stop = stops_of(j, limits);
   return r;
 }

@@ -32,9 +32,7 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 }  // namespace
 
-std::string_view finish_reason_name(FinishReason r) noexcept {
-  return r == FinishReason::Stop ? "stop" : "length";
-}
+std::string_view finish_reason_name(FinishReason r) noexcept { return r == FinishReason::Stop ? "stop" : "length"; }
 
 std::string completion_json(const ResponseHead& head, std::string_view text, FinishReason finish, const Usage& usage) {
   json j = head_json(head, false);
@@ -51,7 +49,8 @@ std::string completion_json(const ResponseHead& head, std::string_view text, Fin
   return dump(j);
 }
 
-std::string chunk_json(const ResponseHead& head, std::string_view delta, bool first, std::optional<FinishReason> finish) {
+std::string chunk_json(const ResponseHead& head, std::string_view delta, bool first,
+                       std::optional<FinishReason> finish) {
   json j = head_json(head, true);
   json choice{{"index", 0}};
   if (is_chat(head)) {
@@ -76,14 +75,16 @@ std::string usage_chunk_json(const ResponseHead& head, const Usage& usage) {
 }
 
 std::string error_json(std::string_view message, std::string_view type) {
-  return dump(json{{"error", json{{"message", std::string(message)}, {"type", std::string(type)}, {"param", nullptr},
-                                  {"code", nullptr}}}});
+  return dump(json{
+      {"error",
+       json{{"message", std::string(message)}, {"type", std::string(type)}, {"param", nullptr}, {"code", nullptr}}}});
 }
 
 std::string models_json(std::string_view model, int64_t created) {
-  return dump(json{{"object", "list"},
-                   {"data", json::array({json{{"id", std::string(model)}, {"object", "model"}, {"created", created},
-                                              {"owned_by", "skainet"}}})}});
+  return dump(json{
+      {"object", "list"},
+      {"data", json::array({json{
+                   {"id", std::string(model)}, {"object", "model"}, {"created", created}, {"owned_by", "skainet"}}})}});
 }
 
 }  // namespace skainet::serve

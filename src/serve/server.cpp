@@ -131,7 +131,7 @@ struct Server::Impl {
   mutable std::mutex work_mutex;
   std::condition_variable work_ready, stop_asked;
   std::deque<Admitted> waiting;
-  size_t admitted = 0;  // waiting + with a worker
+  size_t admitted = 0;   // waiting + with a worker
   bool closing = false;  // workers leave once `waiting` is empty
   std::vector<std::thread> workers;
 };
@@ -154,7 +154,8 @@ Job Server::Impl::prepare(const Request& r) const {
     } catch (const chat::TemplateError& e) {
       // Templates refuse conversations they do not accept (raise_exception: roles must alternate, ...),
       // and every render is held to its budget of bytes, steps and time.
-      throw RequestError(400, "invalid_request_error", fmt::format("the chat template refused the messages: {}", e.what()));
+      throw RequestError(400, "invalid_request_error",
+                         fmt::format("the chat template refused the messages: {}", e.what()));
     } catch (const generate::ContentSpecialTokenError& e) {
       throw RequestError(400, "invalid_request_error", e.what());
     }
@@ -165,16 +166,18 @@ Job Server::Impl::prepare(const Request& r) const {
   const uint32_t n_ctx = engine.plan.kv->n_ctx;
   if (job.ids.empty()) throw RequestError(400, "invalid_request_error", "the prompt has no tokens");
   if (job.ids.size() >= n_ctx)
-    throw RequestError(400, "invalid_request_error",
-                       fmt::format("the prompt is {} tokens but a slot's context holds {} (--ctx), and at least one must "
-                                   "be left to generate: shorten the prompt",
-                                   job.ids.size(), n_ctx));
+    throw RequestError(
+        400, "invalid_request_error",
+        fmt::format("the prompt is {} tokens but a slot's context holds {} (--ctx), and at least one must "
+                    "be left to generate: shorten the prompt",
+                    job.ids.size(), n_ctx));
 
   job.generation.max_tokens = r.max_tokens.value_or(options.max_tokens);
   job.generation.stop_at_eos = !options.ignore_eos;
   job.generation.stop_strings = options.stop;
   job.generation.stop_strings.insert(job.generation.stop_strings.end(), r.stop.begin(), r.stop.end());
-  if (r.endpoint == Endpoint::ChatCompletions && !end_of_turn.empty()) job.generation.stop_strings.push_back(end_of_turn);
+  if (r.endpoint == Endpoint::ChatCompletions && !end_of_turn.empty())
+    job.generation.stop_strings.push_back(end_of_turn);
   job.sampling = options.sampling;
   if (r.temperature) job.sampling.temperature = *r.temperature;
   if (r.top_p) job.sampling.top_p = *r.top_p;
@@ -197,7 +200,7 @@ generate::Stats Server::Impl::generate(Slot& slot, const Job& job, const generat
 std::optional<SlotPool::Lease> Server::Impl::lease_for(const Job& job) {
   // Without reuse any slot will do: the least recently used one, whose cache is worth least.
   return pool.acquire(job.reuse == generate::PrefixReuse::Reuse ? std::span<const int32_t>(job.ids)
-                                                               : std::span<const int32_t>());
+                                                                : std::span<const int32_t>());
 }
 
 void Server::Impl::route(const std::shared_ptr<Exchange>& ex) {
@@ -241,10 +244,11 @@ void Server::Impl::admit(const std::shared_ptr<Exchange>& ex, Endpoint endpoint)
   std::lock_guard lock(work_mutex);
   if (closing || stopping.load()) return shutting_down(*ex);
   if (admitted >= options.slots + options.queue_limit)
-    return send_error(*ex, 503, "server_busy",
-                      fmt::format("all {} slots are busy and {} requests are already waiting (the queue's limit, --queue); "
-                                  "try again later",
-                                  options.slots, admitted - options.slots));
+    return send_error(
+        *ex, 503, "server_busy",
+        fmt::format("all {} slots are busy and {} requests are already waiting (the queue's limit, --queue); "
+                    "try again later",
+                    options.slots, admitted - options.slots));
   ++admitted;
   waiting.push_back({ex, endpoint});
   work_ready.notify_one();
@@ -326,8 +330,7 @@ void Server::Impl::stream(Exchange& ex, Job job, SlotPool::Lease lease) {
       send(cut_off(s.generated_tokens));
     } else {
       alive = send(chunk_json(head, "", first, finish_of(s.stop)));
-      if (alive && job.include_usage)
-        alive = send(usage_chunk_json(head, usage_of(job, s)));
+      if (alive && job.include_usage) alive = send(usage_chunk_json(head, usage_of(job, s)));
       if (alive) send("[DONE]");
     }
   } catch (const std::exception& e) {
@@ -344,9 +347,7 @@ Server::Server(generate::Engine& engine, ServerOptions options, std::string chat
   impl_ = std::make_unique<Impl>(engine, std::move(options), std::move(chat_template), std::move(end_of_turn));
 }
 
-Server::~Server() {
-  stop();
-}
+Server::~Server() { stop(); }
 
 void Server::listen() {
   // A client that goes away makes the next write fail with EPIPE; without this SIGPIPE would end the

@@ -38,8 +38,7 @@ SlotChoice choose_slot(std::span<const SlotCandidate> free_slots, size_t prompt_
   return {chosen.index, chosen.reusable, match ? SlotReason::LongestPrefix : SlotReason::LeastRecentlyUsed};
 }
 
-SlotPool::SlotPool(size_t slots, size_t queue_limit)
-    : size_(slots), queue_limit_(queue_limit), last_used_(slots, 0) {
+SlotPool::SlotPool(size_t slots, size_t queue_limit) : size_(slots), queue_limit_(queue_limit), last_used_(slots, 0) {
   if (slots == 0) throw InvalidArgument("a slot pool needs at least one slot");
   for (size_t i = 0; i < slots; ++i) free_.push_back(i);
 }

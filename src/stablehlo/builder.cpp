@@ -42,10 +42,14 @@ std::string_view elem_name(Elem e) noexcept {
 
 uint32_t elem_bits(Elem e) noexcept {
   switch (e) {
-    case Elem::F32: case Elem::I32: case Elem::UI32: return 32;
-    case Elem::F16: case Elem::BF16: return 16;
+    case Elem::F32:
+    case Elem::I32:
+    case Elem::UI32: return 32;
+    case Elem::F16:
+    case Elem::BF16: return 16;
     case Elem::I64: return 64;
-    case Elem::I8: case Elem::UI8: return 8;
+    case Elem::I8:
+    case Elem::UI8: return 8;
     case Elem::I1: return 1;
     case Elem::I16: return 16;
   }
@@ -68,9 +72,12 @@ std::string TensorType::str() const {
 std::string escape(std::string_view s) {
   std::string out;
   for (unsigned char c : s) {
-    if (c == '"' || c == '\\') out += fmt::format("\\{}", static_cast<char>(c));
-    else if (c < 0x20 || c >= 0x7f) out += fmt::format("\\{:02X}", c);
-    else out += static_cast<char>(c);
+    if (c == '"' || c == '\\')
+      out += fmt::format("\\{}", static_cast<char>(c));
+    else if (c < 0x20 || c >= 0x7f)
+      out += fmt::format("\\{:02X}", c);
+    else
+      out += static_cast<char>(c);
   }
   return out;
 }
@@ -108,8 +115,8 @@ Value FunctionBuilder::op(std::string_view name, const std::vector<Value>& opera
     types.append(i ? ", " : "").append(operands[i].type.str());
   }
   Value v{fresh(), std::move(result)};
-  body_ += fmt::format("    {} = \"stablehlo.{}\"({}){}{} : ({}) -> {}\n", v.name, name, names, attrs.empty() ? "" : " ",
-                       attrs, types, v.type.str());
+  body_ += fmt::format("    {} = \"stablehlo.{}\"({}){}{} : ({}) -> {}\n", v.name, name, names,
+                       attrs.empty() ? "" : " ", attrs, types, v.type.str());
   return v;
 }
 
@@ -121,9 +128,12 @@ Value FunctionBuilder::op(std::string_view name, std::initializer_list<Value> op
 Value FunctionBuilder::constant_f32(float v, std::vector<int64_t> dims) {
   std::string lit;
   // Nine significant digits round-trip every f32; non-finite values go in as their bits.
-  if (std::isinf(v)) lit = v < 0 ? "0xFF800000" : "0x7F800000";
-  else if (std::isnan(v)) lit = "0x7FC00000";
-  else lit = fmt::format("{:.8e}", v);
+  if (std::isinf(v))
+    lit = v < 0 ? "0xFF800000" : "0x7F800000";
+  else if (std::isnan(v))
+    lit = "0x7FC00000";
+  else
+    lit = fmt::format("{:.8e}", v);
   TensorType t{std::move(dims), Elem::F32};
   return op("constant", {}, t, fmt::format("{{value = dense<{}> : {}}}", lit, t.str()));
 }
@@ -220,7 +230,8 @@ Value FunctionBuilder::transpose(const Value& x, std::vector<int64_t> permutatio
   require(static_cast<int64_t>(permutation.size()) == x.type.rank(), "transpose", x.type.str());
   std::vector<int64_t> dims;
   for (int64_t p : permutation) dims.push_back(x.type.dims.at(static_cast<size_t>(p)));
-  return op("transpose", {x}, TensorType{dims, x.type.elem}, fmt::format("{{permutation = {}}}", i64_array(permutation)));
+  return op("transpose", {x}, TensorType{dims, x.type.elem},
+            fmt::format("{{permutation = {}}}", i64_array(permutation)));
 }
 
 Value FunctionBuilder::slice(const Value& x, std::vector<int64_t> start, std::vector<int64_t> limit,
@@ -294,7 +305,7 @@ Value FunctionBuilder::gather_rows(const Value& table, const Value& ids) {
 
 Value FunctionBuilder::compare(const Value& a, const Value& b, std::string_view direction) {
   require(a.type == b.type, "compare", a.type.str() + " vs " + b.type.str());
-  const std::string_view kind = is_float(a.type.elem) ? "FLOAT"
+  const std::string_view kind = is_float(a.type.elem)                                     ? "FLOAT"
                                 : (a.type.elem == Elem::UI8 || a.type.elem == Elem::UI32) ? "UNSIGNED"
                                                                                           : "SIGNED";
   return op("compare", {a, b}, TensorType{a.type.dims, Elem::I1},
@@ -326,7 +337,8 @@ Value FunctionBuilder::dot_general(const Value& lhs, const Value& rhs, std::vect
 Value FunctionBuilder::reduce(const Value& x, std::vector<int64_t> dims, std::string_view combiner,
                               std::string_view init) {
   require(x.type.elem == Elem::F32, "reduce", x.type.str());
-  const Value zero = op("constant", {}, TensorType{{}, Elem::F32}, fmt::format("{{value = dense<{}> : tensor<f32>}}", init));
+  const Value zero =
+      op("constant", {}, TensorType{{}, Elem::F32}, fmt::format("{{value = dense<{}> : tensor<f32>}}", init));
   std::vector<int64_t> kept;
   for (int64_t i = 0; i < x.type.rank(); ++i)
     if (std::find(dims.begin(), dims.end(), i) == dims.end()) kept.push_back(x.type.dims[static_cast<size_t>(i)]);

@@ -69,8 +69,12 @@ std::vector<int64_t> iota_list(int64_t from, int64_t count) {
 // Every per-position number (shift amounts, which chunk a position reads) is arithmetic on iota, and
 // every constant a splat: a dense constant tensor would be one more operand of the fused op, and IREE
 // stops fusing elementwise ops into one another past 16 operands (kIreeMaxOperandCount).
-Value splat(FunctionBuilder& f, int32_t v, const Value& like) { return f.constant_i32(v, like.type.dims, like.type.elem); }
-Value with(FunctionBuilder& f, std::string_view op, const Value& x, int32_t v) { return f.binary(op, x, splat(f, v, x)); }
+Value splat(FunctionBuilder& f, int32_t v, const Value& like) {
+  return f.constant_i32(v, like.type.dims, like.type.elem);
+}
+Value with(FunctionBuilder& f, std::string_view op, const Value& x, int32_t v) {
+  return f.binary(op, x, splat(f, v, x));
+}
 Value shl(FunctionBuilder& f, const Value& x, int32_t n) { return with(f, "shift_left", x, n); }
 Value shr(FunctionBuilder& f, const Value& x, int32_t n) { return with(f, "shift_right_logical", x, n); }
 Value mask(FunctionBuilder& f, const Value& x, int32_t m) { return with(f, "and", x, m); }
@@ -251,7 +255,8 @@ Value k4(FunctionBuilder& f, const Value& raw) {
     const Value view = f.reshape(raw, {s.rows, s.blocks, static_cast<int64_t>(sizeof(B)) / 16, 16});
     const int64_t qs_row = static_cast<int64_t>(offsetof(B, qs)) / 16;
     for (int64_t lh = 0; lh < 2; ++lh) {
-      const Value sl = f.slice(view, {0, 0, qs_row + lh, 0}, {s.rows, s.blocks, qs_row + lh + 2 * 3 + 1, 16}, {1, 1, 2, 1});
+      const Value sl =
+          f.slice(view, {0, 0, qs_row + lh, 0}, {s.rows, s.blocks, qs_row + lh + 2 * 3 + 1, 16}, {1, 1, 2, 1});
       chunks.push_back(f.broadcast_in_dim(sl, s.full, {0, 1, 2, 5}));
     }
     const Value qs = by_index(f, at(f, s.full, 2), chunks);
@@ -292,7 +297,8 @@ Value q6_k(FunctionBuilder& f, const Value& raw) {
   // scales[8h + 2g + l / 16]: for each (h, l / 16) the bytes at stride 2 laid along g.
   const int64_t sc_at = SKAINET_FIELD(B, scales).offset;
   std::vector<Value> sc_chunks;
-  for (int64_t c = 0; c < 4; ++c) sc_chunks.push_back(along(f, bytes(f, raw, sc_at + 8 * (c / 2) + c % 2, 4, 2), s.full, 1));
+  for (int64_t c = 0; c < 4; ++c)
+    sc_chunks.push_back(along(f, bytes(f, raw, sc_at + 8 * (c / 2) + c % 2, 4, 2), s.full, 1));
   const Value sc_idx = f.add(h2, shr(f, at(f, s.full, 2), 4));
   const Value scf = f.convert(by_index(f, sc_idx, sc_chunks), Elem::F32);  // int8_t scales
   const Value ds = f.multiply(spread(f, half(f, raw, SKAINET_FIELD(B, d).offset), s.full), scf);
@@ -323,8 +329,10 @@ Value k_low(FunctionBuilder& f, const Value& raw) {
     // Scale code of sub-block j: low 4 bits nibble h of scales[j % 8] = scales[2s + l / 16] (bytes
     // at stride 2 laid along s), top 2 bits bits 2(j / 4) of scales[8 + j % 4].
     std::vector<Value> low_chunks, top_bytes;
-    for (int64_t c = 0; c < 2; ++c) low_chunks.push_back(unsigned32(f, along(f, bytes(f, raw, sc_at + c, 4, 2), s.full, 1)));
-    for (int64_t c = 0; c < 4; ++c) top_bytes.push_back(spread(f, unsigned32(f, bytes(f, raw, sc_at + 8 + c, 1)), s.full));
+    for (int64_t c = 0; c < 2; ++c)
+      low_chunks.push_back(unsigned32(f, along(f, bytes(f, raw, sc_at + c, 4, 2), s.full, 1)));
+    for (int64_t c = 0; c < 4; ++c)
+      top_bytes.push_back(spread(f, unsigned32(f, bytes(f, raw, sc_at + 8 + c, 1)), s.full));
     const Value low_byte = by_index(f, half16, low_chunks);
     const Value low = bits(f, low_byte, shl(f, h, 2), 0xf);
     const Value top_idx = f.add(shl(f, mask(f, sub, 1), 1), half16);  // j % 4
@@ -339,7 +347,8 @@ Value k_low(FunctionBuilder& f, const Value& raw) {
   } else {
     // scales[j] = scales[8h + l / 16 + 2s]: scale in the low nibble, min in the high one.
     std::vector<Value> sc_chunks;
-    for (int64_t c = 0; c < 4; ++c) sc_chunks.push_back(along(f, bytes(f, raw, sc_at + 8 * (c / 2) + c % 2, 4, 2), s.full, 1));
+    for (int64_t c = 0; c < 4; ++c)
+      sc_chunks.push_back(along(f, bytes(f, raw, sc_at + 8 * (c / 2) + c % 2, 4, 2), s.full, 1));
     const Value h2 = shl(f, h, 1);
     const Value sb = unsigned32(f, by_index(f, f.add(h2, half16), sc_chunks));
     const Value scf = f.convert(mask(f, sb, 0xf), Elem::F32);
@@ -439,10 +448,12 @@ TensorType raw_type(GgmlType type, int64_t rows, int64_t cols) {
     throw InvalidArgument(fmt::format("stablehlo::raw_type: negative shape {} x {}", rows, cols));
   if (const auto e = dense_elem(type)) return TensorType::of({rows, cols}, *e);
   const TypeTraits& t = type_traits(type);
-  if (!t.quantized) throw InvalidArgument(fmt::format("stablehlo::raw_type: {} is neither a float nor a packed type", t.name));
+  if (!t.quantized)
+    throw InvalidArgument(fmt::format("stablehlo::raw_type: {} is neither a float nor a packed type", t.name));
   const int64_t n = t.block_elements;
   if (cols % n != 0)
-    throw InvalidArgument(fmt::format("stablehlo::raw_type: {} columns of {} are not whole blocks of {}", cols, t.name, n));
+    throw InvalidArgument(
+        fmt::format("stablehlo::raw_type: {} columns of {} are not whole blocks of {}", cols, t.name, n));
   return TensorType::of({rows, cols / n, static_cast<int64_t>(t.block_bytes)}, Elem::I8);
 }
 
@@ -466,11 +477,12 @@ Value dequantize(FunctionBuilder& f, GgmlType type, const Value& raw) {
 
 Value matvec(FunctionBuilder& f, GgmlType type, const Value& raw, const Value& x) {
   const bool dense = dense_elem(type).has_value();
-  const int64_t cols = dense ? check_dense(type, raw).type.dims[1]
-                             : check_packed(type, raw, {}).blocks * static_cast<int64_t>(type_traits(type).block_elements);
+  const int64_t cols =
+      dense ? check_dense(type, raw).type.dims[1]
+            : check_packed(type, raw, {}).blocks * static_cast<int64_t>(type_traits(type).block_elements);
   if (x.type.elem != Elem::F32 || x.type.dims != std::vector<int64_t>{cols})
-    throw InvalidArgument(fmt::format("stablehlo::matvec {}: x must be tensor<{}xf32>, got {}", type_name(type), cols,
-                                      x.type.str()));
+    throw InvalidArgument(
+        fmt::format("stablehlo::matvec {}: x must be tensor<{}xf32>, got {}", type_name(type), cols, x.type.str()));
   if (dense) {
     // Measured equal to convert + multiply + reduce (both one matvec dispatch reading the weight once);
     // the named contraction is what every IREE backend has a matvec strategy for.

@@ -102,9 +102,13 @@ std::string_view dtype_name(DType d) noexcept {
 uint32_t dtype_size(DType d) noexcept {
   switch (d) {
     case DType::I8: return 1;
-    case DType::F16: case DType::BF16: case DType::I16: return 2;
-    case DType::F32: case DType::I32: return 4;
-    case DType::F64: case DType::I64: return 8;
+    case DType::F16:
+    case DType::BF16:
+    case DType::I16: return 2;
+    case DType::F32:
+    case DType::I32: return 4;
+    case DType::F64:
+    case DType::I64: return 8;
   }
   return 0;
 }
@@ -130,8 +134,8 @@ std::optional<BlockOrder> parse_block_order(std::string_view name) noexcept {
 uint64_t row_bytes(GgmlType type, uint64_t elements) {
   const TypeTraits& t = type_traits(type);
   if (elements % t.block_elements != 0)
-    throw InvalidArgument(fmt::format("{} stores blocks of {} elements; {} elements is not a multiple of it",
-                                      t.name, t.block_elements, elements));
+    throw InvalidArgument(fmt::format("{} stores blocks of {} elements; {} elements is not a multiple of it", t.name,
+                                      t.block_elements, elements));
   uint64_t bytes = 0;
   if (__builtin_mul_overflow(elements / t.block_elements, uint64_t{t.block_bytes}, &bytes))
     throw OverflowError(fmt::format("bytes of {} {} elements overflow 64 bits", elements, t.name));

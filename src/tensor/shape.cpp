@@ -68,8 +68,8 @@ Strides contiguous_strides(const Shape& shape, GgmlType type) {
   int64_t pitch = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(shape[r - 1])));
   for (int i = r - 2; i >= 0; --i) {
     s[static_cast<size_t>(i)] = pitch;
-    pitch = static_cast<int64_t>(checked_mul<uint64_t>(static_cast<uint64_t>(pitch), static_cast<uint64_t>(shape[i]),
-                                                       "tensor byte size"));
+    pitch = static_cast<int64_t>(
+        checked_mul<uint64_t>(static_cast<uint64_t>(pitch), static_cast<uint64_t>(shape[i]), "tensor byte size"));
   }
   return s;
 }

@@ -98,11 +98,12 @@ Storage::Ref Storage::make(std::byte* data, uint64_t size, MemoryDomain domain, 
 }
 
 Storage::Ref Storage::heap(uint64_t bytes, std::string_view origin) {
-  if (bytes > (uint64_t{1} << 62)) throw InvalidArgument(fmt::format("heap storage for '{}': {} bytes is too large", origin, bytes));
+  if (bytes > (uint64_t{1} << 62))
+    throw InvalidArgument(fmt::format("heap storage for '{}': {} bytes is too large", origin, bytes));
   // Borrowed until the bytes are in, so a failed allocation frees and counts nothing.
   Ref s = make(nullptr, bytes, MemoryDomain::HostHeap, Ownership::Borrowed, origin);
   // operator new(align_val_t) never returns null for size 0, so every storage has a distinct address.
-  s->data_ = static_cast<std::byte*>(::operator new(static_cast<size_t>(bytes), std::align_val_t{kStorageAlignment}));
+  s->data_ = static_cast<std::byte*>(::operator new (static_cast<size_t>(bytes), std::align_val_t{kStorageAlignment}));
   s->ownership_ = Ownership::Owned;
   s->count_acquire();
   return s;
@@ -137,11 +138,11 @@ Storage::Ref Storage::mapped(std::shared_ptr<const base::FileMapping> mapping, u
                              std::string_view origin) {
   if (!mapping) throw InvalidArgument(fmt::format("mapped storage for '{}': no mapping", origin));
   if (offset > mapping->size() || length > mapping->size() - offset)
-    throw InvalidArgument(fmt::format("mapped storage for '{}': window [{}, +{}) exceeds the {}-byte mapping",
-                                      origin, offset, length, mapping->size()));
+    throw InvalidArgument(fmt::format("mapped storage for '{}': window [{}, +{}) exceeds the {}-byte mapping", origin,
+                                      offset, length, mapping->size()));
   // writable_ = false guards the const_cast.
-  Ref s = make(const_cast<std::byte*>(mapping->data()) + offset, length, MemoryDomain::MappedFile,
-               Ownership::Borrowed, origin);
+  Ref s = make(const_cast<std::byte*>(mapping->data()) + offset, length, MemoryDomain::MappedFile, Ownership::Borrowed,
+               origin);
   s->writable_ = false;
   s->mapping_ = std::move(mapping);
   return s;
@@ -203,17 +204,10 @@ void Storage::close() noexcept {
     return;
   }
   switch (domain_) {
-    case MemoryDomain::HostHeap:
-      ::operator delete(data_, std::align_val_t{kStorageAlignment});
-      break;
-    case MemoryDomain::HostPages:
-      ::munmap(data_, static_cast<size_t>(map_length_));
-      break;
-    case MemoryDomain::MappedFile:
-      mapping_.reset();
-      break;
-    case MemoryDomain::SlabSlice:
-      break;
+    case MemoryDomain::HostHeap: ::operator delete (data_, std::align_val_t{kStorageAlignment}); break;
+    case MemoryDomain::HostPages: ::munmap(data_, static_cast<size_t>(map_length_)); break;
+    case MemoryDomain::MappedFile: mapping_.reset(); break;
+    case MemoryDomain::SlabSlice: break;
   }
   counters().released[idx(domain_)]++;
   counters().bytes_released[idx(domain_)] += size_;

@@ -50,7 +50,8 @@ void Tensor::validate() const {
   }
   if (numel() == 0) {
     if (offset_ > storage_->size())
-      throw InvalidArgument(fmt::format("tensor offset {} beyond storage #{} of {} bytes", offset_, storage_->id(), storage_->size()));
+      throw InvalidArgument(
+          fmt::format("tensor offset {} beyond storage #{} of {} bytes", offset_, storage_->id(), storage_->size()));
     return;
   }
   uint64_t end = offset_;
@@ -58,13 +59,15 @@ void Tensor::validate() const {
     const int64_t s = strides_[static_cast<size_t>(i)];
     if (s < 0) throw InvalidArgument(fmt::format("tensor {}: negative stride {}", shape_.to_string(), s));
     if (i == r - 1 && t.quantized) continue;
-    end = checked_add<uint64_t>(end, checked_mul<uint64_t>(static_cast<uint64_t>(shape_[i] - 1), static_cast<uint64_t>(s), "tensor extent"),
-                                "tensor extent");
+    end = checked_add<uint64_t>(
+        end, checked_mul<uint64_t>(static_cast<uint64_t>(shape_[i] - 1), static_cast<uint64_t>(s), "tensor extent"),
+        "tensor extent");
   }
   end = checked_add<uint64_t>(end, t.quantized ? row_bytes() : t.block_bytes, "tensor extent");
   if (end > storage_->size())
     throw InvalidArgument(fmt::format("tensor {} {} at offset {} needs {} bytes; storage #{} ('{}') has {}", t.name,
-                                      shape_.to_string(), offset_, end, storage_->id(), storage_->origin(), storage_->size()));
+                                      shape_.to_string(), offset_, end, storage_->id(), storage_->origin(),
+                                      storage_->size()));
 }
 
 bool Tensor::is_contiguous() const noexcept {
@@ -120,8 +123,9 @@ Tensor Tensor::narrow(int dim, int64_t start, int64_t length) const {
   v.shape_ = shape_.with(dim, length);
   if (t.quantized && dim == rank() - 1) {
     if (start % t.block_elements != 0 || length % t.block_elements != 0)
-      throw InvalidArgument(fmt::format("narrow({}, {}, {}) of {}: a packed row splits only at {}-element block boundaries",
-                                        dim, start, length, describe(), t.block_elements));
+      throw InvalidArgument(
+          fmt::format("narrow({}, {}, {}) of {}: a packed row splits only at {}-element block boundaries", dim, start,
+                      length, describe(), t.block_elements));
     v.offset_ += static_cast<uint64_t>(start / t.block_elements) * t.block_bytes;
   } else {
     v.offset_ += static_cast<uint64_t>(start) * static_cast<uint64_t>(strides_[static_cast<size_t>(dim)]);
@@ -133,7 +137,8 @@ Tensor Tensor::select(int dim, int64_t index) const {
   check_dim(*this, dim, "select");
   if (packed() && dim == rank() - 1) throw InvalidArgument(fmt::format("select inside a packed row of {}", describe()));
   Tensor v = narrow(dim, index, 1);
-  if (index >= shape_[dim]) throw InvalidArgument(fmt::format("select({}, {}) out of range for {}", dim, index, describe()));
+  if (index >= shape_[dim])
+    throw InvalidArgument(fmt::format("select({}, {}) out of range for {}", dim, index, describe()));
   std::array<int64_t, kMaxRank> d{};
   Strides s{};
   int r = 0;

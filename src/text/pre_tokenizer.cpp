@@ -10,8 +10,10 @@ namespace {
 // The patterns are llama.cpp's (llama-vocab.cpp, llm_tokenizer_bpe), themselves taken from each
 // model's tokenizer.json. Several run in turn: each splits the pieces the previous one left.
 constexpr std::string_view kGpt2 = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
-constexpr std::string_view kLlama3 = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-constexpr std::string_view kQwen2 = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+constexpr std::string_view kLlama3 =
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+constexpr std::string_view kQwen2 =
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 constexpr std::string_view kCjkDeepseek = "[一-龥ࠀ-一가-퟿]+";
 constexpr std::string_view kCjkDeepseek3 = "[一-龥぀-ゟ゠-ヿ]+";
 constexpr std::string_view kPoro = " ?[^(\\s|.,!?…。，、।۔،)]+";
@@ -39,31 +41,73 @@ std::vector<std::string_view> pre_tokenizer_patterns(PreTokenizer p) {
     case PreTokenizer::Falcon: return {"[\\p{P}\\$\\+<=>\\^~\\|`]+", kGpt2, "[0-9][0-9][0-9]"};
     case PreTokenizer::Starcoder: return {"\\p{N}", kGpt2};
     case PreTokenizer::DeepseekLlm:
-      return {"[\r\n]", "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
-              "\\s?[!-/:-~！-／：-～‘-‟　-。]+", "\\s+$", kCjkDeepseek, "\\p{N}+"};
+      return {
+          "[\r\n]",
+          "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
+          "\\s?[!-/:-~！-／：-～‘-‟　-。]+",
+          "\\s+$",
+          kCjkDeepseek,
+          "\\p{N}+"};
     case PreTokenizer::Deepseek3:
-      return {"\\p{N}{1,3}", kCjkDeepseek3, "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"};
+      return {
+          "\\p{N}{1,3}", kCjkDeepseek3,
+          "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"};
     case PreTokenizer::Spark25:
-      return {"\\p{N}{1,3}", kCjkDeepseek3, "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+|[\r\n]|\\s+(?!\\S)|\\s+", "\\p{N}"};
-    case PreTokenizer::Youtu: return {"[가-힣ㄱ-ㆎ]+|[！…“”‘’—：；，、-〿︰-﹏]+|[ㄅ-ㄯ]+|[一-龥぀-ゟ゠-ヿ]+", "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
-    case PreTokenizer::Jais2: return {"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s{512}(?!\\S)|\\s{256}(?!\\S)|\\s{128}(?!\\S)|\\s{64}(?!\\S)|\\s{32}(?!\\S)|\\s{16}(?!\\S)|\\s{8}(?!\\S)|\\s{4}(?!\\S)|\\s{1,2}(?!\\S)|\\s{1}"};
-    case PreTokenizer::Qwen35: return {"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
+      return {
+          "\\p{N}{1,3}", kCjkDeepseek3,
+          "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+|[\r\n]|\\s+(?!\\S)|\\s+",
+          "\\p{N}"};
+    case PreTokenizer::Youtu:
+      return {
+          "[가-힣ㄱ-ㆎ]+|[！…“”‘’—：；，、-〿︰-﹏]+|[ㄅ-ㄯ]+|[一-龥぀-ゟ゠-ヿ]+",
+          "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
+    case PreTokenizer::Jais2:
+      return {
+          "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s{512}(?!\\S)|\\s{256}(?!\\S)|\\s{128}(?!\\S)|\\s{64}(?!\\S)|\\s{32}(?!\\S)|\\s{16}(?!\\S)|\\s{8}(?!\\S)|\\s{4}(?!\\S)|\\s{1,2}(?!\\S)|\\s{1}"};
+    case PreTokenizer::Qwen35:
+      return {
+          "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
     case PreTokenizer::Poro: return {kPoro};
     case PreTokenizer::Viking: return {kPoro, "\\p{N}"};
-    case PreTokenizer::Tekken: return {"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
+    case PreTokenizer::Tekken:
+      return {
+          "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
     case PreTokenizer::Chameleon:
-      return {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )", "\\p{N}", "[\\p{P}!-/:-@\\[-`{-~]", kGpt2};
-    case PreTokenizer::Gpt4o: return {"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
-    case PreTokenizer::GraniteEmbMulti: return {"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))*((?=[\\p{L}\\p{M}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))+((?=[\\p{L}\\p{M}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
-    case PreTokenizer::TinyAya: return {kDigitsByThreeFromRight, "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
+      return {"<sentinel:[0-9]+>",      "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
+              "([\\t\\n]|    |  )",     "\\p{N}",
+              "[\\p{P}!-/:-@\\[-`{-~]", kGpt2};
+    case PreTokenizer::Gpt4o:
+      return {
+          "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
+    case PreTokenizer::GraniteEmbMulti:
+      return {
+          "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))*((?=[\\p{L}\\p{M}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))+((?=[\\p{L}\\p{M}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
+    case PreTokenizer::TinyAya:
+      return {
+          kDigitsByThreeFromRight,
+          "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
     case PreTokenizer::Superbpe: return {"\\p{N}+", "(?=(\\d{3})+(?!\\d))"};
-    case PreTokenizer::Bailingmoe: return {"'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"};
-    case PreTokenizer::SeedCoder: return {"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| ?[^\\s\\p{L}\\p{N}\\r\\n]+|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
-    case PreTokenizer::Ufakzeka: return {"[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
-    case PreTokenizer::Afmoe: return {kDigitsByThreeFromRight, "[一-鿿㐀-䶿豈-﫿぀-ゟ゠-ヿ･-ﾟ⼀-⿟เ-๿຀-໿ក-៿က-႟ꩠ-ꩿꧠ-꧿가-힯ᄀ-ᇿ]+", "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
+    case PreTokenizer::Bailingmoe:
+      return {
+          "'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"};
+    case PreTokenizer::SeedCoder:
+      return {
+          "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| ?[^\\s\\p{L}\\p{N}\\r\\n]+|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
+    case PreTokenizer::Ufakzeka:
+      return {"[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
+    case PreTokenizer::Afmoe:
+      return {
+          kDigitsByThreeFromRight,
+          "[一-鿿㐀-䶿豈-﫿぀-ゟ゠-ヿ･-ﾟ⼀-⿟เ-๿຀-໿ក-៿က-႟ꩠ-ꩿꧠ-꧿가-힯ᄀ-ᇿ]+",
+          "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
     case PreTokenizer::Laguna: return {"[^\\n]+|[\\n]+", kQwen2};
-    case PreTokenizer::ExaoneMoe: return {"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"};
-    case PreTokenizer::Minicpm5: return {"\\p{N}{1,3}", "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
+    case PreTokenizer::ExaoneMoe:
+      return {
+          "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"};
+    case PreTokenizer::Minicpm5:
+      return {
+          "\\p{N}{1,3}",
+          "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
     case PreTokenizer::KimiK2: return {kKimiK2};
     case PreTokenizer::Default: break;
   }
@@ -83,15 +127,27 @@ struct Alias {
 // share a list can still differ in flags (dbrx has llama3's regexes but neither flag).
 constexpr Alias kAliases[] = {
     {"default", PreTokenizer::Default},
-    {"gpt-2", PreTokenizer::Gpt2}, {"phi-2", PreTokenizer::Gpt2}, {"jina-es", PreTokenizer::Gpt2},
-    {"jina-de", PreTokenizer::Gpt2}, {"jina-v2-es", PreTokenizer::Gpt2}, {"jina-v2-de", PreTokenizer::Gpt2},
-    {"gigachat", PreTokenizer::Gpt2}, {"mpt", PreTokenizer::Gpt2}, {"olmo", PreTokenizer::Gpt2},
-    {"jais", PreTokenizer::Gpt2}, {"trillion", PreTokenizer::Gpt2}, {"a.x-4.0", PreTokenizer::Gpt2},
-    {"mellum", PreTokenizer::Gpt2}, {"modern-bert", PreTokenizer::Gpt2}, {"exaone4", PreTokenizer::Gpt2},
+    {"gpt-2", PreTokenizer::Gpt2},
+    {"phi-2", PreTokenizer::Gpt2},
+    {"jina-es", PreTokenizer::Gpt2},
+    {"jina-de", PreTokenizer::Gpt2},
+    {"jina-v2-es", PreTokenizer::Gpt2},
+    {"jina-v2-de", PreTokenizer::Gpt2},
+    {"gigachat", PreTokenizer::Gpt2},
+    {"mpt", PreTokenizer::Gpt2},
+    {"olmo", PreTokenizer::Gpt2},
+    {"jais", PreTokenizer::Gpt2},
+    {"trillion", PreTokenizer::Gpt2},
+    {"a.x-4.0", PreTokenizer::Gpt2},
+    {"mellum", PreTokenizer::Gpt2},
+    {"modern-bert", PreTokenizer::Gpt2},
+    {"exaone4", PreTokenizer::Gpt2},
     {"granite-docling", PreTokenizer::Gpt2},
     // llama.cpp also sets add_sep for these; its BPE tokenize never reads it (only rerank prompt
     // building does), so the ids are gpt-2's.
-    {"jina-v1-en", PreTokenizer::Gpt2}, {"jina-v2-code", PreTokenizer::Gpt2}, {"roberta-bpe", PreTokenizer::Gpt2},
+    {"jina-v1-en", PreTokenizer::Gpt2},
+    {"jina-v2-code", PreTokenizer::Gpt2},
+    {"roberta-bpe", PreTokenizer::Gpt2},
     {"llama3", PreTokenizer::Llama3, kIgnoreMerges | kAddBos},
     {"llama-v3", PreTokenizer::Llama3, kIgnoreMerges | kAddBos},
     {"llama-bpe", PreTokenizer::Llama3, kIgnoreMerges | kAddBos},
@@ -101,34 +157,56 @@ constexpr Alias kAliases[] = {
     {"midm-2.0", PreTokenizer::Llama3, kIgnoreMerges | kAddBos},
     {"lfm2", PreTokenizer::Llama3, kIgnoreMerges | kAddBos},
     {"jina-v5-nano", PreTokenizer::Llama3, kIgnoreMerges | kAddBos},
-    {"dbrx", PreTokenizer::Llama3}, {"smaug-bpe", PreTokenizer::Llama3}, {"chatglm-bpe", PreTokenizer::Llama3},
-    {"glm4", PreTokenizer::Llama3, kIgnoreMerges}, {"glm5", PreTokenizer::Llama3, kIgnoreMerges},
-    {"qwen2", PreTokenizer::Qwen2}, {"stablelm2", PreTokenizer::Qwen2}, {"hunyuan", PreTokenizer::Qwen2},
-    {"deepseek-r1-qwen", PreTokenizer::Qwen2}, {"kormo", PreTokenizer::Qwen2}, {"f2llmv2", PreTokenizer::Qwen2},
-    {"megrez", PreTokenizer::Qwen2}, {"solar-open", PreTokenizer::Qwen2}, {"grok-2", PreTokenizer::Qwen2},
+    {"dbrx", PreTokenizer::Llama3},
+    {"smaug-bpe", PreTokenizer::Llama3},
+    {"chatglm-bpe", PreTokenizer::Llama3},
+    {"glm4", PreTokenizer::Llama3, kIgnoreMerges},
+    {"glm5", PreTokenizer::Llama3, kIgnoreMerges},
+    {"qwen2", PreTokenizer::Qwen2},
+    {"stablelm2", PreTokenizer::Qwen2},
+    {"hunyuan", PreTokenizer::Qwen2},
+    {"deepseek-r1-qwen", PreTokenizer::Qwen2},
+    {"kormo", PreTokenizer::Qwen2},
+    {"f2llmv2", PreTokenizer::Qwen2},
+    {"megrez", PreTokenizer::Qwen2},
+    {"solar-open", PreTokenizer::Qwen2},
+    {"grok-2", PreTokenizer::Qwen2},
     {"deepseek-coder", PreTokenizer::DeepseekCoder},
     {"falcon", PreTokenizer::Falcon},
-    {"starcoder", PreTokenizer::Starcoder}, {"refact", PreTokenizer::Starcoder},
-    {"command-r", PreTokenizer::Starcoder}, {"smollm", PreTokenizer::Starcoder},
-    {"codeshell", PreTokenizer::Starcoder}, {"exaone", PreTokenizer::Starcoder},
-    {"minerva-7b", PreTokenizer::Starcoder}, {"mellum2", PreTokenizer::Starcoder},
+    {"starcoder", PreTokenizer::Starcoder},
+    {"refact", PreTokenizer::Starcoder},
+    {"command-r", PreTokenizer::Starcoder},
+    {"smollm", PreTokenizer::Starcoder},
+    {"codeshell", PreTokenizer::Starcoder},
+    {"exaone", PreTokenizer::Starcoder},
+    {"minerva-7b", PreTokenizer::Starcoder},
+    {"mellum2", PreTokenizer::Starcoder},
     {"deepseek-llm", PreTokenizer::DeepseekLlm},
-    {"deepseek-v3", PreTokenizer::Deepseek3}, {"hunyuan-dense", PreTokenizer::Deepseek3},
-    {"joyai-llm", PreTokenizer::Deepseek3}, {"hy_v4", PreTokenizer::Deepseek3},
+    {"deepseek-v3", PreTokenizer::Deepseek3},
+    {"hunyuan-dense", PreTokenizer::Deepseek3},
+    {"joyai-llm", PreTokenizer::Deepseek3},
+    {"hy_v4", PreTokenizer::Deepseek3},
     {"spark2_5", PreTokenizer::Spark25},
     {"youtu", PreTokenizer::Youtu, kIgnoreMerges},
     {"jais-2", PreTokenizer::Jais2},
     {"qwen35", PreTokenizer::Qwen35},
-    {"poro-chat", PreTokenizer::Poro}, {"bloom", PreTokenizer::Poro}, {"gpt3-finnish", PreTokenizer::Poro},
+    {"poro-chat", PreTokenizer::Poro},
+    {"bloom", PreTokenizer::Poro},
+    {"gpt3-finnish", PreTokenizer::Poro},
     {"viking", PreTokenizer::Viking},
     {"tekken", PreTokenizer::Tekken, kIgnoreMerges | kAddBos},
     {"chameleon", PreTokenizer::Chameleon, kAddBos},
-    {"gpt-4o", PreTokenizer::Gpt4o}, {"llama4", PreTokenizer::Gpt4o}, {"kanana2", PreTokenizer::Gpt4o},
-    {"talkie", PreTokenizer::Gpt4o}, {"minimax-m2", PreTokenizer::Gpt4o},
+    {"gpt-4o", PreTokenizer::Gpt4o},
+    {"llama4", PreTokenizer::Gpt4o},
+    {"kanana2", PreTokenizer::Gpt4o},
+    {"talkie", PreTokenizer::Gpt4o},
+    {"minimax-m2", PreTokenizer::Gpt4o},
     {"granite-embed-multi-97m", PreTokenizer::GraniteEmbMulti, kIgnoreMerges},
-    {"tiny_aya", PreTokenizer::TinyAya}, {"cohere2moe", PreTokenizer::TinyAya},
+    {"tiny_aya", PreTokenizer::TinyAya},
+    {"cohere2moe", PreTokenizer::TinyAya},
     {"superbpe", PreTokenizer::Superbpe},
-    {"bailingmoe", PreTokenizer::Bailingmoe}, {"bailingmoe2", PreTokenizer::Bailingmoe},
+    {"bailingmoe", PreTokenizer::Bailingmoe},
+    {"bailingmoe2", PreTokenizer::Bailingmoe},
     {"llada-moe", PreTokenizer::Bailingmoe},
     {"seed-coder", PreTokenizer::SeedCoder},
     {"ufakzeka", PreTokenizer::Ufakzeka},
@@ -145,7 +223,8 @@ struct Refusal {
 // Names llama.cpp knows that need more than a regex list.
 constexpr Refusal kRefused[] = {
     {"gemma4", "SPM-style BPE over raw UTF-8 with spaces as U+2581 (no byte encoding) is not implemented"},
-    {"granite-embed-multi-311m", "SPM-style BPE over raw UTF-8 with spaces as U+2581 (no byte encoding) is not implemented"},
+    {"granite-embed-multi-311m",
+     "SPM-style BPE over raw UTF-8 with spaces as U+2581 (no byte encoding) is not implemented"},
     {"sarvam-moe", "SPM-style BPE over raw UTF-8 with spaces as U+2581 (no byte encoding) is not implemented"},
     {"whitespace", "BPE over raw UTF-8 words (no byte encoding) is not implemented"},
 };

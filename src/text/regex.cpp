@@ -40,7 +40,9 @@ bool Regex::Class::contains(uint32_t cp) const noexcept {
       case ClassItem::Category: m = (it.lo & cat_bit(uc::category(cp))) != 0; break;
       case ClassItem::Space: m = uc::is_whitespace(cp); break;
       case ClassItem::Digit: m = cp >= '0' && cp <= '9'; break;
-      case ClassItem::Word: m = cp == '_' || (cp >= '0' && cp <= '9') || ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z'); break;
+      case ClassItem::Word:
+        m = cp == '_' || (cp >= '0' && cp <= '9') || ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z');
+        break;
     }
     if (m != it.negated) {
       hit = true;
@@ -122,9 +124,12 @@ class RegexParser {
     if (at_end()) return;
     const uint32_t c = peek();
     uint32_t mn = 1, mx = 1;
-    if (c == '?') mn = 0, mx = 1;
-    else if (c == '*') mn = 0, mx = kInf;
-    else if (c == '+') mn = 1, mx = kInf;
+    if (c == '?')
+      mn = 0, mx = 1;
+    else if (c == '*')
+      mn = 0, mx = kInf;
+    else if (c == '+')
+      mn = 1, mx = kInf;
     else if (c == '{') {
       ++i_;
       mn = parse_number();
@@ -166,14 +171,22 @@ class RegexParser {
         if (at_end()) fail("unterminated \\p{");
         ++i_;
         uc::Category cat;
-        if (name == "L" || name == "Lu" || name == "Ll" || name == "Lt" || name == "Lm" || name == "Lo") cat = uc::Category::Letter;
-        else if (name == "N") cat = uc::Category::Number;
-        else if (name == "P") cat = uc::Category::Punctuation;
-        else if (name == "M") cat = uc::Category::Mark;
-        else if (name == "S") cat = uc::Category::Symbol;
-        else if (name == "Z") cat = uc::Category::Separator;
-        else if (name == "C") cat = uc::Category::Control;
-        else fail("unsupported category \\p{" + name + "}");
+        if (name == "L" || name == "Lu" || name == "Ll" || name == "Lt" || name == "Lm" || name == "Lo")
+          cat = uc::Category::Letter;
+        else if (name == "N")
+          cat = uc::Category::Number;
+        else if (name == "P")
+          cat = uc::Category::Punctuation;
+        else if (name == "M")
+          cat = uc::Category::Mark;
+        else if (name == "S")
+          cat = uc::Category::Symbol;
+        else if (name == "Z")
+          cat = uc::Category::Separator;
+        else if (name == "C")
+          cat = uc::Category::Control;
+        else
+          fail("unsupported category \\p{" + name + "}");
         c.items.push_back({I::Category, e == 'P', cat_bit(cat), 0});
         return true;
       }
@@ -230,11 +243,16 @@ class RegexParser {
         Regex::Term::Kind kind = Regex::Term::Group;
         const bool saved_icase = icase_;
         if (peek() == '?') {
-          if (peek(1) == ':') i_ += 2;
-          else if (peek(1) == '=') kind = Regex::Term::LookAhead, i_ += 2;
-          else if (peek(1) == '!') kind = Regex::Term::NegLookAhead, i_ += 2;
-          else if (peek(1) == 'i' && peek(2) == ':') icase_ = true, i_ += 3;
-          else fail("unsupported group kind");
+          if (peek(1) == ':')
+            i_ += 2;
+          else if (peek(1) == '=')
+            kind = Regex::Term::LookAhead, i_ += 2;
+          else if (peek(1) == '!')
+            kind = Regex::Term::NegLookAhead, i_ += 2;
+          else if (peek(1) == 'i' && peek(2) == ':')
+            icase_ = true, i_ += 3;
+          else
+            fail("unsupported group kind");
         }
         const uint32_t index = static_cast<uint32_t>(re_.alternations_.size());
         re_.alternations_.emplace_back();
@@ -253,16 +271,21 @@ class RegexParser {
       case '.': {
         Regex::Class any;
         any.negated = true;
-        for (uint32_t nl : {uint32_t('\n'), uint32_t('\r'), 0x2028u, 0x2029u}) any.items.push_back({Regex::ClassItem::Range, false, nl, nl});
+        for (uint32_t nl : {uint32_t('\n'), uint32_t('\r'), 0x2028u, 0x2029u})
+          any.items.push_back({Regex::ClassItem::Range, false, nl, nl});
         t.kind = Regex::Term::Char;
         t.index = add_class(std::move(any));
         return t;
       }
       case '^': t.kind = Regex::Term::Start; return t;
       case '$': t.kind = Regex::Term::End; return t;
-      case '*': case '+': case '?': case '{': case ')': case ']': case '}':
-        --i_;
-        fail("unexpected '" + std::string(1, static_cast<char>(c)) + "'");
+      case '*':
+      case '+':
+      case '?':
+      case '{':
+      case ')':
+      case ']':
+      case '}': --i_; fail("unexpected '" + std::string(1, static_cast<char>(c)) + "'");
       default: {
         Regex::Class lit;
         uint32_t cp = c;
@@ -327,7 +350,8 @@ class RegexMatcher {
         return false;
       }
       case Regex::Term::Group:
-        if (const uint32_t w = re_.widths_[t.index]; w != Regex::kVariableWidth && w > 0) return repeat_fixed(t, w, pos, Cont(next));
+        if (const uint32_t w = re_.widths_[t.index]; w != Regex::kVariableWidth && w > 0)
+          return repeat_fixed(t, w, pos, Cont(next));
         return repeat(t, pos, 0, Cont(next));
       case Regex::Term::LookAhead:
       case Regex::Term::NegLookAhead: {
@@ -335,10 +359,8 @@ class RegexMatcher {
         const bool found = alternation(t.index, pos, Cont(accept));
         return found == (t.kind == Regex::Term::LookAhead) && next(pos);
       }
-      case Regex::Term::Start:
-        return pos == 0 && next(pos);
-      case Regex::Term::End:
-        return pos == text_.size() && next(pos);
+      case Regex::Term::Start: return pos == 0 && next(pos);
+      case Regex::Term::End: return pos == text_.size() && next(pos);
     }
     return false;
   }
@@ -348,7 +370,9 @@ class RegexMatcher {
   bool repeat_fixed(const Regex::Term& t, uint32_t w, size_t pos, Cont k) const {
     auto accept = [](size_t) { return true; };
     uint32_t n = 0;
-    while (n < t.max && pos + (size_t{n} + 1) * w <= text_.size() && alternation(t.index, pos + size_t{n} * w, Cont(accept))) ++n;
+    while (n < t.max && pos + (size_t{n} + 1) * w <= text_.size() &&
+           alternation(t.index, pos + size_t{n} * w, Cont(accept)))
+      ++n;
     if (n < t.min) return false;
     for (uint32_t m = n + 1; m-- > t.min;) {  // greedy: most iterations first
       if (k(pos + size_t{m} * w)) return true;
@@ -431,8 +455,10 @@ std::vector<size_t> Regex::split(std::span<const uint32_t> text, std::span<const
     for (;;) {
       std::optional<Match> m;
       if (after_empty) {
-        if (std::optional<size_t> end = match_at(piece, from, false)) m = Match{from, *end};
-        else ++from;
+        if (std::optional<size_t> end = match_at(piece, from, false))
+          m = Match{from, *end};
+        else
+          ++from;
       }
       for (size_t start = from; !m && start <= len; ++start) {
         if (std::optional<size_t> end = match_at(piece, start, true)) m = Match{start, *end};

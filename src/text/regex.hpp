@@ -40,7 +40,7 @@ class Regex {
 
   struct ClassItem {
     enum Kind : uint8_t { Range, Category, Space, Digit, Word } kind;
-    bool negated;   // \S, \P{..}, \D, \W
+    bool negated;     // \S, \P{..}, \D, \W
     uint32_t lo, hi;  // Range; Category: lo = category bit mask
   };
   struct Class {
@@ -50,8 +50,8 @@ class Regex {
   };
   struct Term {
     enum Kind : uint8_t { Char, Group, LookAhead, NegLookAhead, Start, End } kind;
-    uint32_t index = 0;           // Char: class; Group / lookaheads: alternation
-    uint32_t min = 1, max = 1;    // quantifier
+    uint32_t index = 0;         // Char: class; Group / lookaheads: alternation
+    uint32_t min = 1, max = 1;  // quantifier
   };
   using Sequence = std::vector<Term>;
   struct Alternation {

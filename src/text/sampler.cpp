@@ -134,7 +134,8 @@ Sampler::Sampler(int32_t vocab_size, SamplerConfig config, uint32_t max_history)
   // NaN has no meaning as any of these (a NaN temperature made every logit NaN).
   if (std::isnan(config.temperature) || std::isnan(config.top_p) || std::isnan(config.min_p))
     throw InvalidArgument("sampler: temperature, top_p and min_p must be numbers, not NaN");
-  if (config.repeat_last_n < 0) throw InvalidArgument("sampler: repeat_last_n " + std::to_string(config.repeat_last_n) + " is negative");
+  if (config.repeat_last_n < 0)
+    throw InvalidArgument("sampler: repeat_last_n " + std::to_string(config.repeat_last_n) + " is negative");
   if (!(config.repeat_penalty > 0.0f)) throw InvalidArgument("sampler: repeat_penalty must be positive");
   cand_.resize(static_cast<size_t>(vocab_size));
   uint64_t ring = static_cast<uint64_t>(config.repeat_last_n);

@@ -13,21 +13,72 @@ namespace {
 // "auto-detect special tokens by text"): these become control tokens, so they are neither matched in
 // plain text nor printed unless asked, and the first list also ends generation.
 constexpr std::string_view kEogTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-    "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", "[e~[",
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<|flush|>",
+    "<|calls|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "</s>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "[EOS]",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    "<eos>",
+    "<turn|>",
+    "<|tool_response>",
+    "<\xef\xbd\x9c"
+    "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+    "[e~[",
     // fill-in-the-middle pad / repo / file separators
-    "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", "<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
-    "<REPO>", "<reponame>", "<|file_sep|>",
+    "<|fim_pad|>",
+    "<fim-pad>",
+    "<fim_pad>",
+    "<PAD>",
+    "[PAD]",
+    "<|fim_repo|>",
+    "<|repo_name|>",
+    "<fim-repo>",
+    "<REPO>",
+    "<reponame>",
+    "<|file_sep|>",
 };
 constexpr std::string_view kControlTexts[] = {
-    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "begin\xef\xbd\x9c>", "<PRE>",
-    "\xe2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>",
-    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\xef\xbd\x9c" "fim\xe2\x96\x81hole\xef\xbd\x9c>", "<SUF>",
-    "\xe2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>",
-    "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>", "<MID>",
-    "\xe2\x96\x81<MID>", "<|code_middle|>", "<|middle|>",
+    "<|fim_prefix|>",
+    "<fim-prefix>",
+    "<fim_prefix>",
+    "<\xef\xbd\x9c"
+    "fim\xe2\x96\x81"
+    "begin\xef\xbd\x9c>",
+    "<PRE>",
+    "\xe2\x96\x81<PRE>",
+    "<|code_prefix|>",
+    "<|prefix|>",
+    "<|fim_suffix|>",
+    "<fim-suffix>",
+    "<fim_suffix>",
+    "<\xef\xbd\x9c"
+    "fim\xe2\x96\x81hole\xef\xbd\x9c>",
+    "<SUF>",
+    "\xe2\x96\x81<SUF>",
+    "<|code_suffix|>",
+    "<|suffix|>",
+    "<|fim_middle|>",
+    "<fim-middle>",
+    "<fim_middle>",
+    "<\xef\xbd\x9c"
+    "fim\xe2\x96\x81"
+    "end\xef\xbd\x9c>",
+    "<MID>",
+    "\xe2\x96\x81<MID>",
+    "<|code_middle|>",
+    "<|middle|>",
 };
 
 // Effective token attributes (llama_token_attr's subset that tokenizing and decoding look at).
@@ -94,7 +145,7 @@ struct Tokenizer::Impl {
   std::vector<int32_t> specials;  // matched whole in text before tokenizing; longest first
   std::vector<uint8_t> attrs;     // per id, Attr bits
   std::vector<int32_t> eog;
-  std::vector<bool> rstrip;       // per id: drop the whitespace that follows the token in the text
+  std::vector<bool> rstrip;  // per id: drop the whitespace that follows the token in the text
   std::unique_ptr<BpeModel> bpe;
 
   explicit Impl(Vocab v) : vocab(std::move(v)) {
@@ -133,9 +184,8 @@ struct Tokenizer::Impl {
     for (int32_t i = 0; i < n; ++i) {
       if (attrs[i] & (kControl | kUser | kUnknown)) specials.push_back(i);
     }
-    std::stable_sort(specials.begin(), specials.end(), [&](int32_t a, int32_t b) {
-      return vocab.tokens[a].size() > vocab.tokens[b].size();
-    });
+    std::stable_sort(specials.begin(), specials.end(),
+                     [&](int32_t a, int32_t b) { return vocab.tokens[a].size() > vocab.tokens[b].size(); });
 
     // Phi-3: special tokens eat the whitespace after them (llama.cpp sets RSTRIP by model name).
     rstrip.assign(vocab.tokens.size(), false);
@@ -233,8 +283,10 @@ struct Tokenizer::Impl {
     out.reserve(text.size());
     for (uint32_t cp : unicode::decode_lenient(text)) {
       const int b = unicode::byte_from_codepoint(cp);
-      if (b >= 0) out += static_cast<char>(b);
-      else base::append_utf8(out, cp);
+      if (b >= 0)
+        out += static_cast<char>(b);
+      else
+        base::append_utf8(out, cp);
     }
     return out;
   }
@@ -268,8 +320,10 @@ struct Tokenizer::Impl {
       buf.clear();
       if (vocab.add_space_prefix && prev_special) buf += kSpace;
       for (char c : raw) {
-        if (c == ' ') buf += kSpace;
-        else buf += c;
+        if (c == ' ')
+          buf += kSpace;
+        else
+          buf += c;
       }
       spm_tokenize(vocab, map, buf, out);
       prev_special = false;
@@ -297,7 +351,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
   return impl_->encode(text, add_special, parse_special);
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, std::span<const TextRange> plain) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
+                                       std::span<const TextRange> plain) const {
   const std::vector<TextRange> ranges = normalized(plain, text.size());
   return impl_->encode(text, add_special, /*parse_special=*/true, ranges);
 }
@@ -320,7 +375,9 @@ bool Tokenizer::may_join_special_text(std::string_view text) const {
   return false;
 }
 
-std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const { return impl_->piece(id, render_special); }
+std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
+  return impl_->piece(id, render_special);
+}
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, const DecodeOptions& options) const {
   std::string out;

@@ -10,18 +10,23 @@ namespace skainet::text::unicode {
 Category category(uint32_t cp) noexcept {
   if (cp > base::kMaxCodePoint) return Category::Undefined;
   const CategoryRun* end = kCategoryRuns + kCategoryRunCount;
-  const CategoryRun* it = std::upper_bound(kCategoryRuns, end, cp,
-                                           [](uint32_t v, const CategoryRun& r) { return v < r.first; });
+  const CategoryRun* it =
+      std::upper_bound(kCategoryRuns, end, cp, [](uint32_t v, const CategoryRun& r) { return v < r.first; });
   return (it - 1)->category;  // the first run starts at 0
 }
 
 bool is_whitespace(uint32_t cp) noexcept {
   if (cp <= 0x20) return cp == 0x20 || (cp >= 0x09 && cp <= 0x0D);
   switch (cp) {
-    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
-      return true;
-    default:
-      return cp >= 0x2000 && cp <= 0x200A;
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000: return true;
+    default: return cp >= 0x2000 && cp <= 0x200A;
   }
 }
 

@@ -31,17 +31,20 @@ const gguf::Value& require(const gguf::Header& h, std::string_view key) {
 }
 
 const std::string& string_scalar(const gguf::Value& v, std::string_view key) {
-  if (v.is_array() || v.type != gguf::ValueType::String) fail(VocabErrorKind::WrongType, key, "expected string, found " + type_name(v));
+  if (v.is_array() || v.type != gguf::ValueType::String)
+    fail(VocabErrorKind::WrongType, key, "expected string, found " + type_name(v));
   return std::get<std::string>(v.scalar);
 }
 
 const std::vector<gguf::Scalar>& array_of(const gguf::Value& v, std::string_view key, gguf::ValueType want,
                                           bool numeric) {
-  const bool ok = v.is_array() && (numeric ? v.element_type != gguf::ValueType::String && v.element_type != gguf::ValueType::Bool
-                                           : v.element_type == want);
+  const bool ok =
+      v.is_array() && (numeric ? v.element_type != gguf::ValueType::String && v.element_type != gguf::ValueType::Bool
+                               : v.element_type == want);
   if (!ok) {
     fail(VocabErrorKind::WrongType, key,
-         "expected array of " + std::string(numeric ? "numbers" : gguf::value_type_name(want)) + ", found " + type_name(v));
+         "expected array of " + std::string(numeric ? "numbers" : gguf::value_type_name(want)) + ", found " +
+             type_name(v));
   }
   return v.items;
 }
@@ -56,7 +59,8 @@ void check_length(std::string_view key, size_t found, size_t tokens) {
 std::optional<bool> find_bool(const gguf::Header& h, std::string_view key) {
   const gguf::Value* v = h.find(key);
   if (!v) return std::nullopt;
-  if (v->is_array() || v->type != gguf::ValueType::Bool) fail(VocabErrorKind::WrongType, key, "expected bool, found " + type_name(*v));
+  if (v->is_array() || v->type != gguf::ValueType::Bool)
+    fail(VocabErrorKind::WrongType, key, "expected bool, found " + type_name(*v));
   return std::get<bool>(v->scalar);
 }
 
@@ -137,7 +141,8 @@ Vocab Vocab::from_gguf(const gguf::Header& h) {
     if (!pre) {
       const std::string_view why = pre_tokenizer_refusal(v.pre_name);
       fail(VocabErrorKind::UnknownPreTokenizer, kPre,
-           "'" + v.pre_name + "' " + (why.empty() ? std::string("has no pre-tokenizer regexes here") : std::string(why)));
+           "'" + v.pre_name + "' " +
+               (why.empty() ? std::string("has no pre-tokenizer regexes here") : std::string(why)));
     }
     v.pre = pre->pre;
     v.ignore_merges = pre->ignore_merges;

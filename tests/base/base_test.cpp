@@ -40,8 +40,10 @@ TEST(FileReader, RefusesAFifoWithoutBlocking) {
   for (int mapping = 0; mapping < 2; ++mapping) {
     auto opened = std::async(std::launch::async, [&] {
       try {
-        if (mapping) base::FileMapping m(fifo, 0, 16);
-        else base::FileReader r(fifo);
+        if (mapping)
+          base::FileMapping m(fifo, 0, 16);
+        else
+          base::FileReader r(fifo);
       } catch (const IoError& e) {
         return e.message();
       }
@@ -210,7 +212,8 @@ TEST(FileMapping, TruncatedWhileMappedIsAnErrorNamingTheFile) {
   ::waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status)) << "died of signal " << WTERMSIG(status);
   EXPECT_EQ(WEXITSTATUS(status), 1);
-  EXPECT_NE(err.find("skainet: error: " + file.string() + ": the mapped file was truncated or rewritten"), std::string::npos)
+  EXPECT_NE(err.find("skainet: error: " + file.string() + ": the mapped file was truncated or rewritten"),
+            std::string::npos)
       << err;
   EXPECT_NE(err.find("file offset 8197"), std::string::npos) << err;
 }
@@ -224,9 +227,7 @@ TEST(AvailableMemory, ReadsMemAvailableInBytes) {
   EXPECT_GT(*here, 0u);
 }
 
-TEST(AtomicFile, UnwritableDirectoryIsAnIoError) {
-  EXPECT_THROW(base::AtomicFile{"/nonexistent-dir/x.gguf"}, IoError);
-}
+TEST(AtomicFile, UnwritableDirectoryIsAnIoError) { EXPECT_THROW(base::AtomicFile{"/nonexistent-dir/x.gguf"}, IoError); }
 
 TEST(FileReader, CountsBytesAndReportsShortReads) {
   const test::TempDir tmp("base");
@@ -307,7 +308,9 @@ TEST(Utf8, SplitsAndDecodesLeniently) {
   using P = std::vector<std::pair<size_t, uint32_t>>;
   EXPECT_EQ(decode_all("a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80"), (P{{1, 'a'}, {2, 0xE9}, {3, 0x20AC}, {4, 0x1F600}}));
   // A stray continuation byte, a lead byte cut short, and bytes that lead nothing: one U+FFFD each.
-  EXPECT_EQ(decode_all("\x80" "b\xE2\x82" "c\xFF"),
+  EXPECT_EQ(decode_all("\x80"
+                       "b\xE2\x82"
+                       "c\xFF"),
             (P{{1, 0xFFFD}, {1, 'b'}, {1, 0xFFFD}, {1, 0xFFFD}, {1, 'c'}, {1, 0xFFFD}}));
   // Shape is what counts: an overlong form passes; a 4-byte form beyond U+10FFFF decodes to U+FFFD.
   EXPECT_EQ(decode_all("\xC0\x80\xF4\x90\x80\x80"), (P{{2, 0}, {4, 0xFFFD}}));

@@ -76,11 +76,15 @@ TEST(ChatBudget, MemoryBombsAreRefusedBeforeTheyAllocate) {
 // Many values each under the one-value limit are bounded together: the render's memory budget counts
 // every string, list and dict it holds, and the text of macros and blocks being built.
 TEST(ChatBudget, TheRenderHoldsAtMostItsMemoryBudget) {
-  expect_refused(kOneMiB + "{% set ns = namespace(l=[]) %}{% for i in range(100) %}"
-                 "{% set ns.l = ns.l + [s ~ i] %}{% endfor %}{{ ns.l | length }}", kByRender);
+  expect_refused(kOneMiB +
+                     "{% set ns = namespace(l=[]) %}{% for i in range(100) %}"
+                     "{% set ns.l = ns.l + [s ~ i] %}{% endfor %}{{ ns.l | length }}",
+                 kByRender);
   // Each macro level holds 4 MiB of output while it calls the next.
-  expect_refused("{% set big = 'x' * 4194304 %}{% macro f(n) %}{{ big }}{% if n %}{{ f(n - 1) }}{% endif %}"
-                 "{% endmacro %}{{ f(50) | length }}", kByRender);
+  expect_refused(
+      "{% set big = 'x' * 4194304 %}{% macro f(n) %}{{ big }}{% if n %}{{ f(n - 1) }}{% endif %}"
+      "{% endmacro %}{{ f(50) | length }}",
+      kByRender);
   // Each level of the chain holds 8 MiB of its text while the next one builds.
   expect_refused("{% set big = 'x' * 8388608 %}{{ big ~ (big ~ (big ~ (big ~ (big ~ (big ~ (big ~ big)))))) }}",
                  kByRender);
@@ -106,9 +110,10 @@ TEST(ChatBudget, UniqueIsNotQuadratic) {
   Options o = steady_options();
   o.limits.max_steps = 2'000'000;
   EXPECT_EQ(R("{{ range(100000) | unique | list | length }}", json::object(), o), "100000");
-  EXPECT_EQ(R("{{ (range(50000) | list + range(50000) | map('string') | list + [1.0, true, '1']) | unique | list | length }}",
-              json::object(), o),
-            "100000");
+  EXPECT_EQ(
+      R("{{ (range(50000) | list + range(50000) | map('string') | list + [1.0, true, '1']) | unique | list | length }}",
+        json::object(), o),
+      "100000");
   EXPECT_EQ(R("{{ [1, 1.0, true, 'a', 'A', (1, 2), (1, 2), none, none] | unique | list }}"), "[1, 'a', (1, 2), None]");
   EXPECT_EQ(R("{{ ['a', 'A'] | unique(case_sensitive=true) | list }}"), "['a', 'A']");
 }
@@ -116,10 +121,11 @@ TEST(ChatBudget, UniqueIsNotQuadratic) {
 // Work a filter or comparison does is counted: each of these touched 16 MB per step.
 TEST(ChatBudget, FiltersChargeForTheWorkTheyDo) {
   const std::string big = "{% set s = 'x' * 16000000 %}{% set t = 'x' * 16000000 %}";
-  for (const std::string& body : {"{{ s | length }}", "{% if s == t %}{% endif %}", "{{ s.count('y') }}",
-                                  "{{ 'y' in s }}", "{{ s[-1] }}", "{{ s.startswith(t) }}", "{{ s | wordcount }}",
-                                  "{{ s.find('y') }}", "{% if s < t %}{% endif %}"}) {
-    expect_refused(big + "{% for i in range(100000) %}" + body + "{% endfor %}", "the template ran past 10000000 steps");
+  for (const std::string& body :
+       {"{{ s | length }}", "{% if s == t %}{% endif %}", "{{ s.count('y') }}", "{{ 'y' in s }}", "{{ s[-1] }}",
+        "{{ s.startswith(t) }}", "{{ s | wordcount }}", "{{ s.find('y') }}", "{% if s < t %}{% endif %}"}) {
+    expect_refused(big + "{% for i in range(100000) %}" + body + "{% endfor %}",
+                   "the template ran past 10000000 steps");
   }
 }
 
@@ -129,9 +135,10 @@ TEST(ChatBudget, FiltersChargeForTheWorkTheyDo) {
 TEST(ChatBudget, TheWorstLoopsEndByTheirBudget) {
   expect_refused("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
                  "the template ran past 10000000 steps");
-  expect_refused("{% set ns = namespace(n=0) %}{% for i in range(100000) %}{% for j in range(100000) %}"
-                 "{% set ns.n = ns.n + loop.index * i %}{% endfor %}{% endfor %}",
-                 "the template ran past 10000000 steps");
+  expect_refused(
+      "{% set ns = namespace(n=0) %}{% for i in range(100000) %}{% for j in range(100000) %}"
+      "{% set ns.n = ns.n + loop.index * i %}{% endfor %}{% endfor %}",
+      "the template ran past 10000000 steps");
   expect_refused("{% for i in range(100000) %}{{ range(100000) | unique | list | length }}{% endfor %}",
                  "the template ran past 10000000 steps");
   expect_refused("{% for i in range(100000) %}{{ range(1000) | sort(reverse=true) | join(',') }}{% endfor %}",
@@ -146,9 +153,11 @@ TEST(ChatBudget, TheWorstLoopsEndByTheirBudget) {
 // A bound method keeps its object: a chain of them nested as deep as a list would, and could carry a
 // namespace into itself.
 TEST(ChatBudget, BoundMethodChainsAreBoundedLikeLists) {
-  for (const char* tpl : {"{% set ns = namespace(x=none) %}{% for i in range(100000) %}{% set ns.x = {'a': ns.x}.items %}{% endfor %}",
-                          "{% set ns = namespace(x=none) %}{% for i in range(100000) %}{% set ns.x = [ns.x].copy %}{% endfor %}",
-                          "{% set ns = namespace(x=none) %}{% for i in range(100000) %}{% set ns.x = {'a': ns.x}.copy() %}{% endfor %}"}) {
+  for (
+      const char* tpl :
+      {"{% set ns = namespace(x=none) %}{% for i in range(100000) %}{% set ns.x = {'a': ns.x}.items %}{% endfor %}",
+       "{% set ns = namespace(x=none) %}{% for i in range(100000) %}{% set ns.x = [ns.x].copy %}{% endfor %}",
+       "{% set ns = namespace(x=none) %}{% for i in range(100000) %}{% set ns.x = {'a': ns.x}.copy() %}{% endfor %}"}) {
     auto e = failure(tpl);
     ASSERT_TRUE(e) << tpl;
     EXPECT_NE(std::string(e->what()).find("value nests deeper than 500 levels"), std::string::npos) << e->what();

@@ -147,10 +147,12 @@ TEST(ChatLimits, OutputSizeIsBounded) {
   EXPECT_NE(std::string(e->what()).find("output larger than 1000 bytes"), std::string::npos);
   e = failure("{{ 'x' * 100000000000 }}");
   ASSERT_TRUE(e);
-  EXPECT_NE(std::string(e->what()).find("string built by '*' larger than 16777216 bytes"), std::string::npos) << e->what();
+  EXPECT_NE(std::string(e->what()).find("string built by '*' larger than 16777216 bytes"), std::string::npos)
+      << e->what();
   e = failure("{% set s = namespace(v='xx') %}{% for i in range(40) %}{% set s.v = s.v ~ s.v %}{% endfor %}");
   ASSERT_TRUE(e);
-  EXPECT_NE(std::string(e->what()).find("string built by '~' larger than 16777216 bytes"), std::string::npos) << e->what();
+  EXPECT_NE(std::string(e->what()).find("string built by '~' larger than 16777216 bytes"), std::string::npos)
+      << e->what();
 }
 
 TEST(ChatLimits, WorkIsBounded) {

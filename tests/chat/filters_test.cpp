@@ -25,7 +25,8 @@ TEST(ChatFilters, GeneratorsBehaveLikePythonGenerators) {
   json ctx = {{"x", {1, 2, 3}}};
   EXPECT_EQ(R("{{ 'T' if x | select('eq', 9) else 'F' }}|{% set h = x | select('odd') %}{{ h | list }}{{ h | list }}|"
               "{% set k = x | map('string') %}{{ k | first }}{{ k | list }}|{{ 2 in (x | select) }}|"
-              "{{ (x | select)[0] }}|{% set r = x | reverse %}{{ r | list }}{{ r | list }}", ctx),
+              "{{ (x | select)[0] }}|{% set r = x | reverse %}{{ r | list }}{{ r | list }}",
+              ctx),
             "T|[1, 3][]|1['2', '3']|True||[3, 2, 1][]");
   EXPECT_TRUE(failure("{{ x | select | length }}", ctx));
   EXPECT_TRUE(failure("{{ x | select | last }}", ctx));
@@ -36,8 +37,9 @@ TEST(ChatFilters, StringFilters) {
               "{{ 'hELLO' | capitalize }}|{{ 'aaa' | replace('a', 'b', 2) }}|{{ 'a b' | upper }}|{{ 'A' | lower }}|"
               "{{ 'x1 y2 z' | wordcount }}|{{ 'héllo' | length }}|{{ 1 | string }}{{ none | string }}"),
             "a b|a|Hello World-Foo(Bar|Hello|bba|A B|a|3|5|1None");
-  EXPECT_EQ(R("{{ 'a\\nb\\n\\nc' | indent(2) }}|{{ 'a\\nb' | indent(2, true) }}|{{ 'a\\n\\nb' | indent(1, blank=true) }}"),
-            "a\n  b\n\n  c|  a\n  b|a\n \n b");
+  EXPECT_EQ(
+      R("{{ 'a\\nb\\n\\nc' | indent(2) }}|{{ 'a\\nb' | indent(2, true) }}|{{ 'a\\n\\nb' | indent(1, blank=true) }}"),
+      "a\n  b\n\n  c|  a\n  b|a\n \n b");
   EXPECT_EQ(R("{{ '<a>' | e }}|{{ '<a>' | safe }}|{{ '<' | safe + '>' }}"), "&lt;a&gt;|<a>|<&gt;");
 }
 
@@ -50,10 +52,15 @@ TEST(ChatFilters, CodePointsAreCountedOneWayEverywhere) {
             "[ h\u00e9\u20ac\U0001F600 ] 0h\u00e9\u20ac\U0001F600 5 2");
   // Bytes that start no well-formed sequence (a stray continuation byte, a lead byte cut short) are
   // one code point each, for the length, the characters, indexes and padding alike.
-  const json bad = {{"s", std::string("\x80" "a\xC3" "b")}};
+  const json bad = {{"s", std::string("\x80"
+                                      "a\xC3"
+                                      "b")}};
   EXPECT_EQ(R("{{ s|length }} {{ s|list|length }} {{ s[1] }}{{ s[3] }} {{ s[-2:]|length }}", bad), "4 4 ab 2");
-  EXPECT_EQ(R("{{ s|reverse|length }} {{ s.count('') }} [{{ s|center(6) }}]", bad),
-            "4 5 [ " + std::string("\x80" "a\xC3" "b") + " ]");
+  EXPECT_EQ(R("{{ s|reverse|length }} {{ s.count('') }} [{{ s|center(6) }}]", bad), "4 5 [ " +
+                                                                                        std::string("\x80"
+                                                                                                    "a\xC3"
+                                                                                                    "b") +
+                                                                                        " ]");
 }
 
 TEST(ChatFilters, SequenceFilters) {
@@ -65,7 +72,8 @@ TEST(ChatFilters, SequenceFilters) {
               "{{ x | select('odd') | list }}|{{ x | reject('odd') | list }}|{{ x | first }}{{ x | last }}|"
               "{{ x[1:] }}|{{ x | reverse | list }}|{{ x | batch(2) | list }}|{{ [3,1,2] | sort }}|"
               "{{ x | sum }}|{{ x | max }}{{ x | min }}|{{ ['a', 'A', 'b'] | unique | list }}|"
-              "{{ messages | map(attribute='role') | map('upper') | list }}", ctx),
+              "{{ messages | map(attribute='role') | map('upper') | list }}",
+              ctx),
             "1, 2, 3|user,assistant|1|b|[1, 3]|[2]|13|[2, 3]|[3, 2, 1]|[[1, 2], [3]]|[1, 2, 3]|6|31|['a', 'b']|"
             "['USER', 'ASSISTANT']");
   EXPECT_EQ(R("{{ {'b': 1, 'A': 2} | dictsort }}|{{ {'a': 1} | items | list }}|{{ 'ab' | list }}"),

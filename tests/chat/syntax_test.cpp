@@ -38,10 +38,12 @@ TEST(ChatStatements, IfElifElse) {
 TEST(ChatStatements, LoopVariables) {
   json ctx = {{"x", {1, 2, 3}}};
   EXPECT_EQ(R("{% for i in x if i != 2 %}{{ loop.index }}/{{ loop.length }}:{{ i }}{{ loop.cycle('a','b') }}"
-              "{% else %}none{% endfor %}{% for i in [] %}{% else %}empty{% endfor %}", ctx),
+              "{% else %}none{% endfor %}{% for i in [] %}{% else %}empty{% endfor %}",
+              ctx),
             "1/2:1a2/2:3bempty");
   EXPECT_EQ(R("{% for i in x %}{{ loop.index0 }}{{ loop.revindex }}{{ loop.revindex0 }}{{ loop.first }}"
-              "{{ loop.last }};{% endfor %}", ctx),
+              "{{ loop.last }};{% endfor %}",
+              ctx),
             "032TrueFalse;121FalseFalse;210FalseTrue;");
   EXPECT_EQ(R("{% for i in x %}[{{ loop.previtem }}|{{ loop.nextitem }}]{% endfor %}", ctx), "[|2][1|3][2|]");
 }
@@ -49,10 +51,14 @@ TEST(ChatStatements, LoopVariables) {
 TEST(ChatStatements, LoopControlsAndUnpacking) {
   json ctx = {{"x", {1, 2, 3, 4}}};
   EXPECT_EQ(R("{% for i in x %}{% if i == 2 %}{% continue %}{% endif %}{% if i == 4 %}{% break %}{% endif %}"
-              "{{ i }}{% endfor %}", ctx), "13");
+              "{{ i }}{% endfor %}",
+              ctx),
+            "13");
   EXPECT_EQ(R("{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}={{ v }}{% if not loop.last %},{% endif %}"
-              "{% endfor %}"), "a=1,b=2");
-  EXPECT_EQ(R("{% for k in {'a': 1, 'b': 2} %}{{ k }}{% endfor %}{% for c in 'hé' %}[{{ c }}]{% endfor %}"), "ab[h][é]");
+              "{% endfor %}"),
+            "a=1,b=2");
+  EXPECT_EQ(R("{% for k in {'a': 1, 'b': 2} %}{{ k }}{% endfor %}{% for c in 'hé' %}[{{ c }}]{% endfor %}"),
+            "ab[h][é]");
   EXPECT_EQ(R("{% set a, b = [1, 2] %}{{ b }}{{ a }}"), "21");
 }
 
@@ -71,11 +77,14 @@ TEST(ChatStatements, SymbolTrackingFollowsJinja2) {
   // ...but a read that comes first, or an assignment inside an if, reads the context until assigned.
   EXPECT_EQ(R("[{{ x }}]{% set x = 1 %}[{{ x }}]", ctx), "[ctx][1]");
   EXPECT_EQ(R("{% for i in [1] %}{% for j in [1] %}[{{ x }}]{% endfor %}{% if false %}{% set x = 2 %}{% endif %}"
-              "{% endfor %}", ctx), "[ctx]");
+              "{% endfor %}",
+              ctx),
+            "[ctx]");
   // A block set's body is its own scope; a break inside it leaves the loop without assigning.
   EXPECT_EQ(R("{% set b %}{% set x = 1 %}{% endset %}[{{ x }}]", ctx), "[ctx]");
   EXPECT_EQ(R("{% for i in [1, 2] %}{% set b %}{{ i }}{% if i == 2 %}{% break %}{% endif %}{% endset %}"
-              "[{{ b }}]{% endfor %}"), "[1]");
+              "[{{ b }}]{% endfor %}"),
+            "[1]");
 }
 
 TEST(ChatStatements, ForElseRunsUnlessAnIterationCompleted) {
@@ -132,12 +141,14 @@ TEST(ChatExpressions, Tests) {
   EXPECT_EQ(R("{{ s is string }}{{ n is none }}{{ d is mapping }}{{ l is iterable }}{{ l is sequence }}"
               "{{ i is number }}{{ i is integer }}{{ f is float }}{{ u is defined }}{{ u is undefined }}"
               "{{ true is true }}{{ 1 is true }}{{ s is not none }}{{ i is odd }}{{ 6 is divisibleby 3 }}"
-              "{{ i is eq 3 }}{{ true is boolean }}", ctx),
+              "{{ i is eq 3 }}{{ true is boolean }}",
+              ctx),
             "TrueTrueTrueTrueTrueTrueTrueTrueFalseTrueTrueFalseTrueTrueTrueTrueTrue");
 }
 
 TEST(ChatExpressions, UndefinedBehavesLikeJinja2Default) {
-  EXPECT_EQ(R("[{{ u }}]{{ u | length }}{{ u | default('d') }}{% for a in u %}x{% endfor %}{{ u is none }}"), "[]0dFalse");
+  EXPECT_EQ(R("[{{ u }}]{{ u | length }}{{ u | default('d') }}{% for a in u %}x{% endfor %}{{ u is none }}"),
+            "[]0dFalse");
   EXPECT_EQ(R("[{{ d.missing }}][{{ d['missing'] }}][{{ none.x }}]", {{"d", json::object()}}), "[][][]");
   auto e = failure("line one\n{{ u.attr }}");
   ASSERT_TRUE(e);

@@ -17,7 +17,8 @@ std::string chatml_user(const std::string& text) {
 }
 
 std::string greedy_reply(const std::string& prompt) {
-  const RunResult r = run_skainet({"run", "-m", kModel, "-p", prompt, "-n", "16", "--temp", "0", "--no-display-prompt"});
+  const RunResult r =
+      run_skainet({"run", "-m", kModel, "-p", prompt, "-n", "16", "--temp", "0", "--no-display-prompt"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return r.out;
 }
@@ -58,7 +59,8 @@ TEST(ChatCommand, RepliesEqualRunOnTheRenderedPromptsAndLaterTurnsProcessOnlyNew
   EXPECT_EQ(turns[1].processed, turns[1].prompt - turns[1].reused);
 
   // run -cnv is the same conversation.
-  const RunResult cnv = run_skainet({"run", "-cnv", "-m", kModel, "--temp", "0", "-n", "16"}, "Hello\nTell me a story\n");
+  const RunResult cnv =
+      run_skainet({"run", "-cnv", "-m", kModel, "--temp", "0", "-n", "16"}, "Hello\nTell me a story\n");
   ASSERT_EQ(cnv.exit_code, 0) << cnv.err;
   EXPECT_EQ(cnv.out, chat.out);
 }
@@ -69,11 +71,14 @@ TEST(ChatCommand, SystemPromptTemplateNamesAndStopStrings) {
   const std::string system = "<|im_start|>system\nYou tell stories.<|im_end|>\n";
   EXPECT_EQ(chat.out, greedy_reply(system + chatml_user("Hi")) + "\n");
 
-  const RunResult llama3 = run_skainet({"chat", kModel, "--chat-template", "llama3", "--temp", "0", "-n", "16"}, "Hi\n");
+  const RunResult llama3 =
+      run_skainet({"chat", kModel, "--chat-template", "llama3", "--temp", "0", "-n", "16"}, "Hi\n");
   ASSERT_EQ(llama3.exit_code, 0) << llama3.err;
-  EXPECT_EQ(llama3.out,
-            greedy_reply("<s><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n") +
-                "\n");
+  EXPECT_EQ(
+      llama3.out,
+      greedy_reply(
+          "<s><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n") +
+          "\n");
   const RunResult unknown = run_skainet({"chat", kModel, "--chat-template", "no-such-template"}, "Hi\n");
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_NE(unknown.err.find("neither a readable file nor a built-in name (chatml, llama3)"), std::string::npos)
@@ -92,13 +97,17 @@ TEST_F(ChatFiles, TemplateFromAFileAndAFullContext) {
   const std::string file = path("t.jinja").string();
   std::ofstream(file) << "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"
                          "{% if add_generation_prompt %}[assistant] {% endif %}";
-  const RunResult r = run_skainet({"chat", kModel, "--chat-template", file, "--temp", "0", "-n", "8"}, "Once upon a time\n");
+  const RunResult r =
+      run_skainet({"chat", kModel, "--chat-template", file, "--temp", "0", "-n", "8"}, "Once upon a time\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, run_skainet({"run", "-m", kModel, "-p", "[user] Once upon a time\n[assistant] ", "-n", "8", "--temp", "0",
-                                "--no-display-prompt"}).out + "\n");
+  EXPECT_EQ(r.out, run_skainet({"run", "-m", kModel, "-p", "[user] Once upon a time\n[assistant] ", "-n", "8", "--temp",
+                                "0", "--no-display-prompt"})
+                           .out +
+                       "\n");
 
   // The ChatML prompt for "Hello" is 44 tokens: the reply fills the other 20 cells.
-  const RunResult full = run_skainet({"chat", kModel, "-c", "64", "--temp", "0", "-n", "-1", "--ignore-eos"}, "Hello\n");
+  const RunResult full =
+      run_skainet({"chat", kModel, "-c", "64", "--temp", "0", "-n", "-1", "--ignore-eos"}, "Hello\n");
   EXPECT_EQ(full.exit_code, 1);
   EXPECT_NE(full.err.find("stop: context-full | context 64/64"), std::string::npos) << full.err;
   EXPECT_NE(full.err.find("the context of 64 tokens is full"), std::string::npos) << full.err;
@@ -131,7 +140,8 @@ TEST(ChatCommand, ControlTokenTextInAMessageIsTextUnlessSpecialInContent) {
   ASSERT_EQ(trusted_turns.size(), 1u) << trusted.err;
   EXPECT_EQ(trusted_turns[0].prompt, token_count(true));
   EXPECT_LT(trusted_turns[0].prompt, safe_turns[0].prompt);
-  const RunResult run = run_skainet({"run", "-m", kModel, "-p", prompt, "-n", "8", "--temp", "0", "--no-display-prompt"});
+  const RunResult run =
+      run_skainet({"run", "-m", kModel, "-p", prompt, "-n", "8", "--temp", "0", "--no-display-prompt"});
   EXPECT_EQ(trusted.out, run.out + "\n");
 
   // A plain `run` prompt has no messages: the flag is refused there.

@@ -98,7 +98,8 @@ std::vector<float> read_tensor(const gguf::Header& h, const std::string& name) {
   const uint64_t stride = row_bytes(t->type, row);
   std::vector<float> values(t->elements());
   for (uint64_t r = 0; r < rows; ++r)
-    kernels::ref::dequantize_row(t->type, bytes.data() + r * stride, values.data() + r * row, static_cast<int64_t>(row));
+    kernels::ref::dequantize_row(t->type, bytes.data() + r * stride, values.data() + r * row,
+                                 static_cast<int64_t>(row));
   return values;
 }
 

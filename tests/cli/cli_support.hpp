@@ -16,7 +16,7 @@ namespace skainet::cli_test {
 inline const std::filesystem::path kStories = std::filesystem::path(SKAINET_SHARED_MODELS) / "stories260K.gguf";
 
 struct RunResult {
-  int exit_code = -1;   // -1000 - signal when the process died of a signal
+  int exit_code = -1;  // -1000 - signal when the process died of a signal
   std::string out, err;
 };
 

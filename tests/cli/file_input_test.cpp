@@ -87,7 +87,8 @@ TEST_F(FileInput, ChatTemplateAboveOneMebibyteIsRefusedAndOneAtTheLimitIsRead) {
   const std::filesystem::path fits = path("fits.jinja");
   { std::ofstream(fits, std::ios::binary) << std::string((1u << 20) - tail.size(), ' ') << tail; }
   ASSERT_EQ(std::filesystem::file_size(fits), 1u << 20);
-  const RunResult ok = run_skainet({"chat", "-m", kModel, "--chat-template", fits.string(), "-n", "2", "--temp", "0"}, "hi\n");
+  const RunResult ok =
+      run_skainet({"chat", "-m", kModel, "--chat-template", fits.string(), "-n", "2", "--temp", "0"}, "hi\n");
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
 

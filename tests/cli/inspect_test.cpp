@@ -73,8 +73,9 @@ TEST(Inspect, TextShowsSummaryAndEveryTensor) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const gguf::Header h = gguf::read_header(kStories);
   for (const auto& t : h.tensors) EXPECT_NE(r.out.find(" " + t.name + " "), std::string::npos) << t.name;
-  for (const char* line : {"  layers        5\n", "  dim           64\n", "  heads         8\n", "  kv heads      4\n",
-                           "  ffn           172\n", "  vocab         512\n", "  ctx           2048\n", "  rms eps       1e-05\n"})
+  for (const char* line :
+       {"  layers        5\n", "  dim           64\n", "  heads         8\n", "  kv heads      4\n",
+        "  ffn           172\n", "  vocab         512\n", "  ctx           2048\n", "  rms eps       1e-05\n"})
     EXPECT_NE(r.out.find(line), std::string::npos) << line;
   EXPECT_NE(r.out.find("tensors (48)"), std::string::npos);
 }

@@ -15,8 +15,8 @@ namespace {
 const std::string kModel = kStories.string();
 
 std::vector<std::string> greedy(std::vector<std::string> extra) {
-  std::vector<std::string> args{"run", "-m", kModel, "-p", "Once upon a time", "-n", "48", "--temp", "0", "-c", "256",
-                                "--no-display-prompt"};
+  std::vector<std::string> args{"run",    "-m", kModel, "-p",  "Once upon a time",   "-n", "48",
+                                "--temp", "0",  "-c",   "256", "--no-display-prompt"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -50,7 +50,8 @@ class LlamaHabitsFiles : public ScratchTest {};
 TEST_F(LlamaHabitsFiles, PromptFromAFileAndEscapes) {
   const std::string file = path("prompt.txt").string();
   std::ofstream(file, std::ios::binary) << "Once upon a time";
-  std::vector<std::string> args{"run", "-m", kModel, "-f", file, "-n", "48", "--temp", "0", "-c", "256", "--no-display-prompt"};
+  std::vector<std::string> args{"run", "-m",     kModel, "-f", file,  "-n",
+                                "48",  "--temp", "0",    "-c", "256", "--no-display-prompt"};
   const RunResult from_file = run_skainet(args);
   ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
   EXPECT_EQ(from_file.out, run_skainet(greedy({})).out);
@@ -110,8 +111,8 @@ TEST(LlamaHabits, TheModelIsGivenTheSameWayToEveryCommand) {
   EXPECT_EQ(run_skainet({"inspect", "-m", kModel, "--json"}).out, run_skainet({"inspect", kModel, "--json"}).out);
   EXPECT_EQ(run_skainet({"tokenize", kModel, "-p", "hi", "--ids"}).out,
             run_skainet({"tokenize", "-m", kModel, "-p", "hi", "--ids"}).out);
-  const RunResult positional = run_skainet({"run", kModel, "-p", "Once upon a time", "-n", "48", "--temp", "0", "-c", "256",
-                                            "--no-display-prompt"});
+  const RunResult positional = run_skainet(
+      {"run", kModel, "-p", "Once upon a time", "-n", "48", "--temp", "0", "-c", "256", "--no-display-prompt"});
   EXPECT_EQ(positional.out, run_skainet(greedy({})).out);
   for (const std::string command : {"plan", "inspect", "run", "tokenize", "bench", "chat"}) {
     const RunResult none = run_skainet({command});

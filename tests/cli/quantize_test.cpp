@@ -43,8 +43,10 @@ TEST_F(Quantize, LegacyTypesFallBackOnFfnDownKeepNormsAndStayClose) {
     uint32_t file_type;
     double bound;  // relative L2 error of a quantized weight
   };
-  const std::vector<Case> cases = {{"Q8_0", GgmlType::Q8_0, 7, 0.01}, {"Q4_0", GgmlType::Q4_0, 2, 0.15},
-                                   {"Q5_1", GgmlType::Q5_1, 9, 0.06}, {"F16", GgmlType::F16, 1, 0.001}};
+  const std::vector<Case> cases = {{"Q8_0", GgmlType::Q8_0, 7, 0.01},
+                                   {"Q4_0", GgmlType::Q4_0, 2, 0.15},
+                                   {"Q5_1", GgmlType::Q5_1, 9, 0.06},
+                                   {"F16", GgmlType::F16, 1, 0.001}};
   const gguf::Header in = gguf::read_header(kStories);
   for (const Case& c : cases) {
     SCOPED_TRACE(c.type);

@@ -125,7 +125,8 @@ TEST_F(Reliability, SynthKilledBySignalsLeavesNoTemporary) {
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGKILL}) {
     SCOPED_TRACE(sig);
     const std::string out = (out_dir / "big.gguf").string();
-    std::vector<std::string> args = {binary, "synth", out, "--preset", "tinyllama-1.1b", "--type", "Q4_0", "--threads", "1"};
+    std::vector<std::string> args = {binary,   "synth", out,         "--preset", "tinyllama-1.1b",
+                                     "--type", "Q4_0",  "--threads", "1"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -180,7 +181,8 @@ TEST_F(Reliability, ContextBeyondTrainingWarnsAndPlansBeyondMemoryAreRefused) {
 
   const RunResult beyond = run_skainet({"run", "-m", model, "-p", "x", "-n", "2", "--ctx", "4096", "-s", "1"});
   EXPECT_EQ(beyond.exit_code, 0) << beyond.err;
-  EXPECT_NE(beyond.err.find("skainet: warning: context 4096 is beyond the 2048 tokens"), std::string::npos) << beyond.err;
+  EXPECT_NE(beyond.err.find("skainet: warning: context 4096 is beyond the 2048 tokens"), std::string::npos)
+      << beyond.err;
 }
 
 // Writes `n` bytes at an absolute offset of an existing file.
@@ -235,10 +237,13 @@ TEST_F(Reliability, CheckTensorsFindsNanScalesAndQuantizeRefusesNonFiniteOutput)
 // says 1 (an unreadable file is an error, not a command-line mistake).
 TEST_F(Reliability, MissingFileIsExitCodeOneInEveryCommand) {
   const std::string missing = path("missing.gguf").string();
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"inspect", missing}, {"plan", missing}, {"run", "-m", missing, "-p", "x"},
-        {"tokenize", "-m", missing, "-p", "x"}, {"bench", "-m", missing}, {"quantize", missing, path("o.gguf").string(), "Q8_0"},
-        {"synth", path("o.gguf").string(), "--vocab-from", missing}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"inspect", missing},
+                                               {"plan", missing},
+                                               {"run", "-m", missing, "-p", "x"},
+                                               {"tokenize", "-m", missing, "-p", "x"},
+                                               {"bench", "-m", missing},
+                                               {"quantize", missing, path("o.gguf").string(), "Q8_0"},
+                                               {"synth", path("o.gguf").string(), "--vocab-from", missing}}) {
     SCOPED_TRACE(args[0]);
     const RunResult r = run_skainet(args);
     EXPECT_EQ(r.exit_code, 1) << r.err;

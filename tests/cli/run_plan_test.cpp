@@ -40,7 +40,8 @@ TEST(PlanCommand, OverBudgetExitsThreeWithSuggestions) {
 }
 
 TEST(PlanCommand, ExplainAndOverrides) {
-  const RunResult r = run_skainet({"plan", kModel, "--override-tensor", "attn_q=q8_0,heap", "--explain", "blk.1.attn_q.weight"});
+  const RunResult r =
+      run_skainet({"plan", kModel, "--override-tensor", "attn_q=q8_0,heap", "--explain", "blk.1.attn_q.weight"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("per-tensor-override"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("copy-requantized"), std::string::npos) << r.out;
@@ -53,8 +54,8 @@ TEST(PlanCommand, ExplainAndOverrides) {
 }
 
 TEST(RunCommand, GreedyTextEqualsLlamaCppAndStatsGoToStderr) {
-  const RunResult r = run_skainet({"run", "-m", kModel, "-p", "Once upon a time", "-n", "128", "--temp", "0", "-c", "256",
-                                   "--no-display-prompt"});
+  const RunResult r = run_skainet(
+      {"run", "-m", kModel, "-p", "Once upon a time", "-n", "128", "--temp", "0", "-c", "256", "--no-display-prompt"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, expected_greedy_text());
   EXPECT_NE(r.err.find("generated 128 tokens"), std::string::npos) << r.err;
@@ -91,8 +92,8 @@ TEST(RunCommand, SamplingValuesWithoutMeaningAreRefused) {
     }
   }
   auto text = [](std::vector<std::string> flags) {
-    std::vector<std::string> args{"run", "-m", kModel, "-p", "Once upon a time", "-n", "24", "-c", "256", "-s", "7",
-                                  "--no-display-prompt"};
+    std::vector<std::string> args{"run", "-m",  kModel, "-p", "Once upon a time",   "-n", "24",
+                                  "-c",  "256", "-s",   "7",  "--no-display-prompt"};
     args.insert(args.end(), flags.begin(), flags.end());
     const RunResult r = run_skainet(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -104,7 +105,8 @@ TEST(RunCommand, SamplingValuesWithoutMeaningAreRefused) {
   EXPECT_EQ(text({"--temp", "1e-40"}), greedy) << "a tiny temperature is its limit, greedy";
   EXPECT_EQ(text({"--temp", "1e-30"}), greedy);
   EXPECT_EQ(text({"--temp", "0.8", "--top-k", "1"}), greedy);
-  EXPECT_FALSE(text({"--temp", "1", "--top-k", "0", "--top-p", "1", "--min-p", "0", "--repeat-penalty", "1.1"}).empty());
+  EXPECT_FALSE(
+      text({"--temp", "1", "--top-k", "0", "--top-p", "1", "--min-p", "0", "--repeat-penalty", "1.1"}).empty());
 }
 
 // stories260K quantized by `skainet quantize` (ffn_down falls back to F16), then greedy: llama.cpp's
@@ -118,8 +120,8 @@ TEST_F(QuantizedRun, StoriesGreedyTextEqualsLlamaCpp) {
   for (const std::string type : {"Q8_0", "Q4_0"}) {
     const std::string model = path("stories-" + type + ".gguf").string();
     ASSERT_EQ(run_skainet({"quantize", kModel, model, type}).exit_code, 0);
-    const RunResult r = run_skainet({"run", "-m", model, "-p", "Once upon a time", "-n", "128", "--temp", "0", "-c", "256",
-                                     "--no-display-prompt", "--weight-form", "keep"});
+    const RunResult r = run_skainet({"run", "-m", model, "-p", "Once upon a time", "-n", "128", "--temp", "0", "-c",
+                                     "256", "--no-display-prompt", "--weight-form", "keep"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, expected_greedy_text("stories260K-" + type + "-greedy-128.txt")) << type;
   }
@@ -129,7 +131,8 @@ TEST(RunCommand, RefusesOverBudgetBeforeLoading) {
   const RunResult r = run_skainet({"run", "-m", kModel, "-p", "x", "--budget", "64K"});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("nothing was loaded"), std::string::npos) << r.err;
-  const RunResult vocab_only = run_skainet({"run", "-m", std::string(SKAINET_SHARED_MODELS) + "/vocab/ggml-vocab-llama-spm.gguf", "-p", "x"});
+  const RunResult vocab_only =
+      run_skainet({"run", "-m", std::string(SKAINET_SHARED_MODELS) + "/vocab/ggml-vocab-llama-spm.gguf", "-p", "x"});
   EXPECT_EQ(vocab_only.exit_code, 1);
   EXPECT_NE(vocab_only.err.find("not a llama-family model"), std::string::npos) << vocab_only.err;
 }

@@ -25,7 +25,8 @@ convert::SynthOptions tiny(std::string_view type, uint64_t seed = 1) {
 std::vector<std::string> expected_names(uint32_t layers) {
   std::vector<std::string> names{"token_embd.weight", "output_norm.weight", "output.weight"};
   for (uint32_t l = 0; l < layers; ++l)
-    for (const char* t : {"attn_q", "attn_k", "attn_v", "attn_output", "attn_norm", "ffn_gate", "ffn_down", "ffn_up", "ffn_norm"})
+    for (const char* t :
+         {"attn_q", "attn_k", "attn_v", "attn_output", "attn_norm", "ffn_gate", "ffn_down", "ffn_up", "ffn_norm"})
       names.push_back(fmt::format("blk.{}.{}.weight", l, t));
   return names;
 }
@@ -38,11 +39,11 @@ TEST_F(Synth, WritesLlamaTensorsAndMetadataInEveryFormat) {
     uint32_t file_type;
     GgmlType matmul;
   };
-  const std::vector<Case> cases = {{"F32", 0, GgmlType::F32},   {"F16", 1, GgmlType::F16},   {"BF16", 32, GgmlType::BF16},
-                                   {"Q8_0", 7, GgmlType::Q8_0}, {"Q4_0", 2, GgmlType::Q4_0}, {"Q5_1", 9, GgmlType::Q5_1},
-                                   {"Q6_K", 18, GgmlType::Q6_K}, {"Q4_K_S", 14, GgmlType::Q4_K},
-                                   {"Q2_K", 10, GgmlType::Q2_K}, {"Q3_K_S", 11, GgmlType::Q3_K},
-                                   {"IQ4_NL", 25, GgmlType::IQ4_NL}, {"IQ4_XS", 30, GgmlType::IQ4_XS}};
+  const std::vector<Case> cases = {
+      {"F32", 0, GgmlType::F32},      {"F16", 1, GgmlType::F16},        {"BF16", 32, GgmlType::BF16},
+      {"Q8_0", 7, GgmlType::Q8_0},    {"Q4_0", 2, GgmlType::Q4_0},      {"Q5_1", 9, GgmlType::Q5_1},
+      {"Q6_K", 18, GgmlType::Q6_K},   {"Q4_K_S", 14, GgmlType::Q4_K},   {"Q2_K", 10, GgmlType::Q2_K},
+      {"Q3_K_S", 11, GgmlType::Q3_K}, {"IQ4_NL", 25, GgmlType::IQ4_NL}, {"IQ4_XS", 30, GgmlType::IQ4_XS}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.type);
     const auto file = path("tiny-" + c.type + ".gguf");
@@ -74,8 +75,9 @@ TEST_F(Synth, WritesLlamaTensorsAndMetadataInEveryFormat) {
         EXPECT_EQ(t.type, GgmlType::Q4_K);  // n_layers / 8 == 0: no layer is raised
       } else if (c.type == "Q4_K_S" && t.name.find("attn_v") != std::string::npos) {
         EXPECT_EQ(t.type, GgmlType::Q5_K) << t.name;  // the first 4 layers' attn_v get Q5_K
-      } else if (c.type == "Q2_K" && (t.name.find("attn_v") != std::string::npos || t.name.find("ffn_down") != std::string::npos ||
-                                      t.name.find("attn_output") != std::string::npos)) {
+      } else if (c.type == "Q2_K" &&
+                 (t.name.find("attn_v") != std::string::npos || t.name.find("ffn_down") != std::string::npos ||
+                  t.name.find("attn_output") != std::string::npos)) {
         EXPECT_EQ(t.type, GgmlType::Q3_K) << t.name;  // n_gqa 2: attn_v Q3_K, as ffn_down and attn_output
       } else {
         EXPECT_EQ(t.type, c.matmul) << t.name;
@@ -258,8 +260,8 @@ TEST_F(Synth, BuiltinVocabularyIsAValidSentencePieceVocabulary) {
     EXPECT_EQ(std::get<std::string>(tokens[2]), "</s>");
     EXPECT_EQ(std::get<std::string>(tokens[3 + 0x0A]), "<0x0A>");
     EXPECT_EQ(std::get<std::string>(tokens[258]), "<0xFF>");
-    EXPECT_EQ(std::get<int32_t>(types[0]), 2);   // UNKNOWN
-    EXPECT_EQ(std::get<int32_t>(types[1]), 3);   // CONTROL
+    EXPECT_EQ(std::get<int32_t>(types[0]), 2);    // UNKNOWN
+    EXPECT_EQ(std::get<int32_t>(types[1]), 3);    // CONTROL
     EXPECT_EQ(std::get<int32_t>(types[100]), 6);  // BYTE
     if (n > 259) {
       EXPECT_EQ(std::get<std::string>(tokens[259]), "\xE2\x96\x81");
@@ -291,15 +293,16 @@ TEST_F(Synth, VocabFromCopiesStoriesTokenizer) {
   EXPECT_EQ(h.find_tensor("output.weight")->shape, (std::vector<uint64_t>{256, 512}));
 
   // Through the command line as well.
-  const RunResult r = run_skainet({"synth", path("w.gguf").string(), "--type", "q8_0", "--vocab-from", kStories.string(), "--threads", "1"});
+  const RunResult r = run_skainet(
+      {"synth", path("w.gguf").string(), "--type", "q8_0", "--vocab-from", kStories.string(), "--threads", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(gguf::read_header(path("w.gguf")).find("tokenizer.ggml.tokens")->items,
             stories.find("tokenizer.ggml.tokens")->items);
 }
 
 TEST_F(Synth, CommandLineWritesWhatTheLibraryWrites) {
-  const RunResult r = run_skainet({"synth", path("cli.gguf").string(), "--preset", "tiny", "--type", "Q4_0", "--seed", "9",
-                                   "--layers", "3", "--ffn", "384"});
+  const RunResult r = run_skainet({"synth", path("cli.gguf").string(), "--preset", "tiny", "--type", "Q4_0", "--seed",
+                                   "9", "--layers", "3", "--ffn", "384"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto o = tiny("Q4_0", 9);
   o.shape.layers = 3;

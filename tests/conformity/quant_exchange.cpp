@@ -83,8 +83,9 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   const bool ok = (args.size() == 3 && args[0] == "dequantize") || (args.size() == 4 && args[0] == "quantize");
   if (!ok) {
-    std::fprintf(stderr, "usage: quant_exchange dequantize IN.gguf OUT.gguf\n"
-                         "       quant_exchange quantize IN.gguf OUT.gguf TYPE\n");
+    std::fprintf(stderr,
+                 "usage: quant_exchange dequantize IN.gguf OUT.gguf\n"
+                 "       quant_exchange quantize IN.gguf OUT.gguf TYPE\n");
     return 2;
   }
   GgmlType target = GgmlType::F32;

@@ -14,7 +14,7 @@
 namespace {
 
 std::atomic<bool> g_armed{false};
-std::atomic<uint64_t> g_count{0};   // allocations since arming
+std::atomic<uint64_t> g_count{0};    // allocations since arming
 std::atomic<uint64_t> g_fail_at{0};  // 0: count only
 std::atomic<bool> g_fired{false};
 std::atomic<uintptr_t> g_fired_from{0};
@@ -32,18 +32,29 @@ bool must_fail(void* caller) noexcept {
 
 // Diagnosis of a leak (SKAINET_ALLOC_FAULT_TRACE=1): which allocations made while armed are still live.
 constexpr size_t kTrace = 16384;
-struct Traced { std::atomic<void*> p{nullptr}; void* caller = nullptr; uint64_t index = 0; };
+struct Traced {
+  std::atomic<void*> p{nullptr};
+  void* caller = nullptr;
+  uint64_t index = 0;
+};
 Traced g_trace[kTrace];
 const bool g_tracing = std::getenv("SKAINET_ALLOC_FAULT_TRACE") != nullptr;
 
 void trace(void* p, void* caller) noexcept {
   if (!g_tracing || !p || !g_armed.load(std::memory_order_relaxed)) return;
   const uint64_t i = g_count.load(std::memory_order_relaxed);
-  if (i < kTrace) { g_trace[i].caller = caller; g_trace[i].index = i; g_trace[i].p.store(p); }
+  if (i < kTrace) {
+    g_trace[i].caller = caller;
+    g_trace[i].index = i;
+    g_trace[i].p.store(p);
+  }
 }
 void untrace(void* p) noexcept {
   if (!g_tracing || !p) return;
-  for (Traced& t : g_trace) { void* q = p; if (t.p.compare_exchange_strong(q, nullptr)) return; }
+  for (Traced& t : g_trace) {
+    void* q = p;
+    if (t.p.compare_exchange_strong(q, nullptr)) return;
+  }
 }
 
 void* allocate(size_t n, size_t align) noexcept {
@@ -66,7 +77,10 @@ void release(void* p) noexcept {
 
 void* throwing_new(size_t n, size_t align, void* caller) {
   if (must_fail(caller)) throw std::bad_alloc();
-  if (void* p = allocate(n, align)) { trace(p, caller); return p; }
+  if (void* p = allocate(n, align)) {
+    trace(p, caller);
+    return p;
+  }
   throw std::bad_alloc();
 }
 

@@ -11,9 +11,9 @@
 namespace skainet::test {
 
 struct AllocationFault {
-  uint64_t count = 0;   // allocations since arming
-  bool fired = false;   // the chosen one was reached (and failed)
-  uintptr_t from = 0;   // return address of the failed operator new call
+  uint64_t count = 0;  // allocations since arming
+  bool fired = false;  // the chosen one was reached (and failed)
+  uintptr_t from = 0;  // return address of the failed operator new call
 };
 
 void arm_allocation_failure(uint64_t n) noexcept;

@@ -92,7 +92,8 @@ TEST(AllocationFaults, EveryAllocationOfLoadAndGenerationFailsCleanly) {
     const int64_t live = test::live_allocations();
     if (live != live_before) test::print_traced_live();
     EXPECT_EQ(other, "") << "allocation " << n << ": an exception other than std::bad_alloc or skainet::Error";
-    ASSERT_TRUE(f.fired) << "allocation " << n << ": the run made fewer allocations than the reference run (" << f.count << ")";
+    ASSERT_TRUE(f.fired) << "allocation " << n << ": the run made fewer allocations than the reference run (" << f.count
+                         << ")";
     sites.push_back(f.from);
     ASSERT_EQ(live, live_before) << "allocations leaked when allocation " << n << " of " << total << " failed";
   }
@@ -100,7 +101,8 @@ TEST(AllocationFaults, EveryAllocationOfLoadAndGenerationFailsCleanly) {
   EXPECT_EQ(open_and_generate(), reference);
   std::sort(sites.begin(), sites.end());
   sites.erase(std::unique(sites.begin(), sites.end()), sites.end());
-  EXPECT_EQ(bad_alloc + errors + completed, cases) << "a run that completed despite a failed allocation generated other tokens";
+  EXPECT_EQ(bad_alloc + errors + completed, cases)
+      << "a run that completed despite a failed allocation generated other tokens";
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "allocation faults: " << cases << " cases (every " << stride() << " of " << total
             << " allocations per run), " << sites.size() << " distinct call sites (return addresses), " << bad_alloc

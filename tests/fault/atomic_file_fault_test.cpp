@@ -64,7 +64,8 @@ TEST(AtomicFileFaults, DirectoryFsyncFailureIsAnErrorAfterTheRename) {
     err = write_new(target);
     EXPECT_TRUE(skainet_iofault_fired_on_directory());
   }
-  EXPECT_NE(err.find("fsync of its directory " + tmp.path().string() + " failed: " + std::strerror(EIO)), std::string::npos)
+  EXPECT_NE(err.find("fsync of its directory " + tmp.path().string() + " failed: " + std::strerror(EIO)),
+            std::string::npos)
       << err;
   EXPECT_NE(err.find(target.string()), std::string::npos) << err;
   EXPECT_EQ(slurp(target), "new contents") << "the rename had happened: the new file is complete in place";

@@ -46,9 +46,12 @@ Report read_report(const fs::path& p) {
   std::string key;
   long value = 0;
   while (in >> key >> value) {
-    if (key == "fired") r.fired = value != 0;
-    else if (key == "fired_on_directory") r.on_directory = value != 0;
-    else r.calls[key] = value;
+    if (key == "fired")
+      r.fired = value != 0;
+    else if (key == "fired_on_directory")
+      r.on_directory = value != 0;
+    else
+      r.calls[key] = value;
   }
   return r;
 }
@@ -86,11 +89,12 @@ class IoFaultCli : public ScratchTest {
 
   RunResult run(const Command& c, const char* op, long n, int err, bool persist) const {
     fs::remove(report_path());
-    return run_skainet_env(args_of(c), {"LD_PRELOAD=" SKAINET_IOFAULT_LIBRARY, "SKAINET_IOFAULT_DIR=" + out_dir().string(),
-                                        std::string("SKAINET_IOFAULT_OP=") + op, "SKAINET_IOFAULT_N=" + std::to_string(n),
-                                        "SKAINET_IOFAULT_ERRNO=" + std::to_string(err),
-                                        std::string("SKAINET_IOFAULT_PERSIST=") + (persist ? "1" : "0"),
-                                        "SKAINET_IOFAULT_REPORT=" + report_path().string()});
+    return run_skainet_env(args_of(c),
+                           {"LD_PRELOAD=" SKAINET_IOFAULT_LIBRARY, "SKAINET_IOFAULT_DIR=" + out_dir().string(),
+                            std::string("SKAINET_IOFAULT_OP=") + op, "SKAINET_IOFAULT_N=" + std::to_string(n),
+                            "SKAINET_IOFAULT_ERRNO=" + std::to_string(err),
+                            std::string("SKAINET_IOFAULT_PERSIST=") + (persist ? "1" : "0"),
+                            "SKAINET_IOFAULT_REPORT=" + report_path().string()});
   }
 
   // Runs every fault at every call of its operation; returns the number of cases.
@@ -108,7 +112,7 @@ class IoFaultCli : public ScratchTest {
 
     const Fault faults[] = {
         {"write", ENOSPC, true, "write"},   {"write", EIO, false, "write"},     {"short_write", 0, false, "write"},
-        {"fsync", EIO, false, "fsync"},     {"fsync", ENOSPC, false, "fsync"}, {"close", EIO, false, "close"},
+        {"fsync", EIO, false, "fsync"},     {"fsync", ENOSPC, false, "fsync"},  {"close", EIO, false, "close"},
         {"rename", EIO, false, "rename"},   {"rename", EXDEV, false, "rename"}, {"linkat", EIO, false, "linkat"},
         {"linkat", ENOSPC, true, "linkat"},
     };
@@ -117,7 +121,8 @@ class IoFaultCli : public ScratchTest {
       const long calls = counted.calls.at(f.count_of);
       for (long n = 1; n <= calls; ++n) {
         SCOPED_TRACE(testing::Message() << c.name << ": " << f.op << " call " << n << " of " << calls << " fails with "
-                                        << (f.err ? std::strerror(f.err) : "a short count") << (f.persist ? ", and every later one" : ""));
+                                        << (f.err ? std::strerror(f.err) : "a short count")
+                                        << (f.persist ? ", and every later one" : ""));
         reset(c);
         const RunResult r = run(c, f.op, n, f.err, f.persist);
         const Report rep = read_report(report_path());
@@ -129,10 +134,12 @@ class IoFaultCli : public ScratchTest {
 
         // Outputs are committed in order: new ones, then untouched ones — never anything else.
         size_t replaced = 0;
-        while (replaced < c.outputs.size() && read_bytes(out_dir() / c.outputs[replaced]) == golden[c.outputs[replaced]])
+        while (replaced < c.outputs.size() &&
+               read_bytes(out_dir() / c.outputs[replaced]) == golden[c.outputs[replaced]])
           ++replaced;
         for (size_t i = replaced; i < c.outputs.size(); ++i)
-          EXPECT_EQ(read_bytes(out_dir() / c.outputs[i]), old_contents(c.outputs[i])) << c.outputs[i] << " is neither old nor new";
+          EXPECT_EQ(read_bytes(out_dir() / c.outputs[i]), old_contents(c.outputs[i]))
+              << c.outputs[i] << " is neither old nor new";
 
         const bool must_fail = f.err != 0 && !(std::strcmp(f.op, "close") == 0 && rep.on_directory) &&
                                !(std::strcmp(f.op, "linkat") == 0 && !f.persist);
@@ -146,18 +153,21 @@ class IoFaultCli : public ScratchTest {
         EXPECT_EQ(r.exit_code, 1) << r.err;
         EXPECT_EQ(r.err.rfind("skainet: error: ", 0), 0u) << r.err;
         EXPECT_NE(r.err.find(std::strerror(f.err)), std::string::npos) << "the message names the cause: " << r.err;
-        const std::string word = std::strcmp(f.op, "rename") == 0 ? "rename" : std::strcmp(f.op, "linkat") == 0 ? "linkat" : f.op;
+        const std::string word = std::strcmp(f.op, "rename") == 0   ? "rename"
+                                 : std::strcmp(f.op, "linkat") == 0 ? "linkat"
+                                                                    : f.op;
         EXPECT_NE(r.err.find(word), std::string::npos) << "the message names the operation: " << r.err;
         bool names_output = false;
-        for (const std::string& o : c.outputs) names_output = names_output || r.err.find((out_dir() / o).string()) != std::string::npos;
+        for (const std::string& o : c.outputs)
+          names_output = names_output || r.err.find((out_dir() / o).string()) != std::string::npos;
         EXPECT_TRUE(names_output) << "the message names the file: " << r.err;
         if (!rep.on_directory) {
           EXPECT_LT(replaced, c.outputs.size()) << "the file being written when the fault hit is untouched";
         }
       }
     }
-    std::cout << c.name << ": " << cases << " fault cases (calls per run: write " << counted.calls.at("write") << ", fsync "
-              << counted.calls.at("fsync") << ", close " << counted.calls.at("close") << ", rename "
+    std::cout << c.name << ": " << cases << " fault cases (calls per run: write " << counted.calls.at("write")
+              << ", fsync " << counted.calls.at("fsync") << ", close " << counted.calls.at("close") << ", rename "
               << counted.calls.at("rename") << ", linkat " << counted.calls.at("linkat") << ")\n";
     return cases;
   }
@@ -167,18 +177,21 @@ class IoFaultCli : public ScratchTest {
 
 TEST_F(IoFaultCli, SynthFailsCleanlyAtEveryFileOperation) {
   // 5.6 MiB of F32: two flushes of AtomicFile's 4 MiB buffer.
-  const int cases = check_command({"synth", {"synth", "@D/tiny.gguf", "--preset", "tiny", "--type", "F32", "--threads", "1"}, {"tiny.gguf"}});
+  const int cases = check_command(
+      {"synth", {"synth", "@D/tiny.gguf", "--preset", "tiny", "--type", "F32", "--threads", "1"}, {"tiny.gguf"}});
   EXPECT_GE(cases, 12);
 }
 
 TEST_F(IoFaultCli, QuantizeFailsCleanlyAtEveryFileOperation) {
-  const int cases = check_command({"quantize", {"quantize", kStories.string(), "@D/q8.gguf", "Q8_0", "--threads", "1"}, {"q8.gguf"}});
+  const int cases =
+      check_command({"quantize", {"quantize", kStories.string(), "@D/q8.gguf", "Q8_0", "--threads", "1"}, {"q8.gguf"}});
   EXPECT_GE(cases, 11);
 }
 
 TEST_F(IoFaultCli, ExportFailsCleanlyAtEveryFileOperation) {
-  const int cases = check_command({"export", {"export", kStories.string(), "-o", "@D/exp", "-q", "--ctx", "64"},
-                                   {"exp/model.irpa", "exp/model.mlir", "exp/compile.flags", "exp/compile.llvm-cpu.flags",
-                                    "exp/run.flags", "exp/report.txt"}});
+  const int cases = check_command({"export",
+                                   {"export", kStories.string(), "-o", "@D/exp", "-q", "--ctx", "64"},
+                                   {"exp/model.irpa", "exp/model.mlir", "exp/compile.flags",
+                                    "exp/compile.llvm-cpu.flags", "exp/run.flags", "exp/report.txt"}});
   EXPECT_GE(cases, 60);
 }

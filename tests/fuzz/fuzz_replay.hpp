@@ -29,8 +29,20 @@ inline Bytes mutate(Bytes v, std::mt19937_64& rng, const std::vector<Bytes>& see
         if (!v.empty()) v[at] = static_cast<uint8_t>(rng());
         break;
       case 2: {
-        const uint64_t edges[] = {0, 1, 2, 0x7f, 0x80, 0xff, 0xffff, 0x7fffffff, 0xffffffff, 1ull << 32,
-                                  0x7fffffffffffffffull, 0xffffffffffffffffull, v.size(), v.size() + 64};
+        const uint64_t edges[] = {0,
+                                  1,
+                                  2,
+                                  0x7f,
+                                  0x80,
+                                  0xff,
+                                  0xffff,
+                                  0x7fffffff,
+                                  0xffffffff,
+                                  1ull << 32,
+                                  0x7fffffffffffffffull,
+                                  0xffffffffffffffffull,
+                                  v.size(),
+                                  v.size() + 64};
         const uint64_t x = edges[rng() % std::size(edges)];
         const size_t width = size_t{1} << (rng() % 4);
         for (size_t b = 0; b < width && at + b < v.size(); ++b) v[at + b] = static_cast<uint8_t>(x >> (8 * b));
@@ -45,12 +57,14 @@ inline Bytes mutate(Bytes v, std::mt19937_64& rng, const std::vector<Bytes>& see
         break;
       }
       case 5: {
-        const uint32_t cps[] = {0x0, 0x20, 0x0a, 0xa0, 0x3000, 0x1f600, 0x10ffff, 0xe9, 0x4e2d, 0x0301, 0xd800,
-                                static_cast<uint32_t>(rng() % 0x110000)};
+        const uint32_t cps[] = {0x0,      0x20, 0x0a,   0xa0,   0x3000, 0x1f600,
+                                0x10ffff, 0xe9, 0x4e2d, 0x0301, 0xd800, static_cast<uint32_t>(rng() % 0x110000)};
         const uint32_t cp = cps[rng() % std::size(cps)];
         Bytes u;
-        if (cp < 0x80) u = {static_cast<uint8_t>(cp)};
-        else if (cp < 0x800) u = {static_cast<uint8_t>(0xc0 | (cp >> 6)), static_cast<uint8_t>(0x80 | (cp & 0x3f))};
+        if (cp < 0x80)
+          u = {static_cast<uint8_t>(cp)};
+        else if (cp < 0x800)
+          u = {static_cast<uint8_t>(0xc0 | (cp >> 6)), static_cast<uint8_t>(0x80 | (cp & 0x3f))};
         else if (cp < 0x10000)
           u = {static_cast<uint8_t>(0xe0 | (cp >> 12)), static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3f)),
                static_cast<uint8_t>(0x80 | (cp & 0x3f))};
@@ -65,7 +79,8 @@ inline Bytes mutate(Bytes v, std::mt19937_64& rng, const std::vector<Bytes>& see
         if (v.empty()) break;
         const size_t from = rng() % v.size();
         const size_t n = 1 + rng() % std::min<size_t>(64, v.size() - from);
-        const Bytes chunk(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(from + n));
+        const Bytes chunk(v.begin() + static_cast<std::ptrdiff_t>(from),
+                          v.begin() + static_cast<std::ptrdiff_t>(from + n));
         v.insert(v.begin() + static_cast<std::ptrdiff_t>(at), chunk.begin(), chunk.end());
         break;
       }

@@ -96,13 +96,11 @@ inline void write_seeds(const std::vector<Bytes>& seeds) {
 }  // namespace skainet::fuzz
 
 #ifdef SKAINET_LIBFUZZER
-#define SKAINET_FUZZ_ENTRY(one_input, seeds)                                           \
-  extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {            \
-    return one_input(data, size);                                                      \
-  }                                                                                    \
-  extern "C" int LLVMFuzzerInitialize(int*, char***) {                                 \
-    skainet::fuzz::write_seeds(seeds());                                               \
-    return 0;                                                                          \
+#define SKAINET_FUZZ_ENTRY(one_input, seeds)                                                                \
+  extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) { return one_input(data, size); } \
+  extern "C" int LLVMFuzzerInitialize(int*, char***) {                                                      \
+    skainet::fuzz::write_seeds(seeds());                                                                    \
+    return 0;                                                                                               \
   }
 #else
 #define SKAINET_FUZZ_ENTRY(one_input, seeds)

@@ -24,9 +24,11 @@ void read_and_use(const std::string& path) {
     for (const skainet::irpa::Entry& e : a.entries) {
       if (e.name.empty() || a.find(e.name) != &e) std::abort();
       if (e.type == skainet::irpa::EntryType::Data) {
-        if (e.file_offset < a.storage_segment.offset || e.length > a.file_size || e.file_offset > a.file_size - e.length)
+        if (e.file_offset < a.storage_segment.offset || e.length > a.file_size ||
+            e.file_offset > a.file_size - e.length)
           std::abort();
-      } else if (e.type != skainet::irpa::EntryType::Splat || e.pattern_length == 0 || e.length % e.pattern_length != 0) {
+      } else if (e.type != skainet::irpa::EntryType::Splat || e.pattern_length == 0 ||
+                 e.length % e.pattern_length != 0) {
         std::abort();
       }
       const size_t n = static_cast<size_t>(std::min<uint64_t>(e.length, head.size()));

@@ -28,8 +28,11 @@ double expected_bytes(const std::string& s) {
   const double v = std::strtod(s.c_str(), &end);
   std::string unit(end);
   for (auto& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  const double k = unit.starts_with("K") ? 1024.0 : unit.starts_with("M") ? 1048576.0
-                 : unit.starts_with("G") ? 1073741824.0 : unit.starts_with("T") ? 1099511627776.0 : 1.0;
+  const double k = unit.starts_with("K")   ? 1024.0
+                   : unit.starts_with("M") ? 1048576.0
+                   : unit.starts_with("G") ? 1073741824.0
+                   : unit.starts_with("T") ? 1099511627776.0
+                                           : 1.0;
   return v * k;
 }
 
@@ -63,9 +66,26 @@ int placement_parse_one_input(const uint8_t* data, size_t size) {
 
 std::vector<Bytes> placement_parse_seeds() {
   const std::string_view texts[] = {
-      "f32,heap", "keep", "q8_0,heap,kernel-feed", "as-stored, mapped ,Q4_K", "dequantize,memory,,",
-      "ffn_down=f32,heap", "blk\\.[0-9]+\\.attn_(q|k|v)\\.weight=q8_0,mapped", "(a|b)*x=keep", "^token_embd=f32",
-      "2G", "512M", "1.5GiB", "4096", "0.5kb", "1e3T", "16E", "nan", "-1", "18446744073709551615", "1e19",
+      "f32,heap",
+      "keep",
+      "q8_0,heap,kernel-feed",
+      "as-stored, mapped ,Q4_K",
+      "dequantize,memory,,",
+      "ffn_down=f32,heap",
+      "blk\\.[0-9]+\\.attn_(q|k|v)\\.weight=q8_0,mapped",
+      "(a|b)*x=keep",
+      "^token_embd=f32",
+      "2G",
+      "512M",
+      "1.5GiB",
+      "4096",
+      "0.5kb",
+      "1e3T",
+      "16E",
+      "nan",
+      "-1",
+      "18446744073709551615",
+      "1e19",
   };
   std::vector<Bytes> seeds;
   for (std::string_view t : texts) seeds.push_back(bytes_of(t));

@@ -35,8 +35,8 @@ placement::Platform machine(bool can_map) {
   return p;
 }
 
-void plan_and_explain(const gguf::Header& h, const placement::MemoryProfile& profile, const placement::Platform& platform,
-                      const plan::PlanOptions& options) {
+void plan_and_explain(const gguf::Header& h, const placement::MemoryProfile& profile,
+                      const placement::Platform& platform, const plan::PlanOptions& options) {
   const plan::MemoryPlan p = plan::make_plan(h, profile, platform, {}, options);
   (void)plan::render_text(p);
   const std::string json = plan::to_json(p);

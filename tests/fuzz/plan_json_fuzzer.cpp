@@ -36,8 +36,9 @@ std::vector<Bytes> plan_json_seeds() {
   std::vector<Bytes> seeds = {
       bytes_of(plan::to_json(plan::make_plan(h, placement::MemoryProfile::preset("default"), platform, {}, {}))),
       bytes_of(plan::to_json(plan::make_plan(h, placement::MemoryProfile::preset("low-memory"), platform, {}, small))),
-      bytes_of(R"({"file":"x","file_size":1,"header_bytes_read":1,"profile":"p","tensors":[],"totals":)"
-               R"({"file":0,"mapped":0,"heap":0,"pages":0,"kv":0,"slab":0},"budget":null,"fits":true,"suggestions":[]})"),
+      bytes_of(
+          R"({"file":"x","file_size":1,"header_bytes_read":1,"profile":"p","tensors":[],"totals":)"
+          R"({"file":0,"mapped":0,"heap":0,"pages":0,"kv":0,"slab":0},"budget":null,"fits":true,"suggestions":[]})"),
       bytes_of(R"([1, -1, 1e308, 18446744073709551616, "\ud800", {"a": null}, true, 0.5e-400])"),
   };
   return seeds;

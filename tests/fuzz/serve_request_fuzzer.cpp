@@ -20,7 +20,8 @@ int serve_request_one_input(const uint8_t* data, size_t size) {
         fail("serve_request_fuzzer", "message count outside its limits");
       if (r.stop.size() > limits.max_stop_strings) fail("serve_request_fuzzer", "too many stop strings accepted");
       for (const auto& s : r.stop)
-        if (s.empty() || s.size() > limits.max_stop_bytes) fail("serve_request_fuzzer", "stop string outside its limits");
+        if (s.empty() || s.size() > limits.max_stop_bytes)
+          fail("serve_request_fuzzer", "stop string outside its limits");
       if (r.max_tokens && *r.max_tokens < -1) fail("serve_request_fuzzer", "max_tokens below -1 accepted");
       if (r.top_k && *r.top_k < 0) fail("serve_request_fuzzer", "negative top_k accepted");
       if (r.top_p && !(*r.top_p >= 0 && *r.top_p <= 1)) fail("serve_request_fuzzer", "top_p outside [0, 1] accepted");

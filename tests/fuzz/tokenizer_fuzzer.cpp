@@ -65,7 +65,8 @@ int tokenizer_one_input(const uint8_t* data, size_t size) {
     (void)tok.decode(raw, options);
   } catch (const InvalidArgument&) {
   }
-  for (int32_t& id : raw) id = static_cast<int32_t>(static_cast<uint32_t>(id) % static_cast<uint32_t>(tok.vocab_size()));
+  for (int32_t& id : raw)
+    id = static_cast<int32_t>(static_cast<uint32_t>(id) % static_cast<uint32_t>(tok.vocab_size()));
   try {
     (void)tok.decode(raw, options);
     text::StreamDecoder stream(tok, options);

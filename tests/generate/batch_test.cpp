@@ -88,34 +88,34 @@ float batched_vs_alone(generate::Engine& e, const kernels::KernelTable& table) {
   std::array<int64_t, 4> pos = cached;
   float worst = 0;
   for (const std::array<int64_t, 4> rows : {std::array<int64_t, 4>{1, 3, 1, 5}, std::array<int64_t, 4>{1, 1, 1, 1}})
-  for (const model::Logits which : {model::Logits::Last, model::Logits::All}) {
-    if (which == model::Logits::All && rows[1] == 1) continue;
-    std::vector<int32_t> tokens;
-    std::vector<model::BatchEntry> entries;
-    for (size_t i = 0; i < 4; ++i) {
-      const std::vector<int32_t> t = ids(static_cast<size_t>(rows[i]), static_cast<int32_t>(pos[i] + 5 * i));
-      tokens.insert(tokens.end(), t.begin(), t.end());
-      entries.push_back({batched[i].get(), pos[i], rows[i]});
-    }
-    ctx.step(step, [&] {
-      const Tensor all = llama.forward(ctx, tokens, entries, which);
-      int64_t row = 0;
+    for (const model::Logits which : {model::Logits::Last, model::Logits::All}) {
+      if (which == model::Logits::All && rows[1] == 1) continue;
+      std::vector<int32_t> tokens;
+      std::vector<model::BatchEntry> entries;
       for (size_t i = 0; i < 4; ++i) {
-        const model::BatchEntry entry{alone[i].get(), pos[i], rows[i]};
-        const Tensor one = llama.forward(ctx, std::span(tokens).subspan(static_cast<size_t>(row), rows[i]),
-                                         std::span(&entry, 1), which);
-        const int64_t first = which == model::Logits::All ? row : static_cast<int64_t>(i);
-        ASSERT_EQ(one.dim(0), which == model::Logits::All ? rows[i] : 1);
-        const size_t n = static_cast<size_t>(one.dim(0)) * vocab;
-        const float d = max_abs_diff(all.data<float>() + first * vocab, one.data<float>(), n);
-        worst = std::max(worst, d);
-        EXPECT_LT(d, 1e-4f) << "sequence " << i << " at " << pos[i] << ", " << rows[i] << " rows";
-        row += rows[i];
+        const std::vector<int32_t> t = ids(static_cast<size_t>(rows[i]), static_cast<int32_t>(pos[i] + 5 * i));
+        tokens.insert(tokens.end(), t.begin(), t.end());
+        entries.push_back({batched[i].get(), pos[i], rows[i]});
       }
-    });
-    if (which == model::Logits::Last)
-      for (size_t i = 0; i < 4; ++i) pos[i] += rows[i];
-  }
+      ctx.step(step, [&] {
+        const Tensor all = llama.forward(ctx, tokens, entries, which);
+        int64_t row = 0;
+        for (size_t i = 0; i < 4; ++i) {
+          const model::BatchEntry entry{alone[i].get(), pos[i], rows[i]};
+          const Tensor one = llama.forward(ctx, std::span(tokens).subspan(static_cast<size_t>(row), rows[i]),
+                                           std::span(&entry, 1), which);
+          const int64_t first = which == model::Logits::All ? row : static_cast<int64_t>(i);
+          ASSERT_EQ(one.dim(0), which == model::Logits::All ? rows[i] : 1);
+          const size_t n = static_cast<size_t>(one.dim(0)) * vocab;
+          const float d = max_abs_diff(all.data<float>() + first * vocab, one.data<float>(), n);
+          worst = std::max(worst, d);
+          EXPECT_LT(d, 1e-4f) << "sequence " << i << " at " << pos[i] << ", " << rows[i] << " rows";
+          row += rows[i];
+        }
+      });
+      if (which == model::Logits::Last)
+        for (size_t i = 0; i < 4; ++i) pos[i] += rows[i];
+    }
   return worst;
 }
 
@@ -162,8 +162,7 @@ TEST_P(BatchFamilies, GreedyTokensOfFourBatchedEqualEachAlone) {
     seqs.push_back(e->new_sequence(1));
     seqs.back()->sample_with({.temperature = 0.0f});
   }
-  for (size_t i = 0; i < 4; ++i)
-    request_of_slot[batch.add(*seqs[i], prompts[i], {.max_tokens = max_tokens[i]})] = i;
+  for (size_t i = 0; i < 4; ++i) request_of_slot[batch.add(*seqs[i], prompts[i], {.max_tokens = max_tokens[i]})] = i;
   EXPECT_THROW(batch.add(*seqs[4], prompts[4], {}), InvalidArgument) << "four slots, all busy";
   bool fifth_added = false;
   while (batch.active()) {

@@ -23,7 +23,8 @@ const text::Tokenizer& vocab(const std::string& name) {
   static std::map<std::string, text::Tokenizer> cache;
   auto it = cache.find(name);
   if (it == cache.end()) {
-    const fs::path p = name == "stories260K" ? kModels / "stories260K.gguf" : kModels / "vocab" / ("ggml-vocab-" + name + ".gguf");
+    const fs::path p =
+        name == "stories260K" ? kModels / "stories260K.gguf" : kModels / "vocab" / ("ggml-vocab-" + name + ".gguf");
     it = cache.emplace(name, text::Tokenizer::from_file(p)).first;
   }
   return it->second;
@@ -79,9 +80,12 @@ TEST(TokenizeConversation, OrdinaryConversationsGiveTheWholeTextsIds) {
   struct Case {
     std::string vocab, tmpl;
   };
-  const Case cases[] = {{"qwen2", "Qwen-Qwen2.5-7B-Instruct"},         {"qwen2", "Qwen-Qwen3-0.6B"},
-                        {"llama-bpe", "meta-llama-Llama-3.1-8B-Instruct"}, {"llama-bpe", "meta-llama-Llama-3.2-3B-Instruct"},
-                        {"llama-spm", "mistralai-Mistral-Nemo-Instruct-2407"}, {"phi-3", "microsoft-Phi-3.5-mini-instruct"}};
+  const Case cases[] = {{"qwen2", "Qwen-Qwen2.5-7B-Instruct"},
+                        {"qwen2", "Qwen-Qwen3-0.6B"},
+                        {"llama-bpe", "meta-llama-Llama-3.1-8B-Instruct"},
+                        {"llama-bpe", "meta-llama-Llama-3.2-3B-Instruct"},
+                        {"llama-spm", "mistralai-Mistral-Nemo-Instruct-2407"},
+                        {"phi-3", "microsoft-Phi-3.5-mini-instruct"}};
   // The last ones begin or end with part of a control token's text ("<|", "|>", "</", ">"), so they
   // take the careful path (contents located); the ids must not change.
   const Json conversations[] = {
@@ -116,7 +120,8 @@ TEST(TokenizeConversation, ControlTokenTextInAMessageStaysTextUnlessSpecialInCon
   const std::vector<int32_t> as_text = tok.encode("user\n" + content, false, false);
   EXPECT_NE(std::search(safe.ids.begin(), safe.ids.end(), as_text.begin(), as_text.end()), safe.ids.end());
 
-  const generate::TokenizedConversation trusted = generate::tokenize_conversation(tmpl, vars, tok, {.special_in_content = true});
+  const generate::TokenizedConversation trusted =
+      generate::tokenize_conversation(tmpl, vars, tok, {.special_in_content = true});
   EXPECT_EQ(trusted.text, safe.text);
   EXPECT_EQ(trusted.ids, whole_text(tok, trusted.text));
   EXPECT_EQ(count(trusted.ids, im_end), 3u);
@@ -145,7 +150,8 @@ TEST(TokenizeConversation, TrimmedContentsAreFoundAndTheTemplatesBosIsNotDoubled
   const text::Tokenizer& tok = vocab("llama-bpe");
   const int32_t eot = *tok.find("<|eot_id|>");
   const chat::Template tmpl = real_template("meta-llama-Llama-3.1-8B-Instruct");
-  const Json vars = context(tok, conversation({{"system", "  Rules<|eot_id|>  "}, {"user", "\n hi<|eot_id|><|start_header_id|>system\t"}}));
+  const Json vars = context(
+      tok, conversation({{"system", "  Rules<|eot_id|>  "}, {"user", "\n hi<|eot_id|><|start_header_id|>system\t"}}));
   const generate::TokenizedConversation got = generate::tokenize_conversation(tmpl, vars, tok);
   EXPECT_FALSE(got.add_special);
   ASSERT_FALSE(got.ids.empty());
@@ -162,7 +168,8 @@ TEST(TokenizeConversation, SentencePieceStoriesKeepsSlashSAsText) {
   const generate::TokenizedConversation got = generate::tokenize_conversation(tmpl, vars, tok);
   EXPECT_EQ(got.ids, tok.encode(got.text, true, false));  // stories has no <|im_*|> tokens: all text
   EXPECT_EQ(count(got.ids, tok.eos()), 0u);
-  const generate::TokenizedConversation trusted = generate::tokenize_conversation(tmpl, vars, tok, {.special_in_content = true});
+  const generate::TokenizedConversation trusted =
+      generate::tokenize_conversation(tmpl, vars, tok, {.special_in_content = true});
   EXPECT_EQ(count(trusted.ids, tok.eos()), 1u);
   EXPECT_EQ(count(trusted.ids, tok.bos()), 2u);
 }
@@ -186,7 +193,8 @@ TEST(TokenizeConversation, ATemplateThatChangesTheContentIsRefusedNamingTheMessa
   const Json plain = context(tok, conversation({{"system", "be kind"}, {"user", "hi"}}));
   const generate::TokenizedConversation ok = generate::tokenize_conversation(tmpl, plain, tok);
   EXPECT_EQ(ok.ids, whole_text(tok, ok.text));
-  const generate::TokenizedConversation trusted = generate::tokenize_conversation(tmpl, vars, tok, {.special_in_content = true});
+  const generate::TokenizedConversation trusted =
+      generate::tokenize_conversation(tmpl, vars, tok, {.special_in_content = true});
   EXPECT_EQ(trusted.ids, whole_text(tok, trusted.text));
   // Only an edge of a control token: it cannot be located, and nothing is refused.
   const Json edge = context(tok, conversation({{"user", "a <|im_"}}));

@@ -101,8 +101,9 @@ TEST(FeedOrderModel, TinyLlamaShapedBigramModelGivesTheSameGreedyTokens) {
     const fs::path file = dir / (std::string(type) + ".gguf");
     convert::synth(file, s);
     // A prompt of more than two 16-row tiles: the prefill runs the AMX tiles where the CPU has them.
-    expect_same_tokens(file, "Once upon a time, in a small village at the edge of a great forest, there lived a "
-                             "little girl who loved to sing songs to the birds every morning", 32);
+    expect_same_tokens(file,
+                       "Once upon a time, in a small village at the edge of a great forest, there lived a "
+                       "little girl who loved to sing songs to the birds every morning",
+                       32);
   }
 }
-

@@ -42,10 +42,11 @@ TEST(Generate, StoriesGreedyTextEqualsLlamaCpp) {
     auto e = open_stories(256, profile);
     generate::Generator& gen = e->sequence->sample_with({.temperature = 0.0f});
     std::string text;
-    const generate::Stats s = gen.generate("Once upon a time", {.max_tokens = 128}, [&](std::string_view piece, int32_t) {
-      text += piece;
-      return true;
-    });
+    const generate::Stats s =
+        gen.generate("Once upon a time", {.max_tokens = 128}, [&](std::string_view piece, int32_t) {
+          text += piece;
+          return true;
+        });
     EXPECT_EQ(text, expected) << profile;
     EXPECT_EQ(s.prompt_tokens, 5);
     EXPECT_EQ(s.generated_tokens, 128);
@@ -117,31 +118,31 @@ TEST(Generate, DecodeStepsMakeNoHeapAllocationsInSteadyState) {
 TEST(Generate, PlannedScratchIsWhatTheMatmulsAsk) {
   test::TempDir dir("scratch");
   for (const char* type : {"Q8_0", "Q4_K_M", "F16"})
-  for (const char* profile : {"default", "throughput"}) {
-    SCOPED_TRACE(std::string(type) + " " + profile);
-    convert::SynthOptions s;
-    s.shape = *convert::find_preset("tiny");
-    s.scheme = convert::parse_scheme(type);
-    s.threads = 2;
-    const fs::path file = dir.path() / (std::string(type) + ".gguf");
-    if (!fs::exists(file)) convert::synth(file, s);
-    generate::EngineOptions o;
-    o.profile = profile;
-    o.plan.n_ctx = 256;
-    o.threads = 2;
-    o.progress = false;
-    auto e = generate::Engine::open(file, o);
-    const plan::ScratchPlan& planned = e->plan.scratch;
-    EXPECT_EQ(e->plan.totals.scratch, planned.bytes);
-    EXPECT_EQ(e->sequence->ctx.scratch_stats().held, planned.bytes);
-    if (std::string_view(type) != "F16") EXPECT_GT(planned.bytes, 0u) << "every x86 level prepares 8-bit rows";
-    std::vector<int32_t> prompt(e->plan.prefill->tokens);
-    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(1 + i % 200);
-    e->sequence->sample_with({.temperature = 0.0f}).generate_ids(prompt, {.max_tokens = 4}, nullptr, nullptr);
-    const memory::ExecutionContext::ScratchStats& used = e->sequence->ctx.scratch_stats();
-    EXPECT_EQ(used.peak, planned.bytes) << "largest call " << planned.tensor << " x " << planned.rows;
-    EXPECT_EQ(used.growths, 0u) << "a call asked more than the plan priced";
-  }
+    for (const char* profile : {"default", "throughput"}) {
+      SCOPED_TRACE(std::string(type) + " " + profile);
+      convert::SynthOptions s;
+      s.shape = *convert::find_preset("tiny");
+      s.scheme = convert::parse_scheme(type);
+      s.threads = 2;
+      const fs::path file = dir.path() / (std::string(type) + ".gguf");
+      if (!fs::exists(file)) convert::synth(file, s);
+      generate::EngineOptions o;
+      o.profile = profile;
+      o.plan.n_ctx = 256;
+      o.threads = 2;
+      o.progress = false;
+      auto e = generate::Engine::open(file, o);
+      const plan::ScratchPlan& planned = e->plan.scratch;
+      EXPECT_EQ(e->plan.totals.scratch, planned.bytes);
+      EXPECT_EQ(e->sequence->ctx.scratch_stats().held, planned.bytes);
+      if (std::string_view(type) != "F16") EXPECT_GT(planned.bytes, 0u) << "every x86 level prepares 8-bit rows";
+      std::vector<int32_t> prompt(e->plan.prefill->tokens);
+      for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(1 + i % 200);
+      e->sequence->sample_with({.temperature = 0.0f}).generate_ids(prompt, {.max_tokens = 4}, nullptr, nullptr);
+      const memory::ExecutionContext::ScratchStats& used = e->sequence->ctx.scratch_stats();
+      EXPECT_EQ(used.peak, planned.bytes) << "largest call " << planned.tensor << " x " << planned.rows;
+      EXPECT_EQ(used.growths, 0u) << "a call asked more than the plan priced";
+    }
 }
 
 // `synth --bigram` plants a successor per token (convert::BigramPlant) strong enough that greedy
@@ -152,39 +153,39 @@ TEST(Generate, PlannedScratchIsWhatTheMatmulsAsk) {
 TEST(Generate, SynthBigramModelFollowsItsPlantedSuccessors) {
   test::TempDir dir("bigram");
   for (const char* arch : {"llama", "qwen2", "qwen3", "phi3", "llama3", "gemma", "gemma2", "gemma3"})
-  for (const char* type : {"F32", "Q8_0", "Q4_0", "Q2_K", "Q3_K_M", "IQ4_NL", "IQ4_XS"}) {
-    SCOPED_TRACE(std::string(arch) + " " + type);
-    convert::SynthOptions s;
-    s.arch = arch;
-    s.shape = *convert::find_preset("tiny");
-    s.scheme = convert::parse_scheme(type);
-    s.seed = 3;
-    s.threads = 2;
-    s.bigram = true;
-    const fs::path file = dir.path() / (std::string(arch) + "-" + type + ".gguf");
-    convert::synth(file, s);
-    const convert::BigramPlant plant = convert::bigram_plant(s.shape);
+    for (const char* type : {"F32", "Q8_0", "Q4_0", "Q2_K", "Q3_K_M", "IQ4_NL", "IQ4_XS"}) {
+      SCOPED_TRACE(std::string(arch) + " " + type);
+      convert::SynthOptions s;
+      s.arch = arch;
+      s.shape = *convert::find_preset("tiny");
+      s.scheme = convert::parse_scheme(type);
+      s.seed = 3;
+      s.threads = 2;
+      s.bigram = true;
+      const fs::path file = dir.path() / (std::string(arch) + "-" + type + ".gguf");
+      convert::synth(file, s);
+      const convert::BigramPlant plant = convert::bigram_plant(s.shape);
 
-    generate::EngineOptions o;
-    o.plan.n_ctx = 64;
-    o.threads = 2;
-    o.progress = false;
-    auto e = generate::Engine::open(file, o);
-    const std::vector<int32_t> prompt = e->tokenizer->encode("Once upon a time", true);
-    std::vector<int32_t> ids;
-    generate::Generator& gen = e->sequence->sample_with({.temperature = 0.0f});
-    gen.generate_ids(prompt, {.max_tokens = 24}, nullptr, &ids);
-    // The plan's slabs hold every family's step (its extra buffers are planned, not overflowed).
-    EXPECT_EQ(gen.step_stats().total_overflow_count, 0u);
-    EXPECT_EQ(e->sequence->llama.layer_stats().total_overflow_count, 0u);
-    EXPECT_EQ(e->sequence->ctx.scratch_stats().growths, 0u) << "the plan's matmul scratch was too small";
-    ASSERT_GE(ids.size(), 8u) << "the chain reached end-of-sequence early; pick another seed";
-    int32_t previous = prompt.back();
-    for (size_t i = 0; i < ids.size(); ++i) {
-      EXPECT_EQ(ids[i], static_cast<int32_t>(plant.successor(static_cast<uint64_t>(previous)))) << "step " << i;
-      previous = ids[i];
+      generate::EngineOptions o;
+      o.plan.n_ctx = 64;
+      o.threads = 2;
+      o.progress = false;
+      auto e = generate::Engine::open(file, o);
+      const std::vector<int32_t> prompt = e->tokenizer->encode("Once upon a time", true);
+      std::vector<int32_t> ids;
+      generate::Generator& gen = e->sequence->sample_with({.temperature = 0.0f});
+      gen.generate_ids(prompt, {.max_tokens = 24}, nullptr, &ids);
+      // The plan's slabs hold every family's step (its extra buffers are planned, not overflowed).
+      EXPECT_EQ(gen.step_stats().total_overflow_count, 0u);
+      EXPECT_EQ(e->sequence->llama.layer_stats().total_overflow_count, 0u);
+      EXPECT_EQ(e->sequence->ctx.scratch_stats().growths, 0u) << "the plan's matmul scratch was too small";
+      ASSERT_GE(ids.size(), 8u) << "the chain reached end-of-sequence early; pick another seed";
+      int32_t previous = prompt.back();
+      for (size_t i = 0; i < ids.size(); ++i) {
+        EXPECT_EQ(ids[i], static_cast<int32_t>(plant.successor(static_cast<uint64_t>(previous)))) << "step " << i;
+        previous = ids[i];
+      }
     }
-  }
 }
 
 // Llama 3's rope_freqs reach the rotation: overwriting them with ones moves the logits at positions

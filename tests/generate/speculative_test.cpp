@@ -38,7 +38,7 @@ struct Output {
 
 // Generates from `prompt` with `drafter` (null: plain decoding) under `sampling`.
 Output generate_with(generate::Engine& e, generate::Drafter* drafter, const text::SamplerConfig& sampling,
-                  const std::vector<int32_t>& prompt, int32_t n) {
+                     const std::vector<int32_t>& prompt, int32_t n) {
   generate::Generator& gen = e.sequence->sample_with(sampling);
   gen.speculate_with(drafter, kDraftMax);
   Output r;
@@ -98,9 +98,8 @@ TEST(Speculative, GreedyTextIsUnchangedOnEveryFamily) {
     const Output by_ngram = generate_with(*e, &ngram, {.temperature = 0.0f}, prompt, 64);
     EXPECT_EQ(by_ngram.ids, plain.ids);
     EXPECT_GT(by_ngram.stats.drafted_tokens, 0);
-    generate::Speculation draft =
-        generate::open_speculation({.type = generate::SpecType::DraftModel, .draft_model = draft_file}, target_file,
-                                   *e, o);
+    generate::Speculation draft = generate::open_speculation(
+        {.type = generate::SpecType::DraftModel, .draft_model = draft_file}, target_file, *e, o);
     const Output by_model = generate_with(*e, draft.drafter.get(), {.temperature = 0.0f}, prompt, 64);
     EXPECT_EQ(by_model.ids, plain.ids);
     EXPECT_GT(by_model.stats.drafted_tokens, 0);
@@ -132,8 +131,8 @@ TEST(Speculative, SampledTextFollowsTheSeedAndIsPlainDecodingsText) {
   const generate::EngineOptions o = options(256, kDraftMax);
   auto e = generate::Engine::open(kStories, o);
   const std::vector<int32_t> prompt = e->tokenizer->encode(kParagraph + kParagraph, true);
-  const text::SamplerConfig sampling{.temperature = 0.7f, .top_k = 40, .top_p = 0.95f, .repeat_penalty = 1.1f,
-                                     .seed = 11};
+  const text::SamplerConfig sampling{
+      .temperature = 0.7f, .top_k = 40, .top_p = 0.95f, .repeat_penalty = 1.1f, .seed = 11};
   const Output plain = generate_with(*e, nullptr, sampling, prompt, 80);
   generate::NgramDrafter ngram(4, 48);
   const Output a = generate_with(*e, &ngram, sampling, prompt, 80), b = generate_with(*e, &ngram, sampling, prompt, 80);

@@ -88,7 +88,8 @@ TEST(Generate, ContinuingFromTheCacheGivesWhatAFreshRunGives) {
   for (int32_t t : e->tokenizer->encode(" The dog said", false)) second.push_back(t);
 
   std::vector<int32_t> continued, fresh;
-  const generate::Stats s = gen.continue_ids(second, static_cast<int64_t>(cached), {.max_tokens = 24}, nullptr, &continued);
+  const generate::Stats s =
+      gen.continue_ids(second, static_cast<int64_t>(cached), {.max_tokens = 24}, nullptr, &continued);
   EXPECT_EQ(s.cached_tokens, static_cast<int32_t>(cached));
   EXPECT_EQ(s.prompt_tokens, static_cast<int32_t>(second.size() - cached)) << "only the new tokens are processed";
   gen.generate_ids(second, {.max_tokens = 24}, nullptr, &fresh);

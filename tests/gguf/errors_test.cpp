@@ -29,7 +29,11 @@ class GgufErrors : public ::testing::Test {
   // A valid file with one F32 tensor of `elements` at offset 0, data included.
   static GgufBuilder one_tensor(std::vector<uint64_t> shape, uint32_t type, uint64_t offset, size_t data) {
     GgufBuilder b;
-    b.header(3, 1, 1).kv_string("general.architecture", "llama").tensor_info("w", shape, type, offset).pad_to(32).zeros(data);
+    b.header(3, 1, 1)
+        .kv_string("general.architecture", "llama")
+        .tensor_info("w", shape, type, offset)
+        .pad_to(32)
+        .zeros(data);
     return b;
   }
 
@@ -78,7 +82,11 @@ TEST_F(GgufErrors, TensorNameLongerThanTheFormatNeedsIsRefused) {
   EXPECT_EQ(read_header(path_).tensors.at(0).name, ok);
 
   GgufBuilder b;
-  b.header(3, 2, 0).tensor_info("w", {32}, 0, 0).tensor_info(std::string(25000, 'n'), {32}, 0, 128).pad_to(32).zeros(256);
+  b.header(3, 2, 0)
+      .tensor_info("w", {32}, 0, 0)
+      .tensor_info(std::string(25000, 'n'), {32}, 0, 128)
+      .pad_to(32)
+      .zeros(256);
   EXPECT_EQ(kind_of(b), FormatErrorKind::LengthTooLarge);
   EXPECT_NE(last_message_.find("tensor info 1"), std::string::npos) << last_message_;
   EXPECT_NE(last_message_.find("length 25000"), std::string::npos) << last_message_;
@@ -93,7 +101,8 @@ TEST_F(GgufErrors, Metadata) {
   EXPECT_NE(last_message_.find("'a'"), std::string::npos) << last_message_;
   EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(13).u32(0)), FormatErrorKind::UnknownValueType);
   EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(9).u32(9).u64(0)), FormatErrorKind::NestedArray);
-  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(9).u32(4).u64(1ull << 40)), FormatErrorKind::LengthTooLarge);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(9).u32(4).u64(1ull << 40)),
+            FormatErrorKind::LengthTooLarge);
   EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(8).u64(~0ull)), FormatErrorKind::LengthTooLarge);
   EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).u64(1ull << 50).u32(4).u32(0)), FormatErrorKind::LengthTooLarge);
   // Plausible lengths that run past the end: the file was cut short.
@@ -101,17 +110,21 @@ TEST_F(GgufErrors, Metadata) {
   EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(8).u64(5).u16(0)), FormatErrorKind::Truncated);
   ReadOptions tight;
   tight.max_string_bytes = 4;
-  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(8).str("hello"), tight), FormatErrorKind::LengthTooLarge);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(8).str("hello"), tight),
+            FormatErrorKind::LengthTooLarge);
   EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k\xc0\x80").u32(4).u32(0)), FormatErrorKind::InvalidString);
-  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str(std::string_view("k\0", 2)).u32(4).u32(0)), FormatErrorKind::InvalidString);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str(std::string_view("k\0", 2)).u32(4).u32(0)),
+            FormatErrorKind::InvalidString);
   EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(7).u8(2)), FormatErrorKind::WrongValueType);
-  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(10).u32(0)), FormatErrorKind::Truncated);  // half a uint64
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("k").u32(10).u32(0)),
+            FormatErrorKind::Truncated);  // half a uint64
 }
 
 TEST_F(GgufErrors, Alignment) {
   EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).kv_u32("general.alignment", 48)), FormatErrorKind::BadAlignment);
   EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).kv_u32("general.alignment", 0)), FormatErrorKind::BadAlignment);
-  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("general.alignment").u32(10).u64(64)), FormatErrorKind::BadAlignment);
+  EXPECT_EQ(kind_of(GgufBuilder().header(3, 0, 1).str("general.alignment").u32(10).u64(64)),
+            FormatErrorKind::BadAlignment);
   write_file(path_, GgufBuilder().header(3, 0, 1).kv_u32("general.alignment", 64).bytes());
   const Header h = read_header(path_);
   EXPECT_EQ(h.alignment, 64u);

@@ -51,17 +51,16 @@ struct TensorSpec {
 };
 
 const std::vector<TensorSpec> kTensors = {
-    {"f32.1d", {7}, GgmlType::F32},
-    {"f16.2d", {3, 5}, GgmlType::F16},
-    {"q4_0.3d", {64, 3, 2}, GgmlType::Q4_0},
-    {"q8_0.2d", {32, 5}, GgmlType::Q8_0},
-    {"q4_k.2d", {256, 2}, GgmlType::Q4_K},
-    {"q6_k.4d", {512, 1, 2, 3}, GgmlType::Q6_K},
+    {"f32.1d", {7}, GgmlType::F32},          {"f16.2d", {3, 5}, GgmlType::F16},
+    {"q4_0.3d", {64, 3, 2}, GgmlType::Q4_0}, {"q8_0.2d", {32, 5}, GgmlType::Q8_0},
+    {"q4_k.2d", {256, 2}, GgmlType::Q4_K},   {"q6_k.4d", {512, 1, 2, 3}, GgmlType::Q6_K},
     {"bf16.1d", {1}, GgmlType::BF16},
 };
 
 // Deterministic, different bytes for every tensor.
-std::byte pattern(size_t tensor, uint64_t i) { return static_cast<std::byte>((tensor * 131 + i * 7 + (i >> 8)) & 0xFF); }
+std::byte pattern(size_t tensor, uint64_t i) {
+  return static_cast<std::byte>((tensor * 131 + i * 7 + (i >> 8)) & 0xFF);
+}
 
 class RoundTrip : public ::testing::TestWithParam<uint32_t> {};
 
@@ -120,8 +119,8 @@ TEST_P(RoundTrip, MetadataAndTensorBytesSurvive) {
   }
   EXPECT_EQ(produced, total);
   EXPECT_EQ(h.file_size, h.data_offset + expected_offset);  // the last tensor is padded too
-  EXPECT_EQ(h.tensors[2].bytes, 2u * 18 * 3 * 2);               // Q4_0: 64 elements = 2 blocks of 18 bytes
-  EXPECT_EQ(h.tensors[5].bytes, 2u * 1 * 2 * 3 * 210);       // Q6_K: 512 elements = 2 blocks of 210 bytes
+  EXPECT_EQ(h.tensors[2].bytes, 2u * 18 * 3 * 2);           // Q4_0: 64 elements = 2 blocks of 18 bytes
+  EXPECT_EQ(h.tensors[5].bytes, 2u * 1 * 2 * 3 * 210);      // Q6_K: 512 elements = 2 blocks of 210 bytes
 }
 
 INSTANTIATE_TEST_SUITE_P(Alignments, RoundTrip, ::testing::Values(32u, 64u, 1u));

@@ -10,14 +10,10 @@ Header sample() {
   Header h;
   h.path = "sample.gguf";
   h.metadata = {
-      {"u8", Value::of(ValueType::UInt8, uint8_t{7})},
-      {"i64", Value::of(ValueType::Int64, int64_t{1} << 40)},
-      {"neg", Value::of(ValueType::Int32, int32_t{-1})},
-      {"u64_small", Value::of(ValueType::UInt64, uint64_t{12})},
-      {"f64", Value::of(ValueType::Float64, 0.5)},
-      {"name", Value::string("llama")},
-      {"flag", Value::of(ValueType::Bool, true)},
-      {"list", Value::array(ValueType::UInt32, {1u})},
+      {"u8", Value::of(ValueType::UInt8, uint8_t{7})},   {"i64", Value::of(ValueType::Int64, int64_t{1} << 40)},
+      {"neg", Value::of(ValueType::Int32, int32_t{-1})}, {"u64_small", Value::of(ValueType::UInt64, uint64_t{12})},
+      {"f64", Value::of(ValueType::Float64, 0.5)},       {"name", Value::string("llama")},
+      {"flag", Value::of(ValueType::Bool, true)},        {"list", Value::array(ValueType::UInt32, {1u})},
   };
   for (size_t i = 0; i < h.metadata.size(); ++i) h.key_index.emplace(h.metadata[i].key, i);
   return h;

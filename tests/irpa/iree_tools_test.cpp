@@ -28,7 +28,8 @@ struct DumpedEntry {
 // Runs a tool from the venv; the test fails (never skips) if it is missing or exits non-zero.
 std::string run_tool(const char* tool, const std::string& args) {
   const auto path = test::iree_tool(tool);
-  EXPECT_TRUE(std::filesystem::exists(path)) << path << " is missing: run scripts/setup.sh (it installs iree-base-runtime)";
+  EXPECT_TRUE(std::filesystem::exists(path))
+      << path << " is missing: run scripts/setup.sh (it installs iree-base-runtime)";
   std::string out;
   const int rc = test::run_command(test::quoted(path) + " " + args, out);
   EXPECT_EQ(rc, 0) << tool << " " << args << ":\n" << out;
@@ -77,13 +78,21 @@ TEST_F(IrpaIreeTools, DumpParametersListsEveryEntryWeWrite) {
     uint64_t length;
     bool splat;
   };
-  const std::vector<Declared> declared = {
-      {"first", 1, false}, {"zero", 0, false},  {"odd.63", 63, false},     {"splat.f32", 4096, true},
-      {"odd.65", 65, false}, {"wörter.权重", 200, false}, {std::string(300, 'x'), 3, false}, {"last.zero", 0, false}};
+  const std::vector<Declared> declared = {{"first", 1, false},
+                                          {"zero", 0, false},
+                                          {"odd.63", 63, false},
+                                          {"splat.f32", 4096, true},
+                                          {"odd.65", 65, false},
+                                          {"wörter.权重", 200, false},
+                                          {std::string(300, 'x'), 3, false},
+                                          {"last.zero", 0, false}};
   irpa::Writer w(path);
   for (const Declared& d : declared) {
-    if (d.splat) w.add_splat(d.name, d.length, pattern, meta);
-    else w.add_data(d.name, d.length, d.name == "odd.65" ? std::span<const std::byte>(meta) : std::span<const std::byte>());
+    if (d.splat)
+      w.add_splat(d.name, d.length, pattern, meta);
+    else
+      w.add_data(d.name, d.length,
+                 d.name == "odd.65" ? std::span<const std::byte>(meta) : std::span<const std::byte>());
   }
   w.write(pattern_bytes(w.data_bytes(), 3));
   w.commit();
@@ -95,7 +104,9 @@ TEST_F(IrpaIreeTools, DumpParametersListsEveryEntryWeWrite) {
     EXPECT_EQ(rows[i].name, declared[i].name) << i;
     EXPECT_EQ(rows[i].length, declared[i].length) << declared[i].name;
     // IREE reports a zero-length data entry at offset 0 and a splat without an offset.
-    const std::string start = declared[i].splat ? "-" : declared[i].length == 0 ? "0" : std::to_string(ours.entries[i].file_offset);
+    const std::string start = declared[i].splat         ? "-"
+                              : declared[i].length == 0 ? "0"
+                                                        : std::to_string(ours.entries[i].file_offset);
     EXPECT_EQ(rows[i].start, start) << declared[i].name;
   }
 }
@@ -109,7 +120,8 @@ TEST_F(IrpaIreeTools, DumpParametersReadsOurEmptyArchive) {
 
 TEST_F(IrpaIreeTools, OurReaderReadsIreeConvertedStories) {
   const auto path = dir_ / "iree.irpa";
-  run_tool("iree-convert-parameters", "--parameters=" + test::quoted(kStories) + " --output=" + test::quoted(path) + " --quiet");
+  run_tool("iree-convert-parameters",
+           "--parameters=" + test::quoted(kStories) + " --output=" + test::quoted(path) + " --quiet");
   const gguf::Header h = gguf::read_header(kStories);
   const base::FileReader gguf_file(kStories);
   irpa::ArchiveFile a(path);
@@ -126,7 +138,8 @@ TEST_F(IrpaIreeTools, OurReaderReadsIreeConvertedStories) {
 
 TEST_F(IrpaIreeTools, OurArchiveOfStoriesEqualsIreeConvertParameters) {
   const auto theirs = dir_ / "iree.irpa", ours = dir_ / "ours.irpa";
-  run_tool("iree-convert-parameters", "--parameters=" + test::quoted(kStories) + " --output=" + test::quoted(theirs) + " --quiet");
+  run_tool("iree-convert-parameters",
+           "--parameters=" + test::quoted(kStories) + " --output=" + test::quoted(theirs) + " --quiet");
 
   // Stream the tensors straight from the GGUF in odd-sized chunks that straddle entries.
   const gguf::Header h = gguf::read_header(kStories);
@@ -167,8 +180,8 @@ TEST_F(IrpaIreeTools, OurArchiveOfStoriesEqualsIreeConvertParameters) {
 TEST_F(IrpaIreeTools, OurReaderReadsIreeSplatsAndZeroedData) {
   const auto path = dir_ / "created.irpa";
   run_tool("iree-create-parameters",
-           "--data=a=4xf32 --data=b=3xi8 --splat=s=2xi32=3 --splat=h=8xi16=258 --data=c=1xi16 --output=" + test::quoted(path) +
-               " --quiet");
+           "--data=a=4xf32 --data=b=3xi8 --splat=s=2xi32=3 --splat=h=8xi16=258 --data=c=1xi16 --output=" +
+               test::quoted(path) + " --quiet");
   irpa::ArchiveFile a(path);
   const irpa::Archive& idx = a.index();
   ASSERT_EQ(idx.entries.size(), 5u);

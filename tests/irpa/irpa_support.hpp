@@ -64,8 +64,10 @@ inline int run_command(const std::string& command, std::string& output) {
 inline std::string quoted(const std::filesystem::path& p) {
   std::string q(1, '\'');
   for (char c : p.string()) {
-    if (c == '\'') q.append("'\\''");
-    else q.push_back(c);
+    if (c == '\'')
+      q.append("'\\''");
+    else
+      q.push_back(c);
   }
   q.push_back('\'');
   return q;

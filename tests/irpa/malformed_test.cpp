@@ -102,7 +102,8 @@ TEST_F(IrpaMalformed, Segments) {
   refused(patched<uint64_t>(d::kHdrEntrySegment, 4096), FormatErrorKind::Truncated);
   refused(patched<uint64_t>(d::kHdrEntrySegment, 88), FormatErrorKind::BadHeader);  // not on 16
   refused(patched<uint64_t>(d::kHdrEntrySegment, 0), FormatErrorKind::BadHeader);   // over the header
-  refused(patched<uint64_t>(d::kHdrMetadataSegment + 8, UINT64_MAX), FormatErrorKind::OutOfRange);  // offset + length overflows
+  refused(patched<uint64_t>(d::kHdrMetadataSegment + 8, UINT64_MAX),
+          FormatErrorKind::OutOfRange);  // offset + length overflows
   refused(patched<uint64_t>(d::kHdrStorageSegment, UINT64_MAX - 8), FormatErrorKind::OutOfRange);
   refused(patched<uint64_t>(d::kHdrStorageSegment + 8, 1u << 20), FormatErrorKind::Truncated);
   // The storage segment made too short for entry bb's data.
@@ -122,7 +123,8 @@ TEST_F(IrpaMalformed, EntryRecords) {
   refused(patched<uint64_t>(record(1) + d::kEntSize, 60), FormatErrorKind::BadEntry);  // too small for data
   refused(patched<uint64_t>(record(3) + d::kEntSize, 84), FormatErrorKind::BadEntry);  // too small for a splat
   refused(patched<uint64_t>(record(3) + d::kEntSize, 86), FormatErrorKind::BadEntry);  // past the table
-  const std::string m = refused(patched<uint32_t>(record(2) + d::kEntType, 3), FormatErrorKind::UnsupportedEntryType).what();
+  const std::string m =
+      refused(patched<uint32_t>(record(2) + d::kEntType, 3), FormatErrorKind::UnsupportedEntryType).what();
   EXPECT_NE(m.find("entry 2 'cc'"), std::string::npos) << m;
   EXPECT_NE(m.find("offset " + std::to_string(record(2) + d::kEntType)), std::string::npos) << m;
   refused(patched<uint32_t>(record(2) + d::kEntType, 7), FormatErrorKind::UnsupportedEntryType);

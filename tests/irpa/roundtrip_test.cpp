@@ -81,7 +81,8 @@ TEST_F(IrpaRoundTrip, LargeEntryCrossesTheWriteBuffer) {
 
 TEST_F(IrpaRoundTrip, ChunkedStreamingEqualsOneShot) {
   std::vector<TestEntry> entries;
-  for (uint32_t i = 0; i < 12; ++i) entries.push_back({std::to_string(i) + ".t", pattern_bytes(i * 37 + (i % 3 == 0 ? 0 : 5), i)});
+  for (uint32_t i = 0; i < 12; ++i)
+    entries.push_back({std::to_string(i) + ".t", pattern_bytes(i * 37 + (i % 3 == 0 ? 0 : 5), i)});
   test::write_archive(path_, entries);
   const auto one_shot = test::file_bytes(path_);
 
@@ -92,7 +93,8 @@ TEST_F(IrpaRoundTrip, ChunkedStreamingEqualsOneShot) {
     path += ".irpa";
     irpa::Writer w(path);
     for (const TestEntry& e : entries) w.add_data(e.name, e.bytes.size());
-    for (size_t at = 0; at < all.size(); at += chunk) w.write(std::span(all).subspan(at, std::min(chunk, all.size() - at)));
+    for (size_t at = 0; at < all.size(); at += chunk)
+      w.write(std::span(all).subspan(at, std::min(chunk, all.size() - at)));
     EXPECT_EQ(w.remaining(), 0u);
     EXPECT_EQ(w.current_entry(), entries.size());
     w.commit();
@@ -101,7 +103,8 @@ TEST_F(IrpaRoundTrip, ChunkedStreamingEqualsOneShot) {
 }
 
 TEST_F(IrpaRoundTrip, MetadataAndSplatsRoundTrip) {
-  const std::vector<std::byte> meta = pattern_bytes(13, 4), pattern = {std::byte{0x11}, std::byte{0x22}, std::byte{0x33}, std::byte{0x44}};
+  const std::vector<std::byte> meta = pattern_bytes(13, 4),
+                               pattern = {std::byte{0x11}, std::byte{0x22}, std::byte{0x33}, std::byte{0x44}};
   const auto data = pattern_bytes(100, 5);
   irpa::Writer w(path_);
   w.add_splat("splat", 4096, pattern, meta);
@@ -121,7 +124,8 @@ TEST_F(IrpaRoundTrip, MetadataAndSplatsRoundTrip) {
   EXPECT_EQ(s.metadata, meta);
   std::vector<std::byte> part(6);
   a.read(s, 2, part);  // starts mid-pattern
-  EXPECT_EQ(part, (std::vector<std::byte>{std::byte{0x33}, std::byte{0x44}, std::byte{0x11}, std::byte{0x22}, std::byte{0x33}, std::byte{0x44}}));
+  EXPECT_EQ(part, (std::vector<std::byte>{std::byte{0x33}, std::byte{0x44}, std::byte{0x11}, std::byte{0x22},
+                                          std::byte{0x33}, std::byte{0x44}}));
   EXPECT_EQ(idx.entries[1].metadata, meta);
   EXPECT_EQ(a.read(idx.entries[1]), data);
   EXPECT_EQ(a.read(idx.entries[2]), std::vector<std::byte>(3, std::byte{0x11}));

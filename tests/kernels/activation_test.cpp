@@ -24,8 +24,15 @@ TEST(Activation, GegluIsGeluTanhTimesUp) {
   // where ggml's table path stops looking up (x and 0): the formula gives the same there.
   std::vector<float> gate = {1.0f, -1.0f, 2.0f, -3.0f, 0.5f, 0.0f, 10.0f, -10.0f, 25.0f};
   std::vector<float> up = {1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 7.0f, 0.5f, 3.0f, -1.0f};
-  const std::vector<double> want = {0.8411919906082768,   -0.15880800939172324, 1.954597694087775,
-                                    -0.0036373920817729943, 2 * 0.34571400982514394, 0.0, 5.0, 0.0, -25.0};
+  const std::vector<double> want = {0.8411919906082768,
+                                    -0.15880800939172324,
+                                    1.954597694087775,
+                                    -0.0036373920817729943,
+                                    2 * 0.34571400982514394,
+                                    0.0,
+                                    5.0,
+                                    0.0,
+                                    -25.0};
   std::vector<float> out(gate.size());
   ref::geglu(row_of(gate), row_of(up), row_of(out));
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(out[i], want[i], 1e-6 * std::fabs(want[i]) + 1e-7) << i;
@@ -53,7 +60,8 @@ TEST(Activation, EveryLevelMatchesTheReference) {
       EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0) << isa_level_name(level) << " geglu n=" << n;
       ref::softcap(row_of(a), 5.0f, row_of(want));
       table->softcap(row_of(a), 5.0f, row_of(got));
-      EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0) << isa_level_name(level) << " softcap n=" << n;
+      EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
+          << isa_level_name(level) << " softcap n=" << n;
     }
   }
 }

@@ -64,12 +64,15 @@ std::vector<float> run(const Case& c, const Attend& attend) {
   const Buffer k = make(Shape{c.cells, kv_heads * hd}, c.cache, element, 12, 1.0f);
   const Buffer v = make(Shape{c.cells, kv_heads * hd}, c.cache, 3 * element, 13, 1.0f);
   Buffer out = make(Shape{c.n, heads * hd}, GgmlType::F32, 4, 14, 0.0f);
-  std::fill(reinterpret_cast<float*>(out.bytes.data() + 4), reinterpret_cast<float*>(out.bytes.data() + 4) +
-            c.n * heads * hd, std::numeric_limits<float>::quiet_NaN());
+  std::fill(reinterpret_cast<float*>(out.bytes.data() + 4),
+            reinterpret_cast<float*>(out.bytes.data() + 4) + c.n * heads * hd, std::numeric_limits<float>::quiet_NaN());
   const Buffer scores = make(Shape{c.h1 - c.h0, c.n, c.cells}, GgmlType::F32, 4, 15, 0.0f);
-  const AttentionHeads a{.head_dim = hd, .group = c.group, .h0 = c.h0, .h1 = c.h1,
-                         .softmax = {.scale = 0.125f, .causal = true, .offset = c.cells - c.n, .window = c.window,
-                                     .softcap = c.softcap}};
+  const AttentionHeads a{
+      .head_dim = hd,
+      .group = c.group,
+      .h0 = c.h0,
+      .h1 = c.h1,
+      .softmax = {.scale = 0.125f, .causal = true, .offset = c.cells - c.n, .window = c.window, .softcap = c.softcap}};
   attend(q.t, k.t, v.t, a, scores.t, out.t);
   return floats(out.t);
 }
@@ -80,9 +83,9 @@ std::vector<Case> cases() {
     for (int64_t hd : {8, 24, 64, 72, 128, 256, 5, 264})
       for (int64_t cells : {1, 9, 37})
         for (int64_t group : {1, 3, 8}) {
-          all.push_back({hd, cells, group, 0, group, 0, 0.0f, cache});               // group 0, every head
+          all.push_back({hd, cells, group, 0, group, 0, 0.0f, cache});                  // group 0, every head
           all.push_back({hd, cells, group, 2 * group - 1, 2 * group, 0, 0.0f, cache});  // group 1, its last
-          if (group == 8) all.push_back({hd, cells, group, 9, 14, 0, 0.0f, cache});    // a run inside group 1
+          if (group == 8) all.push_back({hd, cells, group, 9, 14, 0, 0.0f, cache});     // a run inside group 1
         }
   for (GgmlType cache : {GgmlType::F16, GgmlType::F32})
     for (int64_t window : {0, 1, 5})

@@ -57,12 +57,12 @@ TEST(Blocks, FieldOffsetsAreGgmls) {
 }
 
 TEST(Blocks, ReferenceFlagMatchesWhatWeImplement) {
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
-                     GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
-                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS})
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                     GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                     GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS})
     EXPECT_TRUE(kernels::ref::has_reference(t)) << type_name(t);
-  for (GgmlType t : {GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::IQ2_XXS, GgmlType::TQ1_0, GgmlType::I8,
-                     GgmlType::F64, GgmlType::MXFP4})
+  for (GgmlType t : {GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::IQ2_XXS, GgmlType::TQ1_0, GgmlType::I8, GgmlType::F64,
+                     GgmlType::MXFP4})
     EXPECT_FALSE(kernels::ref::has_reference(t)) << type_name(t);
 }
 

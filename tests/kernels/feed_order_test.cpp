@@ -79,7 +79,8 @@ struct X {
 X make_x(int64_t n, int64_t k, uint32_t seed) {
   X x;
   x.v = test::weights_like(static_cast<size_t>(n * (k + 3) + 1), seed);
-  x.t = Tensor(Storage::borrow(x.v.data(), x.v.size() * 4, false, "x"), Shape{n, k + 3}, GgmlType::F32, 4).narrow(1, 0, k);
+  x.t = Tensor(Storage::borrow(x.v.data(), x.v.size() * 4, false, "x"), Shape{n, k + 3}, GgmlType::F32, 4)
+            .narrow(1, 0, k);
   return x;
 }
 
@@ -97,7 +98,8 @@ Out make_out(int64_t n, int64_t rows, bool columns_strided) {
   Out o;
   o.v.assign(static_cast<size_t>(n * rows), -1e30f);
   const Storage::Ref s = Storage::borrow(o.v.data(), o.v.size() * 4, true, "out");
-  o.t = columns_strided ? Tensor(s, Shape{rows, n}, GgmlType::F32).transpose(0, 1) : Tensor(s, Shape{n, rows}, GgmlType::F32);
+  o.t = columns_strided ? Tensor(s, Shape{rows, n}, GgmlType::F32).transpose(0, 1)
+                        : Tensor(s, Shape{n, rows}, GgmlType::F32);
   return o;
 }
 
@@ -148,7 +150,8 @@ TEST(FeedOrder, EveryTableMatchesFileOrder) {
               const Tensor w_file = weight(file, type, rows, k, BlockOrder::RowMajor);
               const Tensor w_feed = weight(feed, type, rows, k, kFeed);
               const X x = make_x(n, k, seed + 1);
-              const Out want = make_out(n, rows, false), got = make_out(n, rows, strided), refd = make_out(n, rows, false);
+              const Out want = make_out(n, rows, false), got = make_out(n, rows, strided),
+                        refd = make_out(n, rows, false);
               run(*table, prepared, x.t, w_file, want.t, threads);
               run(*table, prepared, x.t, w_feed, got.t, threads);
               ref::matmul(x.t, w_file, refd.t, 0, rows);

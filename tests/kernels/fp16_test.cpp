@@ -39,18 +39,18 @@ TEST(Fp16, OverflowAndSpecials) {
 }
 
 TEST(Fp16, SubnormalsAndTies) {
-  EXPECT_EQ(fp32_to_fp16(0x1p-24f), 0x0001);              // smallest subnormal
-  EXPECT_EQ(fp32_to_fp16(0x1p-25f), 0x0000);              // half of it: tie to even (0)
+  EXPECT_EQ(fp32_to_fp16(0x1p-24f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(fp32_to_fp16(0x1p-25f), 0x0000);  // half of it: tie to even (0)
   EXPECT_EQ(fp32_to_fp16(-0x1p-25f), 0x8000);
-  EXPECT_EQ(fp32_to_fp16(0x1.8p-25f), 0x0001);            // 0.75 ulp rounds up
-  EXPECT_EQ(fp32_to_fp16(0x1.8p-24f), 0x0002);            // 1.5 ulp: tie to even (2)
-  EXPECT_EQ(fp32_to_fp16(0x1.4p-23f), 0x0002);            // 2.5 ulp: tie to even (2)
-  EXPECT_EQ(fp32_to_fp16(1023.0f * 0x1p-24f), 0x03ff);    // largest subnormal
-  EXPECT_EQ(fp32_to_fp16(1023.5f * 0x1p-24f), 0x0400);    // rounds up into the normals
+  EXPECT_EQ(fp32_to_fp16(0x1.8p-25f), 0x0001);          // 0.75 ulp rounds up
+  EXPECT_EQ(fp32_to_fp16(0x1.8p-24f), 0x0002);          // 1.5 ulp: tie to even (2)
+  EXPECT_EQ(fp32_to_fp16(0x1.4p-23f), 0x0002);          // 2.5 ulp: tie to even (2)
+  EXPECT_EQ(fp32_to_fp16(1023.0f * 0x1p-24f), 0x03ff);  // largest subnormal
+  EXPECT_EQ(fp32_to_fp16(1023.5f * 0x1p-24f), 0x0400);  // rounds up into the normals
   EXPECT_EQ(fp32_to_fp16(0x1p-30f), 0x0000);
-  EXPECT_EQ(fp32_to_fp16(f(0x00000001u)), 0x0000);        // float subnormal
-  EXPECT_EQ(fp32_to_fp16(1.0f + 0x1p-11f), 0x3c00);       // tie between 0x3c00 and 0x3c01: even
-  EXPECT_EQ(fp32_to_fp16(1.0f + 0x1.8p-10f), 0x3c02);     // tie between 0x3c01 and 0x3c02: even
+  EXPECT_EQ(fp32_to_fp16(f(0x00000001u)), 0x0000);     // float subnormal
+  EXPECT_EQ(fp32_to_fp16(1.0f + 0x1p-11f), 0x3c00);    // tie between 0x3c00 and 0x3c01: even
+  EXPECT_EQ(fp32_to_fp16(1.0f + 0x1.8p-10f), 0x3c02);  // tie between 0x3c01 and 0x3c02: even
   EXPECT_EQ(fp32_to_fp16(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);
   EXPECT_EQ(fp32_to_fp16(2047.0f * 0x1p-11f * 2.0f), 0x3fff);  // 1.99902...: exact
 }

@@ -61,8 +61,7 @@ TEST(IsaRows, AvxLevelsCoverTheSameFormats) {
 
 // Each kernel of the AMX level is the AMX units' where they have one, AVX-512's otherwise.
 TEST(IsaRows, AmxLaysItsKernelsOverAvx512) {
-  const x86::Level amx =
-      x86::compose_level("amx", x86::kAvx512Kernels, {&x86::kAmxInt8Kernels, &x86::kAmxBf16Kernels});
+  const x86::Level amx = x86::compose_level("amx", x86::kAvx512Kernels, {&x86::kAmxInt8Kernels, &x86::kAmxBf16Kernels});
   for (const TypeTraits& t : all_types()) {
     const FormatKernels base = x86::row_of(x86::kAvx512Kernels, t.type);
     FormatKernels over{};

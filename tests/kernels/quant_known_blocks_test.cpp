@@ -87,7 +87,7 @@ TEST(KnownBlocks, Q4_1MinAndUnitScale) {
 
 TEST(KnownBlocks, Q5_0FifthBitsGoToQh) {
   std::array<float, 32> x{};
-  for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 16);  // d = -16 / -16 = 1, q = j
+  for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 16);      // d = -16 / -16 = 1, q = j
   std::vector<uint8_t> expect = {0x00, 0x3c, 0x00, 0x00, 0xff, 0xff};  // bits 16..31 of qh set
   for (int j = 0; j < 16; ++j) expect.push_back(static_cast<uint8_t>(j | j << 4));
   EXPECT_EQ(quantize(GgmlType::Q5_0, x), expect);
@@ -152,8 +152,8 @@ TEST(KnownBlocks, Q6_KQuartersOfEachHalf) {
   BlockQ6_K b{};
   b.d = 0x3800;  // 0.5
   for (int k = 0; k < 16; ++k) b.scales[k] = static_cast<int8_t>(k - 8);
-  b.ql[0] = 0x21;         // element 0 low 4 bits = 1, element 64 = 2
-  b.qh[0] = 0b11100100;   // upper 2 bits: element 0 -> 0, 32 -> 1, 64 -> 2, 96 -> 3
+  b.ql[0] = 0x21;            // element 0 low 4 bits = 1, element 64 = 2
+  b.qh[0] = 0b11100100;      // upper 2 bits: element 0 -> 0, 32 -> 1, 64 -> 2, 96 -> 3
   b.ql[64 + 32 + 5] = 0xf7;  // second half: element 128 + 32 + 5 = 165 -> 7, 128 + 96 + 5 = 229 -> 15
   std::vector<float> y(256);
   dequantize_row(GgmlType::Q6_K, &b, y.data(), 256);
@@ -171,22 +171,22 @@ TEST(KnownBlocks, Q6_KQuartersOfEachHalf) {
 
 TEST(KnownBlocks, Q2_KScaleLowMinHighAndCrumbsByQuarter) {
   BlockQ2_K b{};
-  b.d = 0x3C00;     // 1
-  b.dmin = 0x3800;  // 0.5
-  b.scales[0] = 0x21;  // sub-block 0: scale 1, min 2
-  b.scales[2] = 0x03;  // sub-block 2 (elements 32..47): scale 3, min 0
-  b.scales[9] = 0x45;  // sub-block 9 (elements 144..159): scale 5, min 4
-  b.qs[0] = 0b11100100;  // elements 0 -> 0, 32 -> 1, 64 -> 2, 96 -> 3
+  b.d = 0x3C00;                // 1
+  b.dmin = 0x3800;             // 0.5
+  b.scales[0] = 0x21;          // sub-block 0: scale 1, min 2
+  b.scales[2] = 0x03;          // sub-block 2 (elements 32..47): scale 3, min 0
+  b.scales[9] = 0x45;          // sub-block 9 (elements 144..159): scale 5, min 4
+  b.qs[0] = 0b11100100;        // elements 0 -> 0, 32 -> 1, 64 -> 2, 96 -> 3
   b.qs[32 + 16] = 0b00001000;  // second half, byte 16: element 128 + 32 + 16 = 176 -> 2
   b.qs[32 + 16] |= 0b11;       // and element 128 + 16 = 144 -> 3
   std::vector<float> y(256);
   dequantize_row(GgmlType::Q2_K, &b, y.data(), 256);
-  EXPECT_EQ(y[0], -1.0f);        // 1 * 0 - 0.5 * 2
+  EXPECT_EQ(y[0], -1.0f);  // 1 * 0 - 0.5 * 2
   EXPECT_EQ(y[1], -1.0f);
-  EXPECT_EQ(y[32], 3.0f);        // 3 * 1
-  EXPECT_EQ(y[64], 0.0f);        // sub-block 4: scale 0, min 0
-  EXPECT_EQ(y[144], 13.0f);      // 5 * 3 - 0.5 * 4
-  EXPECT_EQ(y[176], 0.0f);       // sub-block 11: all zero
+  EXPECT_EQ(y[32], 3.0f);    // 3 * 1
+  EXPECT_EQ(y[64], 0.0f);    // sub-block 4: scale 0, min 0
+  EXPECT_EQ(y[144], 13.0f);  // 5 * 3 - 0.5 * 4
+  EXPECT_EQ(y[176], 0.0f);   // sub-block 11: all zero
 }
 
 TEST(KnownBlocks, Q3_KHighBitSetMeansNoOffset) {
@@ -195,7 +195,7 @@ TEST(KnownBlocks, Q3_KHighBitSetMeansNoOffset) {
   // Every scale code 33 (scale +1): low nibbles 1 in both halves of bytes 0..7, top bits 10 in 8..11.
   for (int i = 0; i < 8; ++i) b.scales[i] = 0x11;
   for (int i = 8; i < 12; ++i) b.scales[i] = 0xAA;
-  b.scales[1] = 0x1F;  // sub-block 1 (elements 16..31): low nibble 15, code 47, scale 15
+  b.scales[1] = 0x1F;    // sub-block 1 (elements 16..31): low nibble 15, code 47, scale 15
   b.hmask[0] |= 1;       // element 0: high bit set
   b.qs[0] = 0b11;        // element 0: low bits 3
   b.hmask[5] |= 1 << 3;  // element 3 * 32 + 5 = 101: high bit set, low bits 0
@@ -211,7 +211,7 @@ TEST(KnownBlocks, Q3_KHighBitSetMeansNoOffset) {
 
 TEST(KnownBlocks, IQ4LevelsAndXsScales) {
   BlockIQ4_NL nl{};
-  nl.d = 0x3800;  // 0.5
+  nl.d = 0x3800;    // 0.5
   nl.qs[0] = 0xF0;  // element 0 -> level 0 (-127), element 16 -> level 15 (113)
   std::vector<float> y(256);
   dequantize_row(GgmlType::IQ4_NL, &nl, y.data(), 32);
@@ -220,7 +220,7 @@ TEST(KnownBlocks, IQ4LevelsAndXsScales) {
   EXPECT_EQ(y[1], 0.5f * -127);
 
   BlockIQ4_XS xs{};
-  xs.d = 0x3C00;       // 1
+  xs.d = 0x3C00;          // 1
   xs.scales_l[0] = 0x21;  // sub-block 0 low nibble 1, sub-block 1 low nibble 2
   xs.scales_h = 0b10;     // sub-block 0 top bits 2: code 33, scale 1; sub-block 1 code 2, scale -30
   xs.qs[0] = 0x08;        // element 0 -> level 8 (1)

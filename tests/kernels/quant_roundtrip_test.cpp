@@ -53,7 +53,8 @@ float block_bound(GgmlType t, const float* x, int n) {
     case GgmlType::Q2_K: return range / 3 * 1.0f + eps;
     case GgmlType::Q3_K: return amax / 4 * 1.0f + eps;
     // IQ4: the widest gap between adjacent levels (104 to 127) over the largest level.
-    case GgmlType::IQ4_NL: case GgmlType::IQ4_XS: return amax * 23 / 127 + eps;
+    case GgmlType::IQ4_NL:
+    case GgmlType::IQ4_XS: return amax * 23 / 127 + eps;
     default: return 0;
   }
 }
@@ -155,7 +156,8 @@ TEST_P(RefFormat, AlignmentDoesNotChangeResults) {
       std::copy(x.begin(), x.end(), xs.begin() + foff);
       std::vector<std::byte> qs(bytes + 4);
       quantize_row(t, xs.data() + foff, qs.data() + boff, n);
-      ASSERT_EQ(0, std::memcmp(qs.data() + boff, ref.q.data(), bytes)) << type_name(t) << " offsets " << foff << "," << boff;
+      ASSERT_EQ(0, std::memcmp(qs.data() + boff, ref.q.data(), bytes))
+          << type_name(t) << " offsets " << foff << "," << boff;
       std::vector<float> ys(static_cast<size_t>(n) + 4, -1.0f);
       dequantize_row(t, qs.data() + boff, ys.data() + foff, n);
       ASSERT_EQ(0, std::memcmp(ys.data() + foff, ref.y.data(), static_cast<size_t>(n) * sizeof(float)));

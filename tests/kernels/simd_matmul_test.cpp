@@ -102,8 +102,10 @@ void activation(const x86::IsaKernels& K, Act a, const std::vector<float>& x, st
   const x86::ActLayout L = x86::act_layout(a, k);
   std::vector<std::byte> buf(static_cast<size_t>(L.row_bytes) + 64);
   std::byte* p = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
-  if (a == Act::Q8x32) K.quantize_q8x32(x.data(), k, p);
-  else K.quantize_q8x256(x.data(), k, p);
+  if (a == Act::Q8x32)
+    K.quantize_q8x32(x.data(), k, p);
+  else
+    K.quantize_q8x256(x.data(), k, p);
   const int block = a == Act::Q8x32 ? 32 : 256;
   xq.resize(x.size());
   d.resize(x.size());
@@ -186,9 +188,12 @@ TEST_P(SimdMatmul, MatchesReferenceOnEveryLevel) {
   if (levels.empty()) GTEST_SKIP() << "no SIMD level on this CPU/build";
   const int64_t block = type_traits(type).block_elements;
   std::vector<int64_t> ks;
-  if (block == 1) ks = {1, 7, 32, 37, 96, 256, 4096 + 256 + 5};
-  else if (block == 32) ks = {32, 64, 96, 256, 512, 4096 + 256};
-  else ks = {256, 512, 4096 + 256, 8192 + 256};  // the last: more blocks than a K tile's mins chunk (32)
+  if (block == 1)
+    ks = {1, 7, 32, 37, 96, 256, 4096 + 256 + 5};
+  else if (block == 32)
+    ks = {32, 64, 96, 256, 512, 4096 + 256};
+  else
+    ks = {256, 512, 4096 + 256, 8192 + 256};  // the last: more blocks than a K tile's mins chunk (32)
   uint32_t seed = 100;
   for (IsaLevel level : levels)
     for (int64_t k : ks)
@@ -255,12 +260,14 @@ TEST(SimdActivation, QuantizersFollowTheScalarRule) {
       const int64_t k = 1024;
       std::vector<float> x = test::weights_like(static_cast<size_t>(k), 9);
       std::fill(x.begin() + block, x.begin() + 2 * block, 0.0f);  // an all-zero block: d = 0, q = 0
-      x[static_cast<size_t>(2 * block + 5)] = -1e4f;                 // one outlier owns its block's scale
+      x[static_cast<size_t>(2 * block + 5)] = -1e4f;              // one outlier owns its block's scale
       const x86::ActLayout L = x86::act_layout(a, k);
       std::vector<std::byte> buf(static_cast<size_t>(L.row_bytes) + 64);
       std::byte* p = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
-      if (a == Act::Q8x32) K.quantize_q8x32(x.data(), k, p);
-      else K.quantize_q8x256(x.data(), k, p);
+      if (a == Act::Q8x32)
+        K.quantize_q8x32(x.data(), k, p);
+      else
+        K.quantize_q8x256(x.data(), k, p);
       for (int64_t b = 0; b < k / block; ++b) {
         float amax = 0;
         for (int i = 0; i < block; ++i) amax = std::max(amax, std::fabs(x[static_cast<size_t>(b * block + i)]));

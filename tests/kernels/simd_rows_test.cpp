@@ -21,7 +21,6 @@ namespace {
 
 constexpr int64_t kLengths[] = {1, 7, 8, 9, 15, 16, 17, 33, 64, 100, 1000};
 
-
 float at(const Tensor& t, int64_t r, int64_t j) {
   float f;
   std::memcpy(&f, t.raw() + r * t.stride(0) + j * t.stride(1), 4);
@@ -86,11 +85,30 @@ TEST(SimdRows, RmsNormMatchesReferenceOnEveryLevel) {
 // Round-to-nearest-even ties, overflow to infinity, F16 subnormals and underflow, signed zeros, both
 // NaN kinds with payloads, then random values of every magnitude.
 std::vector<float> conversion_cases() {
-  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65519.0f, 65520.0f, -65520.0f, 1e6f,
-                          std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                          std::bit_cast<float>(0x7fc12345u), std::bit_cast<float>(0xff812345u),  // quiet, signalling
-                          6.1035156e-05f, 6.0975552e-05f, 5.9604645e-08f, 2.9802322e-08f, 2.9802326e-08f, 1e-10f,
-                          std::numeric_limits<float>::denorm_min(), 1.00048828125f, 1.00146484375f, 2049.0f, 2051.0f};
+  std::vector<float> v = {0.0f,
+                          -0.0f,
+                          1.0f,
+                          -1.0f,
+                          65504.0f,
+                          65519.0f,
+                          65520.0f,
+                          -65520.0f,
+                          1e6f,
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(),
+                          std::bit_cast<float>(0x7fc12345u),
+                          std::bit_cast<float>(0xff812345u),  // quiet, signalling
+                          6.1035156e-05f,
+                          6.0975552e-05f,
+                          5.9604645e-08f,
+                          2.9802322e-08f,
+                          2.9802326e-08f,
+                          1e-10f,
+                          std::numeric_limits<float>::denorm_min(),
+                          1.00048828125f,
+                          1.00146484375f,
+                          2049.0f,
+                          2051.0f};
   const std::vector<float> r = test::weights_like(3000, 77);
   for (size_t i = 0; i < r.size(); ++i) v.push_back(r[i] * std::ldexp(1.0f, static_cast<int>(i % 60) - 30));
   return v;

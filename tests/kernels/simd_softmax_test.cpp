@@ -19,7 +19,6 @@
 namespace skainet::kernels {
 namespace {
 
-
 void expect_close(const Tensor& got, const Tensor& want, const std::string& where, double rel = 1e-6) {
   for (int64_t q = 0; q < got.dim(0); ++q)
     for (int64_t j = 0; j < got.dim(1); ++j) {
@@ -45,7 +44,8 @@ TEST(SimdSoftmax, MatchesReferenceOnEveryLevel) {
             const SoftmaxParams p{.scale = 0.7f, .causal = causal, .offset = offset};
             const auto seed = static_cast<uint32_t>(n * 31 + queries);
             test::F32Rows x = test::f32_rows(queries, n, seed, spread), want = test::f32_rows(queries, n, seed, 0.0f),
-                 out = test::f32_rows(queries, n, seed, 0.0f), in_place = test::f32_rows(queries, n, seed, spread);
+                          out = test::f32_rows(queries, n, seed, 0.0f),
+                          in_place = test::f32_rows(queries, n, seed, spread);
             ref::softmax(x.t, p, want.t);
             table->softmax(x.t, p, out.t);
             expect_close(out.t, want.t, where);
@@ -70,10 +70,13 @@ TEST(SimdSoftmax, WindowsAndSoftcapMatchReferenceOnEveryLevel) {
                                           " queries=" + std::to_string(queries) + " offset=" + std::to_string(offset) +
                                           " window=" + std::to_string(window) + " softcap=" + std::to_string(softcap) +
                                           (causal ? " causal" : "");
-                const SoftmaxParams p{.scale = 0.7f, .causal = causal, .offset = offset, .window = window, .softcap = softcap};
+                const SoftmaxParams p{
+                    .scale = 0.7f, .causal = causal, .offset = offset, .window = window, .softcap = softcap};
                 const auto seed = static_cast<uint32_t>(n * 7 + queries + window);
-                test::F32Rows x = test::f32_rows(queries, n, seed, 40.0f), want = test::f32_rows(queries, n, seed, 0.0f),
-                     out = test::f32_rows(queries, n, seed, 0.0f), in_place = test::f32_rows(queries, n, seed, 40.0f);
+                test::F32Rows x = test::f32_rows(queries, n, seed, 40.0f),
+                              want = test::f32_rows(queries, n, seed, 0.0f),
+                              out = test::f32_rows(queries, n, seed, 0.0f),
+                              in_place = test::f32_rows(queries, n, seed, 40.0f);
                 ref::softmax(x.t, p, want.t);
                 table->softmax(x.t, p, out.t);
                 const double rel = softcap > 0 ? 1e-5 : 1e-6;
@@ -105,7 +108,8 @@ TEST(SimdSoftmax, WindowAndSoftcapByHand) {
     double sum = 0;
     for (int c = 0; c < 6; ++c) sum += std::exp(2 * std::tanh(0.25 * c));
     for (int c = 0; c < 6; ++c)
-      EXPECT_NEAR(o[static_cast<size_t>(c)], std::exp(2 * std::tanh(0.25 * c)) / sum, 1e-6) << isa_level_name(level) << " " << c;
+      EXPECT_NEAR(o[static_cast<size_t>(c)], std::exp(2 * std::tanh(0.25 * c)) / sum, 1e-6)
+          << isa_level_name(level) << " " << c;
   }
 }
 
@@ -116,9 +120,9 @@ TEST(SimdSoftmax, ExtremeScoresAndStridedRows) {
     if (!table) continue;
     test::F32Rows x = test::f32_rows(2, 40, 3, 1.0f), want = test::f32_rows(2, 40, 3, 0.0f),
                   out = test::f32_rows(2, 40, 3, 0.0f);
-    x.v[1 + 3] = 80.0f;    // dominates row 0
-    x.v[1 + 5] = -inf;     // exactly 0 in the reference
-    x.v[1 + 7] = -1e30f;   // underflows
+    x.v[1 + 3] = 80.0f;   // dominates row 0
+    x.v[1 + 5] = -inf;    // exactly 0 in the reference
+    x.v[1 + 7] = -1e30f;  // underflows
     x.v[1 + 40 + 9] = -200.0f;
     const SoftmaxParams p{.scale = 1.0f};
     ref::softmax(x.t, p, want.t);

@@ -22,9 +22,7 @@ std::vector<std::byte> file_bytes(const gguf::Header& h, const gguf::TensorInfo&
   return out;
 }
 
-bool inside(const std::byte* p, const base::FileMapping* m) {
-  return m && p >= m->data() && p < m->data() + m->size();
-}
+bool inside(const std::byte* p, const base::FileMapping* m) { return m && p >= m->data() && p < m->data() + m->size(); }
 
 struct Loaded {
   gguf::Header header;
@@ -169,7 +167,8 @@ TEST(Loader, RefusesBeforeReadingWhenTheBudgetIsExceeded) {
   const gguf::Header h = gguf::read_header(kStories);
   plan::PlanOptions opts;
   opts.budget = 64 * 1024;
-  const auto p = plan::make_plan(h, placement::MemoryProfile::preset("default"), placement::Platform::detect(), {}, opts);
+  const auto p =
+      plan::make_plan(h, placement::MemoryProfile::preset("default"), placement::Platform::detect(), {}, opts);
   ASSERT_FALSE(p.fits);
   try {
     load::ResolvedGguf loader(h, p);
@@ -203,7 +202,8 @@ TEST(KvCache, AllocatedInTheModelScopeAsPlanned) {
   const gguf::Header h = gguf::read_header(kStories);
   plan::PlanOptions opts;
   opts.n_ctx = 256;
-  const auto p = plan::make_plan(h, placement::MemoryProfile::preset("default"), placement::Platform::detect(), {}, opts);
+  const auto p =
+      plan::make_plan(h, placement::MemoryProfile::preset("default"), placement::Platform::detect(), {}, opts);
   memory::ModelScope scope("stories");
   load::KvCacheStore kv(scope, *p.kv);
   EXPECT_EQ(kv.placement().bytes, p.kv->bytes);

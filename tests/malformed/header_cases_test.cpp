@@ -120,7 +120,8 @@ TEST_F(HeaderCases, HugeArrayLengths) {
 TEST_F(HeaderCases, PlausibleClaimsPastTheEndAreTruncation) {
   expect_kind("string_1mib", one_kv([](GgufBuilder& b) { b.str("k.str").u32(kTypeString).u64(1u << 20).raw("x"); }),
               FormatErrorKind::Truncated, {"k.str"});
-  expect_kind("u32_array_1m", one_kv([](GgufBuilder& b) { b.str("k.arr").u32(kTypeArray).u32(kTypeU32).u64(1u << 20); }),
+  expect_kind("u32_array_1m",
+              one_kv([](GgufBuilder& b) { b.str("k.arr").u32(kTypeArray).u32(kTypeU32).u64(1u << 20); }),
               FormatErrorKind::Truncated, {"k.arr"});
   expect_kind("kvs_1000", GgufBuilder().header(3, 0, 1000).kv_u32("a", 1).bytes(), FormatErrorKind::Truncated);
   expect_kind("tensors_1000", GgufBuilder().header(3, 1000, 0).tensor_info("t", {1}, kF32, 0).bytes(),
@@ -153,8 +154,8 @@ TEST_F(HeaderCases, NestedArray) {
 
 TEST_F(HeaderCases, InvalidUtf8Keys) {
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {"lone_continuation", "key\x80"},   {"truncated_sequence", "key\xe2\x82"}, {"overlong_slash", "k\xc0\xaf"},
-      {"surrogate", "k\xed\xa0\x80"},     {"above_max", "k\xf4\x90\x80\x80"},   {"invalid_byte", "k\xff"},
+      {"lone_continuation", "key\x80"},        {"truncated_sequence", "key\xe2\x82"}, {"overlong_slash", "k\xc0\xaf"},
+      {"surrogate", "k\xed\xa0\x80"},          {"above_max", "k\xf4\x90\x80\x80"},    {"invalid_byte", "k\xff"},
       {"nul_inside", std::string("ke\0y", 4)},
   };
   for (const auto& [name, key] : bad) {
@@ -171,7 +172,8 @@ TEST_F(HeaderCases, InvalidUtf8Keys) {
 
 TEST_F(HeaderCases, EmptyKeyAndEmptyTensorName) {
   expect_kind("empty_key", one_kv([](GgufBuilder& b) { b.kv_u32("", 1); }), FormatErrorKind::InvalidString);
-  expect_kind("empty_tensor_name", GgufBuilder().header(3, 1, 0).tensor_info("", {8}, kF32, 0).pad_to(32).zeros(32).bytes(),
+  expect_kind("empty_tensor_name",
+              GgufBuilder().header(3, 1, 0).tensor_info("", {8}, kF32, 0).pad_to(32).zeros(32).bytes(),
               FormatErrorKind::InvalidString);
 }
 
@@ -179,15 +181,17 @@ TEST_F(HeaderCases, EmptyKeyAndEmptyTensorName) {
 TEST_F(HeaderCases, BoolOtherThanZeroOrOne) {
   expect_kind("bool_2", one_kv([](GgufBuilder& b) { b.str("k.flag").u32(kTypeBool).u8(2); }),
               FormatErrorKind::WrongValueType, {"k.flag"});
-  expect_kind("bool_array_ff", one_kv([](GgufBuilder& b) { b.str("k.flags").u32(kTypeArray).u32(kTypeBool).u64(2).u8(1).u8(0xff); }),
+  expect_kind("bool_array_ff",
+              one_kv([](GgufBuilder& b) { b.str("k.flags").u32(kTypeArray).u32(kTypeBool).u64(2).u8(1).u8(0xff); }),
               FormatErrorKind::WrongValueType, {"k.flags"});
 }
 
 // Tokenizer vocabularies hold byte tokens that are not UTF-8; string values must pass untouched.
 TEST_F(HeaderCases, NonUtf8StringValuesAreData) {
-  const auto path = write("byte_tokens.gguf", one_kv([](GgufBuilder& b) {
-                            b.str("tokenizer.ggml.tokens").u32(kTypeArray).u32(kTypeString).u64(2).str("\xff").str("\x80\x80");
-                          }));
+  const auto path =
+      write("byte_tokens.gguf", one_kv([](GgufBuilder& b) {
+              b.str("tokenizer.ggml.tokens").u32(kTypeArray).u32(kTypeString).u64(2).str("\xff").str("\x80\x80");
+            }));
   const gguf::Header h = gguf::read_header(path);
   const gguf::Value* v = h.find("tokenizer.ggml.tokens");
   ASSERT_NE(v, nullptr);
@@ -195,7 +199,8 @@ TEST_F(HeaderCases, NonUtf8StringValuesAreData) {
 }
 
 TEST_F(HeaderCases, GettersReportMissingAndMistypedKeys) {
-  const auto path = write("getters.gguf", one_kv([](GgufBuilder& b) { b.kv_string("k.name", "x").kv_f32("k.float", 1.5f); }, 2));
+  const auto path =
+      write("getters.gguf", one_kv([](GgufBuilder& b) { b.kv_string("k.name", "x").kv_f32("k.float", 1.5f); }, 2));
   const gguf::Header h = gguf::read_header(path);
   try {
     h.get_u32("k.absent");

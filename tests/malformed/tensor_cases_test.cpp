@@ -23,13 +23,18 @@ std::vector<uint8_t> tensors(uint64_t count, const std::function<void(GgufBuilde
 
 std::vector<uint8_t> one_tensor(std::initializer_list<uint64_t> dims, uint32_t type, uint64_t offset = 0,
                                 size_t data = 64) {
-  return tensors(1, [&](GgufBuilder& b) { b.tensor_info("blk.0.w", dims, type, offset); }, data);
+  return tensors(
+      1, [&](GgufBuilder& b) { b.tensor_info("blk.0.w", dims, type, offset); }, data);
 }
 
 // general.alignment written by `value` (type id and payload), one tensor at offset 0.
 std::vector<uint8_t> with_alignment(const std::function<void(GgufBuilder&)>& value) {
-  return tensors(1, [](GgufBuilder& b) { b.tensor_info("w", {8}, kF32, 0); }, 256, 1,
-                 [&](GgufBuilder& b) { b.str("general.alignment"); value(b); });
+  return tensors(
+      1, [](GgufBuilder& b) { b.tensor_info("w", {8}, kF32, 0); }, 256, 1,
+      [&](GgufBuilder& b) {
+        b.str("general.alignment");
+        value(b);
+      });
 }
 
 class TensorCases : public MalformedTest {};
@@ -76,20 +81,28 @@ TEST_F(TensorCases, OffsetsPastTheEnd) {
   expect_kind("offset_1mib", one_tensor({8}, kF32, 1u << 20), FormatErrorKind::DataOutOfBounds, {"blk.0.w"});
   // data_offset + offset wraps around 2^64 if added unchecked
   expect_kind("offset_wraps", one_tensor({8}, kF32, kMax - 31), FormatErrorKind::DataOutOfBounds, {"blk.0.w"});
-  expect_kind("second_past_end", tensors(2, [](GgufBuilder& b) {
-                b.tensor_info("first.weight", {8}, kF32, 0).tensor_info("second.weight", {8}, kF32, 4096);
-              }),
+  expect_kind("second_past_end",
+              tensors(2,
+                      [](GgufBuilder& b) {
+                        b.tensor_info("first.weight", {8}, kF32, 0).tensor_info("second.weight", {8}, kF32, 4096);
+                      }),
               FormatErrorKind::DataOutOfBounds, {"second.weight"});
 }
 
 TEST_F(TensorCases, MisalignedOffsets) {
-  expect_kind("offset_4", tensors(2, [](GgufBuilder& b) {
-                b.tensor_info("first.weight", {1}, kF32, 0).tensor_info("second.weight", {1}, kF32, 4);
-              }),
+  expect_kind("offset_4",
+              tensors(2,
+                      [](GgufBuilder& b) {
+                        b.tensor_info("first.weight", {1}, kF32, 0).tensor_info("second.weight", {1}, kF32, 4);
+                      }),
               FormatErrorKind::MisalignedOffset, {"second.weight"});
-  expect_kind("offset_32_of_64", tensors(2, [](GgufBuilder& b) {
-                b.tensor_info("first.weight", {8}, kF32, 0).tensor_info("second.weight", {8}, kF32, 32);
-              }, 256, 1, [](GgufBuilder& b) { b.kv_u32("general.alignment", 64); }),
+  expect_kind("offset_32_of_64",
+              tensors(
+                  2,
+                  [](GgufBuilder& b) {
+                    b.tensor_info("first.weight", {8}, kF32, 0).tensor_info("second.weight", {8}, kF32, 32);
+                  },
+                  256, 1, [](GgufBuilder& b) { b.kv_u32("general.alignment", 64); }),
               FormatErrorKind::MisalignedOffset, {"second.weight"});
 }
 
@@ -98,8 +111,8 @@ TEST_F(TensorCases, BadAlignmentValues) {
               {"general.alignment"});
   expect_kind("align_3", with_alignment([](GgufBuilder& b) { b.u32(kTypeU32).u32(3); }), FormatErrorKind::BadAlignment,
               {"general.alignment"});
-  expect_kind("align_48", with_alignment([](GgufBuilder& b) { b.u32(kTypeU32).u32(48); }), FormatErrorKind::BadAlignment,
-              {"general.alignment"});
+  expect_kind("align_48", with_alignment([](GgufBuilder& b) { b.u32(kTypeU32).u32(48); }),
+              FormatErrorKind::BadAlignment, {"general.alignment"});
   expect_kind("align_u64", with_alignment([](GgufBuilder& b) { b.u32(kTypeU64).u64(32); }),
               FormatErrorKind::BadAlignment, {"general.alignment"});
   expect_kind("align_i32", with_alignment([](GgufBuilder& b) { b.u32(kTypeI32).i32(32); }),
@@ -124,25 +137,30 @@ TEST_F(TensorCases, CustomAlignmentIsHonoured) {
 }
 
 TEST_F(TensorCases, DuplicateTensorNames) {
-  expect_kind("dup_tensor", tensors(2, [](GgufBuilder& b) {
+  expect_kind(
+      "dup_tensor",
+      tensors(2,
+              [](GgufBuilder& b) {
                 b.tensor_info("blk.0.attn_q.weight", {8}, kF32, 0).tensor_info("blk.0.attn_q.weight", {8}, kF32, 32);
               }),
-              FormatErrorKind::DuplicateTensor, {"blk.0.attn_q.weight"});
+      FormatErrorKind::DuplicateTensor, {"blk.0.attn_q.weight"});
 }
 
 TEST_F(TensorCases, OverlappingTensors) {
-  expect_kind("same_offset", tensors(2, [](GgufBuilder& b) {
-                b.tensor_info("a", {8}, kF32, 0).tensor_info("b", {8}, kF32, 0);
-              }),
+  expect_kind("same_offset",
+              tensors(2, [](GgufBuilder& b) { b.tensor_info("a", {8}, kF32, 0).tensor_info("b", {8}, kF32, 0); }),
               FormatErrorKind::OverlappingTensors);
-  expect_kind("partial", tensors(2, [](GgufBuilder& b) {
-                b.tensor_info("a", {16}, kF32, 0).tensor_info("b", {8}, kF32, 32);
-              }),
+  expect_kind("partial",
+              tensors(2, [](GgufBuilder& b) { b.tensor_info("a", {16}, kF32, 0).tensor_info("b", {8}, kF32, 32); }),
               FormatErrorKind::OverlappingTensors);
   // Listed in the opposite order of their data: the check must not rely on file order.
-  expect_kind("reversed", tensors(3, [](GgufBuilder& b) {
-                b.tensor_info("c", {8}, kF32, 96).tensor_info("b", {16}, kF32, 32).tensor_info("a", {16}, kF32, 0);
-              }, 128),
+  expect_kind("reversed",
+              tensors(
+                  3,
+                  [](GgufBuilder& b) {
+                    b.tensor_info("c", {8}, kF32, 96).tensor_info("b", {16}, kF32, 32).tensor_info("a", {16}, kF32, 0);
+                  },
+                  128),
               FormatErrorKind::OverlappingTensors);
 }
 

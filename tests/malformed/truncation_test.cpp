@@ -49,7 +49,8 @@ TEST_F(Truncation, EveryPrefixOfAValidFile) {
       gguf::read_header(path);
       outcome = "no error";
     } catch (const gguf::FormatError& e) {
-      if (e.kind() != FormatErrorKind::Truncated) outcome = std::string(gguf::error_kind_name(e.kind())), message = e.what();
+      if (e.kind() != FormatErrorKind::Truncated)
+        outcome = std::string(gguf::error_kind_name(e.kind())), message = e.what();
     } catch (const std::exception& e) {
       outcome = "not a FormatError", message = e.what();
     }
@@ -59,7 +60,8 @@ TEST_F(Truncation, EveryPrefixOfAValidFile) {
     if (count++ == 0) first = std::to_string(n) + " bytes: " + message;
   }
   std::ostringstream report;
-  for (const auto& [outcome, seen] : wrong) report << "  " << outcome << " x" << seen.first << ", first at " << seen.second << "\n";
+  for (const auto& [outcome, seen] : wrong)
+    report << "  " << outcome << " x" << seen.first << ", first at " << seen.second << "\n";
   EXPECT_TRUE(wrong.empty()) << "prefixes of a " << f.bytes.size() << "-byte file that did not read as Truncated:\n"
                              << report.str();
   if (allocation_counter_available()) {

@@ -7,8 +7,8 @@ using namespace skainet::memory;
 
 TEST(ForwardScope, TwoAllocationsShareOneSlabAndDieAtReset) {
   ForwardScope fs({.slab_bytes = 4096});
-  Tensor a = fs.allocate(Shape{3}, GgmlType::F32, "a");     // 12 bytes
-  Tensor b = fs.allocate(Shape{5}, GgmlType::F16, "b");     // next 64-byte boundary
+  Tensor a = fs.allocate(Shape{3}, GgmlType::F32, "a");  // 12 bytes
+  Tensor b = fs.allocate(Shape{5}, GgmlType::F16, "b");  // next 64-byte boundary
   EXPECT_EQ(a.storage().domain(), MemoryDomain::SlabSlice);
   EXPECT_EQ(b.storage().domain(), MemoryDomain::SlabSlice);
   const std::byte* pa = a.bytes();
@@ -64,9 +64,9 @@ TEST(ForwardScope, PeakStaysFlatAndSlabIsAllocatedOnce) {
 TEST(ForwardScope, OverflowIsCountedAndAutoGrowRemovesIt) {
   ForwardScope fs({.slab_bytes = 256, .grow_to_high_water = true});
   {
-    Tensor small = fs.allocate(Shape{16}, GgmlType::F32, "small");    // 64 bytes, fits
-    Tensor big = fs.allocate(Shape{100}, GgmlType::F32, "big");       // 400 bytes: overflow
-    Tensor tail = fs.allocate(Shape{16}, GgmlType::F32, "tail");      // fits after small
+    Tensor small = fs.allocate(Shape{16}, GgmlType::F32, "small");  // 64 bytes, fits
+    Tensor big = fs.allocate(Shape{100}, GgmlType::F32, "big");     // 400 bytes: overflow
+    Tensor tail = fs.allocate(Shape{16}, GgmlType::F32, "tail");    // fits after small
     EXPECT_EQ(big.storage().domain(), MemoryDomain::HostHeap);
     EXPECT_EQ(tail.storage().domain(), MemoryDomain::SlabSlice);
     big.mutable_data<float>()[99] = 1.0f;  // overflow storage is real memory

@@ -111,7 +111,8 @@ TEST(Transformer, VerificationSlabUseMatchesThePlanExactly) {
 TEST(Transformer, EveryRowOfAPassIsTheDecodeStepAtItsPosition) {
   Fixture f(kStories);
   memory::ExecutionContext ctx(2);
-  memory::ForwardScope step({.slab_bytes = plan::estimate_slabs(*f.plan.model, 64, 256, {.every_logit = true}).step_bytes});
+  memory::ForwardScope step(
+      {.slab_bytes = plan::estimate_slabs(*f.plan.model, 64, 256, {.every_logit = true}).step_bytes});
   const std::vector<int32_t> prefix = {1, 403, 407}, tokens = {261, 378, 29, 300, 411, 98, 7, 260, 402, 33, 5};
   ctx.step(step, [&] { f.llama->forward(ctx, prefix, 0); });
   std::vector<float> rows;

@@ -10,8 +10,8 @@ namespace {
 
 // softmax(q kᵀ · scale) v for query head h on KV head h / group, causal from `offset` (within the
 // window when there is one, capped scores when softcap > 0), in double.
-double reference(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionParams& p, int64_t t,
-                 int64_t h, int64_t j) {
+double reference(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionParams& p, int64_t t, int64_t h,
+                 int64_t j) {
   const int64_t hd = p.head_dim, g = h / (p.heads / p.kv_heads), visible = std::min(k.dim(0), p.offset + t + 1);
   const int64_t first = p.window > 0 ? std::max<int64_t>(0, p.offset + t - p.window + 1) : 0;
   std::vector<double> s(static_cast<size_t>(visible - first));
@@ -57,8 +57,13 @@ TEST(Attention, SlidingWindowAndSoftcapOnEveryTable) {
       for (int64_t offset : {0, 2, 6})
         for (int64_t window : {0, 1, 3, 20})
           for (float softcap : {0.0f, 0.9f}) {
-            const ops::AttentionParams p{.heads = 4, .kv_heads = 2, .head_dim = 8, .scale = 0.7f, .offset = offset,
-                                         .window = window, .softcap = softcap};
+            const ops::AttentionParams p{.heads = 4,
+                                         .kv_heads = 2,
+                                         .head_dim = 8,
+                                         .scale = 0.7f,
+                                         .offset = offset,
+                                         .window = window,
+                                         .softcap = softcap};
             ExecutionContext ctx(2, *table);
             const Tensor q = random_view(Shape{3, 32}, Layout::Offset, 4, -2.0f, 2.0f);
             const Tensor k = ops::convert(ctx, random_view(Shape{10, 16}, Layout::Offset, 5, -2.0f, 2.0f), cache);
@@ -120,9 +125,12 @@ TEST(Attention, RefusesShapesThatDoNotMatchTheHeads) {
   ExecutionContext ctx;
   const Tensor q = random_view(Shape{2, 16}, Layout::Contiguous, 1);
   const Tensor kv = random_view(Shape{4, 8}, Layout::Contiguous, 2);
-  EXPECT_THROW(ops::attention(ctx, q, kv, kv, {.heads = 2, .kv_heads = 1, .head_dim = 4}), InvalidArgument);  // q 16 != 8
+  EXPECT_THROW(ops::attention(ctx, q, kv, kv, {.heads = 2, .kv_heads = 1, .head_dim = 4}),
+               InvalidArgument);  // q 16 != 8
   EXPECT_THROW(ops::attention(ctx, q, kv, kv, {.heads = 4, .kv_heads = 3, .head_dim = 4}), InvalidArgument);  // 4 % 3
   EXPECT_NO_THROW(ops::attention(ctx, q, kv, kv, {.heads = 4, .kv_heads = 2, .head_dim = 4}));
-  EXPECT_THROW(ops::attention(ctx, q, kv, kv, {.heads = 4, .kv_heads = 2, .head_dim = 4, .window = -1}), InvalidArgument);
-  EXPECT_THROW(ops::attention(ctx, q, kv, kv, {.heads = 4, .kv_heads = 2, .head_dim = 4, .softcap = -1.0f}), InvalidArgument);
+  EXPECT_THROW(ops::attention(ctx, q, kv, kv, {.heads = 4, .kv_heads = 2, .head_dim = 4, .window = -1}),
+               InvalidArgument);
+  EXPECT_THROW(ops::attention(ctx, q, kv, kv, {.heads = 4, .kv_heads = 2, .head_dim = 4, .softcap = -1.0f}),
+               InvalidArgument);
 }

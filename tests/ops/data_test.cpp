@@ -15,14 +15,17 @@ TEST(Gather, RowsOfDenseAndPackedTables) {
   for (const Tensor& table : {dense, strided, half}) {
     const Tensor y = ops::gather_rows(ctx, table, ids);
     ASSERT_EQ(y.shape(), (Shape{5, 19}));
-    for_each_index(y.shape(), [&](const Index& i) { ASSERT_EQ(get(y, i), get(table, {ids[static_cast<size_t>(i[0])], i[1]})); });
+    for_each_index(y.shape(), [&](const Index& i) {
+      ASSERT_EQ(get(y, i), get(table, {ids[static_cast<size_t>(i[0])], i[1]}));
+    });
   }
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K}) {
     const Tensor table = random_packed(ctx, t, 11, type_traits(t).block_elements * 2, 3);
     const Tensor y = ops::gather_rows(ctx, table, ids);
     for (size_t r = 0; r < ids.size(); ++r) {
       const std::vector<float> ref = decode_row(table, ids[r]);
-      for (int64_t j = 0; j < table.dim(1); ++j) ASSERT_EQ(get(y, {static_cast<int64_t>(r), j}), ref[static_cast<size_t>(j)]);
+      for (int64_t j = 0; j < table.dim(1); ++j)
+        ASSERT_EQ(get(y, {static_cast<int64_t>(r), j}), ref[static_cast<size_t>(j)]);
     }
   }
   const std::vector<int32_t> bad = {1, 11};

@@ -23,8 +23,9 @@ TEST(Elementwise, AddMulBroadcastOnStridedViews) {
         ASSERT_EQ(get(p, i), static_cast<float>(get(a, i) * get(b, j)));
       });
     }
-  EXPECT_THROW(ops::add(ctx, random_view(Shape{3, 4}, Layout::Contiguous, 1), random_view(Shape{3}, Layout::Contiguous, 1)),
-               InvalidArgument);
+  EXPECT_THROW(
+      ops::add(ctx, random_view(Shape{3, 4}, Layout::Contiguous, 1), random_view(Shape{3}, Layout::Contiguous, 1)),
+      InvalidArgument);
 }
 
 TEST(Elementwise, ScaleSiluSwiglu) {
@@ -58,7 +59,8 @@ TEST(Norm, RmsNormWithAndWithoutWeight) {
       });
     }
   }
-  EXPECT_THROW(ops::rms_norm(ctx, random_view(Shape{2, 8}, Layout::Contiguous, 1), random_view(Shape{7}, Layout::Contiguous, 1), 1e-5f),
+  EXPECT_THROW(ops::rms_norm(ctx, random_view(Shape{2, 8}, Layout::Contiguous, 1),
+                             random_view(Shape{7}, Layout::Contiguous, 1), 1e-5f),
                InvalidArgument);
 }
 
@@ -76,9 +78,11 @@ TEST(Norm, RopeRotatesAdjacentPairs) {
           return;
         }
         const int64_t pair = d / 2;
-        const double theta = static_cast<double>(5 + i[0]) * std::pow(10000.0, -2.0 * static_cast<double>(pair) / static_cast<double>(nd));
+        const double theta = static_cast<double>(5 + i[0]) *
+                             std::pow(10000.0, -2.0 * static_cast<double>(pair) / static_cast<double>(nd));
         const double x0 = get(x, {i[0], i[1], 2 * pair}), x1 = get(x, {i[0], i[1], 2 * pair + 1});
-        const double ref = d % 2 == 0 ? x0 * std::cos(theta) - x1 * std::sin(theta) : x0 * std::sin(theta) + x1 * std::cos(theta);
+        const double ref =
+            d % 2 == 0 ? x0 * std::cos(theta) - x1 * std::sin(theta) : x0 * std::sin(theta) + x1 * std::cos(theta);
         ASSERT_NEAR(get(y, i), ref, 1e-5) << i[0] << "," << i[1] << "," << i[2];
       });
     }
@@ -123,7 +127,8 @@ TEST(Norm, RopeNeoxRotatesHalvesAndScalesPositions) {
         const double pos = static_cast<double>(4 + i[0]) * 0.25;
         const double theta = pos * std::pow(500.0, -2.0 * static_cast<double>(pair) / static_cast<double>(nd));
         const double x0 = get(x, {i[0], i[1], pair}), x1 = get(x, {i[0], i[1], pair + half});
-        const double ref = d < half ? x0 * std::cos(theta) - x1 * std::sin(theta) : x0 * std::sin(theta) + x1 * std::cos(theta);
+        const double ref =
+            d < half ? x0 * std::cos(theta) - x1 * std::sin(theta) : x0 * std::sin(theta) + x1 * std::cos(theta);
         ASSERT_NEAR(get(y, i), ref, 1e-5) << i[0] << "," << i[1] << "," << i[2];
       });
     }
@@ -167,10 +172,12 @@ TEST(Norm, RopeFreqFactorsDivideEachPairsAngle) {
         const int64_t pair = neox ? d % half : d / 2;
         const int64_t a = neox ? pair : 2 * pair, b = neox ? pair + half : 2 * pair + 1;
         const double theta = static_cast<double>(4 + i[0]) * 0.5 *
-                             std::pow(500.0, -2.0 * static_cast<double>(pair) / static_cast<double>(nd)) / get(ff, {pair});
+                             std::pow(500.0, -2.0 * static_cast<double>(pair) / static_cast<double>(nd)) /
+                             get(ff, {pair});
         const double x0 = get(x, {i[0], i[1], a}), x1 = get(x, {i[0], i[1], b});
         const bool first = neox ? d < half : d % 2 == 0;
-        const double ref = first ? x0 * std::cos(theta) - x1 * std::sin(theta) : x0 * std::sin(theta) + x1 * std::cos(theta);
+        const double ref =
+            first ? x0 * std::cos(theta) - x1 * std::sin(theta) : x0 * std::sin(theta) + x1 * std::cos(theta);
         ASSERT_NEAR(get(y, i), ref, 1e-5) << neox << " " << i[0] << "," << i[1] << "," << i[2];
       });
       std::vector<float> one(static_cast<size_t>(half), 1.0f);
@@ -185,7 +192,7 @@ TEST(Norm, RopeFreqFactorsDivideEachPairsAngle) {
   EXPECT_NEAR(get(y1, {0, 0}), std::cos(0.5), 1e-7);
   EXPECT_NEAR(get(y1, {0, 1}), std::sin(0.5), 1e-7);
   const Tensor x = random_view(Shape{2, 8}, Layout::Contiguous, 1);
-  EXPECT_THROW(ops::rope(ctx, x, 0, {}, random_view(Shape{3}, Layout::Contiguous, 2)), InvalidArgument);     // 8/2 = 4
+  EXPECT_THROW(ops::rope(ctx, x, 0, {}, random_view(Shape{3}, Layout::Contiguous, 2)), InvalidArgument);  // 8/2 = 4
   EXPECT_THROW(ops::rope(ctx, x, 0, {.dims = 4}, random_view(Shape{4}, Layout::Contiguous, 2)), InvalidArgument);
   EXPECT_NO_THROW(ops::rope(ctx, x, 0, {.dims = 4}, random_view(Shape{2}, Layout::Contiguous, 2)));
 }
@@ -198,7 +205,8 @@ TEST(Norm, SoftmaxWithWindowAndSoftcap) {
         for (float cap : {0.0f, 1.5f}) {
           const int64_t offset = 4;
           const Tensor x = random_view(Shape{2, 3, 11}, l, 17, -4.0f, 4.0f);
-          const Tensor y = ops::softmax(ctx, x, {.scale = 0.7f, .causal = causal, .offset = offset, .window = window, .softcap = cap});
+          const Tensor y = ops::softmax(
+              ctx, x, {.scale = 0.7f, .causal = causal, .offset = offset, .window = window, .softcap = cap});
           const auto score = [&](const Index& i) {
             const double s = 0.7 * get(x, i);
             return cap > 0 ? cap * std::tanh(s / cap) : s;

@@ -46,7 +46,8 @@ TEST(Matmul, PackedWeightsThroughDotRow) {
   for (int threads : {1, 2}) {
     // The reference table: SIMD tables quantize x to 8 bits (tests/kernels/simd_matmul_test.cpp).
     ExecutionContext ctx(threads, kernels::reference_table());
-    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    for (GgmlType t :
+         {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
       const int64_t k = type_traits(t).block_elements * 3;
       const Tensor w = random_packed(ctx, t, 9, k, 7);
       expect_matmul(ctx, random_view(Shape{3, k}, Layout::Offset, 8), w);

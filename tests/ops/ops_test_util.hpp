@@ -40,7 +40,11 @@ inline double get(const Tensor& t, const Index& idx) {
   const std::byte* p = element(t, idx);
   uint16_t h;
   switch (t.type()) {
-    case GgmlType::F32: { float v; std::memcpy(&v, p, 4); return v; }
+    case GgmlType::F32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
     case GgmlType::F16: std::memcpy(&h, p, 2); return kernels::ref::fp16_to_fp32(h);
     case GgmlType::BF16: std::memcpy(&h, p, 2); return kernels::ref::bf16_to_fp32(h);
     default: return NAN;
@@ -60,7 +64,8 @@ inline Tensor random_view(const Shape& shape, Layout layout, uint32_t seed, floa
   const int r = shape.rank();
   std::array<int64_t, kMaxRank> dims{};
   for (int i = 0; i < r; ++i) dims[static_cast<size_t>(i)] = shape[i];
-  if (layout == Layout::Transposed && r >= 2) std::swap(dims[static_cast<size_t>(r - 1)], dims[static_cast<size_t>(r - 2)]);
+  if (layout == Layout::Transposed && r >= 2)
+    std::swap(dims[static_cast<size_t>(r - 1)], dims[static_cast<size_t>(r - 2)]);
   std::array<int64_t, kMaxRank> padded = dims;
   if (layout != Layout::Contiguous)
     for (int i = 0; i < r; ++i) padded[static_cast<size_t>(i)] += i + 1;

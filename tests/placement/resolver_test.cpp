@@ -37,8 +37,8 @@ Platform platform_with(std::vector<GgmlType> reads, std::vector<GgmlType> decode
   return p;
 }
 
-const Platform kAll = platform_with({GgmlType::F32, GgmlType::F16, GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K,
-                                     GgmlType::Q6_K});
+const Platform kAll =
+    platform_with({GgmlType::F32, GgmlType::F16, GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K});
 
 Platform with_repack() {
   Platform p = kAll;
@@ -128,7 +128,8 @@ TEST(Resolver, ThroughputRepacksWhereARepackExists) {
   EXPECT_EQ(q8.reason, PlacementReason::MappedFileBytes);
   // Default repacks too (the copy holds what the mapping would have); low-memory keeps the file's pages.
   EXPECT_EQ(resolve(big_q4, MemoryProfile::preset("default"), with_repack()).reason, PlacementReason::CopyRepacked);
-  EXPECT_EQ(resolve(big_q4, MemoryProfile::preset("low-memory"), with_repack()).reason, PlacementReason::MappedFileBytes);
+  EXPECT_EQ(resolve(big_q4, MemoryProfile::preset("low-memory"), with_repack()).reason,
+            PlacementReason::MappedFileBytes);
 }
 
 // A file laid out as: norm A | repacked weight (2.25 MiB) | norm B | 3 MiB mapped Q8_0 weight | norm C |
@@ -148,8 +149,8 @@ TEST(Resolver, SmallTensorsAmidCopiesAreCopied) {
       resolve(at(big_q4, 16 * 1024), profile, platform),
       resolve(at(tensor("blk.0.ffn_norm.weight", {4096}, GgmlType::F32), 16 * 1024 + big_q4.bytes), profile, platform),
       resolve(at(q8, 32 * 1024 + big_q4.bytes), profile, platform),
-      resolve(at(tensor("blk.1.attn_norm.weight", {4096}, GgmlType::F32), 32 * 1024 + big_q4.bytes + q8.bytes),
-              profile, platform),
+      resolve(at(tensor("blk.1.attn_norm.weight", {4096}, GgmlType::F32), 32 * 1024 + big_q4.bytes + q8.bytes), profile,
+              platform),
       resolve(at(big_q4, 20 * kMiB), profile, platform),
   };
   FormOverrides keep;
@@ -196,7 +197,8 @@ TEST(Resolver, NormsAreReadAsF32) {
   const Decision f32 = resolve(norm, MemoryProfile::preset("default"), kAll);
   EXPECT_EQ(f32.role, TensorRole::Vector);
   EXPECT_EQ(f32.reason, PlacementReason::MappedFileBytes);
-  const Decision f16 = resolve(tensor("blk.0.ffn_norm.weight", {4096}, GgmlType::F16), MemoryProfile::preset("strict"), kAll);
+  const Decision f16 =
+      resolve(tensor("blk.0.ffn_norm.weight", {4096}, GgmlType::F16), MemoryProfile::preset("strict"), kAll);
   EXPECT_EQ(f16.form_reason, FormReason::VectorNeedsF32) << "even strict: a norm is tiny";
   EXPECT_EQ(f16.reason, PlacementReason::CopyDequantized);
   EXPECT_EQ(f16.spec.domain, MemoryDomain::HostHeap);
@@ -204,7 +206,8 @@ TEST(Resolver, NormsAreReadAsF32) {
 }
 
 TEST(Resolver, EmbeddingsAreReadByRowLookup) {
-  const Decision d = resolve(tensor("token_embd.weight", {64, 512}, GgmlType::Q8_0), MemoryProfile::preset("default"), kAll);
+  const Decision d =
+      resolve(tensor("token_embd.weight", {64, 512}, GgmlType::Q8_0), MemoryProfile::preset("default"), kAll);
   EXPECT_EQ(d.role, TensorRole::Embedding);
   EXPECT_EQ(d.reason, PlacementReason::MappedFileBytes);
 }
@@ -282,8 +285,9 @@ TEST(Precedence, ImpossibleUserFormsAreErrorsNamingTheTensor) {
   // Keeping an encoding no kernel reads is refused rather than silently dequantized.
   FormOverrides keep;
   keep.per_tensor.push_back(TensorOverride::parse(".*=keep"));
-  EXPECT_THROW(resolve(big_q4, MemoryProfile::preset("default"), platform_with({GgmlType::F32}, {GgmlType::Q4_0}), keep),
-               PlacementError);
+  EXPECT_THROW(
+      resolve(big_q4, MemoryProfile::preset("default"), platform_with({GgmlType::F32}, {GgmlType::Q4_0}), keep),
+      PlacementError);
 }
 
 TEST(WeightFormText, ParsesAndPrints) {
@@ -336,9 +340,10 @@ TEST(Explain, RendersTheDecision) {
   const Decision d = resolve(big_q4, MemoryProfile::preset("default"), kAll);
   EXPECT_EQ(explain(d), "blk.0.ffn_down.weight  Q4_0 -> mapped 2.2 MiB (file bytes, kernel reads Q4_0 in file order)");
   const Decision r = resolve(big_q4, MemoryProfile::preset("throughput"), with_repack());
-  EXPECT_EQ(explain(r),
-            "blk.0.ffn_down.weight  Q4_0 -> pages 2.2 MiB (repacked to 16-row interleave for the kernel (the same bytes, file pages dropped after the copy); a copy cannot be "
-            "paged from the file)");
+  EXPECT_EQ(
+      explain(r),
+      "blk.0.ffn_down.weight  Q4_0 -> pages 2.2 MiB (repacked to 16-row interleave for the kernel (the same bytes, file pages dropped after the copy); a copy cannot be "
+      "paged from the file)");
   const std::string long_text = explain_long(r, MemoryProfile::preset("throughput"), with_repack());
   EXPECT_NE(long_text.find("copy-repacked"), std::string::npos);
 }

@@ -24,8 +24,9 @@ TEST(PlanFuzzReplay, SeedsPlanAndReadBack) {
   file.assign(header.data(), header.size());
   gguf::ReadOptions lax;
   lax.check_data_bounds = false;
-  const plan::MemoryPlan p = plan::make_plan(gguf::read_header(file.path, lax), placement::MemoryProfile::preset("default"),
-                                             placement::Platform::detect(), {}, {});
+  const plan::MemoryPlan p =
+      plan::make_plan(gguf::read_header(file.path, lax), placement::MemoryProfile::preset("default"),
+                      placement::Platform::detect(), {}, {});
   EXPECT_TRUE(p.model.has_value());
   const std::vector<Bytes> json = plan_json_seeds();
   for (size_t i = 0; i < 3; ++i)
@@ -47,8 +48,9 @@ TEST(PlanFuzzReplay, MutatedPlanJsonReadsBackOrIsRefused) {
 // against the field's type.
 TEST(PlanFuzzReplay, NumbersOutsideTheirFieldAreRefused) {
   const std::string head = R"({"file":"x","file_size":)";
-  const std::string tail = R"(,"header_bytes_read":1,"profile":"p","tensors":[],"totals":)"
-                           R"({"file":0,"mapped":0,"heap":0,"pages":0,"kv":0,"slab":0},"budget":null,"fits":true,"suggestions":[]})";
+  const std::string tail =
+      R"(,"header_bytes_read":1,"profile":"p","tensors":[],"totals":)"
+      R"({"file":0,"mapped":0,"heap":0,"pages":0,"kv":0,"slab":0},"budget":null,"fits":true,"suggestions":[]})";
   EXPECT_EQ(plan::from_json(head + "12" + tail).file_size, 12u);
   for (const char* bad : {"1e300", "-1", "1.5", "18446744073709551616", "null", "\"12\""})
     EXPECT_THROW(plan::from_json(head + bad + tail), InvalidArgument) << bad;

@@ -118,7 +118,8 @@ TEST(Plan, JsonRoundTripsIntoTheSameDecisions) {
 TEST(Plan, TextGroupsByDecision) {
   const std::string text = render_text(plan_stories(placement::MemoryProfile::preset("default")));
   EXPECT_NE(text.find("mapped F32  36 tensors, 1013.0 KiB  (file bytes, kernel reads F32 in file order)"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("mapped F32  1 tensor, 128.0 KiB"), std::string::npos) << text;
   EXPECT_NE(text.find("resident"), std::string::npos);
 }
@@ -143,8 +144,7 @@ TEST(Plan, SlotsMultiplyKvCacheAndSlabsOnly) {
   EXPECT_EQ(four.totals.kv, 4 * one.totals.kv);
   EXPECT_EQ(four.totals.slab, 4 * one.totals.slab);
   EXPECT_EQ(four.totals.mapped, one.totals.mapped);
-  EXPECT_EQ(four.totals.resident() - one.totals.resident(),
-            3 * (one.totals.kv + one.totals.slab + one.totals.scratch));
+  EXPECT_EQ(four.totals.resident() - one.totals.resident(), 3 * (one.totals.kv + one.totals.slab + one.totals.scratch));
 
   const uint64_t between = one.totals.resident() + (four.totals.resident() - one.totals.resident()) / 2;
   EXPECT_TRUE(plan_stories(profile, {.n_ctx = 256, .budget = between, .slots = 1}).fits);
@@ -219,11 +219,12 @@ TEST(Plan, ScratchIsTheWidestMatmulAtThePrefillChunk) {
   EXPECT_EQ(p.scratch.rows, p.prefill->tokens);
   EXPECT_EQ(p.scratch.bytes, uint64_t{172} * p.prefill->tokens);
   EXPECT_EQ(p.totals.scratch, 2 * p.scratch.bytes);
-  EXPECT_EQ(p.totals.resident(), p.totals.mapped + p.totals.heap + p.totals.pages + p.totals.kv + p.totals.slab +
-                                     p.totals.scratch);
+  EXPECT_EQ(p.totals.resident(),
+            p.totals.mapped + p.totals.heap + p.totals.pages + p.totals.kv + p.totals.slab + p.totals.scratch);
   EXPECT_NE(render_text(p).find("(matmul activation prepared once per call: blk.0.ffn_down.weight x " +
                                 std::to_string(p.prefill->tokens) + " rows"),
-            std::string::npos) << render_text(p);
+            std::string::npos)
+      << render_text(p);
   EXPECT_EQ(from_json(to_json(p)), p);
   // No kernel prepares x (the reference table): no scratch.
   platform.matmul_scratch = nullptr;

@@ -23,7 +23,11 @@ constexpr uint64_t kDim = 8192, kFfn = 28672, kVocab = 128256, kLayers = 40;
 
 // A llama-70B-like header (Q4_0 matmuls), its tensors laid out back to back after the header.
 GgufBuilder big_model_header(uint64_t* data_bytes) {
-  struct T { std::string name; std::vector<uint64_t> shape; uint32_t type; };
+  struct T {
+    std::string name;
+    std::vector<uint64_t> shape;
+    uint32_t type;
+  };
   std::vector<T> tensors = {{"token_embd.weight", {kDim, kVocab}, test::kQ4_0},
                             {"output_norm.weight", {kDim}, test::kF32},
                             {"output.weight", {kDim, kVocab}, test::kQ4_0}};
@@ -92,7 +96,8 @@ TEST_F(SparseModel, PlannedFromTheHeaderAlone) {
   const auto start = std::chrono::steady_clock::now();
   base::FileReader file(path_);
   const gguf::Header h = gguf::read_header(file);
-  const plan::MemoryPlan p = plan::make_plan(h, placement::MemoryProfile::preset("default"), placement::Platform::detect(), {}, {});
+  const plan::MemoryPlan p =
+      plan::make_plan(h, placement::MemoryProfile::preset("default"), placement::Platform::detect(), {}, {});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 0.5);
   EXPECT_EQ(file.bytes_read(), p.header_bytes_read);

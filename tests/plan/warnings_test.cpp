@@ -21,7 +21,8 @@ TEST(PlanWarnings, ContextBeyondTheTrainedOne) {
   const MemoryPlan p = stories_plan({.n_ctx = 4096});
   ASSERT_EQ(p.warnings.size(), 1u);
   EXPECT_EQ(p.warnings[0], (PlanWarning{PlanWarningKind::ContextBeyondTraining, 4096, 2048}));
-  EXPECT_NE(render_text(p).find("warning: context 4096 is beyond the 2048 tokens"), std::string::npos) << render_text(p);
+  EXPECT_NE(render_text(p).find("warning: context 4096 is beyond the 2048 tokens"), std::string::npos)
+      << render_text(p);
 }
 
 TEST(PlanWarnings, ResidentBeyondAvailableMemory) {

@@ -126,11 +126,12 @@ class Exported {
   Exported(const fs::path& dir, const fs::path& work, KernelForm form) : dir_(dir), work_(work), form_(form) {
     fs::create_directories(work);
     if (!fs::exists(kIreeBin / "iree-run-module"))
-      throw std::runtime_error(fmt::format("iree-run-module not found in {} (scripts/setup.sh installs it)", kIreeBin.string()));
+      throw std::runtime_error(
+          fmt::format("iree-run-module not found in {} (scripts/setup.sh installs it)", kIreeBin.string()));
     for (const char* file : {"model.vmfb", "model.irpa"})
       if (!fs::exists(dir / file))
-        throw std::runtime_error(fmt::format("no {} in {}: build the target record_modules (the record.modules test does)",
-                                             file, dir.string()));
+        throw std::runtime_error(fmt::format(
+            "no {} in {}: build the target record_modules (the record.modules test does)", file, dir.string()));
   }
 
   Logits prefill(const std::vector<int32_t>& ids) {
@@ -140,12 +141,13 @@ class Exported {
   // After prefill(): decodes `token` at `pos` with the caches prefill returned.
   Logits decode(int32_t token, int64_t pos) {
     invoke("decode",
-           {fmt::format("1xi32={}", token), fmt::format("i32={}", pos),
-            "@" + (work_ / "prefill.k.npy").string(), "@" + (work_ / "prefill.v.npy").string()},
+           {fmt::format("1xi32={}", token), fmt::format("i32={}", pos), "@" + (work_ / "prefill.k.npy").string(),
+            "@" + (work_ / "prefill.v.npy").string()},
            "decode");
     Logits l = read("decode.logits.npy");
     return {l.values, 1, l.rows};  // [vocab] → one row
   }
+
  private:
   void run(const std::string& command, const std::string& what) {
     const auto [status, log] = test::run_command(command, work_ / (what + ".log"));
@@ -157,7 +159,8 @@ class Exported {
                                   (dir_ / "model.irpa").string(), function);
     for (const std::string& f : run_flags(form_)) cmd += fmt::format(" '{}'", f);
     for (const std::string& in : inputs) cmd += fmt::format(" --input='{}'", in);
-    for (const char* out : {"logits", "k", "v"}) cmd += fmt::format(" --output=@'{}'", (work_ / fmt::format("{}.{}.npy", prefix, out)).string());
+    for (const char* out : {"logits", "k", "v"})
+      cmd += fmt::format(" --output=@'{}'", (work_ / fmt::format("{}.{}.npy", prefix, out)).string());
     run(cmd, function);
   }
   Logits read(const std::string& file) {
@@ -177,8 +180,8 @@ class Exported {
 // synthetic family) and exports it in the four configurations below.
 struct Case {
   const char* name;
-  double default_bound;     // IREE vs the default eager run (int8 activations for packed weights)
-  bool in_place = false;    // stories260K F32 itself, not a model made under record-modules/models
+  double default_bound;   // IREE vs the default eager run (int8 activations for packed weights)
+  bool in_place = false;  // stories260K F32 itself, not a model made under record-modules/models
 };
 
 const fs::path kModules = SKAINET_BINARY_DIR "/record-modules";
@@ -216,8 +219,8 @@ TEST_P(RecordedConformity, PrefillAndDecodeLogitsEqualTheEagerEngine) {
   // The engine-kernel form: the same weights on both sides, dense (F32 cache) and as the plan holds them.
   for (const bool dense : {true, false}) {
     const GgmlType kv = dense ? GgmlType::F32 : GgmlType::F16;
-    const std::string label = fmt::format("{}, engine kernels, {} weights, {} KV cache", c.name, dense ? "dense" : "planned",
-                                          type_name(kv));
+    const std::string label =
+        fmt::format("{}, engine kernels, {} weights, {} KV cache", c.name, dense ? "dense" : "planned", type_name(kv));
     const std::string config = dense ? "engine-dense" : "engine-planned";
     Exported exported(modules / config, work / config, KernelForm::Engine);
     const Logits iree_prefill = exported.prefill(ids);
@@ -230,8 +233,8 @@ TEST_P(RecordedConformity, PrefillAndDecodeLogitsEqualTheEagerEngine) {
 INSTANTIATE_TEST_SUITE_P(Models, RecordedConformity,
                          ::testing::Values(Case{"F32", 1e-4, true}, Case{"Q8_0", 3e-2}, Case{"Q4_0", 3e-2},
                                            Case{"Qwen2_Q4_K_M", 3e-2}, Case{"Qwen3_Q8_0", 3e-2},
-                                           Case{"Phi3_Q8_0", 3e-2}, Case{"Llama3_F32", 1e-4},
-                                           Case{"Gemma2_Q8_0", 3e-2}, Case{"Gemma3_F32", 1e-4}),
+                                           Case{"Phi3_Q8_0", 3e-2}, Case{"Llama3_F32", 1e-4}, Case{"Gemma2_Q8_0", 3e-2},
+                                           Case{"Gemma3_F32", 1e-4}),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 }  // namespace

@@ -61,8 +61,13 @@ Tensor program(memory::ExecutionContext& ctx, const std::map<std::string, Tensor
                              {.base = 10000.0f, .neox = neox, .freq_scale = 0.5f}, w.at("rope_freqs"));
   const Tensor k = ops::convert(ctx, w.at("k"), GgmlType::F32), v = ops::convert(ctx, w.at("v"), GgmlType::F32);
   const Tensor a = ops::attention(ctx, q.reshape(Shape{kTokens, kHeads * kHeadDim}), k, v,
-                                  {.heads = kHeads, .kv_heads = kKvHeads, .head_dim = kHeadDim, .scale = 0.7f,
-                                   .offset = pos, .window = 3, .softcap = 1.25f});
+                                  {.heads = kHeads,
+                                   .kv_heads = kKvHeads,
+                                   .head_dim = kHeadDim,
+                                   .scale = 0.7f,
+                                   .offset = pos,
+                                   .window = 3,
+                                   .softcap = 1.25f});
   const Tensor g = ops::geglu(ctx, a, ops::convert(ctx, w.at("up"), GgmlType::F32));
   return ops::softcap(ctx, g, 0.8f);
 }
@@ -107,7 +112,8 @@ std::vector<float> eager(bool neox) {
   std::vector<Weight> ws = weights();
   std::map<std::string, Tensor> w;
   for (Weight& x : ws)
-    w.emplace(x.name, Tensor(Storage::borrow(x.values.data(), x.values.size() * 4, false, x.name), x.shape, GgmlType::F32));
+    w.emplace(x.name,
+              Tensor(Storage::borrow(x.values.data(), x.values.size() * 4, false, x.name), x.shape, GgmlType::F32));
   const Tensor out = program(ctx, w, kPosition, neox);
   std::vector<float> v(static_cast<size_t>(out.numel()));
   std::memcpy(v.data(), out.raw(), v.size() * 4);
@@ -117,7 +123,8 @@ std::vector<float> eager(bool neox) {
 TEST(RecordedFamilyOps, GegluSoftcapRopeFactorsAndWindowedAttentionEqualTheEagerOps) {
   const fs::path bin = SKAINET_IREE_BIN;
   for (const char* tool : {"iree-compile", "iree-run-module"})
-    ASSERT_TRUE(fs::exists(bin / tool)) << tool << " not found in " << bin.string() << " (scripts/setup.sh installs it)";
+    ASSERT_TRUE(fs::exists(bin / tool)) << tool << " not found in " << bin.string()
+                                        << " (scripts/setup.sh installs it)";
   test::TempDir dir("record-family-ops");
 
   gguf::Writer writer(dir / "weights.gguf");
@@ -133,8 +140,10 @@ TEST(RecordedFamilyOps, GegluSoftcapRopeFactorsAndWindowedAttentionEqualTheEager
     std::string name;
     bool dynamic, neox;
   };
-  const std::vector<Entry> entries = {{"static_normal", false, false}, {"static_neox", false, true},
-                                      {"dynamic_normal", true, false}, {"dynamic_neox", true, true}};
+  const std::vector<Entry> entries = {{"static_normal", false, false},
+                                      {"static_neox", false, true},
+                                      {"dynamic_normal", true, false},
+                                      {"dynamic_neox", true, true}};
   std::vector<Tape> tapes;
   std::vector<ComputeGraph> graphs;
   for (const Entry& e : entries) tapes.push_back(record_program(e.name, e.dynamic, e.neox));
@@ -156,10 +165,11 @@ TEST(RecordedFamilyOps, GegluSoftcapRopeFactorsAndWindowedAttentionEqualTheEager
   for (const Entry& e : entries) {
     SCOPED_TRACE(e.name);
     const fs::path out = dir / (e.name + ".npy");
-    std::string cmd = fmt::format("'{}' --device=local-task --module='{}' --parameters=model='{}' --function={} "
-                                  "--input='{}xi32=0,0,0'",
-                                  (bin / "iree-run-module").string(), (dir / "m.vmfb").string(),
-                                  (dir / "weights.gguf").string(), e.name, kTokens);
+    std::string cmd = fmt::format(
+        "'{}' --device=local-task --module='{}' --parameters=model='{}' --function={} "
+        "--input='{}xi32=0,0,0'",
+        (bin / "iree-run-module").string(), (dir / "m.vmfb").string(), (dir / "weights.gguf").string(), e.name,
+        kTokens);
     if (e.dynamic) cmd += fmt::format(" --input='i32={}'", kPosition);
     cmd += fmt::format(" --output=@'{}' --output=@'{}' --output=@'{}'", out.string(), (dir / "k.npy").string(),
                        (dir / "v.npy").string());

@@ -45,7 +45,8 @@ Recorded record(const fs::path& model, const placement::FormOverrides& overrides
   const load::LoadedModel weights = symbolic_weights(r.plan);
   load::KvCacheStore kv = load::KvCacheStore::recorded(scope, *r.plan.kv);
   model::Transformer llama(*r.plan.model, model::TransformerWeights::bind(weights, *r.plan.model), kv, 0);
-  r.tapes.push_back(record_entry(llama, weights, kv, scope, {.name = "prefill", .tokens = 6, .logits = model::Logits::All}));
+  r.tapes.push_back(
+      record_entry(llama, weights, kv, scope, {.name = "prefill", .tokens = 6, .logits = model::Logits::All}));
   r.tapes.push_back(record_entry(llama, weights, kv, scope,
                                  {.name = "decode", .tokens = 1, .dynamic_position = true, .cache_in = true}));
   for (const Tape& t : r.tapes) r.graphs.push_back(ComputeGraph::from_tape(t));
@@ -154,7 +155,8 @@ TEST(Record, ExportWritesTheModuleTheArchiveAndAReport) {
   EXPECT_EQ(r.as_stored, 48u);
   EXPECT_TRUE(r.fallbacks.empty());
   ASSERT_EQ(r.signatures.size(), 2u);
-  EXPECT_EQ(r.signatures[0].rfind("prefill(tokens: tensor<4xi32>) -> (logits: tensor<4x512xf32>", 0), 0u) << r.signatures[0];
+  EXPECT_EQ(r.signatures[0].rfind("prefill(tokens: tensor<4xi32>) -> (logits: tensor<4x512xf32>", 0), 0u)
+      << r.signatures[0];
   // The default form calls the engine's kernels: its flags fix the target (this CPU) and name the
   // plugin; the report says what the module holds at run time.
   EXPECT_NE(slurp(dir / "out" / "compile.flags").find("--iree-hal-local-target-device-backends=llvm-cpu\n"),

@@ -142,8 +142,7 @@ TEST(StablehloRaw, WhichFormatsDequantize) {
                      GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K,
                      GgmlType::Q3_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS})
     EXPECT_TRUE(can_dequantize(t)) << type_name(t);
-  for (GgmlType t : {GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::I8})
-    EXPECT_FALSE(can_dequantize(t)) << type_name(t);
+  for (GgmlType t : {GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::I8}) EXPECT_FALSE(can_dequantize(t)) << type_name(t);
 }
 
 TEST(StablehloRaw, DequantizeChecksTheRawType) {
@@ -166,9 +165,9 @@ TEST(StablehloRaw, DequantizeChecksTheRawType) {
 }
 
 // The op count per weight stays small: it is emitted once per weight, many weights per module.
-const std::vector<GgmlType> kPacked = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+const std::vector<GgmlType> kPacked = {GgmlType::Q8_0, GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0,
                                        GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,
-                                       GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
+                                       GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::IQ4_XS};
 
 TEST(StablehloRaw, DequantizationIsVectorised) {
   for (GgmlType t : kPacked) {
@@ -189,9 +188,10 @@ TEST(StablehloRaw, DequantizationIsVectorised) {
 // changes the element width between the bytes and the product keeps IREE from fusing, and makes it
 // hoist a dequantized f32 copy of the weight into an initializer).
 TEST(StablehloRaw, BlockedFormIsElementwise) {
-  const std::vector<std::string> allowed = {"slice", "broadcast_in_dim", "constant", "convert", "bitcast_convert",
-                                            "and", "or", "shift_left", "shift_right_logical", "add", "subtract",
-                                            "multiply", "compare", "select", "iota"};
+  const std::vector<std::string> allowed = {
+      "slice",      "broadcast_in_dim",    "constant", "convert",  "bitcast_convert", "and",     "or",
+      "shift_left", "shift_right_logical", "add",      "subtract", "multiply",        "compare", "select",
+      "iota"};
   for (GgmlType t : kPacked) {
     FunctionBuilder f("blocks");
     const int64_t cols = type_traits(t).block_elements * 3;

@@ -36,7 +36,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int64_t kRows = 5;       // rows 0-2 quantized from floats, 3-4 random block bytes
+constexpr int64_t kRows = 5;  // rows 0-2 quantized from floats, 3-4 random block bytes
 constexpr int64_t kQuantized = 3;
 
 struct Case {
@@ -46,9 +46,9 @@ struct Case {
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
-      {GgmlType::F32, 37},  {GgmlType::F16, 37},  {GgmlType::BF16, 37}, {GgmlType::Q8_0, 96},
-      {GgmlType::Q4_0, 96}, {GgmlType::Q4_1, 96}, {GgmlType::Q5_0, 96}, {GgmlType::Q5_1, 96},
-      {GgmlType::Q4_K, 512}, {GgmlType::Q5_K, 512}, {GgmlType::Q6_K, 512}, {GgmlType::Q2_K, 512},
+      {GgmlType::F32, 37},   {GgmlType::F16, 37},    {GgmlType::BF16, 37},    {GgmlType::Q8_0, 96},
+      {GgmlType::Q4_0, 96},  {GgmlType::Q4_1, 96},   {GgmlType::Q5_0, 96},    {GgmlType::Q5_1, 96},
+      {GgmlType::Q4_K, 512}, {GgmlType::Q5_K, 512},  {GgmlType::Q6_K, 512},   {GgmlType::Q2_K, 512},
       {GgmlType::Q3_K, 512}, {GgmlType::IQ4_NL, 96}, {GgmlType::IQ4_XS, 512},
   };
   return all;
@@ -154,8 +154,8 @@ class DequantizeIree : public ::testing::Test {
     const fs::path bin = SKAINET_IREE_BIN;
     for (const char* tool : {"iree-compile", "iree-run-module"})
       if (!fs::exists(bin / tool)) {
-        setup_error_ = fmt::format("{} not found in {} (run scripts/setup.sh, or set SKAINET_VENV_PYTHON)", tool,
-                                   bin.string());
+        setup_error_ =
+            fmt::format("{} not found in {} (run scripts/setup.sh, or set SKAINET_VENV_PYTHON)", tool, bin.string());
         return;
       }
 
@@ -204,18 +204,20 @@ class DequantizeIree : public ::testing::Test {
 
     // ctest runs each test in its own process: the compiled module is kept in the build tree, named
     // by a hash of its text, the compiler and its flags, so that only the first process compiles.
-    const std::string compile = fmt::format("'{}' --iree-hal-target-device=local "
-                                            "--iree-hal-local-target-device-backends=llvm-cpu "
-                                            "--iree-llvmcpu-target-cpu=host",
-                                            (bin / "iree-compile").string());
+    const std::string compile = fmt::format(
+        "'{}' --iree-hal-target-device=local "
+        "--iree-hal-local-target-device-backends=llvm-cpu "
+        "--iree-llvmcpu-target-cpu=host",
+        (bin / "iree-compile").string());
     const fs::path cache = fs::path(SKAINET_BINARY_DIR) / "tests" / "stablehlo_dequantize";
-    vmfb_ = cache / fmt::format("{:016x}.vmfb",
-                                fnv1a(module + compile +
-                                      std::to_string(fs::last_write_time(bin / "iree-compile").time_since_epoch().count())));
+    vmfb_ = cache /
+            fmt::format("{:016x}.vmfb",
+                        fnv1a(module + compile +
+                              std::to_string(fs::last_write_time(bin / "iree-compile").time_since_epoch().count())));
     if (fs::exists(vmfb_)) return;
     const auto [status, log] =
         run_command(fmt::format("{} '{}' -o '{}'", compile, (*dir_ / "m.mlir").string(), (*dir_ / "m.vmfb").string()),
-            *dir_ / "compile.log");
+                    *dir_ / "compile.log");
     if (status != 0) {
       setup_error_ = "iree-compile failed:\n" + log;
       return;
@@ -224,7 +226,7 @@ class DequantizeIree : public ::testing::Test {
     const fs::path part = vmfb_.string() + fmt::format(".{}", ::getpid());
     fs::copy_file(*dir_ / "m.vmfb", part, fs::copy_options::overwrite_existing);
     fs::rename(part, vmfb_);  // atomic: a concurrent test process sees the whole file or none
-    std::error_code ec;  // modules of earlier versions of this test are of no further use
+    std::error_code ec;       // modules of earlier versions of this test are of no further use
     for (const fs::directory_entry& e : fs::directory_iterator(cache, ec))
       if (e.path().extension() == ".vmfb" && e.path() != vmfb_) fs::remove(e.path(), ec);
   }
@@ -247,9 +249,9 @@ class DequantizeIree : public ::testing::Test {
     const fs::path out = *dir_ / (function + ".npy");
     const auto [status, log] =
         run_command(fmt::format("'{}' --module='{}' --parameters=model='{}' --function={} --output=@'{}'",
-                        (fs::path(SKAINET_IREE_BIN) / "iree-run-module").string(), vmfb_.string(),
-                        (*dir_ / "weights.gguf").string(), function, out.string()),
-            *dir_ / (function + ".log"));
+                                (fs::path(SKAINET_IREE_BIN) / "iree-run-module").string(), vmfb_.string(),
+                                (*dir_ / "weights.gguf").string(), function, out.string()),
+                    *dir_ / (function + ".log"));
     ASSERT_EQ(status, 0) << log;
     got = read_npy_f32(out, shape);
   }

@@ -20,25 +20,45 @@ namespace skainet::test {
 
 // Raw ids as they appear in the file; kept independent of the reader's enums on purpose.
 inline constexpr uint32_t kTypeU8 = 0, kTypeI8 = 1, kTypeU16 = 2, kTypeI16 = 3, kTypeU32 = 4, kTypeI32 = 5,
-                          kTypeF32v = 6, kTypeBool = 7, kTypeString = 8, kTypeArray = 9, kTypeU64 = 10,
-                          kTypeI64 = 11, kTypeF64 = 12;
+                          kTypeF32v = 6, kTypeBool = 7, kTypeString = 8, kTypeArray = 9, kTypeU64 = 10, kTypeI64 = 11,
+                          kTypeF64 = 12;
 inline constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ4_K = 12;
 
 class GgufBuilder {
  public:
   // Byte order of every multi-byte field written from here on (a big-endian file is a test case).
-  GgufBuilder& big_endian(bool on = true) { big_endian_ = on; return *this; }
+  GgufBuilder& big_endian(bool on = true) {
+    big_endian_ = on;
+    return *this;
+  }
 
-  GgufBuilder& raw(std::string_view s) { bytes_.insert(bytes_.end(), s.begin(), s.end()); return *this; }
-  GgufBuilder& u8(uint8_t v) { bytes_.push_back(v); return *this; }
+  GgufBuilder& raw(std::string_view s) {
+    bytes_.insert(bytes_.end(), s.begin(), s.end());
+    return *this;
+  }
+  GgufBuilder& u8(uint8_t v) {
+    bytes_.push_back(v);
+    return *this;
+  }
   GgufBuilder& u16(uint16_t v) { return put(v, 2); }
   GgufBuilder& u32(uint32_t v) { return put(v, 4); }
   GgufBuilder& u64(uint64_t v) { return put(v, 8); }
   GgufBuilder& i32(int32_t v) { return put(static_cast<uint32_t>(v), 4); }
-  GgufBuilder& f32(float v) { uint32_t u; std::memcpy(&u, &v, 4); return put(u, 4); }
-  GgufBuilder& f64(double v) { uint64_t u; std::memcpy(&u, &v, 8); return put(u, 8); }
+  GgufBuilder& f32(float v) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    return put(u, 4);
+  }
+  GgufBuilder& f64(double v) {
+    uint64_t u;
+    std::memcpy(&u, &v, 8);
+    return put(u, 8);
+  }
   // A GGUF string: u64 length, then the bytes (no terminator).
-  GgufBuilder& str(std::string_view s) { u64(s.size()); return raw(s); }
+  GgufBuilder& str(std::string_view s) {
+    u64(s.size());
+    return raw(s);
+  }
 
   GgufBuilder& magic() { return raw("GGUF"); }
   GgufBuilder& header(uint32_t version, uint64_t n_tensors, uint64_t n_kv) {
@@ -62,8 +82,7 @@ class GgufBuilder {
     return *this;
   }
 
-  GgufBuilder& tensor_info(std::string_view name, const std::vector<uint64_t>& dims, uint32_t type,
-                           uint64_t offset) {
+  GgufBuilder& tensor_info(std::string_view name, const std::vector<uint64_t>& dims, uint32_t type, uint64_t offset) {
     str(name).u32(static_cast<uint32_t>(dims.size()));
     for (uint64_t d : dims) u64(d);
     return u32(type).u64(offset);
@@ -73,8 +92,14 @@ class GgufBuilder {
     while (bytes_.size() % alignment != 0) bytes_.push_back(0);
     return *this;
   }
-  GgufBuilder& zeros(size_t n) { bytes_.insert(bytes_.end(), n, 0); return *this; }
-  GgufBuilder& fill(size_t n, uint8_t v) { bytes_.insert(bytes_.end(), n, v); return *this; }
+  GgufBuilder& zeros(size_t n) {
+    bytes_.insert(bytes_.end(), n, 0);
+    return *this;
+  }
+  GgufBuilder& fill(size_t n, uint8_t v) {
+    bytes_.insert(bytes_.end(), n, v);
+    return *this;
+  }
 
   // Overwrites a little-endian u32/u64 already written (to make a count or length lie afterwards).
   GgufBuilder& patch_u32(size_t at, uint32_t v) { return patch(at, v, 4); }

@@ -22,8 +22,8 @@ class TempDir {
  public:
   explicit TempDir(std::string_view tag = "test") {
     static std::atomic<unsigned> counter{0};
-    path_ = std::filesystem::temp_directory_path() / ("skainet-" + std::string(tag) + "-" + std::to_string(::getpid()) +
-                                                      "-" + std::to_string(counter++));
+    path_ = std::filesystem::temp_directory_path() /
+            ("skainet-" + std::string(tag) + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     std::filesystem::remove_all(path_);  // a leftover of an earlier process with the same pid
     std::filesystem::create_directories(path_);
   }

@@ -5,7 +5,10 @@
 using namespace skainet;
 
 TEST(TypeTable, BlockGeometryMatchesGgml) {
-  struct Case { GgmlType t; uint32_t elements, bytes; };
+  struct Case {
+    GgmlType t;
+    uint32_t elements, bytes;
+  };
   for (const Case c : {Case{GgmlType::F32, 1, 4}, Case{GgmlType::F16, 1, 2}, Case{GgmlType::BF16, 1, 2},
                        Case{GgmlType::Q4_0, 32, 18}, Case{GgmlType::Q4_1, 32, 20}, Case{GgmlType::Q5_0, 32, 22},
                        Case{GgmlType::Q5_1, 32, 24}, Case{GgmlType::Q8_0, 32, 34}, Case{GgmlType::Q4_K, 256, 144},

@@ -38,7 +38,8 @@ TEST(Storage, HeapIsAlignedIdentifiedAndFreedOnce) {
   const StorageCounters after = storage_counters();
   EXPECT_EQ(after.acquired[idx(MemoryDomain::HostHeap)] - before.acquired[idx(MemoryDomain::HostHeap)], 2u);
   EXPECT_EQ(after.released[idx(MemoryDomain::HostHeap)] - before.released[idx(MemoryDomain::HostHeap)], 2u);
-  EXPECT_EQ(after.bytes_released[idx(MemoryDomain::HostHeap)] - before.bytes_released[idx(MemoryDomain::HostHeap)], 100u);
+  EXPECT_EQ(after.bytes_released[idx(MemoryDomain::HostHeap)] - before.bytes_released[idx(MemoryDomain::HostHeap)],
+            100u);
 }
 
 TEST(Storage, PagesArePageAlignedAndUnmappedOnClose) {

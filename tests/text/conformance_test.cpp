@@ -53,7 +53,8 @@ TEST_P(Conformance, PeerDifferentialCases) {
     if (got == cases[i].expected) {
       ++passed;
     } else {
-      ADD_FAILURE() << name << " peer case " << i << "\n  expected:" << show(cases[i].expected) << "\n  got:     " << show(got);
+      ADD_FAILURE() << name << " peer case " << i << "\n  expected:" << show(cases[i].expected)
+                    << "\n  got:     " << show(got);
     }
   }
   std::cout << "[peer] " << name << ": " << passed << "/" << cases.size() << " cases\n";
@@ -63,8 +64,8 @@ TEST_P(Conformance, PeerDifferentialCases) {
 TEST_P(Conformance, PeerDifferentialCasesWithSpecialTokens) {
   const std::string name = GetParam();
   const Tokenizer& tok = testing::shared_tokenizer(name);
-  const std::vector<testing::VocabCase> cases = read_cases(testing::text_data() / "peer-fuzz-special.inp",
-                                                           testing::text_data() / ("peer-fuzz-special-" + name + ".out"));
+  const std::vector<testing::VocabCase> cases = read_cases(
+      testing::text_data() / "peer-fuzz-special.inp", testing::text_data() / ("peer-fuzz-special-" + name + ".out"));
   ASSERT_EQ(cases.size(), 150u);
   size_t passed = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -72,7 +73,8 @@ TEST_P(Conformance, PeerDifferentialCasesWithSpecialTokens) {
     if (got == cases[i].expected) {
       ++passed;
     } else {
-      ADD_FAILURE() << name << " special case " << i << "\n  expected:" << show(cases[i].expected) << "\n  got:     " << show(got);
+      ADD_FAILURE() << name << " special case " << i << "\n  expected:" << show(cases[i].expected)
+                    << "\n  got:     " << show(got);
     }
   }
   std::cout << "[peer, special] " << name << ": " << passed << "/" << cases.size() << " cases\n";

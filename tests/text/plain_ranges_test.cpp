@@ -34,8 +34,12 @@ TEST(PlainRanges, ControlTokenTextInARangeStaysTextAndTheRestIsAsTheWholeText) {
 
   const std::vector<int32_t> plain = tok.encode(text, false, std::span(&range, 1));
   // The raw fragment runs from after the template's <|im_start|> to its <|im_end|>, content included.
-  EXPECT_EQ(plain, cat({{im_start}, tok.encode("user\n" + content, false, false), {im_end},
-                        tok.encode("\n", false, false), {im_start}, tok.encode("assistant\n", false, false)}));
+  EXPECT_EQ(plain, cat({{im_start},
+                        tok.encode("user\n" + content, false, false),
+                        {im_end},
+                        tok.encode("\n", false, false),
+                        {im_start},
+                        tok.encode("assistant\n", false, false)}));
   EXPECT_EQ(count(plain, im_end), 1u);
   EXPECT_EQ(count(plain, im_start), 2u);
 
@@ -57,7 +61,7 @@ TEST(PlainRanges, AMatchTouchingARangeIsTextAndTheSearchGoesOn) {
   const std::vector<int32_t> ids = tok.encode(text, false, std::span(&content, 1));
   EXPECT_EQ(count(ids, im_end), 2u);  // the template's two, nothing of the content's
   const std::string straddle = "ab<|im_end|>";
-  const TextRange head{0, 4};   // "ab<|": the token straddles the range's end
+  const TextRange head{0, 4};  // "ab<|": the token straddles the range's end
   EXPECT_EQ(count(tok.encode(straddle, false, std::span(&head, 1)), im_end), 0u);
   const TextRange tail{11, 1};  // ">": it straddles the range's start
   EXPECT_EQ(count(tok.encode(straddle, false, std::span(&tail, 1)), im_end), 0u);

@@ -101,32 +101,24 @@ TEST_P(PreTokenizerHandSplits, Split) {
 INSTANTIATE_TEST_SUITE_P(
     Families, PreTokenizerHandSplits,
     ::testing::Values(
-        Case{PreTokenizer::Superbpe, "1234567", {1, 3, 3}},
-        Case{PreTokenizer::Superbpe, "ab 12345", {3, 2, 3}},
-        Case{PreTokenizer::Afmoe, "1234567", {1, 3, 3}},
-        Case{PreTokenizer::Afmoe, "東京abc", {2, 3}},
-        Case{PreTokenizer::TinyAya, "1234567", {1, 3, 3}},
-        Case{PreTokenizer::Poro, "Hello, world!", {5, 1, 6, 1}},
-        Case{PreTokenizer::Viking, "abc123", {3, 1, 1, 1}},
-        Case{PreTokenizer::Tekken, "HelloWorld", {5, 5}},
-        Case{PreTokenizer::Tekken, "ABCdef", {6}},
-        Case{PreTokenizer::Gpt4o, "I'm HAPPY", {3, 6}},
-        Case{PreTokenizer::GraniteEmbMulti, "Hello", {5}},
-        Case{PreTokenizer::Deepseek3, "abc123456", {3, 3, 3}},
-        Case{PreTokenizer::DeepseekLlm, "Hi there", {2, 6}},
-        Case{PreTokenizer::Jais2, "a     b", {1, 4, 2}},
-        Case{PreTokenizer::Bailingmoe, "don't", {3, 2}},
-        Case{PreTokenizer::SeedCoder, "12", {1, 1}},
-        Case{PreTokenizer::ExaoneMoe, "hello world", {11}},
-        Case{PreTokenizer::Laguna, "a\n\nb", {1, 2, 1}},
-        Case{PreTokenizer::Minicpm5, "12345", {3, 2}},
-        Case{PreTokenizer::Spark25, "12345", {1, 1, 1, 1, 1}},
-        Case{PreTokenizer::Youtu, "한국어abc", {3, 3}},
-        Case{PreTokenizer::Qwen35, "e\xcc\x81x", {3}},
+        Case{PreTokenizer::Superbpe, "1234567", {1, 3, 3}}, Case{PreTokenizer::Superbpe, "ab 12345", {3, 2, 3}},
+        Case{PreTokenizer::Afmoe, "1234567", {1, 3, 3}}, Case{PreTokenizer::Afmoe, "東京abc", {2, 3}},
+        Case{PreTokenizer::TinyAya, "1234567", {1, 3, 3}}, Case{PreTokenizer::Poro, "Hello, world!", {5, 1, 6, 1}},
+        Case{PreTokenizer::Viking, "abc123", {3, 1, 1, 1}}, Case{PreTokenizer::Tekken, "HelloWorld", {5, 5}},
+        Case{PreTokenizer::Tekken, "ABCdef", {6}}, Case{PreTokenizer::Gpt4o, "I'm HAPPY", {3, 6}},
+        Case{PreTokenizer::GraniteEmbMulti, "Hello", {5}}, Case{PreTokenizer::Deepseek3, "abc123456", {3, 3, 3}},
+        Case{PreTokenizer::DeepseekLlm, "Hi there", {2, 6}}, Case{PreTokenizer::Jais2, "a     b", {1, 4, 2}},
+        Case{PreTokenizer::Bailingmoe, "don't", {3, 2}}, Case{PreTokenizer::SeedCoder, "12", {1, 1}},
+        Case{PreTokenizer::ExaoneMoe, "hello world", {11}}, Case{PreTokenizer::Laguna, "a\n\nb", {1, 2, 1}},
+        Case{PreTokenizer::Minicpm5, "12345", {3, 2}}, Case{PreTokenizer::Spark25, "12345", {1, 1, 1, 1, 1}},
+        Case{PreTokenizer::Youtu, "한국어abc", {3, 3}}, Case{PreTokenizer::Qwen35, "e\xcc\x81x", {3}},
         Case{PreTokenizer::Qwen2, "e\xcc\x81x", {1, 2}},  // the mark leads the next word
         Case{PreTokenizer::Ufakzeka, "Ali'nin", {3, 4}},
         // Han runs split from other letters; the word before keeps its contraction.
-        Case{PreTokenizer::KimiK2, "abc\xe4\xb8\xad\xe6\x96\x87" "def's 12345", {3, 2, 5, 1, 3, 2}}),
+        Case{PreTokenizer::KimiK2,
+             "abc\xe4\xb8\xad\xe6\x96\x87"
+             "def's 12345",
+             {3, 2, 5, 1, 3, 2}}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::string name(pre_tokenizer_name(info.param.pre));
       for (char& ch : name)

@@ -23,13 +23,13 @@ TEST(Unicode, CategoriesAndWhitespace) {
   EXPECT_EQ(unicode::category('7'), Category::Number);
   EXPECT_EQ(unicode::category('!'), Category::Punctuation);
   EXPECT_EQ(unicode::category('$'), Category::Symbol);
-  EXPECT_EQ(unicode::category(0x00E9), Category::Letter);   // é
-  EXPECT_EQ(unicode::category(0x0663), Category::Number);   // Arabic-Indic 3
-  EXPECT_EQ(unicode::category(0x2167), Category::Number);   // Roman numeral 8 (Nl)
+  EXPECT_EQ(unicode::category(0x00E9), Category::Letter);  // é
+  EXPECT_EQ(unicode::category(0x0663), Category::Number);  // Arabic-Indic 3
+  EXPECT_EQ(unicode::category(0x2167), Category::Number);  // Roman numeral 8 (Nl)
   EXPECT_EQ(unicode::category(0x0301), Category::Mark);
   EXPECT_EQ(unicode::category(0x3002), Category::Punctuation);
   EXPECT_EQ(unicode::category(0x1F999), Category::Symbol);
-  EXPECT_EQ(unicode::category(0x11F00), Category::Mark);    // Kawi, new in Unicode 15
+  EXPECT_EQ(unicode::category(0x11F00), Category::Mark);  // Kawi, new in Unicode 15
   EXPECT_EQ(unicode::category(0x0378), Category::Undefined);
   EXPECT_EQ(unicode::category(0x10FFFF), Category::Undefined);
   EXPECT_EQ(unicode::category(0x110000), Category::Undefined);
@@ -45,7 +45,7 @@ TEST(Unicode, LenientDecodeAndByteAlphabet) {
   EXPECT_EQ(cps("\x80z"), (std::vector<uint32_t>{0xFFFD, 'z'}));
   EXPECT_EQ(cps("\xe2\x96z"), (std::vector<uint32_t>{0xFFFD, 0xFFFD, 'z'}));
   for (int b = 0; b < 256; ++b) EXPECT_EQ(unicode::byte_from_codepoint(unicode::byte_to_codepoint(b)), b);
-  EXPECT_EQ(unicode::byte_to_codepoint(' '), 0x120u);  // "Ġ"
+  EXPECT_EQ(unicode::byte_to_codepoint(' '), 0x120u);   // "Ġ"
   EXPECT_EQ(unicode::byte_to_codepoint('\n'), 0x10Au);  // "Ċ"
   EXPECT_EQ(unicode::byte_to_codepoint('a'), uint32_t('a'));
   EXPECT_EQ(unicode::byte_from_codepoint(0x400), -1);
@@ -65,7 +65,10 @@ TEST(Regex, EcmaScriptSemantics) {
   EXPECT_EQ(split("\\p{N}{1,3}", "1234567"), (std::vector<size_t>{3, 3, 1}));
   EXPECT_EQ(split("(?i:'s|'ll)", "'S'Ll'x"), (std::vector<size_t>{2, 3, 2}));
   EXPECT_EQ(split("[^\\r\\n\\p{L}\\p{N}]?\\p{L}+", "$abc"), (std::vector<size_t>{4}));
-  EXPECT_EQ(split("[\xe4\xb8\x80-\xe9\xbe\xa5]+", "ab\xe4\xb8\xad\xe6\x96\x87" "c"), (std::vector<size_t>{2, 2, 1}));
+  EXPECT_EQ(split("[\xe4\xb8\x80-\xe9\xbe\xa5]+",
+                  "ab\xe4\xb8\xad\xe6\x96\x87"
+                  "c"),
+            (std::vector<size_t>{2, 2, 1}));
   EXPECT_EQ(split("\\s+$", "a  "), (std::vector<size_t>{1, 2}));
   EXPECT_EQ(split("(?:ab)+", "ababa"), (std::vector<size_t>{4, 1}));
   EXPECT_EQ(split("x(?=y)", "xxy"), (std::vector<size_t>{1, 1, 1}));

@@ -57,7 +57,7 @@ TEST(Sampling, TopPKeepsTheSmallestPrefixReachingP) {
     return ids(std::span(x).first(n));
   };
   EXPECT_EQ(kept(0.4f), (std::vector<int32_t>{0}));
-  EXPECT_EQ(kept(0.5f), (std::vector<int32_t>{0}));       // reaching p exactly is enough
+  EXPECT_EQ(kept(0.5f), (std::vector<int32_t>{0}));  // reaching p exactly is enough
   EXPECT_EQ(kept(0.6f), (std::vector<int32_t>{0, 1}));
   EXPECT_EQ(kept(0.8f), (std::vector<int32_t>{0, 1, 2}));
   EXPECT_EQ(kept(0.99f), (std::vector<int32_t>{0, 1, 2, 3}));
@@ -93,10 +93,10 @@ TEST(Sampling, RepetitionPenaltyDividesPositiveAndMultipliesNegative) {
   const std::vector<float> logits{3.0f, 2.0f, 1.0f};
   EXPECT_EQ(s.sample(logits), 0);
   s.accept(0);
-  EXPECT_EQ(s.sample(logits), 1);   // 3 / 4 = 0.75 < 2
+  EXPECT_EQ(s.sample(logits), 1);  // 3 / 4 = 0.75 < 2
   s.accept(1);
-  EXPECT_EQ(s.sample(logits), 2);   // 0.75, 0.5, 1
-  s.accept(2);                      // window is now {1, 2}: token 0 is free again
+  EXPECT_EQ(s.sample(logits), 2);  // 0.75, 0.5, 1
+  s.accept(2);                     // window is now {1, 2}: token 0 is free again
   EXPECT_EQ(s.sample(logits), 0);
   s.reset();
   EXPECT_EQ(s.sample(logits), 0);
@@ -169,8 +169,13 @@ TEST(Sampler, HistoryRingIsBoundedByTheContext) {
 }
 
 TEST(Sampler, SameSeedSameSequence) {
-  const SamplerConfig cfg{.temperature = 0.9f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f,
-                          .repeat_penalty = 1.1f, .repeat_last_n = 16, .seed = 1234};
+  const SamplerConfig cfg{.temperature = 0.9f,
+                          .top_k = 40,
+                          .top_p = 0.95f,
+                          .min_p = 0.05f,
+                          .repeat_penalty = 1.1f,
+                          .repeat_last_n = 16,
+                          .seed = 1234};
   const std::vector<int32_t> a = run(cfg, 64);
   EXPECT_EQ(a, run(cfg, 64));
   SamplerConfig other = cfg;
@@ -192,10 +197,10 @@ TEST(Sampler, DrawsFollowTheDistribution) {
 TEST(Sampler, NoHeapAllocationPerSample) {
   if (!test::allocation_counter_available()) GTEST_SKIP() << "malloc is owned by the sanitizer in this build";
   const std::vector<float> logits = test_logits(32000);
-  for (const SamplerConfig& cfg : {SamplerConfig{.temperature = 0.0f, .repeat_penalty = 1.2f},
-                                   SamplerConfig{.temperature = 0.8f, .top_k = 40, .top_p = 0.9f, .min_p = 0.05f,
-                                                 .repeat_penalty = 1.1f},
-                                   SamplerConfig{.temperature = 1.0f}}) {
+  for (const SamplerConfig& cfg :
+       {SamplerConfig{.temperature = 0.0f, .repeat_penalty = 1.2f},
+        SamplerConfig{.temperature = 0.8f, .top_k = 40, .top_p = 0.9f, .min_p = 0.05f, .repeat_penalty = 1.1f},
+        SamplerConfig{.temperature = 1.0f}}) {
     Sampler s(32000, cfg);
     const uint64_t before = test::allocation_count();
     for (int i = 0; i < 20; ++i) s.accept(s.sample(logits));

@@ -47,12 +47,15 @@ TinyVocab tiny_spm() {
   v.add("</s>", 0, TokenType::Control);
   static constexpr char kHex[] = "0123456789ABCDEF";
   for (int b = 0; b < 256; ++b) v.add(std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">", 0, TokenType::Byte);
-  v.add("\xe2\x96\x81", -1);       // 259 "▁"
-  v.add("a", -2);                  // 260
-  v.add("b", -2);                  // 261
-  v.add("aa", -3);                 // 262
-  v.add("\xe2\x96\x81" "a", -4);   // 263 "▁a"
-  v.add("ab", -1.5f);              // 264
+  v.add("\xe2\x96\x81", -1);  // 259 "▁"
+  v.add("a", -2);             // 260
+  v.add("b", -2);             // 261
+  v.add("aa", -3);            // 262
+  v.add(
+      "\xe2\x96\x81"
+      "a",
+      -4);                                  // 263 "▁a"
+  v.add("ab", -1.5f);                       // 264
   v.add("[X]", 0, TokenType::UserDefined);  // 265
   return v;
 }

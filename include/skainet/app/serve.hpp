@@ -41,12 +41,12 @@ struct Message {
 // One request's fields, validated. Absent sampling fields take the server's defaults (the command line).
 struct Request {
   Endpoint endpoint = Endpoint::Completions;
-  std::string model;               // as the client named it (echoed back only through the server's name)
-  std::vector<Message> messages;   // chat
-  std::string prompt;              // completions
+  std::string model;              // as the client named it (echoed back only through the server's name)
+  std::vector<Message> messages;  // chat
+  std::string prompt;             // completions
   bool stream = false;
-  bool include_usage = false;      // stream_options.include_usage: a last chunk with the counts
-  bool cache_prompt = true;        // llama-server's: reuse the longest prompt prefix a slot's cache holds
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with the counts
+  bool cache_prompt = true;    // llama-server's: reuse the longest prompt prefix a slot's cache holds
   std::optional<float> temperature, top_p, min_p;
   std::optional<int32_t> top_k;
   std::optional<uint64_t> seed;
@@ -68,8 +68,8 @@ class RequestError : public Error {
 };
 
 struct RequestLimits {
-  size_t max_stop_strings = 4;          // OpenAI's limit
-  size_t max_stop_bytes = 256;          // each
+  size_t max_stop_strings = 4;  // OpenAI's limit
+  size_t max_stop_bytes = 256;  // each
   size_t max_messages = 1024;
   // What parsing a body may build: each value costs about 16-80 bytes beside its text, so 65536 values
   // stay within a few MiB whatever an 8 MiB body holds (unbounded, nested arrays cost 40x the body).
@@ -102,7 +102,8 @@ struct ResponseHead {
 std::string completion_json(const ResponseHead& head, std::string_view text, FinishReason finish, const Usage& usage);
 // One server-sent chunk's JSON (without "data: "): the first chat chunk carries the role; a chunk with
 // a finish reason ends the choice; with `usage` it is the usage-only chunk (empty choices).
-std::string chunk_json(const ResponseHead& head, std::string_view delta, bool first, std::optional<FinishReason> finish);
+std::string chunk_json(const ResponseHead& head, std::string_view delta, bool first,
+                       std::optional<FinishReason> finish);
 std::string usage_chunk_json(const ResponseHead& head, const Usage& usage);
 std::string error_json(std::string_view message, std::string_view type);
 std::string models_json(std::string_view model, int64_t created);
@@ -125,8 +126,8 @@ constexpr double kSlotMatchShare = 0.1;
 enum class SlotReason : uint8_t { LongestPrefix, LeastRecentlyUsed };
 struct SlotCandidate {
   size_t index = 0;
-  size_t reusable = 0;    // prompt tokens this slot's cache would save
-  uint64_t last_used = 0; // when it was last handed back (0: never used)
+  size_t reusable = 0;     // prompt tokens this slot's cache would save
+  uint64_t last_used = 0;  // when it was last handed back (0: never used)
 };
 struct SlotChoice {
   size_t index = 0;
@@ -196,11 +197,11 @@ class SlotPool {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;            // 0: any free port (port() says which)
+  int port = 8080;  // 0: any free port (port() says which)
   size_t slots = 1;
-  size_t queue_limit = 64;    // requests waiting for a slot before 503
-  int threads = 2;            // kernel threads in all; each slot gets max(1, threads / slots)
-  std::string model_id;       // what /v1/models and every response name
+  size_t queue_limit = 64;  // requests waiting for a slot before 503
+  int threads = 2;          // kernel threads in all; each slot gets max(1, threads / slots)
+  std::string model_id;     // what /v1/models and every response name
   // Defaults for absent request fields (the command line's -n, --temp, ...).
   int32_t max_tokens = -1;
   text::SamplerConfig sampling;

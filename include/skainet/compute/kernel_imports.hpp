@@ -21,7 +21,7 @@ struct Import {
   std::string_view name;                       // the symbol the plugin resolves
   std::span<const std::string_view> bindings;  // inputs, then the one output
   std::span<const std::string_view> scalars;
-  std::string_view range;                      // what [begin, end) counts
+  std::string_view range;  // what [begin, end) counts
 };
 
 // matmul (KernelTable::matmul_prepare / matmul_prepared / matmul): x F32 [rows, k], w [n, k] held as
@@ -42,9 +42,9 @@ inline constexpr int64_t kScratchSlack = 64;
 // one int32 binding, so decode's position stays a runtime value); only the cells a query sees are
 // read. scale_bits / softcap_bits: the f32 bit patterns.
 inline constexpr std::string_view kAttentionBindings[] = {"q", "k_cache", "v_cache", "pos", "out"};
-inline constexpr std::string_view kAttentionScalars[] = {"n",   "heads",  "kv_heads",   "head_dim",
-                                                          "layer", "ctx",  "kv_type",   "scale_bits",
-                                                          "window", "softcap_bits", "position_delta"};
+inline constexpr std::string_view kAttentionScalars[] = {"n",      "heads",        "kv_heads",      "head_dim",
+                                                         "layer",  "ctx",          "kv_type",       "scale_bits",
+                                                         "window", "softcap_bits", "position_delta"};
 namespace attention {
 enum Scalar : size_t { N, Heads, KvHeads, HeadDim, Layer, Ctx, KvType, ScaleBits, Window, SoftcapBits, PositionDelta };
 }

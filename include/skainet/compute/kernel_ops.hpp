@@ -21,7 +21,7 @@ namespace skainet::kernels {
 
 struct RopeParams {
   float base = 10000.0f;
-  int64_t dims = 0;  // rotated leading dims of each head (0: the whole innermost dim); even
+  int64_t dims = 0;         // rotated leading dims of each head (0: the whole innermost dim); even
   bool neox = false;        // rotate pairs (i, i + dims/2) (GPT-NeoX, Qwen2) instead of (2i, 2i+1)
   float freq_scale = 1.0f;  // linear RoPE scaling: the angle uses pos * freq_scale
 };

@@ -67,7 +67,7 @@ struct ModelScopeOptions {
 };
 
 struct ModelScopeStats {
-  uint64_t storages = 0;     // held (allocated or adopted)
+  uint64_t storages = 0;  // held (allocated or adopted)
   uint64_t heap_bytes = 0;
   uint64_t page_bytes = 0;
   uint64_t adopted_bytes = 0;
@@ -110,18 +110,18 @@ struct ForwardScopeOptions {
 };
 
 struct ForwardStats {
-  uint64_t step = 1;               // current step (the generation handed out now)
-  uint64_t slab_bytes = 0;         // current slab size
-  uint64_t used = 0;               // slab bytes bumped this step
-  uint64_t demand = 0;             // bytes this step would need in a slab large enough (aligned)
-  uint64_t peak = 0;               // highest demand of any step: the slab size that never overflows
-  uint64_t overflow_bytes = 0;     // this step
-  uint64_t overflow_count = 0;     // this step
-  uint64_t max_overflow_bytes = 0; // highest overflow_bytes of any step
+  uint64_t step = 1;                // current step (the generation handed out now)
+  uint64_t slab_bytes = 0;          // current slab size
+  uint64_t used = 0;                // slab bytes bumped this step
+  uint64_t demand = 0;              // bytes this step would need in a slab large enough (aligned)
+  uint64_t peak = 0;                // highest demand of any step: the slab size that never overflows
+  uint64_t overflow_bytes = 0;      // this step
+  uint64_t overflow_count = 0;      // this step
+  uint64_t max_overflow_bytes = 0;  // highest overflow_bytes of any step
   uint64_t total_overflow_count = 0;
   uint64_t resets = 0;
-  uint64_t slab_allocations = 0;   // times a slab was allocated (1 unless it grew)
-  uint64_t slices = 0;             // slice records held for reuse
+  uint64_t slab_allocations = 0;  // times a slab was allocated (1 unless it grew)
+  uint64_t slices = 0;            // slice records held for reuse
 };
 
 // One generation step's activations: bump allocation from one slab, 64-byte aligned, any type.
@@ -144,7 +144,7 @@ class ForwardScope final : public Scope {
   ForwardScopeOptions options_;
   std::shared_ptr<Lifetime> life_;
   Storage::Ref slab_;
-  std::vector<Storage::Ref> records_;   // slice records, reused when no tensor holds them
+  std::vector<Storage::Ref> records_;  // slice records, reused when no tensor holds them
   size_t cursor_ = 0;
   std::vector<Storage::Ref> overflow_;  // this step's overflow storage
   ForwardStats stats_;
@@ -174,10 +174,10 @@ class ExecutionContext {
   std::span<std::byte> scratch(size_t bytes);
   void reserve_scratch(size_t bytes);
   struct ScratchStats {
-    size_t held = 0;      // bytes allocated now
-    size_t reserved = 0;  // bytes reserve_scratch asked for
-    size_t peak = 0;      // the largest request so far
-    uint64_t growths = 0; // requests beyond what was held (allocations after the reservation)
+    size_t held = 0;       // bytes allocated now
+    size_t reserved = 0;   // bytes reserve_scratch asked for
+    size_t peak = 0;       // the largest request so far
+    uint64_t growths = 0;  // requests beyond what was held (allocations after the reservation)
   };
   const ScratchStats& scratch_stats() const noexcept { return scratch_stats_; }
 
@@ -225,8 +225,10 @@ class ExecutionContext {
     if (recorder_) slab_bytes = 0;  // a recorded program has no step slabs: its compiler plans buffers
     ForwardScope fs(ForwardScopeOptions{slab_bytes, false});
     ActiveScope guard(*this, recording_scope_ ? *recording_scope_ : static_cast<Scope&>(fs));
-    if constexpr (std::is_invocable_v<F, ForwardScope&>) return fn(fs);
-    else return fn();
+    if constexpr (std::is_invocable_v<F, ForwardScope&>)
+      return fn(fs);
+    else
+      return fn();
   }
 
   // One step on a persistent ForwardScope: fn() runs with it active, then it is reset (also on throw).

@@ -49,9 +49,9 @@ using memory::ExecutionContext;
 // What a recorded call of an op carries beside its tensors (opset.hpp's OpCall): one field per
 // meaning, set only by the ops that name it (the rest keep their defaults).
 struct OpAttributes {
-  float eps = 0;        // rms_norm
-  float scale = 1;      // scale: the multiplier
-  float cap = 0;        // softcap: cap * tanh(x / cap)
+  float eps = 0;    // rms_norm
+  float scale = 1;  // scale: the multiplier
+  float cap = 0;    // softcap: cap * tanh(x / cap)
   // rope's first position, attention's offset, write_rows' first row: always a position of the
   // forward pass, so a recorder may make it the runtime position argument.
   int64_t position = 0;

@@ -36,20 +36,28 @@ class Error : public std::exception {
   std::string message_;
 };
 
-class IoError : public Error { using Error::Error; };          // the OS refused (open, read, map, rename)
-class OverflowError : public Error { using Error::Error; };    // size/offset arithmetic would overflow
-class InvalidArgument : public Error { using Error::Error; };  // a caller or user asked for something impossible
+class IoError : public Error {
+  using Error::Error;
+};  // the OS refused (open, read, map, rename)
+class OverflowError : public Error {
+  using Error::Error;
+};  // size/offset arithmetic would overflow
+class InvalidArgument : public Error {
+  using Error::Error;
+};  // a caller or user asked for something impossible
 
 template <class T>
 T checked_add(T a, T b, std::string_view what) {
   T r;
-  if (__builtin_add_overflow(a, b, &r)) throw OverflowError(std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) + " overflows");
+  if (__builtin_add_overflow(a, b, &r))
+    throw OverflowError(std::string(what) + ": " + std::to_string(a) + " + " + std::to_string(b) + " overflows");
   return r;
 }
 template <class T>
 T checked_mul(T a, T b, std::string_view what) {
   T r;
-  if (__builtin_mul_overflow(a, b, &r)) throw OverflowError(std::string(what) + ": " + std::to_string(a) + " * " + std::to_string(b) + " overflows");
+  if (__builtin_mul_overflow(a, b, &r))
+    throw OverflowError(std::string(what) + ": " + std::to_string(a) + " * " + std::to_string(b) + " overflows");
   return r;
 }
 // Rounds up to a multiple of `align` (a power of two or any positive number), overflow-checked.
@@ -118,11 +126,11 @@ class FileMapping {
   void release_pages(uint64_t offset, uint64_t length) noexcept;
 
  private:
-  void* base_ = nullptr;        // page-aligned start actually mapped
+  void* base_ = nullptr;  // page-aligned start actually mapped
   size_t base_length_ = 0;
-  uint64_t base_offset_ = 0;    // file offset of base_
-  std::string path_;            // read by the SIGBUS handler
-  int slot_ = -1;               // in the SIGBUS handler's table; -1: not registered
+  uint64_t base_offset_ = 0;  // file offset of base_
+  std::string path_;          // read by the SIGBUS handler
+  int slot_ = -1;             // in the SIGBUS handler's table; -1: not registered
   const std::byte* data_ = nullptr;
   uint64_t offset_ = 0;
   uint64_t length_ = 0;

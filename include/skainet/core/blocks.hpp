@@ -18,8 +18,8 @@
 
 namespace skainet {
 
-inline constexpr int kQK = 32;    // elements per block of the legacy formats
-inline constexpr int kQK_K = 256;  // elements per super-block of the K formats
+inline constexpr int kQK = 32;           // elements per block of the legacy formats
+inline constexpr int kQK_K = 256;        // elements per super-block of the K formats
 inline constexpr int kKScaleBytes = 12;  // packed 6-bit scales and mins of Q4_K / Q5_K
 
 // x = d * (q - 8); element j in the low nibble of qs[j], element j + 16 in its high nibble.
@@ -131,8 +131,7 @@ struct BlockQ3_K {
 };
 
 // The 16 non-uniform levels IQ4_NL and IQ4_XS index (ggml's kvalues_iq4nl).
-inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                            1,    13,   25,  38,  53,  69,  89,  113};
+inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 // x = d * kIq4nlValues[q]; nibbles as Q4_0 (element j low nibble of qs[j], j + 16 high).
 struct BlockIQ4_NL {
@@ -179,7 +178,7 @@ static_assert(sizeof(BlockIQ4_NL) == 18);
 static_assert(sizeof(BlockIQ4_XS) == 136);
 
 template <class B>
-inline constexpr bool kIsBlock = std::is_trivially_copyable_v<B> && std::is_standard_layout_v<B>;
+inline constexpr bool kIsBlock = std::is_trivially_copyable_v<B>&& std::is_standard_layout_v<B>;
 static_assert(kIsBlock<BlockQ4_0> && kIsBlock<BlockQ4_1> && kIsBlock<BlockQ5_0> && kIsBlock<BlockQ5_1> &&
               kIsBlock<BlockQ8_0> && kIsBlock<BlockQ8_1> && kIsBlock<BlockQ4_K> && kIsBlock<BlockQ5_K> &&
               kIsBlock<BlockQ6_K> && kIsBlock<BlockQ8_K> && kIsBlock<BlockQ2_K> && kIsBlock<BlockQ3_K> &&

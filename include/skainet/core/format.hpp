@@ -20,11 +20,38 @@ namespace skainet {
 // Type ids exactly as ggml numbers them in GGUF tensor infos. Ids that ggml has retired (4, 5, 31-33,
 // 36-38) are not listed and are refused by the reader.
 enum class GgmlType : uint32_t {
-  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
-  IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22, IQ4_XS = 23,
-  I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
-  TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39,
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
+  IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
+  IQ4_XS = 23,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  IQ1_M = 29,
+  BF16 = 30,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
+  MXFP4 = 39,
 };
 // One past the highest id: the slots of a table indexed by type (the kernels' rows).
 inline constexpr size_t kTypeSlots = static_cast<size_t>(GgmlType::MXFP4) + 1;
@@ -33,8 +60,31 @@ enum class DType : uint8_t { F32, F16, BF16, F64, I8, I16, I32, I64 };
 
 // How the elements are stored. Dense means "one element after another in the dtype".
 enum class Encoding : uint8_t {
-  Dense, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K,
-  IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ4_NL, IQ3_S, IQ2_S, IQ4_XS, IQ1_M, TQ1_0, TQ2_0, MXFP4,
+  Dense,
+  Q4_0,
+  Q4_1,
+  Q5_0,
+  Q5_1,
+  Q8_0,
+  Q8_1,
+  Q2_K,
+  Q3_K,
+  Q4_K,
+  Q5_K,
+  Q6_K,
+  Q8_K,
+  IQ2_XXS,
+  IQ2_XS,
+  IQ3_XXS,
+  IQ1_S,
+  IQ4_NL,
+  IQ3_S,
+  IQ2_S,
+  IQ4_XS,
+  IQ1_M,
+  TQ1_0,
+  TQ2_0,
+  MXFP4,
 };
 
 // A quantized weight keeps its logical dtype (F32) and its encoding.
@@ -46,9 +96,9 @@ struct Format {
 
 struct TypeTraits {
   GgmlType type;
-  std::string_view name;       // "Q4_K", as ggml spells it
-  uint32_t block_elements;     // elements per block (1 for dense types)
-  uint32_t block_bytes;        // bytes per block
+  std::string_view name;    // "Q4_K", as ggml spells it
+  uint32_t block_elements;  // elements per block (1 for dense types)
+  uint32_t block_bytes;     // bytes per block
   Format format;
   bool quantized;
   // What quantize writes instead when a row does not divide into this type's blocks (llama.cpp's

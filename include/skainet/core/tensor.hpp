@@ -35,7 +35,7 @@ inline constexpr uint64_t kStorageAlignment = 64;
 class Shape {
  public:
   Shape() = default;
-  Shape(std::initializer_list<int64_t> dims);          // InvalidArgument: rank > 4 or a negative dim
+  Shape(std::initializer_list<int64_t> dims);  // InvalidArgument: rank > 4 or a negative dim
   static Shape of(std::span<const int64_t> dims);
   static Shape from_ggml(std::span<const uint64_t> ne);  // ggml order (innermost first) reversed
 
@@ -43,8 +43,8 @@ class Shape {
   int64_t operator[](int i) const noexcept { return d_[static_cast<size_t>(i)]; }
   int64_t back() const noexcept { return rank_ ? d_[static_cast<size_t>(rank_ - 1)] : 1; }
   int64_t numel() const noexcept;
-  Shape with(int i, int64_t v) const;                  // copy with dim i replaced
-  std::string to_string() const;                       // "[2, 3]"
+  Shape with(int i, int64_t v) const;  // copy with dim i replaced
+  std::string to_string() const;       // "[2, 3]"
   friend bool operator==(const Shape& a, const Shape& b) noexcept;
 
  private:
@@ -79,10 +79,10 @@ class StorageClosedException : public Error {
   StorageClosedException(uint64_t storage_id, std::string origin, MemoryDomain domain, uint64_t died_in_step,
                          std::string_view scope, std::string_view action);
   uint64_t storage_id;
-  std::string origin;       // who asked for the storage (an op or a tensor name)
+  std::string origin;  // who asked for the storage (an op or a tensor name)
   MemoryDomain domain;
-  uint64_t died_in_step;    // forward step whose reset ended it; 0 when closed otherwise
-  std::string action;       // what was attempted
+  uint64_t died_in_step;  // forward step whose reset ended it; 0 when closed otherwise
+  std::string action;     // what was attempted
 };
 
 class Storage {
@@ -90,7 +90,7 @@ class Storage {
   using Ref = std::shared_ptr<Storage>;
   static constexpr size_t kOriginChars = 63;
 
-  static Ref heap(uint64_t bytes, std::string_view origin);    // 64-byte aligned
+  static Ref heap(uint64_t bytes, std::string_view origin);  // 64-byte aligned
   // A dedicated page-aligned anonymous mapping (MADV_HUGEPAGE advised from 2 MiB); unmapped on close.
   static Ref pages(uint64_t bytes, std::string_view origin);
   // A read-only window [offset, offset + length) of a file, mapped by this storage.
@@ -188,8 +188,8 @@ class Tensor {
   uint32_t element_size() const noexcept;  // dense: bytes per element; packed: 0
   uint64_t row_bytes() const;              // bytes of one innermost row when stored contiguously
   bool is_contiguous() const noexcept;
-  uint64_t nbytes() const;                 // bytes of the contiguous layout of this shape and type
-  std::string describe() const;            // "F32[2, 3] @ storage #7+128 (ops::add)"
+  uint64_t nbytes() const;       // bytes of the contiguous layout of this shape and type
+  std::string describe() const;  // "F32[2, 3] @ storage #7+128 (ops::add)"
 
   const Storage& storage() const noexcept { return *storage_; }
   const Storage::Ref& storage_ref() const noexcept { return storage_; }
@@ -199,15 +199,21 @@ class Tensor {
 
   // Zero-copy views (they check liveness; they never own bytes).
   Tensor narrow(int dim, int64_t start, int64_t length) const;
-  Tensor select(int dim, int64_t index) const;       // drops `dim`
-  Tensor transpose(int d0, int d1) const;            // dense only
-  Tensor reshape(const Shape& shape) const;          // contiguous only; same element count
+  Tensor select(int dim, int64_t index) const;  // drops `dim`
+  Tensor transpose(int d0, int d1) const;       // dense only
+  Tensor reshape(const Shape& shape) const;     // contiguous only; same element count
   Tensor rows(int64_t start, int64_t count) const { return narrow(0, start, count); }
   Tensor row(int64_t i) const { return select(0, i); }
 
   // Checked accessors: liveness, and for typed access a dense type of sizeof(T) bytes.
-  template <class T> const T* data() const { return reinterpret_cast<const T*>(checked_bytes(sizeof(T), false)); }
-  template <class T> T* mutable_data() const { return reinterpret_cast<T*>(checked_bytes(sizeof(T), true)); }
+  template <class T>
+  const T* data() const {
+    return reinterpret_cast<const T*>(checked_bytes(sizeof(T), false));
+  }
+  template <class T>
+  T* mutable_data() const {
+    return reinterpret_cast<T*>(checked_bytes(sizeof(T), true));
+  }
   const std::byte* bytes() const { return checked_bytes(0, false); }
   std::byte* mutable_bytes() const { return checked_bytes(0, true); }
 

@@ -35,7 +35,8 @@ class ThreadPool {
   template <class F>
   void parallel_for(int64_t n, int64_t grain, F&& f) noexcept {
     using Fn = std::remove_reference_t<F>;
-    run(n, grain, [](void* c, int64_t b, int64_t e) noexcept { (*static_cast<Fn*>(c))(b, e); },
+    run(
+        n, grain, [](void* c, int64_t b, int64_t e) noexcept { (*static_cast<Fn*>(c))(b, e); },
         const_cast<void*>(static_cast<const void*>(&f)));
   }
 

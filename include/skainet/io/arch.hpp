@@ -30,25 +30,25 @@ enum class Family : uint8_t { Llama, Qwen2, Qwen3, Phi3, Gemma, Gemma2, Gemma3 }
 
 // What distinguishes a family's forward pass from the llama one, as data the model reads.
 struct Features {
-  bool neox_rope = false;  // rotate pairs (i, i + d/2) instead of adjacent pairs
-  bool qkv_bias = false;   // attn_q/k/v carry biases (Qwen2)
-  bool qk_norm = false;    // per-head RMS norm of q and k before RoPE (Qwen3)
-  bool fused_qkv = false;  // one attn_qkv weight whose rows are q, k, v (Phi-3)
+  bool neox_rope = false;      // rotate pairs (i, i + d/2) instead of adjacent pairs
+  bool qkv_bias = false;       // attn_q/k/v carry biases (Qwen2)
+  bool qk_norm = false;        // per-head RMS norm of q and k before RoPE (Qwen3)
+  bool fused_qkv = false;      // one attn_qkv weight whose rows are q, k, v (Phi-3)
   bool fused_gate_up = false;  // ffn_up holds the gate rows, then the up rows (Phi-3)
-  bool rope_freqs = false;  // rope_freqs.weight divides each pair's angle (Llama 3.1+; from the file)
-  bool embed_scale = false;  // the embeddings are multiplied by sqrt(dim) (Gemma)
-  bool post_norms = false;   // attention and FFN outputs are RMS-normed before the residual add (Gemma 2/3)
-  bool geglu = false;        // GELU(gate) * up instead of SiLU (Gemma)
-  bool tied_output = false;  // the output is always token_embd; an output.weight is not read (Gemma 1, 2)
+  bool rope_freqs = false;     // rope_freqs.weight divides each pair's angle (Llama 3.1+; from the file)
+  bool embed_scale = false;    // the embeddings are multiplied by sqrt(dim) (Gemma)
+  bool post_norms = false;     // attention and FFN outputs are RMS-normed before the residual add (Gemma 2/3)
+  bool geglu = false;          // GELU(gate) * up instead of SiLU (Gemma)
+  bool tied_output = false;    // the output is always token_embd; an output.weight is not read (Gemma 1, 2)
   friend bool operator==(const Features&, const Features&) = default;
 };
 
 struct FamilyInfo {
   Family family;
-  std::string_view name;                         // the canonical general.architecture value
-  std::span<const std::string_view> also;        // other values with the same forward pass
+  std::string_view name;                   // the canonical general.architecture value
+  std::span<const std::string_view> also;  // other values with the same forward pass
   Features features;
-  std::string_view summary;                      // one line for --help and refusals
+  std::string_view summary;  // one line for --help and refusals
 };
 std::span<const FamilyInfo> families() noexcept;
 // The family a general.architecture value runs as; nullptr when the engine has no forward pass for it.
@@ -72,9 +72,25 @@ std::vector<float> llama3_rope_freqs(uint32_t rope_dims, float rope_base);
 
 // Hyper-parameter keys, each "<architecture>.<suffix>" in GGUF.
 enum class Key : uint8_t {
-  ContextLength, EmbeddingLength, BlockCount, FeedForwardLength, HeadCount, HeadCountKv, KeyLength,
-  ValueLength, RmsEpsilon, RopeDimensionCount, RopeFreqBase, RopeScalingType, RopeScalingFactor, VocabSize,
-  SlidingWindow, SlidingWindowPattern, RopeFreqBaseSwa, AttnLogitSoftcapping, FinalLogitSoftcapping,
+  ContextLength,
+  EmbeddingLength,
+  BlockCount,
+  FeedForwardLength,
+  HeadCount,
+  HeadCountKv,
+  KeyLength,
+  ValueLength,
+  RmsEpsilon,
+  RopeDimensionCount,
+  RopeFreqBase,
+  RopeScalingType,
+  RopeScalingFactor,
+  VocabSize,
+  SlidingWindow,
+  SlidingWindowPattern,
+  RopeFreqBaseSwa,
+  AttnLogitSoftcapping,
+  FinalLogitSoftcapping,
 };
 std::string key(std::string_view architecture, Key k);
 
@@ -82,8 +98,8 @@ std::string key(std::string_view architecture, Key k);
 // model runs them, synth writes them). One struct for all families; features absent from a family
 // keep their neutral values.
 struct ModelShape {
-  std::string architecture;           // general.architecture as written
-  std::optional<Family> family;       // unset: no forward pass here (the plan still reads the keys)
+  std::string architecture;      // general.architecture as written
+  std::optional<Family> family;  // unset: no forward pass here (the plan still reads the keys)
   Features features;
   uint32_t layers = 0, dim = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0, ctx_train = 0;
   uint32_t rope_dims = 0;
@@ -95,7 +111,7 @@ struct ModelShape {
   // set_swa_pattern; windowed layers rotate with their own RoPE base and scale.
   uint32_t sliding_window = 0, swa_pattern = 0;
   float rope_base_swa = 10000.0f, rope_scale_swa = 1.0f;
-  float attention_scale = 0.0f;  // q·k multiplier; 0: 1 / sqrt(head_dim)
+  float attention_scale = 0.0f;                     // q·k multiplier; 0: 1 / sqrt(head_dim)
   float attn_softcap = 0.0f, final_softcap = 0.0f;  // cap * tanh(x / cap) of scores / logits; 0: none
   bool is_swa_layer(uint32_t layer) const noexcept {
     return sliding_window > 0 && (swa_pattern == 0 || layer % swa_pattern < swa_pattern - 1);
@@ -114,14 +130,30 @@ struct ModelShape {
 
 // What a tensor does in the forward pass. Names are spelled once, in tensors.cpp.
 enum class Role : uint8_t {
-  TokenEmbedding, OutputNorm, Output,  // one per model
-  AttnNorm, AttnQ, AttnK, AttnV, AttnOutput, AttnQBias, AttnKBias, AttnVBias, AttnQNorm, AttnKNorm,
-  FfnNorm, FfnGate, FfnUp, FfnDown,
+  TokenEmbedding,
+  OutputNorm,
+  Output,  // one per model
+  AttnNorm,
+  AttnQ,
+  AttnK,
+  AttnV,
+  AttnOutput,
+  AttnQBias,
+  AttnKBias,
+  AttnVBias,
+  AttnQNorm,
+  AttnKNorm,
+  FfnNorm,
+  FfnGate,
+  FfnUp,
+  FfnDown,
   FfnGateInp,  // a mixture-of-experts router: no family here has one; quantize's rules name it
   AttnQkv,     // fused q, k, v (Phi-3)
   RopeFreqs,   // Llama 3.1+: per-pair RoPE frequency divisors [rope_dims / 2]
-  RopeFactorsLong, RopeFactorsShort,  // Phi-3's LongRoPE factors: refused (TensorProblemKind::Unsupported)
-  AttnPostNorm, FfnPostNorm,          // Gemma 2/3: norms of the attention and FFN outputs
+  RopeFactorsLong,
+  RopeFactorsShort,  // Phi-3's LongRoPE factors: refused (TensorProblemKind::Unsupported)
+  AttnPostNorm,
+  FfnPostNorm,  // Gemma 2/3: norms of the attention and FFN outputs
 };
 std::string_view role_name(Role r) noexcept;  // "attn_q.weight"; the model's own: "token_embd.weight"
 // Why the engine refuses a tensor of this role ("LongRoPE scaling"), empty when it does not.
@@ -168,6 +200,8 @@ struct TensorCheck {
 // Checks the header's tensors against the architecture, in time bounded by the header's tensor
 // count (not by block_count).
 TensorCheck check_tensors(const gguf::Header& h, const ModelShape& s, size_t max_examples = 10);
-class TensorMismatchError : public Error { using Error::Error; };
+class TensorMismatchError : public Error {
+  using Error::Error;
+};
 
 }  // namespace skainet::arch

@@ -29,14 +29,14 @@
 
 namespace skainet::irpa {
 
-inline constexpr uint32_t kMagic = 0x41505249;        // "IRPA" read as a little-endian uint32
-inline constexpr uint64_t kHeaderSize = 88;            // the v0 header, packed
-inline constexpr uint64_t kEntryHeaderSize = 60;       // common prefix of every entry record
+inline constexpr uint32_t kMagic = 0x41505249;    // "IRPA" read as a little-endian uint32
+inline constexpr uint64_t kHeaderSize = 88;       // the v0 header, packed
+inline constexpr uint64_t kEntryHeaderSize = 60;  // common prefix of every entry record
 inline constexpr uint64_t kDataEntrySize = 76;
 inline constexpr uint64_t kSplatEntrySize = 85;
-inline constexpr uint64_t kEntryAlignment = 16;        // entry records (and the table) start on 16 bytes
-inline constexpr uint64_t kDataAlignment = 64;         // what IREE's builder asks for each data entry
-inline constexpr uint64_t kFileAlignment = 4096;       // the file is padded to a whole page
+inline constexpr uint64_t kEntryAlignment = 16;   // entry records (and the table) start on 16 bytes
+inline constexpr uint64_t kDataAlignment = 64;    // what IREE's builder asks for each data entry
+inline constexpr uint64_t kFileAlignment = 4096;  // the file is padded to a whole page
 
 // Entry record types as the format numbers them.
 enum class EntryType : uint32_t { Skip = 0, Splat = 1, Data = 2, External = 3 };
@@ -45,14 +45,14 @@ std::string_view entry_type_name(EntryType t) noexcept;
 // One parameter. Data entries live in the file; splat entries are a repeated pattern, no storage.
 struct Entry {
   std::string name;
-  EntryType type = EntryType::Data;      // Data or Splat (Skip records are dropped, External refused)
-  uint64_t length = 0;                   // bytes of the value
-  uint64_t file_offset = 0;              // Data: absolute offset of the first byte
-  uint64_t minimum_alignment = 0;        // as stored; 0 = unspecified
-  std::vector<std::byte> metadata;       // opaque bytes, usually empty
-  std::array<std::byte, 16> pattern{};   // Splat: the first pattern_length bytes repeat
+  EntryType type = EntryType::Data;     // Data or Splat (Skip records are dropped, External refused)
+  uint64_t length = 0;                  // bytes of the value
+  uint64_t file_offset = 0;             // Data: absolute offset of the first byte
+  uint64_t minimum_alignment = 0;       // as stored; 0 = unspecified
+  std::vector<std::byte> metadata;      // opaque bytes, usually empty
+  std::array<std::byte, 16> pattern{};  // Splat: the first pattern_length bytes repeat
   uint8_t pattern_length = 0;
-  uint64_t record_offset = 0;            // where the entry record starts in the file (for messages)
+  uint64_t record_offset = 0;  // where the entry record starts in the file (for messages)
 };
 
 struct Range {
@@ -65,8 +65,8 @@ struct Archive {
   uint64_t file_size = 0;
   uint16_t version_major = 0, version_minor = 0;
   Range entry_segment, metadata_segment, storage_segment;
-  uint64_t skipped_entries = 0;          // Skip records: validated, then ignored as IREE does
-  std::vector<Entry> entries;            // in table order
+  uint64_t skipped_entries = 0;         // Skip records: validated, then ignored as IREE does
+  std::vector<Entry> entries;           // in table order
   base::StringMap<size_t> entry_index;  // name -> index in entries (looked up without allocating)
 
   const Entry* find(std::string_view name) const noexcept;
@@ -75,7 +75,7 @@ struct Archive {
 
 // What is wrong with a malformed archive, as data: tests assert on the kind, people read the message.
 enum class FormatErrorKind : uint8_t {
-  Truncated,             // the file ends inside the header, or a segment/record/value lies past its end
+  Truncated,  // the file ends inside the header, or a segment/record/value lies past its end
   BadMagic,
   UnsupportedVersion,    // major != 0, or a minor newer than 0
   BadHeader,             // header_size not 88, reserved flags set, a misaligned entry table
@@ -87,7 +87,7 @@ enum class FormatErrorKind : uint8_t {
   Misaligned,            // minimum_alignment not a power of two, or data not on it
   InvalidName,           // empty, or longer than ReadOptions::max_name_bytes
   DuplicateName,
-  TooLarge,              // entry count or metadata blob beyond ReadOptions' limits
+  TooLarge,  // entry count or metadata blob beyond ReadOptions' limits
 };
 std::string_view error_kind_name(FormatErrorKind k) noexcept;
 
@@ -152,8 +152,8 @@ class Writer {
                    std::span<const std::byte> metadata = {});
 
   size_t entry_count() const noexcept { return entries_.size(); }
-  uint64_t data_bytes() const noexcept { return data_bytes_; }   // what write() must receive in all
-  uint64_t file_size() const;                                    // of the finished archive
+  uint64_t data_bytes() const noexcept { return data_bytes_; }  // what write() must receive in all
+  uint64_t file_size() const;                                   // of the finished archive
 
   // Creates the temporary file and writes header, entry table and names. The first write() (or
   // commit()) starts implicitly without a progress bar. progress, if given, advances by data bytes.
@@ -190,13 +190,13 @@ class Writer {
   uint64_t data_bytes_ = 0;
   uint64_t written_ = 0;
   size_t current_ = 0;
-  uint64_t current_done_ = 0;           // bytes of entries_[current_] written
+  uint64_t current_done_ = 0;  // bytes of entries_[current_] written
   std::unique_ptr<base::AtomicFile> out_;
-  uint64_t entry_segment_size_ = 0;      // the layout, accumulated as IREE's builder does
+  uint64_t entry_segment_size_ = 0;  // the layout, accumulated as IREE's builder does
   uint64_t metadata_segment_size_ = 0;
   uint64_t storage_segment_size_ = 0;
-  uint64_t storage_alignment_ = 0;       // set by the first data entry; 0 = none yet
-  uint64_t storage_offset_ = 0;          // absolute, fixed by start()
+  uint64_t storage_alignment_ = 0;  // set by the first data entry; 0 = none yet
+  uint64_t storage_offset_ = 0;     // absolute, fixed by start()
   base::Progress* progress_ = nullptr;
   bool committed_ = false;
 };

@@ -57,8 +57,7 @@ class FunctionBuilder {
   // The general form: `%r = "stablehlo.<op>"(operands) {attrs} : (operand types) -> result`.
   Value op(std::string_view name, std::initializer_list<Value> operands, TensorType result,
            std::string_view attrs = {});
-  Value op(std::string_view name, const std::vector<Value>& operands, TensorType result,
-           std::string_view attrs = {});
+  Value op(std::string_view name, const std::vector<Value>& operands, TensorType result, std::string_view attrs = {});
 
   // Scalars and splats.
   Value constant_f32(float v, std::vector<int64_t> dims = {});
@@ -105,9 +104,8 @@ class FunctionBuilder {
   Value select(const Value& pred, const Value& on_true, const Value& on_false);
 
   // x [batch…, m, k] · y [batch…, n, k]ᵀ-style contractions with explicit dimension numbers.
-  Value dot_general(const Value& lhs, const Value& rhs, std::vector<int64_t> lhs_batch,
-                    std::vector<int64_t> rhs_batch, std::vector<int64_t> lhs_contract,
-                    std::vector<int64_t> rhs_contract, TensorType result);
+  Value dot_general(const Value& lhs, const Value& rhs, std::vector<int64_t> lhs_batch, std::vector<int64_t> rhs_batch,
+                    std::vector<int64_t> lhs_contract, std::vector<int64_t> rhs_contract, TensorType result);
 
   // Reduces `dims` of x with add or max (init 0 or -inf).
   Value reduce_sum(const Value& x, std::vector<int64_t> dims);

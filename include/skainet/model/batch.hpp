@@ -41,8 +41,7 @@ class Batch {
 
   // `plan` must carry a batch (MemoryPlan::batched()); the weights are `loaded`'s, shared with the
   // sequences the batch steps (built from the same plan).
-  Batch(const plan::MemoryPlan& plan, const load::LoadedModel& loaded, const text::Tokenizer& tokenizer,
-        int threads);
+  Batch(const plan::MemoryPlan& plan, const load::LoadedModel& loaded, const text::Tokenizer& tokenizer, int threads);
   Batch(const Batch&) = delete;
   Batch& operator=(const Batch&) = delete;
 

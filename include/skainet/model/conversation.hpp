@@ -36,8 +36,8 @@ struct ConversationOptions {
 };
 
 struct TokenizedConversation {
-  std::string text;           // the rendered template
-  std::vector<int32_t> ids;   // the prompt tokens
+  std::string text;          // the rendered template
+  std::vector<int32_t> ids;  // the prompt tokens
   // Whether the tokenizer added BOS/EOS (the vocabulary's add_bos): not when the template already
   // writes the BOS text itself, which must not get a second BOS.
   bool add_special = true;

@@ -30,19 +30,34 @@ namespace skainet::convert {
 
 // llama.cpp's LLAMA_FTYPE numbering, stored as general.file_type.
 enum class FileType : uint32_t {
-  AllF32 = 0, MostlyF16 = 1, MostlyQ4_0 = 2, MostlyQ4_1 = 3, MostlyQ8_0 = 7, MostlyQ5_0 = 8,
-  MostlyQ5_1 = 9, MostlyQ2_K = 10, MostlyQ3_K_S = 11, MostlyQ3_K_M = 12, MostlyQ3_K_L = 13,
-  MostlyQ4_K_S = 14, MostlyQ4_K_M = 15, MostlyQ5_K_S = 16, MostlyQ5_K_M = 17, MostlyQ6_K = 18,
-  MostlyIQ4_NL = 25, MostlyIQ4_XS = 30, MostlyBF16 = 32,
+  AllF32 = 0,
+  MostlyF16 = 1,
+  MostlyQ4_0 = 2,
+  MostlyQ4_1 = 3,
+  MostlyQ8_0 = 7,
+  MostlyQ5_0 = 8,
+  MostlyQ5_1 = 9,
+  MostlyQ2_K = 10,
+  MostlyQ3_K_S = 11,
+  MostlyQ3_K_M = 12,
+  MostlyQ3_K_L = 13,
+  MostlyQ4_K_S = 14,
+  MostlyQ4_K_M = 15,
+  MostlyQ5_K_S = 16,
+  MostlyQ5_K_M = 17,
+  MostlyQ6_K = 18,
+  MostlyIQ4_NL = 25,
+  MostlyIQ4_XS = 30,
+  MostlyBF16 = 32,
 };
 
 // A target the user can ask for: a single type written uniformly, or a llama.cpp-style mix whose
 // per-tensor rules (choose_type) raise some tensors above `base`.
 struct Scheme {
-  std::string_view name;   // "Q4_K_M"
+  std::string_view name;  // "Q4_K_M"
   FileType file_type;
-  GgmlType base;           // the type most matmul weights get
-  bool mixed;              // llama.cpp's per-tensor rules apply
+  GgmlType base;  // the type most matmul weights get
+  bool mixed;     // llama.cpp's per-tensor rules apply
 };
 std::span<const Scheme> schemes() noexcept;
 std::string scheme_names();  // "F32, F16, ..., IQ4_XS": what parse_scheme knows, for help texts
@@ -66,18 +81,18 @@ enum class FallbackReason : uint8_t {
 std::string_view fallback_reason_name(FallbackReason r) noexcept;
 
 struct Fallback {
-  GgmlType wanted;          // what the rules asked for
-  GgmlType chosen;          // what fits: K-quant -> 32-block legacy (llama.cpp's table) -> F16
+  GgmlType wanted;  // what the rules asked for
+  GgmlType chosen;  // what fits: K-quant -> 32-block legacy (llama.cpp's table) -> F16
   FallbackReason reason;
-  uint64_t row_elements;    // shape[0]
-  uint32_t wanted_block;    // block size of `wanted`
+  uint64_t row_elements;  // shape[0]
+  uint32_t wanted_block;  // block size of `wanted`
 };
 
 struct TensorChoice {
   std::string name;
-  std::vector<uint64_t> shape;   // ggml order
+  std::vector<uint64_t> shape;  // ggml order
   GgmlType source = GgmlType::F32;
-  GgmlType type = GgmlType::F32; // what is written (after any fallback)
+  GgmlType type = GgmlType::F32;  // what is written (after any fallback)
   TypeRule rule = TypeRule::Base;
   std::optional<Fallback> fallback;
 };
@@ -87,8 +102,8 @@ bool is_quantizable(std::string_view name, std::span<const uint64_t> shape) noex
 // The type of one tensor under `scheme`. n_layers is the model's block count and n_gqa its query
 // heads per KV head (for the mix rules); tied_embeddings: the model has no output.weight, so its
 // token_embd is the output and gets the output's type (llama.cpp's has_tied_embeddings).
-TensorChoice choose_type(const Scheme& scheme, std::string_view name, std::span<const uint64_t> shape,
-                         GgmlType source, uint32_t n_layers, uint32_t n_gqa = 1, bool tied_embeddings = false);
+TensorChoice choose_type(const Scheme& scheme, std::string_view name, std::span<const uint64_t> shape, GgmlType source,
+                         uint32_t n_layers, uint32_t n_gqa = 1, bool tied_embeddings = false);
 
 struct Report {
   std::filesystem::path output;
@@ -123,8 +138,8 @@ struct SynthOptions {
   bool bigram = false;
 };
 
-// Writes a GGUF of `arch` (its tensors and keys, arch::layer_tensors) with seeded pseudo-random weights (matmuls ~N(0, 0.02), norms
-// ~1; with `bigram`, see BigramPlant). The bytes depend only on the options, not on the thread count.
+// Writes a GGUF of `arch` (its tensors and keys, arch::layer_tensors) with seeded pseudo-random weights (matmuls ~N(0,
+// 0.02), norms ~1; with `bigram`, see BigramPlant). The bytes depend only on the options, not on the thread count.
 Report synth(const std::filesystem::path& out, const SynthOptions& options);
 
 // The bigram table `SynthOptions::bigram` plants: successor(t) = (t - offset) * stride^-1 mod vocab, i.e.
@@ -155,14 +170,16 @@ struct NonFiniteValue {
   float value = 0;
 };
 std::string describe(const NonFiniteValue& v);  // "tensor 'x': element 96 (block 3) is nan"
-class NonFiniteError : public Error { using Error::Error; };
+class NonFiniteError : public Error {
+  using Error::Error;
+};
 
 struct ValueCheck {
   std::vector<NonFiniteValue> findings;  // one per bad tensor, the first max_findings of them
   uint64_t tensors_checked = 0, tensors_skipped = 0, tensors_bad = 0, bytes = 0;
   double seconds = 0;
   bool ok() const noexcept { return tensors_bad == 0; }
-  std::string summary() const;                               // counts, bytes, time
+  std::string summary() const;                                 // counts, bytes, time
   void throw_if_bad(const std::filesystem::path& file) const;  // NonFiniteError naming each finding
 };
 // Decodes every tensor with a reference dequantizer (a NaN or infinite scale shows as non-finite
@@ -190,7 +207,6 @@ struct QuantizeOptions {
 // infinite (a NaN input, or a finite value out of the target type's range, e.g. 3e38 into an F16
 // scale). InvalidArgument, before anything is written, when `out` is `in` (same device and inode,
 // whatever hard or symbolic link leads there).
-Report quantize(const std::filesystem::path& in, const std::filesystem::path& out,
-                const QuantizeOptions& options);
+Report quantize(const std::filesystem::path& in, const std::filesystem::path& out, const QuantizeOptions& options);
 
 }  // namespace skainet::convert

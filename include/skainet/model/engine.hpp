@@ -43,7 +43,7 @@ class Engine {
   memory::ModelScope scope{"model"};
   load::LoadedModel loaded;
   std::optional<text::Tokenizer> tokenizer;  // from the same header: metadata only
-  std::unique_ptr<Sequence> sequence;         // null when opened with sequence = false
+  std::unique_ptr<Sequence> sequence;        // null when opened with sequence = false
   double load_seconds = 0;
 
  private:

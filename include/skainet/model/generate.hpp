@@ -25,17 +25,17 @@
 namespace skainet::generate {
 
 struct GeneratorConfig {
-  uint64_t step_slab_bytes = 0;   // plan::SequencePlan::step_bytes
-  uint32_t prefill_chunk = 64;    // tokens per prefill step
-  uint32_t verify_rows = 0;       // plan::SequencePlan::verify_rows: the longest verification step priced
+  uint64_t step_slab_bytes = 0;  // plan::SequencePlan::step_bytes
+  uint32_t prefill_chunk = 64;   // tokens per prefill step
+  uint32_t verify_rows = 0;      // plan::SequencePlan::verify_rows: the longest verification step priced
 };
 
 class Drafter;  // speculative.hpp
 
 struct Options {
-  int32_t max_tokens = 128;       // -n; < 0: until EOS or the context is full
-  bool add_special = true;        // BOS/EOS as the vocabulary asks
-  bool parse_special = true;      // "<s>" in the prompt becomes the control token
+  int32_t max_tokens = 128;   // -n; < 0: until EOS or the context is full
+  bool add_special = true;    // BOS/EOS as the vocabulary asks
+  bool parse_special = true;  // "<s>" in the prompt becomes the control token
   bool stop_at_eos = true;
   // Generation stops when the generated text contains one of these (llama.cpp's --stop / -r); the text
   // from the stop string on is not passed to the callback. Text that could be the start of a stop
@@ -48,7 +48,7 @@ std::string_view stop_reason_name(StopReason r) noexcept;
 
 struct Stats {
   int32_t prompt_tokens = 0, generated_tokens = 0;  // prompt_tokens: those processed (not reused)
-  int32_t cached_tokens = 0;                          // prompt tokens whose KV was already in the cache
+  int32_t cached_tokens = 0;                        // prompt tokens whose KV was already in the cache
   double prompt_seconds = 0, decode_seconds = 0, first_token_seconds = 0;
   uint64_t step_slab_bytes = 0, step_slab_peak = 0, layer_slab_peak = 0;
   uint64_t overflow_bytes = 0, overflow_count = 0;  // highest per step / total, both slabs
@@ -140,9 +140,9 @@ class Generator {
 
   Drafter* drafter_ = nullptr;
   uint32_t draft_max_ = 0, draft_min_ = 0;
-  std::vector<int32_t> context_;  // prompt and generated tokens, what the drafter reads
+  std::vector<int32_t> context_;                // prompt and generated tokens, what the drafter reads
   std::vector<int32_t> draft_, batch_, ready_;  // reserved by speculate_with: steps do not allocate
-  size_t ready_at_ = 0;           // ready_[ready_at_..] are verified tokens not yet handed out
+  size_t ready_at_ = 0;                         // ready_[ready_at_..] are verified tokens not yet handed out
   // After a draft of which nothing was accepted the next `skip_` steps decode without drafting, and
   // each such draft in a row doubles the pause (up to kMaxBackoff): where the drafter keeps missing,
   // a run pays for a few verifications, not one per token. Any accepted token resets it.

@@ -37,22 +37,22 @@ class BudgetError : public Error {
 };
 
 struct LoadStats {
-  uint64_t mapped_bytes = 0;      // served from the file mapping
-  uint64_t copied_bytes = 0;      // read into process memory as stored
-  uint64_t converted_bytes = 0;   // held after dequantize / requantize
-  uint64_t repacked_bytes = 0;    // held in a kernel-feed block order
+  uint64_t mapped_bytes = 0;     // served from the file mapping
+  uint64_t copied_bytes = 0;     // read into process memory as stored
+  uint64_t converted_bytes = 0;  // held after dequantize / requantize
+  uint64_t repacked_bytes = 0;   // held in a kernel-feed block order
   uint64_t payload_bytes_read = 0;
   uint32_t mapped = 0, copied = 0, converted = 0, repacked = 0;
   double seconds = 0;
 };
 
 struct LoadedModel {
-  std::vector<std::string> names;                  // in file order
-  base::StringMap<Tensor> weights;  // views in the model scope (looked up without allocating)
-  std::shared_ptr<const base::FileMapping> mapping; // null when nothing is mapped
+  std::vector<std::string> names;                    // in file order
+  base::StringMap<Tensor> weights;                   // views in the model scope (looked up without allocating)
+  std::shared_ptr<const base::FileMapping> mapping;  // null when nothing is mapped
   LoadStats stats;
 
-  const Tensor& weight(std::string_view name) const;   // Error naming the tensor if absent
+  const Tensor& weight(std::string_view name) const;  // Error naming the tensor if absent
   const Tensor* find(std::string_view name) const noexcept;
 };
 
@@ -76,8 +76,8 @@ class ResolvedGguf {
 };
 
 // Streams tensor `d`'s bytes in the form the plan holds it (converted row by row when held_type
-// differs from the file's, repacked into its kernel-feed order when it has one) to `sink`, in chunks of a few MiB: for writers that must not hold a model
-// in memory (skainet export).
+// differs from the file's, repacked into its kernel-feed order when it has one) to `sink`, in chunks of a few MiB: for
+// writers that must not hold a model in memory (skainet export).
 void stream_held_bytes(const base::FileReader& file, const placement::Decision& d,
                        const std::function<void(std::span<const std::byte>)>& sink);
 

@@ -36,8 +36,8 @@ namespace skainet::model {
 
 struct LayerWeights {
   Tensor attn_norm, wq, wk, wv, wo;
-  Tensor bq, bk, bv;          // Qwen2 (and llama files that carry them)
-  Tensor q_norm, k_norm;      // Qwen3, Gemma 3: per-head RMS norm weights [head_dim]
+  Tensor bq, bk, bv;                     // Qwen2 (and llama files that carry them)
+  Tensor q_norm, k_norm;                 // Qwen3, Gemma 3: per-head RMS norm weights [head_dim]
   Tensor attn_post_norm, ffn_post_norm;  // Gemma 2/3
   Tensor ffn_norm, w_gate, w_up, w_down;
 };

@@ -67,12 +67,12 @@ std::string_view role_name(TensorRole r) noexcept;
 struct MemoryProfile {
   std::string name = "default";
   WeightResidency residency = WeightResidency::Mapped;  // what the resolver asks for
-  bool prefer_kernel_feed = false;   // repack to a kernel-feed order where one exists (presets: all but low-memory)
-  bool strict = false;               // refuse (instead of dequantizing) an encoding no kernel reads
+  bool prefer_kernel_feed = false;  // repack to a kernel-feed order where one exists (presets: all but low-memory)
+  bool strict = false;              // refuse (instead of dequantizing) an encoding no kernel reads
   uint64_t off_heap_threshold = 256 * 1024;  // copies at least this large go to dedicated pages
   GgmlType kv_type = GgmlType::F16;
-  uint32_t prefill_chunk = 64;       // tokens per prefill step
-  std::optional<uint64_t> budget;    // resident bytes allowed, if any
+  uint32_t prefill_chunk = 64;     // tokens per prefill step
+  std::optional<uint64_t> budget;  // resident bytes allowed, if any
 
   // default, low-memory, throughput, in-memory, strict. InvalidArgument lists them.
   static MemoryProfile preset(std::string_view name);
@@ -91,16 +91,16 @@ struct KernelCapability {
 // What this machine can do. detect() reads it; tests build their own.
 struct Platform {
   bool can_map = true;
-  uint64_t max_map_bytes = UINT64_MAX;     // the largest file this process can map
+  uint64_t max_map_bytes = UINT64_MAX;  // the largest file this process can map
   uint64_t page_size = 4096;
-  bool huge_pages = false;                 // transparent huge pages enabled (madvise or always)
+  bool huge_pages = false;  // transparent huge pages enabled (madvise or always)
   // How far from a touched byte of a mapped file other bytes of it may become resident: a fault maps
   // a whole page-cache folio (up to 2 MiB, x86-64's PMD) and reads around it (the device's readahead).
   uint64_t fault_span = 2u << 20;
   base::CpuFeatures isa;
-  std::vector<KernelCapability> matmul;    // (encoding, order) a matmul kernel consumes
-  std::vector<KernelCapability> repack;    // kernel-feed orders a load-time repack can produce
-  std::vector<GgmlType> dequantize;        // encodings we can dequantize (reference kernels)
+  std::vector<KernelCapability> matmul;  // (encoding, order) a matmul kernel consumes
+  std::vector<KernelCapability> repack;  // kernel-feed orders a load-time repack can produce
+  std::vector<GgmlType> dequantize;      // encodings we can dequantize (reference kernels)
   // The run's kernels: bytes one matmul of `rows` x rows of `k` against a weight held as (type,
   // order) prepares its activation into (KernelTable::matmul_scratch_for; null: no kernel does).
   size_t (*matmul_scratch)(GgmlType type, BlockOrder order, int64_t rows, int64_t k) noexcept = nullptr;
@@ -115,31 +115,31 @@ struct Platform {
 // ---- Decisions -------------------------------------------------------------------------------
 
 enum class FormReason : uint8_t {
-  DenseAsStored,          // F32 (or a dense type a kernel reads): nothing to change
-  KernelReadsEncoding,    // packed, and a kernel consumes it in file order
-  RepackedForKernel,      // packed, repacked to a kernel-feed order (profile prefers speed)
-  NoKernelDequantized,    // no kernel reads this encoding: dequantized once at load
-  VectorNeedsF32,         // norms and biases are read as F32
-  UserForm,               // an override or uniform form said so
+  DenseAsStored,        // F32 (or a dense type a kernel reads): nothing to change
+  KernelReadsEncoding,  // packed, and a kernel consumes it in file order
+  RepackedForKernel,    // packed, repacked to a kernel-feed order (profile prefers speed)
+  NoKernelDequantized,  // no kernel reads this encoding: dequantized once at load
+  VectorNeedsF32,       // norms and biases are read as F32
+  UserForm,             // an override or uniform form said so
 };
 enum class DecidedBy : uint8_t { Resolver, UniformForm, PerTensorOverride };
 
 enum class PlacementReason : uint8_t {
-  MappedFileBytes,        // all hold: form asks mapped, platform maps, bytes are the file's, kernel reads them
-  FormAsksHeap,           // the form (profile or override) asks for process memory
+  MappedFileBytes,  // all hold: form asks mapped, platform maps, bytes are the file's, kernel reads them
+  FormAsksHeap,     // the form (profile or override) asks for process memory
   PlatformCannotMap,
   FileTooLargeToMap,
-  CopyDequantized,        // bytes held are not the file's: a copy cannot be paged from the file
+  CopyDequantized,  // bytes held are not the file's: a copy cannot be paged from the file
   CopyRequantized,
   CopyRepacked,
-  CopyAmidCopies,         // small, within Platform::fault_span of a copied tensor: touching it mapped
-                          // would make the copy's file bytes resident again (copy_small_amid_copies)
+  CopyAmidCopies,  // small, within Platform::fault_span of a copied tensor: touching it mapped
+                   // would make the copy's file bytes resident again (copy_small_amid_copies)
 };
 
 struct AllocationSpec {
   MemoryDomain domain = MemoryDomain::MappedFile;
   memory::ScopeKind scope = memory::ScopeKind::Model;
-  uint64_t bytes = 0;          // bytes actually held (for mapped: the file bytes)
+  uint64_t bytes = 0;  // bytes actually held (for mapped: the file bytes)
   uint32_t alignment = 64;
   bool mutable_ = false;
   friend bool operator==(const AllocationSpec&, const AllocationSpec&) = default;
@@ -149,13 +149,13 @@ struct Decision {
   std::string tensor;
   TensorRole role = TensorRole::MatmulWeight;
   GgmlType file_type = GgmlType::F32;
-  std::vector<uint64_t> shape;     // ggml order, as in the file
+  std::vector<uint64_t> shape;  // ggml order, as in the file
   uint64_t file_offset = 0;
   uint64_t file_bytes = 0;
   WeightForm form;
   FormReason form_reason = FormReason::DenseAsStored;
   DecidedBy decided_by = DecidedBy::Resolver;
-  int override_index = -1;         // which --override-tensor pattern matched (-1: API or none)
+  int override_index = -1;  // which --override-tensor pattern matched (-1: API or none)
   GgmlType held_type = GgmlType::F32;
   BlockOrder held_order = BlockOrder::RowMajor;
   AllocationSpec spec;
@@ -164,7 +164,9 @@ struct Decision {
   friend bool operator==(const Decision&, const Decision&) = default;
 };
 
-class PlacementError : public Error { using Error::Error; };
+class PlacementError : public Error {
+  using Error::Error;
+};
 
 // A tensor whose type no kernel here reads and no dequantizer decodes.
 struct UnsupportedTensor {
@@ -188,7 +190,7 @@ class UnsupportedTypesError : public PlacementError {
 };
 
 struct TensorOverride {
-  std::string pattern;   // RE2 regex (the ECMAScript subset without backreferences), searched in the name
+  std::string pattern;  // RE2 regex (the ECMAScript subset without backreferences), searched in the name
   WeightForm form;
   // RE2, not std::regex: std::regex recurses once per character matched and per nesting level, so a
   // long tensor name or a deeply nested pattern would overflow the stack. RE2 runs
@@ -201,7 +203,7 @@ struct TensorOverride {
 
 struct FormOverrides {
   std::function<std::optional<WeightForm>(std::string_view name)> weight_form_for;  // C++ API
-  std::vector<TensorOverride> per_tensor;                                          // first match wins
+  std::vector<TensorOverride> per_tensor;                                           // first match wins
   std::optional<WeightForm> uniform;
 };
 

@@ -100,7 +100,7 @@ struct BatchPlan {
 };
 
 struct Totals {
-  uint64_t file = 0;       // all tensor bytes in the file
+  uint64_t file = 0;                                                        // all tensor bytes in the file
   uint64_t mapped = 0, heap = 0, pages = 0, kv = 0, slab = 0, scratch = 0;  // kv, slab, scratch: all slots
   uint64_t resident() const noexcept { return mapped + heap + pages + kv + slab + scratch; }
   friend bool operator==(const Totals&, const Totals&) = default;
@@ -128,13 +128,13 @@ std::string_view plan_warning_kind_name(PlanWarningKind k) noexcept;
 std::string describe(const PlanWarning& w);
 
 struct PlanOptions {
-  uint32_t n_ctx = 0;                  // 0: the model's training context, at most 4096
-  std::optional<GgmlType> kv_type;   // overrides the profile's
+  uint32_t n_ctx = 0;               // 0: the model's training context, at most 4096
+  std::optional<GgmlType> kv_type;  // overrides the profile's
   std::optional<uint32_t> prefill_chunk;
   // Speculative decoding's longest draft (--draft-max): a verification step runs draft_max + 1 tokens
   // and keeps every row's logits, priced like a prefill chunk. 0: no speculation.
   uint32_t draft_max = 0;
-  std::optional<uint64_t> budget;    // overrides the profile's
+  std::optional<uint64_t> budget;  // overrides the profile's
   // The memory this machine can give now (base::available_memory(), MemAvailable); when set, a plan
   // whose resident total exceeds it carries an ExceedsAvailableMemory warning. Unset: no check.
   std::optional<uint64_t> available_memory;
@@ -153,11 +153,11 @@ struct MemoryPlan {
   std::string profile;
   std::optional<arch::ModelShape> model;  // absent for files that are not a llama-family model
   std::vector<placement::Decision> tensors;
-  std::optional<KvCachePlan> kv;         // one slot's KV cache
+  std::optional<KvCachePlan> kv;            // one slot's KV cache
   std::optional<SlabPlan> decode, prefill;  // one slot's slabs
   std::optional<SlabPlan> verify;           // one slot's speculative verification step (PlanOptions::draft_max)
   ScratchPlan scratch;                      // one slot's matmul scratch
-  uint32_t slots = 1;                     // totals.kv, .slab and .scratch hold this many of each
+  uint32_t slots = 1;                       // totals.kv, .slab and .scratch hold this many of each
   // A batched step over the slots (rows = PlanOptions::batch, sequences = slots) and its scratch:
   // priced beside the totals, not in them, while serve runs each slot's pass apart.
   std::optional<SlabPlan> batch;
@@ -180,9 +180,9 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
                      const PlanOptions& options);
 
 std::string render_text(const MemoryPlan& plan);
-std::string to_json(const MemoryPlan& plan);           // everything, decisions as enum names + numbers
-std::string to_json(const placement::Decision& d);     // one tensor's decision, as in the plan's "tensors"
-MemoryPlan from_json(std::string_view json);           // InvalidArgument on malformed JSON
+std::string to_json(const MemoryPlan& plan);        // everything, decisions as enum names + numbers
+std::string to_json(const placement::Decision& d);  // one tensor's decision, as in the plan's "tensors"
+MemoryPlan from_json(std::string_view json);        // InvalidArgument on malformed JSON
 
 std::string_view suggestion_kind_name(SuggestionKind k) noexcept;
 

@@ -135,8 +135,8 @@ struct Node {
   std::vector<int> inputs;  // earlier nodes
   Shape shape;              // of the value (logical shape for parameters)
   GgmlType type = GgmlType::F32;
-  const TapeOp* op = nullptr;  // Op / CacheWrite: the tape op (attributes)
-  std::string name;            // Parameter: the GGUF name
+  const TapeOp* op = nullptr;               // Op / CacheWrite: the tape op (attributes)
+  std::string name;                         // Parameter: the GGUF name
   BlockOrder order = BlockOrder::RowMajor;  // Parameter: the block order the plan holds it in
   SourceKind cache = SourceKind::KCache;
   uint32_t layer = 0;
@@ -198,10 +198,11 @@ struct ModuleMemory {
   uint64_t parameters = 0;  // mapped from the parameter file, read in place
   uint64_t caches = 0;      // K and V: prefill returns them, decode updates them in place
   std::vector<FunctionMemory> functions;
-  uint64_t total() const;   // parameters + caches + the largest transient
+  uint64_t total() const;  // parameters + caches + the largest transient
   std::string text() const;
 };
-ModuleMemory module_memory(const std::vector<const ComputeGraph*>& functions, uint64_t parameter_bytes, KernelForm form);
+ModuleMemory module_memory(const std::vector<const ComputeGraph*>& functions, uint64_t parameter_bytes,
+                           KernelForm form);
 
 // ---- Export ----
 
@@ -210,9 +211,9 @@ enum class ParamsMode : uint8_t { Irpa, Gguf };
 struct ExportOptions {
   std::filesystem::path out_dir;
   std::string profile = "default";
-  plan::PlanOptions plan;           // ctx: the cache cells of the exported functions
+  plan::PlanOptions plan;  // ctx: the cache cells of the exported functions
   placement::FormOverrides overrides;
-  int64_t seq_len = 0;              // prefill tokens (0: min(ctx, 64))
+  int64_t seq_len = 0;  // prefill tokens (0: min(ctx, 64))
   bool prefill = true, decode = true;
   ParamsMode params = ParamsMode::Irpa;
   KernelForm kernels = KernelForm::Engine;

@@ -58,10 +58,10 @@ class Sequence {
 
   const plan::SequencePlan plan;
   load::KvCacheStore kv;
-  model::Transformer llama;            // the shared weights over this sequence's KV cache; owns the layer slab
+  model::Transformer llama;      // the shared weights over this sequence's KV cache; owns the layer slab
   memory::ExecutionContext ctx;  // its thread pool and the reserved matmul scratch
   text::Sampler sampler;
-  Generator generator;           // owns the step slab; samples with `sampler`
+  Generator generator;  // owns the step slab; samples with `sampler`
 
  private:
   bool record_current() const noexcept;

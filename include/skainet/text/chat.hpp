@@ -49,7 +49,7 @@ struct Limits {
   uint64_t max_value_bytes = 16u << 20;   // one value built on the way: a string, or a list's or dict's own items
   // Everything the render's values and text buffers hold at once (strings, lists, dicts, macro output).
   uint64_t max_memory_bytes = 64u << 20;
-  int max_depth = 200;                    // nested macro calls, block bodies and expressions
+  int max_depth = 200;  // nested macro calls, block bodies and expressions
   // Work, in steps: one per statement, expression, loop iteration or item a filter touches, and one per
   // 256 bytes copied or scanned. The default ends the slowest loops found in about a second, and lets
   // every real template render 400 turns (1 MiB) of conversation.
@@ -64,7 +64,9 @@ struct Options {
   std::function<std::tm()> now;
 };
 
-namespace detail { struct Program; }
+namespace detail {
+struct Program;
+}
 
 class Template {
  public:

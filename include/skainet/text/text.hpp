@@ -28,7 +28,13 @@ namespace skainet::text {
 
 // Token types as GGUF numbers them (tokenizer.ggml.token_type).
 enum class TokenType : uint8_t {
-  Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6,
+  Undefined = 0,
+  Normal = 1,
+  Unknown = 2,
+  Control = 3,
+  UserDefined = 4,
+  Unused = 5,
+  Byte = 6,
 };
 
 enum class VocabModel : uint8_t {
@@ -98,23 +104,23 @@ class VocabError : public Error {
 struct Vocab {
   VocabModel model = VocabModel::Spm;
   PreTokenizer pre = PreTokenizer::Default;
-  std::string pre_name;                // tokenizer.ggml.pre as stored ("" when absent)
-  std::vector<std::string> tokens;     // an empty token becomes "[EMPTY_<id>]", as in llama.cpp
-  std::vector<float> scores;           // one per token (0 when the file has none)
-  std::vector<TokenType> types;        // one per token (Normal when the file has none)
-  std::vector<std::string> merges;     // BPE only: "left right", rank = index
+  std::string pre_name;             // tokenizer.ggml.pre as stored ("" when absent)
+  std::vector<std::string> tokens;  // an empty token becomes "[EMPTY_<id>]", as in llama.cpp
+  std::vector<float> scores;        // one per token (0 when the file has none)
+  std::vector<TokenType> types;     // one per token (Normal when the file has none)
+  std::vector<std::string> merges;  // BPE only: "left right", rank = index
   int32_t bos = -1, eos = -1, unk = -1, pad = -1, eot = -1, eom = -1;  // -1: none
   bool add_bos = false, add_eos = false;
-  bool add_space_prefix = false;       // SPM: prepend " " to the text (default true)
-  bool ignore_merges = false;          // BPE (llama3 family): a word that is a token is not merged
-  std::string model_name;              // general.name, lower-cased: llama.cpp keys a few quirks to it
-                                       // (Phi-3: special tokens swallow the whitespace after them)
+  bool add_space_prefix = false;  // SPM: prepend " " to the text (default true)
+  bool ignore_merges = false;     // BPE (llama3 family): a word that is a token is not merged
+  std::string model_name;         // general.name, lower-cased: llama.cpp keys a few quirks to it
+                                  // (Phi-3: special tokens swallow the whitespace after them)
 
   static Vocab from_gguf(const gguf::Header& header);
 };
 
 struct DecodeOptions {
-  bool render_special = false;       // write control/unknown tokens' text (e.g. "<s>") instead of nothing
+  bool render_special = false;  // write control/unknown tokens' text (e.g. "<s>") instead of nothing
   // With add_space_prefix (SPM), drop the one space the encoder added: from the first token, or the
   // token after a leading BOS. (llama.cpp keeps it when it removes the BOS; we follow SentencePiece.)
   bool strip_leading_space = true;
@@ -164,7 +170,7 @@ class Tokenizer {
   int32_t vocab_size() const noexcept;
   int32_t bos() const noexcept;
   int32_t eos() const noexcept;
-  bool is_eog(int32_t id) const noexcept;     // end of generation: EOS, EOT, EOM and their kin
+  bool is_eog(int32_t id) const noexcept;  // end of generation: EOS, EOT, EOM and their kin
   std::optional<int32_t> find(std::string_view token_text) const;
   const Vocab& vocab() const noexcept;
 
@@ -178,8 +184,8 @@ class Tokenizer {
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tokenizer, DecodeOptions options = {});
-  std::string push(int32_t id);   // the text that became complete with this token (maybe "")
-  std::string flush();            // whatever is held (an incomplete or invalid tail), as is
+  std::string push(int32_t id);  // the text that became complete with this token (maybe "")
+  std::string flush();           // whatever is held (an incomplete or invalid tail), as is
   void reset();
 
  private:
@@ -194,24 +200,24 @@ class StreamDecoder {
 struct Candidate {
   int32_t id;
   float logit;
-  float p;   // set by softmax()
+  float p;  // set by softmax()
 };
 
 // The building blocks, over a candidate array (each keeps its input ordered by logit descending, ties
 // by lower id, from top_k on). They never allocate; each returns the number of candidates kept, and
 // always keeps at least one.
 namespace sampling {
-int32_t greedy(std::span<const Candidate> c) noexcept;                  // argmax, ties: lowest id
+int32_t greedy(std::span<const Candidate> c) noexcept;  // argmax, ties: lowest id
 void repetition_penalty(std::span<Candidate> by_id, std::span<const int32_t> last, float penalty,
                         std::span<uint32_t> seen_stamp, uint32_t stamp) noexcept;
-size_t top_k(std::span<Candidate> c, int32_t k) noexcept;               // sorts the kept prefix
-size_t top_p(std::span<Candidate> sorted, float p) noexcept;            // smallest prefix with mass >= p
-size_t min_p(std::span<Candidate> sorted, float p) noexcept;            // keeps p_i >= p * p_max
-void temperature(std::span<Candidate> c, float t) noexcept;             // logit /= t
+size_t top_k(std::span<Candidate> c, int32_t k) noexcept;     // sorts the kept prefix
+size_t top_p(std::span<Candidate> sorted, float p) noexcept;  // smallest prefix with mass >= p
+size_t min_p(std::span<Candidate> sorted, float p) noexcept;  // keeps p_i >= p * p_max
+void temperature(std::span<Candidate> c, float t) noexcept;   // logit /= t
 // Whether t samples as its limit, greedy: t <= 0 (or NaN), or so small that the largest finite
 // logit / t overflows float (Sampler checks this first; a smaller logit overflowing is -inf, p = 0).
 bool greedy_temperature(std::span<const Candidate> c, float t) noexcept;
-void softmax(std::span<Candidate> c) noexcept;                          // fills p
+void softmax(std::span<Candidate> c) noexcept;  // fills p
 }  // namespace sampling
 
 // xoshiro256** seeded through splitmix64: the same numbers on every platform.
@@ -246,8 +252,8 @@ class Sampler {
   Sampler(int32_t vocab_size, SamplerConfig config, uint32_t max_history = 0);
 
   int32_t sample(std::span<const float> logits);  // logits.size() must be vocab_size
-  void accept(int32_t id) noexcept;                 // records id for the repetition penalty
-  void reset() noexcept;                            // forgets history, reseeds
+  void accept(int32_t id) noexcept;               // records id for the repetition penalty
+  void reset() noexcept;                          // forgets history, reseeds
   const SamplerConfig& config() const noexcept { return config_; }
   // The candidates that survived the filters in the last sample() call, best first.
   std::span<const Candidate> last_candidates() const noexcept { return {cand_.data(), kept_}; }
@@ -256,9 +262,9 @@ class Sampler {
   SamplerConfig config_;
   int32_t vocab_size_;
   std::vector<Candidate> cand_;
-  std::vector<int32_t> history_;   // ring buffer of repeat_last_n ids
+  std::vector<int32_t> history_;  // ring buffer of repeat_last_n ids
   size_t history_size_ = 0, history_head_ = 0;
-  std::vector<uint32_t> seen_;     // per-id stamp: penalize each id once per call
+  std::vector<uint32_t> seen_;  // per-id stamp: penalize each id once per call
   uint32_t stamp_ = 0;
   size_t kept_ = 0;
   Rng rng_;

@@ -49,24 +49,37 @@ inline VisibleColumns softmax_visible(const SoftmaxParams& p, int64_t r, int64_t
 // loops are the expressions they always were (the compiler fuses x * scale - max into one FMA there).
 template <bool kCap>
 inline float softmax_score(const SoftmaxParams& p, float x) noexcept {
-  if constexpr (kCap) return p.softcap * std::tanh(x * p.scale * (1.0f / p.softcap));
-  else return x * p.scale;
+  if constexpr (kCap)
+    return p.softcap * std::tanh(x * p.scale * (1.0f / p.softcap));
+  else
+    return x * p.scale;
 }
 
 // b's byte strides laid over `shape` (right-aligned); dims that b lacks or holds as 1 repeat (stride 0).
 inline Strides broadcast_strides(const Shape& shape, const Tensor& b) noexcept {
   Strides out{};
   const int shift = shape.rank() - b.rank();
-  for (int i = 0; i < b.rank(); ++i)
-    out[static_cast<size_t>(i + shift)] = b.dim(i) == 1 ? 0 : b.stride(i);
+  for (int i = 0; i < b.rank(); ++i) out[static_cast<size_t>(i + shift)] = b.dim(i) == 1 ? 0 : b.stride(i);
   return out;
 }
 
 inline float load(GgmlType t, const std::byte* p) noexcept {
   switch (t) {
-    case GgmlType::F32: { float v; std::memcpy(&v, p, 4); return v; }
-    case GgmlType::F16: { uint16_t h; std::memcpy(&h, p, 2); return fp16_to_fp32(h); }
-    case GgmlType::BF16: { uint16_t h; std::memcpy(&h, p, 2); return bf16_to_fp32(h); }
+    case GgmlType::F32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case GgmlType::F16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return fp16_to_fp32(h);
+    }
+    case GgmlType::BF16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return bf16_to_fp32(h);
+    }
     default: return 0.0f;
   }
 }
@@ -74,8 +87,16 @@ inline float load(GgmlType t, const std::byte* p) noexcept {
 inline void store(GgmlType t, std::byte* p, float v) noexcept {
   switch (t) {
     case GgmlType::F32: std::memcpy(p, &v, 4); break;
-    case GgmlType::F16: { const uint16_t h = fp32_to_fp16(v); std::memcpy(p, &h, 2); break; }
-    case GgmlType::BF16: { const uint16_t h = fp32_to_bf16(v); std::memcpy(p, &h, 2); break; }
+    case GgmlType::F16: {
+      const uint16_t h = fp32_to_fp16(v);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case GgmlType::BF16: {
+      const uint16_t h = fp32_to_bf16(v);
+      std::memcpy(p, &h, 2);
+      break;
+    }
     default: break;
   }
 }

@@ -10,9 +10,12 @@ void copy_row(const Tensor& src, const std::byte* ps, const Tensor& dst, std::by
   const GgmlType st = src.type(), dt = dst.type();
   const int64_t ss = inner_stride(src), ds = inner_stride(dst);
   if (src.packed() || dst.packed()) {
-    if (st == dt) std::memcpy(pd, ps, static_cast<size_t>(src.row_bytes()));
-    else if (src.packed()) dequantize_row(st, ps, f32(pd), n);
-    else quantize_row(dt, f32(ps), pd, n);
+    if (st == dt)
+      std::memcpy(pd, ps, static_cast<size_t>(src.row_bytes()));
+    else if (src.packed())
+      dequantize_row(st, ps, f32(pd), n);
+    else
+      quantize_row(dt, f32(ps), pd, n);
     return;
   }
   if (st == dt) {

@@ -112,8 +112,10 @@ void softmax_rows(const Tensor& x, const SoftmaxParams& p, const Tensor& out) no
 }  // namespace
 
 void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcept {
-  if (p.softcap > 0) softmax_rows<true>(x, p, out);
-  else softmax_rows<false>(x, p, out);
+  if (p.softcap > 0)
+    softmax_rows<true>(x, p, out);
+  else
+    softmax_rows<false>(x, p, out);
 }
 
 }  // namespace skainet::kernels::ref

@@ -10,7 +10,7 @@
 namespace skainet::kernels::ref::detail {
 namespace {
 
-constexpr int kSub = 32;  // elements per scale
+constexpr int kSub = 32;   // elements per scale
 constexpr int kTries = 7;  // scales tried either side of the first guess
 
 // The level nearest to v (ties to the lower), by bisection as ggml's best_index_int8.
@@ -21,8 +21,10 @@ int nearest_level(float v) noexcept {
   int lo = 0, hi = 15;
   while (hi - lo > 1) {
     const int mid = (lo + hi) / 2;
-    if (v < val[mid]) hi = mid;
-    else lo = mid;
+    if (v < val[mid])
+      hi = mid;
+    else
+      lo = mid;
   }
   return v - static_cast<float>(val[hi - 1]) < static_cast<float>(val[hi]) - v ? hi - 1 : hi;
 }
@@ -81,7 +83,6 @@ void unpack_levels(float d, const uint8_t* qs, float* y) noexcept {
     y[j + kSub / 2] = d * static_cast<float>(kIq4nlValues[qs[j] >> 4]);
   }
 }
-
 
 void quantize_iq4_nl(const float* x, void* dst, int64_t n) noexcept {
   uint8_t L[kSub];

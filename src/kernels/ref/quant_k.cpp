@@ -108,8 +108,7 @@ float fit_symmetric_scale(int n, int nmax, const float* x, int8_t* L) noexcept {
       suml2 += w * fl * fl;
     }
     if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-      for (int i = 0; i < n; ++i)
-        L[i] = static_cast<int8_t>(nmax + clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1));
+      for (int i = 0; i < n; ++i) L[i] = static_cast<int8_t>(nmax + clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1));
       scale = sumlx / suml2;
       best = scale * sumlx;
     }
@@ -192,15 +191,13 @@ void quantize_k_scales(const float* x, int nmax, float rmin, float rdelta, int n
   }
 }
 
-
 void quantize_q4_k(const float* x, void* dst, int64_t n) noexcept {
   uint8_t L[kQK_K];
   for (int64_t i = 0; i < n / kQK_K; ++i, x += kQK_K) {
     BlockQ4_K b{};
     quantize_k_scales(x, 15, -1.0f, 0.1f, 20, b.d, b.dmin, b.scales, L);
     for (int j = 0; j < kQK_K / 64; ++j)
-      for (int l = 0; l < 32; ++l)
-        b.qs[32 * j + l] = static_cast<uint8_t>(L[64 * j + l] | (L[64 * j + l + 32] << 4));
+      for (int l = 0; l < 32; ++l) b.qs[32 * j + l] = static_cast<uint8_t>(L[64 * j + l] | (L[64 * j + l + 32] << 4));
     store_block(dst, i, b);
   }
 }
@@ -323,11 +320,12 @@ void dequantize_q6_k(const void* src, float* y, int64_t n) noexcept {
 
 std::span<const RefFormat> k_formats() noexcept {
   static constexpr RefFormat kRows[] = {
-      {.type = GgmlType::Q4_K, .quantize = &quantize_q4_k, .dequantize = &dequantize_q45_k<BlockQ4_K>,
+      {.type = GgmlType::Q4_K,
+       .quantize = &quantize_q4_k,
+       .dequantize = &dequantize_q45_k<BlockQ4_K>,
        .feed = &kFeedQ4_K},
       {.type = GgmlType::Q5_K, .quantize = &quantize_q5_k, .dequantize = &dequantize_q45_k<BlockQ5_K>},
-      {.type = GgmlType::Q6_K, .quantize = &quantize_q6_k, .dequantize = &dequantize_q6_k,
-       .feed = &kFeedQ6_K},
+      {.type = GgmlType::Q6_K, .quantize = &quantize_q6_k, .dequantize = &dequantize_q6_k, .feed = &kFeedQ6_K},
   };
   return kRows;
 }

@@ -9,14 +9,15 @@
 namespace skainet::kernels::ref::detail {
 namespace {
 
-constexpr int kSub = 16;                 // elements per sub-block
-constexpr int kSubs = kQK_K / kSub;      // sub-blocks per super-block
+constexpr int kSub = 16;             // elements per sub-block
+constexpr int kSubs = kQK_K / kSub;  // sub-blocks per super-block
 
 // Bytes qs[32*h + l] hold the 2-bit values of elements 128*h + 32*s + l at bits 2s (s = 0..3).
 void pack_2bit(const uint8_t* L, uint8_t* qs) noexcept {
   for (int j = 0; j < kQK_K; j += 128)
     for (int l = 0; l < 32; ++l)
-      qs[j / 4 + l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+      qs[j / 4 + l] =
+          static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
 }
 
 inline int unpack_2bit(const uint8_t* qs, int e) noexcept {
@@ -72,7 +73,6 @@ inline int q3_scale_code(const uint8_t* scales, int j) noexcept {
   const int low = j < 8 ? scales[j] & 0xf : scales[j - 8] >> 4;
   return low | (((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4);
 }
-
 
 void quantize_q2_k(const float* x, void* dst, int64_t n) noexcept {
   constexpr float kScaleLevels = 15.0f;
@@ -134,8 +134,10 @@ void quantize_q3_k(const float* x, void* dst, int64_t n) noexcept {
       for (int j = 0; j < kSubs; ++j) {
         // ggml holds the rounded value in an int8_t before clamping; keep that for identical bytes.
         const int l = clamp(static_cast<int8_t>(nearest_int(iscale * scales[j])), -32, 31) + 32;
-        if (j < 8) b.scales[j] = static_cast<uint8_t>(l & 0xf);
-        else b.scales[j - 8] = static_cast<uint8_t>(b.scales[j - 8] | ((l & 0xf) << 4));
+        if (j < 8)
+          b.scales[j] = static_cast<uint8_t>(l & 0xf);
+        else
+          b.scales[j - 8] = static_cast<uint8_t>(b.scales[j - 8] | ((l & 0xf) << 4));
         b.scales[8 + j % 4] = static_cast<uint8_t>(b.scales[8 + j % 4] | ((l >> 4) << (2 * (j / 4))));
       }
       b.d = fp32_to_fp16(1 / iscale);

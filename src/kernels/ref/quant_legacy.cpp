@@ -42,11 +42,12 @@ inline void store_qh(uint8_t (&qh)[4], uint32_t v) noexcept {
   for (int k = 0; k < 4; ++k) qh[k] = static_cast<uint8_t>(v >> (8 * k));
 }
 
-
 // The 4- and 5-bit formats differ only in the width of a quant: the 5-bit ones (a Block with qh)
 // keep each quant's fifth bit in qh, bit j for element j.
 template <class Block>
-constexpr bool kFifthBit = requires(Block b) { b.qh; };
+constexpr bool kFifthBit = requires(Block b) {
+  b.qh;
+};
 
 // Quants lo (element j) and hi (element j + 16) into the block; their fifth bits into qh.
 template <class Block>
@@ -125,14 +126,18 @@ void quantize_q8_0(const float* x, void* dst, int64_t n) noexcept {
 template <class Block>
 int quant_at(const Block& b, uint32_t qh, int j) noexcept {
   const int q = j < kQK / 2 ? b.qs[j] & 0xf : b.qs[j - kQK / 2] >> 4;
-  if constexpr (kFifthBit<Block>) return q | static_cast<int>((qh >> j) & 1u) << 4;
-  else return q;
+  if constexpr (kFifthBit<Block>)
+    return q | static_cast<int>((qh >> j) & 1u) << 4;
+  else
+    return q;
 }
 
 template <class Block>
 uint32_t fifth_bits(const Block& b) noexcept {
-  if constexpr (kFifthBit<Block>) return load_qh(b.qh);
-  else return 0;
+  if constexpr (kFifthBit<Block>)
+    return load_qh(b.qh);
+  else
+    return 0;
 }
 
 // Q4_0 (kOffset 8), Q5_0 (16): (q - kOffset) * d.
@@ -183,8 +188,7 @@ std::span<const RefFormat> legacy_formats() noexcept {
       {.type = GgmlType::Q5_1,
        .quantize = &quantize_with_min<BlockQ5_1, 31>,
        .dequantize = &dequantize_with_min<BlockQ5_1>},
-      {.type = GgmlType::Q8_0, .quantize = &quantize_q8_0, .dequantize = &dequantize_q8_0,
-       .feed = &kFeedQ8_0},
+      {.type = GgmlType::Q8_0, .quantize = &quantize_q8_0, .dequantize = &dequantize_q8_0, .feed = &kFeedQ8_0},
   };
   return kRows;
 }

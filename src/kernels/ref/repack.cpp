@@ -40,7 +40,8 @@ void convert_block_as(const FeedLayout& g, std::byte* row, std::byte* feed, int6
   const uint32_t flip = g.flip * 0x01010101u;
   std::byte* chunk = feed + chunk_at(g, 0, r);
   std::byte* quants = row + quant_offset(g);
-  for (int64_t c = 0; c < g.quant_bytes / kFeedChunk; ++c, chunk += kInterleaveRows * kFeedChunk, quants += kFeedChunk) {
+  for (int64_t c = 0; c < g.quant_bytes / kFeedChunk;
+       ++c, chunk += kInterleaveRows * kFeedChunk, quants += kFeedChunk) {
     uint32_t word;
     std::memcpy(&word, kToFeed ? quants : chunk, kFeedChunk);
     word ^= flip;
@@ -49,7 +50,8 @@ void convert_block_as(const FeedLayout& g, std::byte* row, std::byte* feed, int6
 }
 
 void convert_block(const FeedLayout& g, std::byte* row, std::byte* feed, int64_t r, bool to_feed) noexcept {
-  if (g.head_unit == 2) return to_feed ? convert_block_as<2, true>(g, row, feed, r) : convert_block_as<2, false>(g, row, feed, r);
+  if (g.head_unit == 2)
+    return to_feed ? convert_block_as<2, true>(g, row, feed, r) : convert_block_as<2, false>(g, row, feed, r);
   return to_feed ? convert_block_as<4, true>(g, row, feed, r) : convert_block_as<4, false>(g, row, feed, r);
 }
 
@@ -73,8 +75,7 @@ void convert(GgmlType type, const void* src, void* dst, int64_t rows, int64_t k,
   const auto* s = static_cast<const std::byte*>(src);
   auto* d = static_cast<std::byte*>(dst);
   const int64_t grouped = rows / kInterleaveRows * kInterleaveRows;
-  for (int64_t r = 0; r < grouped; r += kInterleaveRows)
-    convert_group(g, blocks, s + r * rb, d + r * rb, to_feed);
+  for (int64_t r = 0; r < grouped; r += kInterleaveRows) convert_group(g, blocks, s + r * rb, d + r * rb, to_feed);
   std::memcpy(d + grouped * rb, s + grouped * rb, static_cast<size_t>((rows - grouped) * rb));  // the tail
 }
 

@@ -126,8 +126,10 @@ void attend_values(const Attend& a) noexcept {
 
 template <class W>
 void attend(const Attend& a) noexcept {
-  if (a.head_dim == 64) attend_scores<W, 64>(a);
-  else attend_scores<W, 0>(a);
+  if (a.head_dim == 64)
+    attend_scores<W, 64>(a);
+  else
+    attend_scores<W, 0>(a);
   for (int64_t h = 0; h < a.heads; ++h) {
     float* s = a.scores + h * a.scores_stride;
     softmax_row(s, s, a.begin, a.end, a.cells, a.scale, a.softcap);

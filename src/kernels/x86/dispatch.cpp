@@ -64,8 +64,10 @@ bool uniform_rows(const Tensor& t, int64_t& stride) noexcept {
 
 void quantize(const Level& K, Act a, const std::byte* xrow, int64_t k, std::byte* dst) noexcept {
   const auto* x = reinterpret_cast<const float*>(xrow);
-  if (a == Act::Q8x32) K.isa->quantize_q8x32(x, k, dst);
-  else K.isa->quantize_q8x256(x, k, dst);
+  if (a == Act::Q8x32)
+    K.isa->quantize_q8x32(x, k, dst);
+  else
+    K.isa->quantize_q8x256(x, k, dst);
 }
 
 // Bytes of n prepared x rows.
@@ -179,8 +181,10 @@ void matmul_prepare(const Tensor& x, const Tensor& w, std::byte* scratch, int64_
   const int64_t stride = x86::act_layout(rt.act, k).row_bytes;
   for (int64_t r = r0; r < r1; ++r) {
     const std::byte* row = x.raw() + row_offset(x.shape(), x.strides(), r);
-    if (rt.act == Act::Bf16Pairs) K.split_bf16_pairs(reinterpret_cast<const float*>(row), k, r, n, scratch);
-    else quantize(K, rt.act, row, k, scratch + r * stride);
+    if (rt.act == Act::Bf16Pairs)
+      K.split_bf16_pairs(reinterpret_cast<const float*>(row), k, r, n, scratch);
+    else
+      quantize(K, rt.act, row, k, scratch + r * stride);
   }
 }
 
@@ -202,8 +206,8 @@ void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcep
   for (int64_t r = 0; r < rows; ++r) {
     const auto [begin, end] = softmax_visible(p, r, queries, n);
     K.isa->softmax_row(reinterpret_cast<const float*>(x.raw() + row_offset(x.shape(), x.strides(), r)),
-                   reinterpret_cast<float*>(out.raw_mut() + row_offset(out.shape(), out.strides(), r)), begin, end,
-                   n, p.scale, p.softcap);
+                       reinterpret_cast<float*>(out.raw_mut() + row_offset(out.shape(), out.strides(), r)), begin, end,
+                       n, p.scale, p.softcap);
   }
 }
 
@@ -260,8 +264,8 @@ void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept {
   const int64_t n = out.shape().back();
   for_each_row(out, [&](int64_t r, int64_t at) {
     K.isa->swiglu_row(reinterpret_cast<const float*>(gate.raw() + row_offset(gate.shape(), gate.strides(), r)),
-                  reinterpret_cast<const float*>(up.raw() + row_offset(up.shape(), up.strides(), r)),
-                  reinterpret_cast<float*>(out.raw_mut() + at), n);
+                      reinterpret_cast<const float*>(up.raw() + row_offset(up.shape(), up.strides(), r)),
+                      reinterpret_cast<float*>(out.raw_mut() + at), n);
   });
 }
 
@@ -269,13 +273,12 @@ template <IsaLevel L>
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) noexcept {
   const Level& K = level_of<L>();
   const int64_t n = x.shape().back();
-  if (!f32_rows(x, out.shape()) || !f32_rows(out, out.shape()) ||
-      (weight.defined() && !f32_rows(weight, Shape{n})))
+  if (!f32_rows(x, out.shape()) || !f32_rows(out, out.shape()) || (weight.defined() && !f32_rows(weight, Shape{n})))
     return ref::rms_norm(x, weight, eps, out);
   const float* w = weight.defined() ? reinterpret_cast<const float*>(weight.raw()) : nullptr;
   for_each_row(out, [&](int64_t r, int64_t at) {
     K.isa->rms_norm_row(reinterpret_cast<const float*>(x.raw() + row_offset(x.shape(), x.strides(), r)), w, eps,
-                    reinterpret_cast<float*>(out.raw_mut() + at), n);
+                        reinterpret_cast<float*>(out.raw_mut() + at), n);
   });
 }
 
@@ -287,7 +290,7 @@ void copy(const Tensor& src, const Tensor& dst) noexcept {
   const int64_t n = src.shape().back();
   for_each_row(dst, [&](int64_t r, int64_t at) {
     K.isa->f32_to_f16_row(reinterpret_cast<const float*>(src.raw() + row_offset(src.shape(), src.strides(), r)),
-                      reinterpret_cast<uint16_t*>(dst.raw_mut() + at), n);
+                          reinterpret_cast<uint16_t*>(dst.raw_mut() + at), n);
   });
 }
 

@@ -51,8 +51,9 @@ struct FeedQ6_K {
   static constexpr int64_t kElems = 256;
   static constexpr int64_t kGroupBlock = kInterleaveRows * sizeof(BlockQ6_K);
   static constexpr int64_t kHeadBytes = feed_heads_bytes(kFeedQ6_K);
-  static constexpr int64_t kD = kInterleaveRows * (offsetof(BlockQ6_K, d) - offsetof(BlockQ6_K, scales));  // d's head unit
-  static constexpr int64_t kQhChunk = offsetof(BlockQ6_K, qh) / kFeedChunk;  // the first qh chunk
+  static constexpr int64_t kD =
+      kInterleaveRows * (offsetof(BlockQ6_K, d) - offsetof(BlockQ6_K, scales));  // d's head unit
+  static constexpr int64_t kQhChunk = offsetof(BlockQ6_K, qh) / kFeedChunk;      // the first qh chunk
 };
 
 // The 6-bit scales and mins of 8 sub-blocks from Q4_K's three packed words (as k4_scales, here for
@@ -93,7 +94,9 @@ inline void feed_k4_scales(const std::byte* head, __m512 (&dsc)[8], __m512 (&dmn
   const __m512i byte = _mm512_set1_epi32(0xff);
   SKAINET_UNROLL
   for (int s = 0; s < 4; ++s) {
-    const auto at = [&](__m512i v) noexcept { return _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(v, 8 * s), byte)); };
+    const auto at = [&](__m512i v) noexcept {
+      return _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(v, 8 * s), byte));
+    };
     dsc[s] = _mm512_mul_ps(d, at(u[0]));
     dsc[4 + s] = _mm512_mul_ps(d, at(u[1]));
     dmn[s] = _mm512_mul_ps(dmin, at(u[2]));

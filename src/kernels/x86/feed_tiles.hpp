@@ -34,8 +34,10 @@ inline int32_t bsum16_at(const std::byte* xr, const ActLayout& L, int64_t i) noe
 // f.template operator()<h, t>() for the 8 quarters (h, t) of a Q6_K block, in order.
 template <class F>
 inline void each_quarter(const F& f) noexcept {
-  f.template operator()<0, 0>(), f.template operator()<0, 1>(), f.template operator()<0, 2>(), f.template operator()<0, 3>();
-  f.template operator()<1, 0>(), f.template operator()<1, 1>(), f.template operator()<1, 2>(), f.template operator()<1, 3>();
+  f.template operator()<0, 0>(), f.template operator()<0, 1>(), f.template operator()<0, 2>(),
+      f.template operator()<0, 3>();
+  f.template operator()<1, 0>(), f.template operator()<1, 1>(), f.template operator()<1, 2>(),
+      f.template operator()<1, 3>();
 }
 
 #if SKAINET_X86_VNNI
@@ -99,7 +101,8 @@ void feed_tile_q4_k(const std::byte* group, int64_t blocks, const std::byte* x, 
     for (int j = 0; j < RX; ++j) {
       const float* ds16 = reinterpret_cast<const float*>(x + j * x_stride + L.ds16_off) + 16 * b;
       SKAINET_UNROLL
-      for (int sb = 0; sb < 8; ++sb) acc[j] = _mm512_fnmadd_ps(dmn[sb], _mm512_set1_ps(ds16[2 * sb] + ds16[2 * sb + 1]), acc[j]);
+      for (int sb = 0; sb < 8; ++sb)
+        acc[j] = _mm512_fnmadd_ps(dmn[sb], _mm512_set1_ps(ds16[2 * sb] + ds16[2 * sb + 1]), acc[j]);
     }
     const std::byte* q = p + FeedQ4_K::kHeadBytes;
     SKAINET_NO_UNROLL
@@ -168,7 +171,8 @@ void feed_tile_q6_k(const std::byte* group, int64_t blocks, const std::byte* x, 
         for (int half = 0; half < 2; ++half) {
           __m512i s = _mm512_set1_epi32(-32 * bsum16_at(xr, L, 16 * b + sb + half));
           SKAINET_UNROLL
-          for (int m = 4 * half; m < 4 * half + 4; ++m) s = _mm512_dpbusd_epi32(s, v[m], _mm512_set1_epi32(load_i32(xq + 4 * m)));
+          for (int m = 4 * half; m < 4 * half + 4; ++m)
+            s = _mm512_dpbusd_epi32(s, v[m], _mm512_set1_epi32(load_i32(xq + 4 * m)));
           blk[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dsc[sb + half], blk[j]);
         }
       }
@@ -215,7 +219,8 @@ inline void feed_weights(FeedQ4_0, const std::byte* q, int h, __m256i (&v)[8]) n
 }
 inline void feed_weights(FeedQ8_0, const std::byte* q, int h, __m256i (&v)[8]) noexcept {
   SKAINET_UNROLL
-  for (int c = 0; c < 8; ++c) v[c] = _mm256_xor_si256(loadu(q + 64 * c + 32 * h), _mm256_set1_epi8(static_cast<char>(0x80)));
+  for (int c = 0; c < 8; ++c)
+    v[c] = _mm256_xor_si256(loadu(q + 64 * c + 32 * h), _mm256_set1_epi8(static_cast<char>(0x80)));
 }
 
 // The block's integer sums for 8 rows: Q4_0's pair sums stay below 2 * 15 * 127, so the 8 chunks add
@@ -223,7 +228,8 @@ inline void feed_weights(FeedQ8_0, const std::byte* q, int h, __m256i (&v)[8]) n
 inline __m256i feed_block_sums(FeedQ4_0, const __m256i (&v)[8], const std::byte* xq, int32_t nsum) noexcept {
   __m256i s16 = _mm256_maddubs_epi16(v[0], _mm256_set1_epi32(load_i32(xq)));
   SKAINET_UNROLL
-  for (int c = 1; c < 8; ++c) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(v[c], _mm256_set1_epi32(load_i32(xq + 4 * c))));
+  for (int c = 1; c < 8; ++c)
+    s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(v[c], _mm256_set1_epi32(load_i32(xq + 4 * c))));
   return _mm256_add_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)),
                           _mm256_slli_epi32(_mm256_set1_epi32(nsum), FeedQ4_0::kOffsetShift));
 }
@@ -285,7 +291,9 @@ inline void feed_k4_scales(const std::byte* head, int h, __m256 (&dsc)[8], __m25
   const __m256i byte = _mm256_set1_epi32(0xff);
   SKAINET_UNROLL
   for (int s = 0; s < 4; ++s) {
-    const auto at = [&](__m256i v) noexcept { return _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(v, 8 * s), byte)); };
+    const auto at = [&](__m256i v) noexcept {
+      return _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(v, 8 * s), byte));
+    };
     dsc[s] = _mm256_mul_ps(d, at(u[0]));
     dsc[4 + s] = _mm256_mul_ps(d, at(u[1]));
     dmn[s] = _mm256_mul_ps(dmin, at(u[2]));
@@ -324,18 +332,20 @@ void feed_tile_q4_k(const std::byte* group, int64_t blocks, const std::byte* x, 
         const int g = sb / 2, shift = 4 * (sb % 2);
         __m256i v[8];
         SKAINET_UNROLL
-        for (int c = 0; c < 8; ++c) v[c] = _mm256_and_si256(_mm256_srli_epi16(loadu(q + 64 * (8 * g + c) + 32 * h), shift), low4);
+        for (int c = 0; c < 8; ++c)
+          v[c] = _mm256_and_si256(_mm256_srli_epi16(loadu(q + 64 * (8 * g + c) + 32 * h), shift), low4);
         SKAINET_UNROLL
         for (int j = 0; j < RX; ++j) {
           const std::byte* xr = x + j * x_stride;
           const std::byte* xq = xr + 256 * b + 32 * sb;
           __m256i s16 = _mm256_maddubs_epi16(v[0], _mm256_set1_epi32(load_i32(xq)));
           SKAINET_UNROLL
-          for (int c = 1; c < 8; ++c) s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(v[c], _mm256_set1_epi32(load_i32(xq + 4 * c))));
+          for (int c = 1; c < 8; ++c)
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(v[c], _mm256_set1_epi32(load_i32(xq + 4 * c))));
           float dx;
           std::memcpy(&dx, xr + L.d_off + 4 * b, 4);
-          acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16, ones)), _mm256_mul_ps(dsc[sb], _mm256_set1_ps(dx)),
-                                      acc[h][j]);
+          acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s16, ones)),
+                                      _mm256_mul_ps(dsc[sb], _mm256_set1_ps(dx)), acc[h][j]);
         }
       }
     }
@@ -363,7 +373,8 @@ void feed_tile_q6_k(const std::byte* group, int64_t blocks, const std::byte* x, 
       __m256 dsc[16];
       SKAINET_UNROLL
       for (int u = 0; u < 8; ++u) {
-        const __m256i v = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32 * u + 16 * rh)));
+        const __m256i v =
+            _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32 * u + 16 * rh)));
         dsc[2 * u] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 24), 24)));
         dsc[2 * u + 1] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 16), 24)));
       }
@@ -392,7 +403,8 @@ void feed_tile_q6_k(const std::byte* group, int64_t blocks, const std::byte* x, 
             __m256i s = _mm256_set1_epi32(-32 * bsum16_at(xr, L, 16 * b + sb + half));
             s = _mm256_add_epi32(s, _mm256_madd_epi16(pair(4 * half), ones));
             s = _mm256_add_epi32(s, _mm256_madd_epi16(pair(4 * half + 2), ones));
-            acc[rh][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dsc[sb + half], _mm256_set1_ps(dx)), acc[rh][j]);
+            acc[rh][j] =
+                _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dsc[sb + half], _mm256_set1_ps(dx)), acc[rh][j]);
           }
         }
       };
@@ -409,7 +421,8 @@ void store_tile(const __m256 (&acc)[2][RX], const Gemv& g, int64_t o, int64_t r)
     alignas(32) float t[16];
     _mm256_store_ps(t, acc[0][j]);
     _mm256_store_ps(t + 8, acc[1][j]);
-    if (g.out_col == 4) std::memcpy(dst, t, sizeof t);
+    if (g.out_col == 4)
+      std::memcpy(dst, t, sizeof t);
     else
       for (int i = 0; i < 16; ++i) std::memcpy(dst + i * g.out_col, &t[i], 4);
   }
@@ -427,15 +440,19 @@ void feed_tile_store(const Gemv& g, const std::byte* group, int64_t blocks, int6
 #else
   __m256 acc[2][RX];
 #endif
-  if constexpr (std::is_same_v<F, FeedQ4_K>) feed_tile_q4_k<RX>(group, blocks, g.x + r * g.x_stride, g.x_stride, L, acc);
-  else if constexpr (std::is_same_v<F, FeedQ6_K>) feed_tile_q6_k<RX>(group, blocks, g.x + r * g.x_stride, g.x_stride, L, acc);
-  else feed_tile<F, RX>(group, blocks, g.x + r * g.x_stride, g.x_stride, L, acc);
+  if constexpr (std::is_same_v<F, FeedQ4_K>)
+    feed_tile_q4_k<RX>(group, blocks, g.x + r * g.x_stride, g.x_stride, L, acc);
+  else if constexpr (std::is_same_v<F, FeedQ6_K>)
+    feed_tile_q6_k<RX>(group, blocks, g.x + r * g.x_stride, g.x_stride, L, acc);
+  else
+    feed_tile<F, RX>(group, blocks, g.x + r * g.x_stride, g.x_stride, L, acc);
   store_tile<RX>(acc, g, o, r);
 }
 
 // The leftover x rows of a group (fewer than kFeedRx), one tile width at a time.
 template <class F, int RX>
-void feed_rest(const Gemv& g, const std::byte* group, int64_t blocks, int64_t o, int64_t r, const ActLayout& L) noexcept {
+void feed_rest(const Gemv& g, const std::byte* group, int64_t blocks, int64_t o, int64_t r,
+               const ActLayout& L) noexcept {
   if constexpr (RX > 0) {
     if (g.n - r >= RX) {
       feed_tile_store<F, RX>(g, group, blocks, o, r, L);

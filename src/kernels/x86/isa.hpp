@@ -152,11 +152,11 @@ constexpr bool attend_takes(int64_t head_dim) noexcept {
 // to the reference kernels.
 struct FormatKernels {
   GgmlType type = GgmlType::F32;
-  Act act = Act::None;            // what gemv and feed read: prepared x rows, or (None) x as F32
-  GemvFn gemv = nullptr;          // BlockOrder::RowMajor weights
-  GemvFn feed = nullptr;          // BlockOrder::Interleaved16 weights (feed_tiles.hpp), same act
-  GemmTFn transposed = nullptr;   // dense: the weight viewed transposed (output dimension contiguous)
-  AttendFn attend = nullptr;      // dense: attention over a KV cache of this type
+  Act act = Act::None;           // what gemv and feed read: prepared x rows, or (None) x as F32
+  GemvFn gemv = nullptr;         // BlockOrder::RowMajor weights
+  GemvFn feed = nullptr;         // BlockOrder::Interleaved16 weights (feed_tiles.hpp), same act
+  GemmTFn transposed = nullptr;  // dense: the weight viewed transposed (output dimension contiguous)
+  AttendFn attend = nullptr;     // dense: attention over a KV cache of this type
   // Dense: against x Act::Bf16Pairs (x row r of n written by IsaKernels::split_bf16_pairs).
   GemvFn tiles = nullptr;
 };

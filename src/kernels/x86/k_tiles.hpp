@@ -175,7 +175,7 @@ void multiply_k_rows(const DecodedK<S, RW>& t, const std::byte* x, int64_t x_str
       for (int j = 0; j < RX; ++j) sumi[i][j] = S::zero();
     }
     SKAINET_NO_UNROLL  // unrolled, the steps' loads are hoisted and the accumulators spill
-    for (int e = 0; e < 256; e += S::kElems) {
+        for (int e = 0; e < 256; e += S::kElems) {
       typename S::I q[RW];
       SKAINET_UNROLL
       for (int i = 0; i < RW; ++i) q[i] = S::load(t.q[i] + 256 * jb + e);
@@ -184,8 +184,8 @@ void multiply_k_rows(const DecodedK<S, RW>& t, const std::byte* x, int64_t x_str
         const typename S::I xv = S::load(reinterpret_cast<const int8_t*>(x + j * x_stride) + 256 * b + e);
         SKAINET_UNROLL
         for (int i = 0; i < RW; ++i)
-          sumi[i][j] = S::add(sumi[i][j],
-                              S::scaled_dot(q[i], xv, S::load(t.sc[i] + kScales * jb + e / S::kElemsPerScale)));
+          sumi[i][j] =
+              S::add(sumi[i][j], S::scaled_dot(q[i], xv, S::load(t.sc[i] + kScales * jb + e / S::kElemsPerScale)));
       }
     }
     SKAINET_UNROLL
@@ -200,7 +200,8 @@ void multiply_k_rows(const DecodedK<S, RW>& t, const std::byte* x, int64_t x_str
   for (int64_t e = 0; e < 16 * (t.b1 - t.b0); e += Vec::kFloats) {
     SKAINET_UNROLL
     for (int j = 0; j < RX; ++j) {
-      const typename Vec::F xs = Vec::load(reinterpret_cast<const float*>(x + j * x_stride + L.ds16_off) + 16 * t.b0 + e);
+      const typename Vec::F xs =
+          Vec::load(reinterpret_cast<const float*>(x + j * x_stride + L.ds16_off) + 16 * t.b0 + e);
       SKAINET_UNROLL
       for (int i = 0; i < RW; ++i) acc[i][j] = Vec::fnma(Vec::load(t.m[i] + e), xs, acc[i][j]);
     }

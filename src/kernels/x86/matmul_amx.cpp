@@ -1,7 +1,7 @@
 // AMX-INT8 prefill for Q4_0, Q8_0, Q4_K and Q6_K weights in the kernel-feed order
-// (BlockOrder::Interleaved16) and IQ4_XS, Q2_K and Q3_K in file order: the tile unit multiplies 16 activation rows by 32 elements of a 16-row
-// weight group (a Q4_0/Q8_0 block, a Q4_K sub-block; Q6_K: 64 elements, its scales folded into the
-// weight, below) per instruction.
+// (BlockOrder::Interleaved16) and IQ4_XS, Q2_K and Q3_K in file order: the tile unit multiplies 16 activation rows by
+// 32 elements of a 16-row weight group (a Q4_0/Q8_0 block, a Q4_K sub-block; Q6_K: 64 elements, its scales folded into
+// the weight, below) per instruction.
 //
 // Why the feed order is already AMX's: a B tile holds, per tile row t, 4 consecutive bytes of K for
 // each of 16 columns, and a group block of the feed order holds, per 64-byte line c, the 4-byte chunk
@@ -16,10 +16,10 @@
 //
 // Q4_0, Q8_0 and Q4_K scale each 32 elements of the weight (and Q4_0/Q8_0 of the activation too), so each
 // 16 x 16 integer tile is stored and finished on AVX-512 (conversion, the 16 row scales, the
-// activation rows' scales): that, not the tile multiply, is the cost per tile. Two accumulator tiles alternate so that one
-// block's multiply runs while the one before is finished. Whatever the tiles do not cover (fewer than
-// 16 activation rows left, the row-major tail after the groups, an output with strided columns) goes
-// to the AVX-512 feed kernel, which is also the one-row (decode) path.
+// activation rows' scales): that, not the tile multiply, is the cost per tile. Two accumulator tiles alternate so that
+// one block's multiply runs while the one before is finished. Whatever the tiles do not cover (fewer than 16 activation
+// rows left, the row-major tail after the groups, an output with strided columns) goes to the AVX-512 feed kernel,
+// which is also the one-row (decode) path.
 #if defined(SKAINET_X86_KERNELS)
 
 #include <immintrin.h>
@@ -59,7 +59,8 @@ struct AmxQ8_0 : FeedQ8_0 {
   // 8 lines, chunk c of the 16 rows, stored unsigned (kFeedQ8_0.flip): tile row c, flipped back.
   static void b_tile(const std::byte* q, std::byte* tile) noexcept {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(kFeedQ8_0.flip));
-    for (int c = 0; c < 8; ++c) _mm512_store_si512(tile + 64 * c, _mm512_xor_si512(_mm512_loadu_si512(q + 64 * c), flip));
+    for (int c = 0; c < 8; ++c)
+      _mm512_store_si512(tile + 64 * c, _mm512_xor_si512(_mm512_loadu_si512(q + 64 * c), flip));
   }
 };
 
@@ -84,11 +85,11 @@ TileConfig tile_config(int k) noexcept {
 // Starts tile product C = A x B (A from a, its rows a_stride apart; B from b): a macro, for the register
 // numbers.
 #define SKAINET_TILE_PRODUCT(C, A, B, a, a_stride, b) \
-  do {                                                 \
-    _tile_loadd(A, a, a_stride);                       \
-    _tile_loadd(B, b, 64);                             \
-    _tile_zero(C);                                     \
-    _tile_dpbssd(C, A, B);                             \
+  do {                                                \
+    _tile_loadd(A, a, a_stride);                      \
+    _tile_loadd(B, b, 64);                            \
+    _tile_zero(C);                                    \
+    _tile_dpbssd(C, A, B);                            \
   } while (false)
 
 // Tile products i = 0 .. n-1 (A from a(i), its rows a_stride apart; B from b(i)), each handed to
@@ -129,13 +130,14 @@ void amx_tiles(const Gemv& g, int64_t groups, int64_t rows) noexcept {
         const int64_t out_row = g.out_row / 4;
         __m512 acc[kTile];
         for (int m = 0; m < kTile; ++m) acc[m] = b0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(out + m * out_row);
-        const auto finish = [&](int64_t b, const int32_t (&tile)[kTile][kTile]) noexcept {
+        const auto finish = [&](int64_t b, const int32_t(&tile)[kTile][kTile]) noexcept {
           const std::byte* scales = group + (b0 + b) * F::kGroupBlock;
           const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales)));
           for (int m = 0; m < kTile; ++m) {
             float dx;
             std::memcpy(&dx, x + m * g.x_stride + L.d_off + 4 * (b0 + b), 4);
-            acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(tile[m])), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc[m]);
+            acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(tile[m])),
+                                     _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc[m]);
           }
         };
         multiply_pipelined(
@@ -175,7 +177,8 @@ inline void split_bytes(__m512i a, __m512i b, std::byte* hi, std::byte* lo) noex
 // per row (a scale) is repeated 4 times per half by these permutations.
 alignas(64) constexpr int16_t kRepeatRows[2][32] = {
     {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7},
-    {8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11, 12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15}};
+    {8,  8,  8,  8,  9,  9,  9,  9,  10, 10, 10, 10, 11, 11, 11, 11,
+     12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15}};
 
 // One group block's hi and lo B tiles, and d a lane per weight row. The quants are rebuilt as in
 // dot_q6_k (feed_tiles.hpp's layout: sub-block 8h + 2t + m / 4 is chunks m % 4 of quarter (h, t));
@@ -190,7 +193,8 @@ void prepare_q6_k(const std::byte* p, std::byte* hi, std::byte* lo, __m512& d) n
     const __m512i even = _mm512_castsi256_si512(_mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8));
     const __m512i odd = _mm512_castsi256_si512(_mm256_srai_epi16(v, 8));
     sc[2 * u][0] = _mm512_permutexvar_epi16(repeat_lo, even), sc[2 * u][1] = _mm512_permutexvar_epi16(repeat_hi, even);
-    sc[2 * u + 1][0] = _mm512_permutexvar_epi16(repeat_lo, odd), sc[2 * u + 1][1] = _mm512_permutexvar_epi16(repeat_hi, odd);
+    sc[2 * u + 1][0] = _mm512_permutexvar_epi16(repeat_lo, odd),
+               sc[2 * u + 1][1] = _mm512_permutexvar_epi16(repeat_hi, odd);
   }
   const std::byte* q = p + F::kHeadBytes;
   const __m512i low4 = _mm512_set1_epi8(0x0f), low2 = _mm512_set1_epi8(0x03), bias = _mm512_set1_epi8(32);
@@ -220,19 +224,19 @@ void prepare_q6_k(const std::byte* p, std::byte* hi, std::byte* lo, __m512& d) n
 
 // The tile products of one block into (CH, CL): A from x (rows x_stride apart), B from hi and lo
 // (HI false: lo only).
-#define SKAINET_SPLIT_BLOCK(HI, CH, CL, x, x_stride, hi, lo)    \
-  do {                                                         \
-    if constexpr (HI) _tile_zero(CH);                          \
-    _tile_zero(CL);                                            \
-    for (int i = 0; i < 4; ++i) {                              \
-      _tile_loadd(SKAINET_SPLIT_A, (x) + 64 * i, x_stride);    \
-      if constexpr (HI) {                                      \
+#define SKAINET_SPLIT_BLOCK(HI, CH, CL, x, x_stride, hi, lo)      \
+  do {                                                            \
+    if constexpr (HI) _tile_zero(CH);                             \
+    _tile_zero(CL);                                               \
+    for (int i = 0; i < 4; ++i) {                                 \
+      _tile_loadd(SKAINET_SPLIT_A, (x) + 64 * i, x_stride);       \
+      if constexpr (HI) {                                         \
         _tile_loadd(SKAINET_SPLIT_BH, (hi) + kSplitTile * i, 64); \
-        _tile_dpbssd(CH, SKAINET_SPLIT_A, SKAINET_SPLIT_BH);   \
-      }                                                        \
-      _tile_loadd(SKAINET_SPLIT_BL, (lo) + kSplitTile * i, 64); \
-      _tile_dpbssd(CL, SKAINET_SPLIT_A, SKAINET_SPLIT_BL);     \
-    }                                                          \
+        _tile_dpbssd(CH, SKAINET_SPLIT_A, SKAINET_SPLIT_BH);      \
+      }                                                           \
+      _tile_loadd(SKAINET_SPLIT_BL, (lo) + kSplitTile * i, 64);   \
+      _tile_dpbssd(CL, SKAINET_SPLIT_A, SKAINET_SPLIT_BL);        \
+    }                                                             \
   } while (false)
 
 // r[j] (16 dwords each) -> r[t] = dword t of every r[j]: a 16 x 16 transpose of 4-byte chunks, which
@@ -253,7 +257,8 @@ inline void transpose_dwords(__m512i (&r)[16]) noexcept {
   // Dword 4L + c of all rows: lane L of b[c], b[4 + c], b[8 + c], b[12 + c].
   for (int c = 0; c < 4; ++c) {
     const __m512i e0 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0x44), e1 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0xee);
-    const __m512i e2 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x44), e3 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xee);
+    const __m512i e2 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x44),
+                  e3 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xee);
     r[c] = _mm512_shuffle_i32x4(e0, e2, 0x88);
     r[4 + c] = _mm512_shuffle_i32x4(e0, e2, 0xdd);
     r[8 + c] = _mm512_shuffle_i32x4(e1, e3, 0x88);
@@ -291,7 +296,8 @@ struct SplitQ4_K {
     __m512i sc[8][2];  // sub-block s's scales as int16 per line: rows 0..7, 8..15
     for (int s = 0; s < 8; ++s) {
       const __m512i at = _mm512_and_si512(_mm512_srli_epi32(u[s / 4], 8 * (s % 4)), byte);
-      dmn[s] = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(u[2 + s / 4], 8 * (s % 4)), byte)));
+      dmn[s] =
+          _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(u[2 + s / 4], 8 * (s % 4)), byte)));
       const __m512i sc16 = _mm512_castsi256_si512(_mm512_cvtepi32_epi16(at));
       sc[s][0] = _mm512_permutexvar_epi16(_mm512_load_si512(kRepeatRows[0]), sc16);
       sc[s][1] = _mm512_permutexvar_epi16(_mm512_load_si512(kRepeatRows[1]), sc16);
@@ -360,8 +366,9 @@ struct IQ4_XSRow {
     iq4_xs_scales(p, scale);
     for (int s = 0; s < 8; ++s) {  // elements 0..15 of a sub-block: the low nibbles of its 16 bytes
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + offsetof(Block, qs) + 16 * s));
-      const __m512i level = _mm512_cvtepi8_epi16(_mm256_set_m128i(
-          _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(v, 4), low4)), _mm_shuffle_epi8(table, _mm_and_si128(v, low4))));
+      const __m512i level =
+          _mm512_cvtepi8_epi16(_mm256_set_m128i(_mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(v, 4), low4)),
+                                                _mm_shuffle_epi8(table, _mm_and_si128(v, low4))));
       prod[s] = times_halves(level, scale[s], scale[s]);
     }
     return half_at(p + offsetof(Block, d));
@@ -419,7 +426,7 @@ void amx_tiles_split(const Gemv& g, int64_t groups, int64_t rows) noexcept {
   TileConfig config;
   for (int t = 0; t <= SKAINET_SPLIT_BL; ++t) config.rows[t] = kTile, config.colsb[t] = 64;
   const Tiles tiles(config);
-  alignas(64) int32_t c[2][2][kTile][kTile];  // [block parity][hi, lo]
+  alignas(64) int32_t c[2][2][kTile][kTile];                          // [block parity][hi, lo]
   alignas(64) std::byte bt[2][kSplitChunkBlocks * kSplitBlockTiles];  // [hi, lo]
   __m512 d[kSplitChunkBlocks], dmn[kSplitChunkBlocks][16];
   const int64_t out_row = g.out_row / 4;
@@ -435,7 +442,8 @@ void amx_tiles_split(const Gemv& g, int64_t groups, int64_t rows) noexcept {
         __m512 acc[kTile];
         for (int m = 0; m < kTile; ++m) acc[m] = b0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(out + m * out_row);
         const auto xq = [&](int64_t b) noexcept { return x + 256 * (b0 + b); };
-        const auto finish = [&](int64_t b, const int32_t (&ch)[kTile][kTile], const int32_t (&cl)[kTile][kTile]) noexcept {
+        const auto finish = [&](int64_t b, const int32_t(&ch)[kTile][kTile],
+                                const int32_t(&cl)[kTile][kTile]) noexcept {
           for (int m = 0; m < kTile; ++m) {
             float dx;
             std::memcpy(&dx, x + m * g.x_stride + L.d_off + 4 * (b0 + b), 4);
@@ -455,15 +463,15 @@ void amx_tiles_split(const Gemv& g, int64_t groups, int64_t rows) noexcept {
         SKAINET_SPLIT_BLOCK(P::kHi, SKAINET_SPLIT_C0H, SKAINET_SPLIT_C0L, xq(0), g.x_stride, bt[0], bt[1]);
         for (int64_t b = 0; b < nb; b += 2) {
           if (b + 1 < nb)
-            SKAINET_SPLIT_BLOCK(P::kHi, SKAINET_SPLIT_C1H, SKAINET_SPLIT_C1L, xq(b + 1), g.x_stride, bt[0] + kSplitBlockTiles * (b + 1),
-                             bt[1] + kSplitBlockTiles * (b + 1));
+            SKAINET_SPLIT_BLOCK(P::kHi, SKAINET_SPLIT_C1H, SKAINET_SPLIT_C1L, xq(b + 1), g.x_stride,
+                                bt[0] + kSplitBlockTiles * (b + 1), bt[1] + kSplitBlockTiles * (b + 1));
           if constexpr (P::kHi) _tile_stored(SKAINET_SPLIT_C0H, c[0][0], 64);
           _tile_stored(SKAINET_SPLIT_C0L, c[0][1], 64);
           finish(b, c[0][0], c[0][1]);
           if (b + 1 >= nb) break;
           if (b + 2 < nb)
-            SKAINET_SPLIT_BLOCK(P::kHi, SKAINET_SPLIT_C0H, SKAINET_SPLIT_C0L, xq(b + 2), g.x_stride, bt[0] + kSplitBlockTiles * (b + 2),
-                             bt[1] + kSplitBlockTiles * (b + 2));
+            SKAINET_SPLIT_BLOCK(P::kHi, SKAINET_SPLIT_C0H, SKAINET_SPLIT_C0L, xq(b + 2), g.x_stride,
+                                bt[0] + kSplitBlockTiles * (b + 2), bt[1] + kSplitBlockTiles * (b + 2));
           if constexpr (P::kHi) _tile_stored(SKAINET_SPLIT_C1H, c[1][0], 64);
           _tile_stored(SKAINET_SPLIT_C1L, c[1][1], 64);
           finish(b + 1, c[1][0], c[1][1]);

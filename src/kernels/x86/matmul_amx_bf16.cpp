@@ -31,11 +31,11 @@
 namespace skainet::kernels::x86 {
 namespace {
 
-constexpr int64_t kTile = 16;         // weight rows per A tile, activation rows per B tile
-constexpr int64_t kStep = 32;         // elements of k per tile product
-constexpr int64_t kChunk = 512;       // elements of k of an F16 weight converted at a time: 2 x 16 KiB
-constexpr int64_t kBlockTiles = 4;    // activation tiles per weight tile in the tile registers
-constexpr int64_t kSpanTiles = 16;    // activation tiles whose accumulators wait in memory (16 KiB)
+constexpr int64_t kTile = 16;       // weight rows per A tile, activation rows per B tile
+constexpr int64_t kStep = 32;       // elements of k per tile product
+constexpr int64_t kChunk = 512;     // elements of k of an F16 weight converted at a time: 2 x 16 KiB
+constexpr int64_t kBlockTiles = 4;  // activation tiles per weight tile in the tile registers
+constexpr int64_t kSpanTiles = 16;  // activation tiles whose accumulators wait in memory (16 KiB)
 
 // Tile registers: four accumulators (16 weight rows x 64 activation rows), the weight's two parts
 // and the activation's two parts. The tile intrinsics paste their register number into the
@@ -69,7 +69,8 @@ inline void split(__m512 lo, __m512 hi, __m512i& h, __m512i& l) noexcept {
 void split_bf16_pairs(const float* x, int64_t k, int64_t r, int64_t n, std::byte* prepared) noexcept {
   std::memcpy(prepared + r * act_layout(Act::Bf16Pairs, k).row_bytes, x, static_cast<size_t>(k) * 4);
   if (r >= n / kTile * kTile) return;
-  std::byte* tiles = prepared + bf16_pairs_tiles_off(n, k) + (r / kTile) * (k / kStep) * 2 * kBf16PairTile + 4 * (r % kTile);
+  std::byte* tiles =
+      prepared + bf16_pairs_tiles_off(n, k) + (r / kTile) * (k / kStep) * 2 * kBf16PairTile + 4 * (r % kTile);
   const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                           _mm512_set1_epi32(16));
   for (int64_t s = 0; s < k / kStep; ++s) {
@@ -116,14 +117,14 @@ struct BF16Weight {
 };
 
 // Accumulator j (tile register j) += the weight tile times activation tile j of this step.
-#define SKAINET_BF16_PRODUCTS(j)                                              \
-  if constexpr (NT > (j)) {                                                   \
-    const std::byte* xh = x + (j) * x_tile_stride;                            \
-    _tile_loadd(SKAINET_TMM_XH, xh, 64);                                      \
-    _tile_loadd(SKAINET_TMM_XL, xh + kBf16PairTile, 64);                      \
-    _tile_dpbf16ps(j, SKAINET_TMM_WH, SKAINET_TMM_XH);                        \
-    _tile_dpbf16ps(j, SKAINET_TMM_WH, SKAINET_TMM_XL);                        \
-    if constexpr (kLo) _tile_dpbf16ps(j, SKAINET_TMM_WL, SKAINET_TMM_XH);     \
+#define SKAINET_BF16_PRODUCTS(j)                                          \
+  if constexpr (NT > (j)) {                                               \
+    const std::byte* xh = x + (j)*x_tile_stride;                          \
+    _tile_loadd(SKAINET_TMM_XH, xh, 64);                                  \
+    _tile_loadd(SKAINET_TMM_XL, xh + kBf16PairTile, 64);                  \
+    _tile_dpbf16ps(j, SKAINET_TMM_WH, SKAINET_TMM_XH);                    \
+    _tile_dpbf16ps(j, SKAINET_TMM_WH, SKAINET_TMM_XL);                    \
+    if constexpr (kLo) _tile_dpbf16ps(j, SKAINET_TMM_WL, SKAINET_TMM_XH); \
   }
 #define SKAINET_BF16_ACC(j, op) \
   if constexpr (NT > (j)) op;
@@ -131,30 +132,32 @@ struct BF16Weight {
 // NT activation tiles against one weight tile over `steps` steps of 32: the accumulators start at
 // zero or from acc, and go back to acc. x: the hi B tile of the first activation tile's first step.
 template <int NT, bool kLo>
-void multiply_block(const WeightTiles& w, int64_t steps, const std::byte* x, int64_t x_tile_stride, float (*acc)[kTile][kTile],
-                    bool first) noexcept {
+void multiply_block(const WeightTiles& w, int64_t steps, const std::byte* x, int64_t x_tile_stride,
+                    float (*acc)[kTile][kTile], bool first) noexcept {
   if (first) {
-    SKAINET_BF16_ACC(0, _tile_zero(0)) SKAINET_BF16_ACC(1, _tile_zero(1)) SKAINET_BF16_ACC(2, _tile_zero(2))
-    SKAINET_BF16_ACC(3, _tile_zero(3))
+    SKAINET_BF16_ACC(0, _tile_zero(0))
+    SKAINET_BF16_ACC(1, _tile_zero(1)) SKAINET_BF16_ACC(2, _tile_zero(2)) SKAINET_BF16_ACC(3, _tile_zero(3))
   } else {
-    SKAINET_BF16_ACC(0, _tile_loadd(0, acc[0], 64)) SKAINET_BF16_ACC(1, _tile_loadd(1, acc[1], 64))
-    SKAINET_BF16_ACC(2, _tile_loadd(2, acc[2], 64)) SKAINET_BF16_ACC(3, _tile_loadd(3, acc[3], 64))
+    SKAINET_BF16_ACC(0, _tile_loadd(0, acc[0], 64))
+    SKAINET_BF16_ACC(1, _tile_loadd(1, acc[1], 64)) SKAINET_BF16_ACC(2, _tile_loadd(2, acc[2], 64))
+        SKAINET_BF16_ACC(3, _tile_loadd(3, acc[3], 64))
   }
   for (int64_t s = 0; s < steps; ++s, x += 2 * kBf16PairTile) {
     _tile_loadd(SKAINET_TMM_WH, w.hi + 64 * s, w.stride);
     if constexpr (kLo) _tile_loadd(SKAINET_TMM_WL, w.lo + 64 * s, w.stride);
     SKAINET_BF16_PRODUCTS(0) SKAINET_BF16_PRODUCTS(1) SKAINET_BF16_PRODUCTS(2) SKAINET_BF16_PRODUCTS(3)
   }
-  SKAINET_BF16_ACC(0, _tile_stored(0, acc[0], 64)) SKAINET_BF16_ACC(1, _tile_stored(1, acc[1], 64))
-  SKAINET_BF16_ACC(2, _tile_stored(2, acc[2], 64)) SKAINET_BF16_ACC(3, _tile_stored(3, acc[3], 64))
+  SKAINET_BF16_ACC(0, _tile_stored(0, acc[0], 64))
+  SKAINET_BF16_ACC(1, _tile_stored(1, acc[1], 64)) SKAINET_BF16_ACC(2, _tile_stored(2, acc[2], 64))
+      SKAINET_BF16_ACC(3, _tile_stored(3, acc[3], 64))
 }
 
 #undef SKAINET_BF16_PRODUCTS
 #undef SKAINET_BF16_ACC
 
 template <bool kLo>
-void multiply_blocks(const WeightTiles& w, int64_t steps, const std::byte* x, int64_t x_tile_stride, float (*acc)[kTile][kTile],
-                     int64_t tiles, bool first) noexcept {
+void multiply_blocks(const WeightTiles& w, int64_t steps, const std::byte* x, int64_t x_tile_stride,
+                     float (*acc)[kTile][kTile], int64_t tiles, bool first) noexcept {
   for (int64_t t = 0; t < tiles; t += kBlockTiles, x += kBlockTiles * x_tile_stride, acc += kBlockTiles) {
     switch (std::min(kBlockTiles, tiles - t)) {
       case 1: multiply_block<1, kLo>(w, steps, x, x_tile_stride, acc, first); break;

@@ -89,7 +89,8 @@ void tile_dense(const std::byte* w, int64_t w_stride, const std::byte* x, int64_
     SKAINET_UNROLL
     for (int j = 0; j < 4; ++j) {
       float tail = 0.0f;
-      for (int64_t e = kv; e < k; ++e) tail += W::one(w + i * w_stride, e) * reinterpret_cast<const float*>(x + j * x_stride)[e];
+      for (int64_t e = kv; e < k; ++e)
+        tail += W::one(w + i * w_stride, e) * reinterpret_cast<const float*>(x + j * x_stride)[e];
       out[i * 4 + j] = hsum(acc[i][j]) + tail;
     }
   }
@@ -120,7 +121,8 @@ void gemm_t_rows(const GemmT& g, int64_t r0, int64_t o0, int vecs) noexcept {
   }
   SKAINET_UNROLL
   for (int r = 0; r < R; ++r)
-    for (int v = 0; v < vecs; ++v) _mm256_storeu_ps(reinterpret_cast<float*>(g.out + (r0 + r) * g.out_row) + o0 + 8 * v, acc[r][v]);
+    for (int v = 0; v < vecs; ++v)
+      _mm256_storeu_ps(reinterpret_cast<float*>(g.out + (r0 + r) * g.out_row) + o0 + 8 * v, acc[r][v]);
 }
 
 template <class W>

@@ -41,7 +41,9 @@ float dot_dense(const std::byte* w, const std::byte* xb, int64_t k, const ActLay
   __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 64 <= k; i += 64) {
-    prefetch_ahead(w + i * W::kBytes, 64 * W::kBytes);  // per 64 elements: F16 decode 12.2 -> 13.4 t/s against a whole row ahead (dot_rows)
+    prefetch_ahead(
+        w + i * W::kBytes,
+        64 * W::kBytes);  // per 64 elements: F16 decode 12.2 -> 13.4 t/s against a whole row ahead (dot_rows)
     a0 = _mm512_fmadd_ps(W::at(w, i, all), _mm512_loadu_ps(x + i), a0);
     a1 = _mm512_fmadd_ps(W::at(w, i + 16, all), _mm512_loadu_ps(x + i + 16), a1);
     a2 = _mm512_fmadd_ps(W::at(w, i + 32, all), _mm512_loadu_ps(x + i + 32), a2);
@@ -69,7 +71,8 @@ float dot_q4_0_x2(const std::byte* w, const std::byte* xr, int64_t k, const ActL
   int64_t b = 0;
   for (; b + 2 <= nb; b += 2) {
     const std::byte* p = w + b * kB;
-    const __m256i qs = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(p + kB + 2), reinterpret_cast<const __m128i*>(p + 2));
+    const __m256i qs =
+        _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(p + kB + 2), reinterpret_cast<const __m128i*>(p + 2));
     __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(qs), _mm256_srli_epi16(qs, 4), 1);
     q = _mm512_and_si512(_mm512_shuffle_i64x2(q, q, _MM_SHUFFLE(3, 1, 2, 0)), low4);
     const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, _mm512_loadu_si512(a.q + 32 * b));
@@ -86,7 +89,8 @@ float dot_q4_0_x2(const std::byte* w, const std::byte* xr, int64_t k, const ActL
   if (b < nb) {  // an odd last block
     const std::byte* p = w + b * kB;
     const float s = half_at(p);
-    tail = s * (a.d[b] * static_cast<float>(hsum_i32(mul_sum(nibbles32(p + 2), loadu(a.q + 32 * b)))) - 8.0f * a.sums[b]);
+    tail =
+        s * (a.d[b] * static_cast<float>(hsum_i32(mul_sum(nibbles32(p + 2), loadu(a.q + 32 * b)))) - 8.0f * a.sums[b]);
   }
   alignas(16) float o[4];
   _mm_store_ps(o, offset);
@@ -169,11 +173,14 @@ void gemm_converted(const Gemv& g) noexcept {
     for (int64_t e0 = 0; e0 < g.k; e0 += kConvertedChunk) {
       const int64_t len = std::min(kConvertedChunk, g.k - e0);
       for (int i = 0; i < RW; ++i)
-        for (int64_t e = 0; e < len; e += 16) _mm512_store_ps(&wf[i][e], W::at(g.w + (o + i) * g.w_stride, e0 + e, tail_mask(len - e)));
+        for (int64_t e = 0; e < len; e += 16)
+          _mm512_store_ps(&wf[i][e], W::at(g.w + (o + i) * g.w_stride, e0 + e, tail_mask(len - e)));
       const std::byte* x = g.x + 4 * e0;
       int64_t r = 0;
-      for (; r + 4 <= g.n; r += 4) multiply_converted<4>(wf, len, x + r * g.x_stride, g.x_stride, out + r * out_row, out_row, e0 == 0);
-      for (; r + 2 <= g.n; r += 2) multiply_converted<2>(wf, len, x + r * g.x_stride, g.x_stride, out + r * out_row, out_row, e0 == 0);
+      for (; r + 4 <= g.n; r += 4)
+        multiply_converted<4>(wf, len, x + r * g.x_stride, g.x_stride, out + r * out_row, out_row, e0 == 0);
+      for (; r + 2 <= g.n; r += 2)
+        multiply_converted<2>(wf, len, x + r * g.x_stride, g.x_stride, out + r * out_row, out_row, e0 == 0);
       if (r < g.n) multiply_converted<1>(wf, len, x + r * g.x_stride, g.x_stride, out + r * out_row, out_row, e0 == 0);
     }
   }
@@ -195,7 +202,8 @@ void gemm_short_k(const Gemv& g) noexcept {
     const int64_t rows = std::min<int64_t>(32, g.rows - o0);
     for (int64_t i = 0; i < 32; ++i) {
       if (i < rows)
-        for (int64_t c = 0; c < g.k; c += 16) _mm512_store_ps(row + c, W::at(g.w + (o0 + i) * g.w_stride, c, tail_mask(g.k - c)));
+        for (int64_t c = 0; c < g.k; c += 16)
+          _mm512_store_ps(row + c, W::at(g.w + (o0 + i) * g.w_stride, c, tail_mask(g.k - c)));
       for (int64_t c = 0; c < g.k; ++c) wt[c][i] = i < rows ? row[c] : 0.0f;
     }
     const __mmask16 m0 = tail_mask(rows), m1 = tail_mask(std::max<int64_t>(rows - 16, 0));
@@ -267,7 +275,8 @@ template <class W>
 void gemm_t(const GemmT& g) noexcept {
   for (int64_t o0 = 0; o0 < g.cols; o0 += 64) {
     const __mmask16 m[4] = {tail_mask(g.cols - o0), tail_mask(std::max<int64_t>(g.cols - o0 - 16, 0)),
-                            tail_mask(std::max<int64_t>(g.cols - o0 - 32, 0)), tail_mask(std::max<int64_t>(g.cols - o0 - 48, 0))};
+                            tail_mask(std::max<int64_t>(g.cols - o0 - 32, 0)),
+                            tail_mask(std::max<int64_t>(g.cols - o0 - 48, 0))};
     int64_t r0 = 0;
     for (; r0 + 4 <= g.n; r0 += 4) gemm_t_rows<W, 4>(g, r0, o0, m);
     switch (g.n - r0) {

@@ -71,7 +71,8 @@ double sum_squares(const float* x, int64_t n) noexcept {
 void f32_to_f16_row(const float* x, uint16_t* out, int64_t n) noexcept {
   int64_t j = 0;
   for (; j + 8 <= n; j += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), _mm256_cvtps_ph(_mm256_loadu_ps(x + j), _MM_FROUND_TO_NEAREST_INT));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + j), _MM_FROUND_TO_NEAREST_INT));
   for (; j < n; ++j) out[j] = _cvtss_sh(x[j], _MM_FROUND_TO_NEAREST_INT);
 }
 #endif

@@ -360,9 +360,12 @@ float dot_q6_k(const std::byte* w, const std::byte* xr, int64_t k, const ActLayo
     for (int h = 0; h < 2; ++h) {
       const std::byte* ql = p + offsetof(BlockQ6_K, ql) + 64 * h;
       const __m256i qa = loadu(ql), qb = loadu(ql + 32), qh = loadu(p + offsetof(BlockQ6_K, qh) + 32 * h);
-      const __m256i q1 = _mm256_or_si256(_mm256_and_si256(qa, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45));
-      const __m256i q2 = _mm256_or_si256(_mm256_and_si256(qb, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45));
-      const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), low4), _mm256_and_si256(qh, bits45));
+      const __m256i q1 =
+          _mm256_or_si256(_mm256_and_si256(qa, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45));
+      const __m256i q2 =
+          _mm256_or_si256(_mm256_and_si256(qb, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45));
+      const __m256i q3 =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), low4), _mm256_and_si256(qh, bits45));
       const __m256i q4 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb, 4), low4),
                                          _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
       const int8_t* s = sc + 8 * h;
@@ -386,7 +389,8 @@ using DotFn = float (*)(const std::byte* w, const std::byte* x, int64_t k, const
 // well, 4 KiB worse). For weight rows in file order as for a feed order's group blocks.
 constexpr int64_t kPrefetchBytes = 2048;
 inline void prefetch_ahead(const std::byte* p, int64_t bytes) noexcept {
-  for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + o), _MM_HINT_T0);
+  for (int64_t o = 0; o < bytes; o += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + o), _MM_HINT_T0);
 }
 
 // Weight rows [from, g.rows), each read once and dotted with every x row while it sits in L1 (the

@@ -101,11 +101,15 @@ void decode_q3_k(const std::byte* p, uint8_t* q, int16_t* sc, float* m, float& d
 
 struct Q2_KDecode {
   static constexpr int64_t kBytes = sizeof(BlockQ2_K);
-  static void block(const std::byte* p, uint8_t* q, int16_t* sc, float* m, float& d) noexcept { decode_q2_k(p, q, sc, m, d); }
+  static void block(const std::byte* p, uint8_t* q, int16_t* sc, float* m, float& d) noexcept {
+    decode_q2_k(p, q, sc, m, d);
+  }
 };
 struct Q3_KDecode {
   static constexpr int64_t kBytes = sizeof(BlockQ3_K);
-  static void block(const std::byte* p, uint8_t* q, int16_t* sc, float* m, float& d) noexcept { decode_q3_k(p, q, sc, m, d); }
+  static void block(const std::byte* p, uint8_t* q, int16_t* sc, float* m, float& d) noexcept {
+    decode_q3_k(p, q, sc, m, d);
+  }
 };
 
 }  // namespace

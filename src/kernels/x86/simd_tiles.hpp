@@ -3,7 +3,8 @@
 // rows and each activation block loaded once for RW rows. Legacy formats (Q4_0, Q4_1, Q5_0, Q5_1,
 // Q8_0) against Q8x32 activations go further: a tile's weight blocks are decoded once per call
 // (DecodedRows) and reused by every group of activation rows; k_tiles.hpp does the same for the K
-// formats. The one-row path (decode) stays in simd_int8.hpp's gemv. Included after simd_int8.hpp by the ISA units; internal linkage like it.
+// formats. The one-row path (decode) stays in simd_int8.hpp's gemv. Included after simd_int8.hpp by the ISA units;
+// internal linkage like it.
 //
 // The sums are the same exact integer block dot products as the one-row kernels, scaled per block in
 // float; only the order of the float additions differs, so a row's result may differ from the
@@ -43,7 +44,8 @@ struct Vec {
   static F load(const float* p) noexcept { return _mm512_loadu_ps(p); }
   static F fnma(F a, F b, F c) noexcept { return _mm512_fnmadd_ps(a, b, c); }
   static F halves(float a, float b) noexcept {
-    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(a)), _mm256_castps_pd(_mm256_set1_ps(b)), 1));
+    return _mm512_castpd_ps(
+        _mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(a)), _mm256_castps_pd(_mm256_set1_ps(b)), 1));
   }
   static F fma(F a, F b, F c) noexcept { return _mm512_fmadd_ps(a, b, c); }
   static F mul(F a, F b) noexcept { return _mm512_mul_ps(a, b); }
@@ -60,18 +62,25 @@ struct Vec {
   };
   template <bool kSigned>
   static W prepare(I q) noexcept {
-    if constexpr (!kSigned) return {q, _mm512_setzero_si512()};
-    else return {q, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(-128), q))};
+    if constexpr (!kSigned)
+      return {q, _mm512_setzero_si512()};
+    else
+      return {q, _mm512_sub_epi32(_mm512_setzero_si512(),
+                                  _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(-128), q))};
   }
   template <bool kSigned>
   static I prepare_x(I x) noexcept {
-    if constexpr (!kSigned) return x;
-    else return _mm512_xor_si512(x, _mm512_set1_epi8(-128));
+    if constexpr (!kSigned)
+      return x;
+    else
+      return _mm512_xor_si512(x, _mm512_set1_epi8(-128));
   }
   template <bool kSigned>
   static I dot(const W& w, I x) noexcept {
-    if constexpr (!kSigned) return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.q, x);
-    else return _mm512_dpbusd_epi32(w.start, x, w.q);
+    if constexpr (!kSigned)
+      return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.q, x);
+    else
+      return _mm512_dpbusd_epi32(w.start, x, w.q);
   }
 };
 #else
@@ -81,7 +90,9 @@ struct Vec {
   using F = __m256;
   static F zero() noexcept { return _mm256_setzero_ps(); }
   template <class D>
-  static I weights(const std::byte* p, int) noexcept { return D::quants(p); }
+  static I weights(const std::byte* p, int) noexcept {
+    return D::quants(p);
+  }
   static I activations(const int8_t* q, int) noexcept { return loadu(q); }
   static constexpr int kFloats = 8;
   static F set1(float a) noexcept { return _mm256_set1_ps(a); }
@@ -97,8 +108,10 @@ struct Vec {
   };
   template <bool kSigned>
   static W prepare(I q) noexcept {
-    if constexpr (!kSigned) return {q, q};
-    else return {_mm256_sign_epi8(q, q), q};
+    if constexpr (!kSigned)
+      return {q, q};
+    else
+      return {_mm256_sign_epi8(q, q), q};
   }
   template <bool kSigned>
   static I prepare_x(I x) noexcept {
@@ -106,16 +119,20 @@ struct Vec {
   }
   template <bool kSigned>
   static I dot(const W& w, I x) noexcept {
-    if constexpr (!kSigned) return mul_sum(w.q, x);
-    else return mul_sum(w.q, _mm256_sign_epi8(x, w.sign));
+    if constexpr (!kSigned)
+      return mul_sum(w.q, x);
+    else
+      return mul_sum(w.q, _mm256_sign_epi8(x, w.sign));
   }
 };
 #endif
 
 template <class D>
 constexpr bool is_signed() noexcept {
-  if constexpr (requires { D::kSigned; }) return D::kSigned;
-  else return false;
+  if constexpr (requires { D::kSigned; })
+    return D::kSigned;
+  else
+    return false;
 }
 
 // sum_b a[b] * b_[b] over n floats.
@@ -192,12 +209,14 @@ void multiply_rows(const DecodedRows<RW>& t, const std::byte* x, int64_t x_strid
     SKAINET_UNROLL
     for (int j = 0; j < RX; ++j) {
       const std::byte* xr = x + j * x_stride;
-      const auto xq = Vec::template prepare_x<kSigned>(Vec::activations(reinterpret_cast<const int8_t*>(xr) + 32 * b, blocks));
+      const auto xq =
+          Vec::template prepare_x<kSigned>(Vec::activations(reinterpret_cast<const int8_t*>(xr) + 32 * b, blocks));
       const float* d = reinterpret_cast<const float*>(xr + L.d_off) + b;
       const typename Vec::F dx = Vec::halves(d[0], blocks == 2 ? d[1] : 0.0f);
       SKAINET_UNROLL
       for (int i = 0; i < RW; ++i)
-        acc[i][j] = Vec::fma(Vec::mul(t.scale[step][i], dx), Vec::cvt(Vec::template dot<kSigned>(t.q[step][i], xq)), acc[i][j]);
+        acc[i][j] =
+            Vec::fma(Vec::mul(t.scale[step][i], dx), Vec::cvt(Vec::template dot<kSigned>(t.q[step][i], xq)), acc[i][j]);
     }
   }
   SKAINET_UNROLL
@@ -227,16 +246,20 @@ void gemm_legacy_rows(const Gemv& g) noexcept {
   for (int64_t o = 0; o < rows_tiled; o += RW) {
     float* out = reinterpret_cast<float*>(g.out) + o;
     for (int64_t b0 = 0; b0 < nb; b0 += DecodedRows<RW>::kSteps * Vec::kBlocks) {
-      decode_rows<D, RW>(g.w + o * g.w_stride, g.w_stride, b0, std::min(nb, b0 + DecodedRows<RW>::kSteps * Vec::kBlocks), t);
+      decode_rows<D, RW>(g.w + o * g.w_stride, g.w_stride, b0,
+                         std::min(nb, b0 + DecodedRows<RW>::kSteps * Vec::kBlocks), t);
       int64_t r = 0;
-      for (; r + RX <= g.n; r += RX) multiply_rows<D, RW, RX>(t, g.x + r * g.x_stride, g.x_stride, L, out + r * out_row, out_row, b0 == 0);
-      for (; r < g.n; ++r) multiply_rows<D, RW, 1>(t, g.x + r * g.x_stride, g.x_stride, L, out + r * out_row, out_row, b0 == 0);
+      for (; r + RX <= g.n; r += RX)
+        multiply_rows<D, RW, RX>(t, g.x + r * g.x_stride, g.x_stride, L, out + r * out_row, out_row, b0 == 0);
+      for (; r < g.n; ++r)
+        multiply_rows<D, RW, 1>(t, g.x + r * g.x_stride, g.x_stride, L, out + r * out_row, out_row, b0 == 0);
     }
   }
   dot_rows<Dot>(g, rows_tiled, L);
 }
 
-using TileFn = void (*)(const std::byte*, int64_t, const std::byte*, int64_t, int64_t, const ActLayout&, float*) noexcept;
+using TileFn = void (*)(const std::byte*, int64_t, const std::byte*, int64_t, int64_t, const ActLayout&,
+                        float*) noexcept;
 
 // gemv's contract (isa.hpp) with full TW x TX tiles where they fit; the leftover weight rows and
 // activation rows go through the one-row dot product.
@@ -244,7 +267,9 @@ template <TileFn Tile, int TW, int TX, DotFn Dot, Act A>
 void gemm(const Gemv& g) noexcept {
   if (g.n < 2) return gemv<Dot, A>(g);
   const ActLayout L = act_layout(A, g.k);
-  const auto store = [&](int64_t o, int64_t r, float v) noexcept { std::memcpy(g.out + r * g.out_row + o * g.out_col, &v, 4); };
+  const auto store = [&](int64_t o, int64_t r, float v) noexcept {
+    std::memcpy(g.out + r * g.out_row + o * g.out_col, &v, 4);
+  };
   const int64_t rows_tiled = g.rows - g.rows % TW, n_tiled = g.n - g.n % TX;
   float t[TW * TX];
   for (int64_t o = 0; o < rows_tiled; o += TW) {

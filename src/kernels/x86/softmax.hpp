@@ -51,7 +51,8 @@ struct SoftmaxLanes {
   static F abs(F v) noexcept { return _mm512_abs_ps(v); }
   // v with the sign of `sign` (v >= 0).
   static F copysign(F v, F sign) noexcept {
-    const __m512i bit = _mm512_and_si512(_mm512_castps_si512(sign), _mm512_set1_epi32(std::numeric_limits<int32_t>::min()));
+    const __m512i bit =
+        _mm512_and_si512(_mm512_castps_si512(sign), _mm512_set1_epi32(std::numeric_limits<int32_t>::min()));
     return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), bit));
   }
   static F div(F a, F b) noexcept { return _mm512_div_ps(a, b); }
@@ -66,7 +67,8 @@ struct SoftmaxLanes {
   using F = __m256;
   using M = __m256i;
   static M mask(int64_t left) noexcept {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(left, 8))), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(left, 8))),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
   static F load(const float* p, M m) noexcept { return _mm256_maskload_ps(p, m); }
   static void store(float* p, F v, M m) noexcept { _mm256_maskstore_ps(p, m, v); }
@@ -131,8 +133,10 @@ typename SoftmaxVec::F softmax_scores(const float* x, typename SoftmaxVec::M m, 
                                       typename SoftmaxVec::F cap, typename SoftmaxVec::F inv_cap) noexcept {
   using V = SoftmaxVec;
   const typename V::F s = V::mul(V::load(x, m), scale);
-  if constexpr (kCap) return V::mul(cap, vec_tanh<V>(V::mul(s, inv_cap)));
-  else return s;
+  if constexpr (kCap)
+    return V::mul(cap, vec_tanh<V>(V::mul(s, inv_cap)));
+  else
+    return s;
 }
 
 // out[j] = exp(score(x[j]) - max) / sum for j in [begin, end), 0 for the other j < n. out may be x.
@@ -168,8 +172,10 @@ void softmax_row_of(const float* x, float* out, int64_t begin, int64_t end, int6
 // softcap > 0 caps the scores (SoftmaxParams); the uncapped row runs the loop it always did.
 void softmax_row(const float* x, float* out, int64_t begin, int64_t end, int64_t n, float scale,
                  float softcap) noexcept {
-  if (softcap > 0) softmax_row_of<true>(x, out, begin, end, n, scale, softcap);
-  else softmax_row_of<false>(x, out, begin, end, n, scale, softcap);
+  if (softcap > 0)
+    softmax_row_of<true>(x, out, begin, end, n, scale, softcap);
+  else
+    softmax_row_of<false>(x, out, begin, end, n, scale, softcap);
 }
 
 }  // namespace
