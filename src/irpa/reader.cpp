@@ -27,6 +27,9 @@ class Parser {
   void read_entries(Archive& a, uint64_t count);
   Range read_segment(const std::byte* header, size_t field, std::string_view what);
   void read_entry(Archive& a, uint64_t at, uint64_t room);
+  // The type-specific part of a splat or data record at `at` (`r`: its first bytes).
+  void read_splat(Entry& e, const std::byte* r, uint64_t at, uint64_t entry_size);
+  void read_data(const Archive& a, Entry& e, const std::byte* r, uint64_t at, uint64_t entry_size);
   // A (offset, length) reference stored at `field_at` into a segment; returns its absolute offset.
   uint64_t resolve(uint64_t field_at, uint64_t offset, uint64_t length, const Range& segment, std::string_view what);
 
@@ -135,6 +138,41 @@ uint64_t Parser::resolve(uint64_t field_at, uint64_t offset, uint64_t length, co
   return segment.offset + offset;  // cannot overflow: the segment lies inside the file
 }
 
+void Parser::read_splat(Entry& e, const std::byte* r, uint64_t at, uint64_t entry_size) {
+  if (entry_size < kSplatEntrySize)
+    fail(FormatErrorKind::BadEntry, at,
+         fmt::format("a splat record needs {} bytes, entry_size is {}", kSplatEntrySize, entry_size));
+  e.type = EntryType::Splat;
+  e.length = load<uint64_t>(r + detail::kSplatLength);
+  e.pattern_length = static_cast<uint8_t>(r[detail::kSplatPatternLength]);
+  if (!detail::valid_pattern_length(e.pattern_length))
+    fail(FormatErrorKind::BadSplat, at + detail::kSplatPatternLength,
+         fmt::format("pattern length: expected 1, 2, 4, 8 or 16, found {}", e.pattern_length));
+  if (e.length % e.pattern_length != 0)
+    fail(FormatErrorKind::BadSplat, at + detail::kSplatLength,
+         fmt::format("length {} is not a multiple of the pattern length {}", e.length, e.pattern_length));
+  std::copy_n(r + detail::kSplatPattern, 16, e.pattern.begin());
+}
+
+void Parser::read_data(const Archive& a, Entry& e, const std::byte* r, uint64_t at, uint64_t entry_size) {
+  if (entry_size < kDataEntrySize)
+    fail(FormatErrorKind::BadEntry, at,
+         fmt::format("a data record needs {} bytes, entry_size is {}", kDataEntrySize, entry_size));
+  e.type = EntryType::Data;
+  const auto offset = load<uint64_t>(r + detail::kDataStorage);
+  e.length = load<uint64_t>(r + detail::kDataStorage + 8);
+  e.file_offset = resolve(at + detail::kDataStorage, offset, e.length, a.storage_segment, "data");
+  if (e.minimum_alignment != 0) {
+    if (!std::has_single_bit(e.minimum_alignment))
+      fail(FormatErrorKind::Misaligned, at + detail::kEntMinimumAlignment,
+           fmt::format("minimum_alignment: expected a power of two, found {}", e.minimum_alignment));
+    if (e.length > 0 && e.file_offset % e.minimum_alignment != 0)
+      fail(
+          FormatErrorKind::Misaligned, at + detail::kDataStorage,
+          fmt::format("data at file offset {} is not on its minimum alignment {}", e.file_offset, e.minimum_alignment));
+  }
+}
+
 void Parser::read_entry(Archive& a, uint64_t at, uint64_t entry_size) {
   std::byte r[kSplatEntrySize] = {};
   file_.read_at(at, r, static_cast<size_t>(std::min<uint64_t>(entry_size, sizeof r)));
@@ -168,41 +206,8 @@ void Parser::read_entry(Archive& a, uint64_t at, uint64_t entry_size) {
   e.minimum_alignment = load<uint64_t>(r + detail::kEntMinimumAlignment);
   switch (static_cast<EntryType>(type_id)) {
     case EntryType::Skip: ++a.skipped_entries; return;
-    case EntryType::Splat: {
-      if (entry_size < kSplatEntrySize)
-        fail(FormatErrorKind::BadEntry, at,
-             fmt::format("a splat record needs {} bytes, entry_size is {}", kSplatEntrySize, entry_size));
-      e.type = EntryType::Splat;
-      e.length = load<uint64_t>(r + detail::kSplatLength);
-      e.pattern_length = static_cast<uint8_t>(r[detail::kSplatPatternLength]);
-      if (!detail::valid_pattern_length(e.pattern_length))
-        fail(FormatErrorKind::BadSplat, at + detail::kSplatPatternLength,
-             fmt::format("pattern length: expected 1, 2, 4, 8 or 16, found {}", e.pattern_length));
-      if (e.length % e.pattern_length != 0)
-        fail(FormatErrorKind::BadSplat, at + detail::kSplatLength,
-             fmt::format("length {} is not a multiple of the pattern length {}", e.length, e.pattern_length));
-      std::copy_n(r + detail::kSplatPattern, 16, e.pattern.begin());
-      break;
-    }
-    case EntryType::Data: {
-      if (entry_size < kDataEntrySize)
-        fail(FormatErrorKind::BadEntry, at,
-             fmt::format("a data record needs {} bytes, entry_size is {}", kDataEntrySize, entry_size));
-      e.type = EntryType::Data;
-      const auto offset = load<uint64_t>(r + detail::kDataStorage);
-      e.length = load<uint64_t>(r + detail::kDataStorage + 8);
-      e.file_offset = resolve(at + detail::kDataStorage, offset, e.length, a.storage_segment, "data");
-      if (e.minimum_alignment != 0) {
-        if (!std::has_single_bit(e.minimum_alignment))
-          fail(FormatErrorKind::Misaligned, at + detail::kEntMinimumAlignment,
-               fmt::format("minimum_alignment: expected a power of two, found {}", e.minimum_alignment));
-        if (e.length > 0 && e.file_offset % e.minimum_alignment != 0)
-          fail(FormatErrorKind::Misaligned, at + detail::kDataStorage,
-               fmt::format("data at file offset {} is not on its minimum alignment {}", e.file_offset,
-                           e.minimum_alignment));
-      }
-      break;
-    }
+    case EntryType::Splat: read_splat(e, r, at, entry_size); break;
+    case EntryType::Data: read_data(a, e, r, at, entry_size); break;
     case EntryType::External:
       fail(FormatErrorKind::UnsupportedEntryType, at + detail::kEntType,
            "external entries (data in another file) are not supported");

@@ -243,6 +243,56 @@ std::string to_json(const MemoryPlan& p) {
   return j.dump(2);
 }
 
+namespace {
+
+arch::ModelShape model_from(const json& m) {
+  arch::ModelShape s;
+  s.architecture = m.at("architecture");
+  s.layers = number<uint32_t>(m, "layers");
+  s.dim = number<uint32_t>(m, "dim");
+  s.heads = number<uint32_t>(m, "heads");
+  s.kv_heads = number<uint32_t>(m, "kv_heads");
+  s.head_dim = number<uint32_t>(m, "head_dim");
+  s.ffn = number<uint32_t>(m, "ffn");
+  s.vocab = number<uint32_t>(m, "vocab");
+  s.ctx_train = number<uint32_t>(m, "ctx_train");
+  s.rope_dims = number<uint32_t>(m, "rope_dims");
+  s.rope_base = number<float>(m, "rope_base");
+  s.rms_eps = number<float>(m, "rms_eps");
+  s.rope_scale = number<float>(m, "rope_scale");
+  if (const arch::FamilyInfo* f = arch::find_family(s.architecture)) s.family = f->family;
+  s.features.qkv_bias = m.at("qkv_bias");
+  s.features.neox_rope = m.at("neox_rope");
+  // Absent from plans written before the families after Qwen2: their neutral values.
+  arch::Features& f = s.features;
+  f.qk_norm = m.value("qk_norm", false), f.fused_qkv = m.value("fused_qkv", false);
+  f.fused_gate_up = m.value("fused_gate_up", false), f.rope_freqs = m.value("rope_freqs", false);
+  f.embed_scale = m.value("embed_scale", false), f.post_norms = m.value("post_norms", false);
+  f.geglu = m.value("geglu", false), f.tied_output = m.value("tied_output", false);
+  s.sliding_window = number_or<uint32_t>(m, "sliding_window", 0);
+  s.swa_pattern = number_or<uint32_t>(m, "swa_pattern", 0);
+  s.rope_base_swa = number_or(m, "rope_base_swa", 10000.0f);
+  s.rope_scale_swa = number_or(m, "rope_scale_swa", 1.0f);
+  s.attention_scale = number_or(m, "attention_scale", 0.0f);
+  s.attn_softcap = number_or(m, "attn_softcap", 0.0f);
+  s.final_softcap = number_or(m, "final_softcap", 0.0f);
+  return s;
+}
+
+KvCachePlan kv_from(const json& k) {
+  KvCachePlan kv;
+  kv.type = type_from(k.at("type"));
+  kv.layers = number<uint32_t>(k, "layers");
+  kv.n_ctx = number<uint32_t>(k, "ctx");
+  kv.kv_heads = number<uint32_t>(k, "kv_heads");
+  kv.head_dim = number<uint32_t>(k, "head_dim");
+  kv.bytes = number<uint64_t>(k, "bytes");
+  kv.domain = enum_from<MemoryDomain>(k.at("domain"), domain_name, 4, "domain");
+  return kv;
+}
+
+}  // namespace
+
 MemoryPlan from_json(std::string_view text) {
   try {
     const json j = json::parse(text);
@@ -251,53 +301,9 @@ MemoryPlan from_json(std::string_view text) {
     p.file_size = number<uint64_t>(j, "file_size");
     p.header_bytes_read = number<uint64_t>(j, "header_bytes_read");
     p.profile = j.at("profile");
-    if (j.contains("model")) {
-      const json& m = j["model"];
-      arch::ModelShape s;
-      s.architecture = m.at("architecture");
-      s.layers = number<uint32_t>(m, "layers");
-      s.dim = number<uint32_t>(m, "dim");
-      s.heads = number<uint32_t>(m, "heads");
-      s.kv_heads = number<uint32_t>(m, "kv_heads");
-      s.head_dim = number<uint32_t>(m, "head_dim");
-      s.ffn = number<uint32_t>(m, "ffn");
-      s.vocab = number<uint32_t>(m, "vocab");
-      s.ctx_train = number<uint32_t>(m, "ctx_train");
-      s.rope_dims = number<uint32_t>(m, "rope_dims");
-      s.rope_base = number<float>(m, "rope_base");
-      s.rms_eps = number<float>(m, "rms_eps");
-      s.rope_scale = number<float>(m, "rope_scale");
-      if (const arch::FamilyInfo* f = arch::find_family(s.architecture)) s.family = f->family;
-      s.features.qkv_bias = m.at("qkv_bias");
-      s.features.neox_rope = m.at("neox_rope");
-      // Absent from plans written before the families after Qwen2: their neutral values.
-      arch::Features& f = s.features;
-      f.qk_norm = m.value("qk_norm", false), f.fused_qkv = m.value("fused_qkv", false);
-      f.fused_gate_up = m.value("fused_gate_up", false), f.rope_freqs = m.value("rope_freqs", false);
-      f.embed_scale = m.value("embed_scale", false), f.post_norms = m.value("post_norms", false);
-      f.geglu = m.value("geglu", false), f.tied_output = m.value("tied_output", false);
-      s.sliding_window = number_or<uint32_t>(m, "sliding_window", 0);
-      s.swa_pattern = number_or<uint32_t>(m, "swa_pattern", 0);
-      s.rope_base_swa = number_or(m, "rope_base_swa", 10000.0f);
-      s.rope_scale_swa = number_or(m, "rope_scale_swa", 1.0f);
-      s.attention_scale = number_or(m, "attention_scale", 0.0f);
-      s.attn_softcap = number_or(m, "attn_softcap", 0.0f);
-      s.final_softcap = number_or(m, "final_softcap", 0.0f);
-      p.model = s;
-    }
+    if (j.contains("model")) p.model = model_from(j["model"]);
     for (const auto& d : j.at("tensors")) p.tensors.push_back(decision_from(d));
-    if (j.contains("kv_cache")) {
-      const json& k = j["kv_cache"];
-      KvCachePlan kv;
-      kv.type = type_from(k.at("type"));
-      kv.layers = number<uint32_t>(k, "layers");
-      kv.n_ctx = number<uint32_t>(k, "ctx");
-      kv.kv_heads = number<uint32_t>(k, "kv_heads");
-      kv.head_dim = number<uint32_t>(k, "head_dim");
-      kv.bytes = number<uint64_t>(k, "bytes");
-      kv.domain = enum_from<MemoryDomain>(k.at("domain"), domain_name, 4, "domain");
-      p.kv = kv;
-    }
+    if (j.contains("kv_cache")) p.kv = kv_from(j["kv_cache"]);
     if (j.contains("decode_slab")) p.decode = slab_from(j["decode_slab"]);
     // Plans written before serving had slots are plans for one sequence.
     if (j.contains("slots")) p.slots = number<uint32_t>(j, "slots");

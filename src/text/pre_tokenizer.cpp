@@ -26,6 +26,9 @@ constexpr std::string_view kKimiK2 =
     "[^\\r\\n\\p{L}\\p{N}]?(?:(?![\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df\U0002a700-\U0002ebef\uf900-\ufaff\U0002f800-\U0002fa1f])\\p{L})+"
     "(?:'[sStTmMdD]|'[rR][eE]|'[vV][eE]|'[lL][lL])?|"
     "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+// deepseek-llm: words of the Latin, Greek, Cyrillic, Armenian, Georgian, Cherokee and other cased scripts.
+constexpr std::string_view kDeepseekLlmLetters =
+    "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+";
 // llama.cpp splits these digits with a hand-written loop (runs of \p{N} in groups of three from the
 // right, the first group taking the remainder); this regex gives the same split.
 constexpr std::string_view kDigitsByThreeFromRight = "\\p{N}{1,3}(?=(?:\\p{N}{3})*(?!\\p{N}))";
@@ -41,13 +44,7 @@ std::vector<std::string_view> pre_tokenizer_patterns(PreTokenizer p) {
     case PreTokenizer::Falcon: return {"[\\p{P}\\$\\+<=>\\^~\\|`]+", kGpt2, "[0-9][0-9][0-9]"};
     case PreTokenizer::Starcoder: return {"\\p{N}", kGpt2};
     case PreTokenizer::DeepseekLlm:
-      return {
-          "[\r\n]",
-          "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
-          "\\s?[!-/:-~！-／：-～‘-‟　-。]+",
-          "\\s+$",
-          kCjkDeepseek,
-          "\\p{N}+"};
+      return {"[\r\n]", kDeepseekLlmLetters, "\\s?[!-/:-~！-／：-～‘-‟　-。]+", "\\s+$", kCjkDeepseek, "\\p{N}+"};
     case PreTokenizer::Deepseek3:
       return {
           "\\p{N}{1,3}", kCjkDeepseek3,
