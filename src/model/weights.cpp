@@ -33,6 +33,36 @@ class Binder {
   std::string problems_;
 };
 
+// The field each per-layer role binds.
+struct LayerField {
+  arch::Role role;
+  Tensor LayerWeights::*field;
+};
+constexpr LayerField kLayerFields[] = {
+    {arch::Role::AttnNorm, &LayerWeights::attn_norm},
+    {arch::Role::AttnQ, &LayerWeights::wq},
+    {arch::Role::AttnK, &LayerWeights::wk},
+    {arch::Role::AttnV, &LayerWeights::wv},
+    {arch::Role::AttnOutput, &LayerWeights::wo},
+    {arch::Role::AttnQBias, &LayerWeights::bq},
+    {arch::Role::AttnKBias, &LayerWeights::bk},
+    {arch::Role::AttnVBias, &LayerWeights::bv},
+    {arch::Role::AttnQNorm, &LayerWeights::q_norm},
+    {arch::Role::AttnKNorm, &LayerWeights::k_norm},
+    {arch::Role::FfnNorm, &LayerWeights::ffn_norm},
+    {arch::Role::FfnGate, &LayerWeights::w_gate},
+    {arch::Role::FfnUp, &LayerWeights::w_up},
+    {arch::Role::FfnDown, &LayerWeights::w_down},
+    {arch::Role::AttnPostNorm, &LayerWeights::attn_post_norm},
+    {arch::Role::FfnPostNorm, &LayerWeights::ffn_post_norm},
+};
+
+Tensor* layer_field(LayerWeights& lw, arch::Role role) {
+  for (const LayerField& f : kLayerFields)
+    if (f.role == role) return &(lw.*f.field);
+  return nullptr;
+}
+
 }  // namespace
 
 // Names and shapes come from the architecture's table (arch::model_tensors / layer_tensors), the one
@@ -65,27 +95,10 @@ TransformerWeights TransformerWeights::bind(const load::LoadedModel& loaded, con
     LayerWeights lw;
     Tensor qkv, gate_up;  // fused weights (Phi-3), split into views of their row ranges below
     for (const auto& r : per_layer) {
-      Tensor* field = nullptr;
-      switch (r.role) {
-        case arch::Role::AttnQkv: field = &qkv; break;
-        case arch::Role::AttnNorm: field = &lw.attn_norm; break;
-        case arch::Role::AttnQ: field = &lw.wq; break;
-        case arch::Role::AttnK: field = &lw.wk; break;
-        case arch::Role::AttnV: field = &lw.wv; break;
-        case arch::Role::AttnOutput: field = &lw.wo; break;
-        case arch::Role::AttnQBias: field = &lw.bq; break;
-        case arch::Role::AttnKBias: field = &lw.bk; break;
-        case arch::Role::AttnVBias: field = &lw.bv; break;
-        case arch::Role::AttnQNorm: field = &lw.q_norm; break;
-        case arch::Role::AttnKNorm: field = &lw.k_norm; break;
-        case arch::Role::FfnNorm: field = &lw.ffn_norm; break;
-        case arch::Role::FfnGate: field = &lw.w_gate; break;
-        case arch::Role::FfnUp: field = s.features.fused_gate_up ? &gate_up : &lw.w_up; break;
-        case arch::Role::FfnDown: field = &lw.w_down; break;
-        case arch::Role::AttnPostNorm: field = &lw.attn_post_norm; break;
-        case arch::Role::FfnPostNorm: field = &lw.ffn_post_norm; break;
-        default: throw Error(fmt::format("internal: the model has no field for '{}'", r.name()));
-      }
+      Tensor* field = r.role == arch::Role::AttnQkv                             ? &qkv
+                      : r.role == arch::Role::FfnUp && s.features.fused_gate_up ? &gate_up
+                                                                                : layer_field(lw, r.role);
+      if (!field) throw Error(fmt::format("internal: the model has no field for '{}'", r.name()));
       *field = bind(arch::layer_tensor_name(l, r.role), r);
     }
     // Rows are output features, so each part of a fused weight is a row range: the same matmuls as

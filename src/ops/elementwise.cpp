@@ -6,45 +6,41 @@ using namespace detail;
 
 namespace {
 
-Tensor binary(ExecutionContext& ctx, const Tensor& a, const Tensor& b, std::string_view op, OpKind kind,
-              void (*kernel)(const Tensor&, const Tensor&, const Tensor&) noexcept) {
-  require_f32(a, op, "a");
-  require_f32(b, op, "b");
-  require_broadcast(a, b, op);
+// An op of two F32 tensors and one kernel: `b` broadcast over `a` (add, mul), or a gated activation
+// act(gate) * up over one shape (swiglu, geglu), whose inputs the checks name `gate` and `up`.
+enum class Pairing : uint8_t { Broadcast, Gated };
+
+Tensor pairwise(ExecutionContext& ctx, const Tensor& a, const Tensor& b, std::string_view op, OpKind kind,
+                void (*kernel)(const Tensor&, const Tensor&, const Tensor&) noexcept, Pairing pairing) {
+  const bool gated = pairing == Pairing::Gated;
+  require_f32(a, op, gated ? "gate" : "a");
+  require_f32(b, op, gated ? "up" : "b");
+  if (gated)
+    require_same_shape(a, b, op);
+  else
+    require_broadcast(a, b, op);
   Tensor out = output(ctx, a.shape(), op);
   const Tensor* in[] = {&a, &b};
   if (!recorded(ctx, {.kind = kind, .inputs = in, .output = out})) kernel(a, b, out);
   return out;
 }
 
-// A gated activation, act(gate) * up, same shapes (swiglu, geglu).
-Tensor gated(ExecutionContext& ctx, const Tensor& gate, const Tensor& up, std::string_view op, OpKind kind,
-             void (*kernel)(const Tensor&, const Tensor&, const Tensor&) noexcept) {
-  require_f32(gate, op, "gate");
-  require_f32(up, op, "up");
-  require_same_shape(gate, up, op);
-  Tensor out = output(ctx, gate.shape(), op);
-  const Tensor* in[] = {&gate, &up};
-  if (!recorded(ctx, {.kind = kind, .inputs = in, .output = out})) kernel(gate, up, out);
-  return out;
-}
-
 }  // namespace
 
 Tensor add(ExecutionContext& ctx, const Tensor& a, const Tensor& b) {
-  return binary(ctx, a, b, "ops::add", OpKind::Add, ctx.kernels().add);
+  return pairwise(ctx, a, b, "ops::add", OpKind::Add, ctx.kernels().add, Pairing::Broadcast);
 }
 
 Tensor mul(ExecutionContext& ctx, const Tensor& a, const Tensor& b) {
-  return binary(ctx, a, b, "ops::mul", OpKind::Mul, ctx.kernels().mul);
+  return pairwise(ctx, a, b, "ops::mul", OpKind::Mul, ctx.kernels().mul, Pairing::Broadcast);
 }
 
 Tensor swiglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up) {
-  return gated(ctx, gate, up, "ops::swiglu", OpKind::Swiglu, ctx.kernels().swiglu);
+  return pairwise(ctx, gate, up, "ops::swiglu", OpKind::Swiglu, ctx.kernels().swiglu, Pairing::Gated);
 }
 
 Tensor geglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up) {
-  return gated(ctx, gate, up, "ops::geglu", OpKind::Geglu, ctx.kernels().geglu);
+  return pairwise(ctx, gate, up, "ops::geglu", OpKind::Geglu, ctx.kernels().geglu, Pairing::Gated);
 }
 
 Tensor softcap(ExecutionContext& ctx, const Tensor& x, float cap) {

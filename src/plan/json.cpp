@@ -77,6 +77,46 @@ std::vector<ActivationBuffer> buffers_from(const json& a) {
   return out;
 }
 
+// When a model field entered the plan: with the first plans (required), or later (absent from
+// older plans, which read as the field's neutral default).
+enum class Since : uint8_t { First, Later };
+
+// The model's JSON fields, each named once for writing and reading, in the order plans write them.
+template <class Shape, class Visit>
+void model_fields(Shape& s, Visit&& visit) {
+  visit("architecture", s.architecture, Since::First);
+  visit("layers", s.layers, Since::First);
+  visit("dim", s.dim, Since::First);
+  visit("heads", s.heads, Since::First);
+  visit("kv_heads", s.kv_heads, Since::First);
+  visit("head_dim", s.head_dim, Since::First);
+  visit("ffn", s.ffn, Since::First);
+  visit("vocab", s.vocab, Since::First);
+  visit("ctx_train", s.ctx_train, Since::First);
+  visit("rope_dims", s.rope_dims, Since::First);
+  visit("rope_base", s.rope_base, Since::First);
+  visit("rms_eps", s.rms_eps, Since::First);
+  visit("qkv_bias", s.features.qkv_bias, Since::First);
+  visit("neox_rope", s.features.neox_rope, Since::First);
+  // The families after Qwen2.
+  visit("qk_norm", s.features.qk_norm, Since::Later);
+  visit("fused_qkv", s.features.fused_qkv, Since::Later);
+  visit("fused_gate_up", s.features.fused_gate_up, Since::Later);
+  visit("rope_freqs", s.features.rope_freqs, Since::Later);
+  visit("embed_scale", s.features.embed_scale, Since::Later);
+  visit("post_norms", s.features.post_norms, Since::Later);
+  visit("geglu", s.features.geglu, Since::Later);
+  visit("tied_output", s.features.tied_output, Since::Later);
+  visit("rope_scale", s.rope_scale, Since::First);
+  visit("sliding_window", s.sliding_window, Since::Later);
+  visit("swa_pattern", s.swa_pattern, Since::Later);
+  visit("rope_base_swa", s.rope_base_swa, Since::Later);
+  visit("rope_scale_swa", s.rope_scale_swa, Since::Later);
+  visit("attention_scale", s.attention_scale, Since::Later);
+  visit("attn_softcap", s.attn_softcap, Since::Later);
+  visit("final_softcap", s.final_softcap, Since::Later);
+}
+
 json slab_json(const SlabPlan& s) {
   return {{"tokens", s.tokens},
           {"sequences", s.sequences},
@@ -183,37 +223,8 @@ std::string to_json(const MemoryPlan& p) {
   j["header_bytes_read"] = p.header_bytes_read;
   j["profile"] = p.profile;
   if (p.model) {
-    const arch::ModelShape& m = *p.model;
-    j["model"] = {{"architecture", m.architecture},
-                  {"layers", m.layers},
-                  {"dim", m.dim},
-                  {"heads", m.heads},
-                  {"kv_heads", m.kv_heads},
-                  {"head_dim", m.head_dim},
-                  {"ffn", m.ffn},
-                  {"vocab", m.vocab},
-                  {"ctx_train", m.ctx_train},
-                  {"rope_dims", m.rope_dims},
-                  {"rope_base", m.rope_base},
-                  {"rms_eps", m.rms_eps},
-                  {"qkv_bias", m.features.qkv_bias},
-                  {"neox_rope", m.features.neox_rope},
-                  {"qk_norm", m.features.qk_norm},
-                  {"fused_qkv", m.features.fused_qkv},
-                  {"fused_gate_up", m.features.fused_gate_up},
-                  {"rope_freqs", m.features.rope_freqs},
-                  {"embed_scale", m.features.embed_scale},
-                  {"post_norms", m.features.post_norms},
-                  {"geglu", m.features.geglu},
-                  {"tied_output", m.features.tied_output},
-                  {"rope_scale", m.rope_scale},
-                  {"sliding_window", m.sliding_window},
-                  {"swa_pattern", m.swa_pattern},
-                  {"rope_base_swa", m.rope_base_swa},
-                  {"rope_scale_swa", m.rope_scale_swa},
-                  {"attention_scale", m.attention_scale},
-                  {"attn_softcap", m.attn_softcap},
-                  {"final_softcap", m.final_softcap}};
+    json& m = j["model"];
+    model_fields(*p.model, [&](const char* key, const auto& field, Since) { m[key] = field; });
   }
   j["tensors"] = json::array();
   for (const auto& d : p.tensors) j["tensors"].push_back(decision_json(d));
@@ -247,35 +258,15 @@ namespace {
 
 arch::ModelShape model_from(const json& m) {
   arch::ModelShape s;
-  s.architecture = m.at("architecture");
-  s.layers = number<uint32_t>(m, "layers");
-  s.dim = number<uint32_t>(m, "dim");
-  s.heads = number<uint32_t>(m, "heads");
-  s.kv_heads = number<uint32_t>(m, "kv_heads");
-  s.head_dim = number<uint32_t>(m, "head_dim");
-  s.ffn = number<uint32_t>(m, "ffn");
-  s.vocab = number<uint32_t>(m, "vocab");
-  s.ctx_train = number<uint32_t>(m, "ctx_train");
-  s.rope_dims = number<uint32_t>(m, "rope_dims");
-  s.rope_base = number<float>(m, "rope_base");
-  s.rms_eps = number<float>(m, "rms_eps");
-  s.rope_scale = number<float>(m, "rope_scale");
+  model_fields(s, [&](const char* key, auto& field, Since since) {
+    using T = std::decay_t<decltype(field)>;
+    if (since == Since::Later && !m.contains(key)) return;  // an older plan: the field's neutral default
+    if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, bool>)
+      field = m.at(key).get<T>();
+    else
+      field = number<T>(m, key);
+  });
   if (const arch::FamilyInfo* f = arch::find_family(s.architecture)) s.family = f->family;
-  s.features.qkv_bias = m.at("qkv_bias");
-  s.features.neox_rope = m.at("neox_rope");
-  // Absent from plans written before the families after Qwen2: their neutral values.
-  arch::Features& f = s.features;
-  f.qk_norm = m.value("qk_norm", false), f.fused_qkv = m.value("fused_qkv", false);
-  f.fused_gate_up = m.value("fused_gate_up", false), f.rope_freqs = m.value("rope_freqs", false);
-  f.embed_scale = m.value("embed_scale", false), f.post_norms = m.value("post_norms", false);
-  f.geglu = m.value("geglu", false), f.tied_output = m.value("tied_output", false);
-  s.sliding_window = number_or<uint32_t>(m, "sliding_window", 0);
-  s.swa_pattern = number_or<uint32_t>(m, "swa_pattern", 0);
-  s.rope_base_swa = number_or(m, "rope_base_swa", 10000.0f);
-  s.rope_scale_swa = number_or(m, "rope_scale_swa", 1.0f);
-  s.attention_scale = number_or(m, "attention_scale", 0.0f);
-  s.attn_softcap = number_or(m, "attn_softcap", 0.0f);
-  s.final_softcap = number_or(m, "final_softcap", 0.0f);
   return s;
 }
 

@@ -16,6 +16,26 @@ constexpr uint32_t kInf = std::numeric_limits<uint32_t>::max();
 
 uint32_t cat_bit(uc::Category c) { return 1u << static_cast<unsigned>(c); }
 
+// The \p{...} names the pre-tokenizer patterns use. The Unicode tables hold general categories only,
+// so a letter's subcategory (Lu, Ll, ...) matches every letter: an approximation for the few patterns
+// that split letters by case.
+struct NamedCategory {
+  std::string_view name;
+  uc::Category category;
+};
+constexpr NamedCategory kCategoryNames[] = {
+    {"L", uc::Category::Letter},  {"Lu", uc::Category::Letter},     {"Ll", uc::Category::Letter},
+    {"Lt", uc::Category::Letter}, {"Lm", uc::Category::Letter},     {"Lo", uc::Category::Letter},
+    {"N", uc::Category::Number},  {"P", uc::Category::Punctuation}, {"M", uc::Category::Mark},
+    {"S", uc::Category::Symbol},  {"Z", uc::Category::Separator},   {"C", uc::Category::Control},
+};
+
+const uc::Category* category_named(std::string_view name) {
+  for (const NamedCategory& c : kCategoryNames)
+    if (c.name == name) return &c.category;
+  return nullptr;
+}
+
 // A non-owning callable reference: continuations are passed down every match step, so they must not
 // allocate.
 class Cont {
@@ -170,24 +190,9 @@ class RegexParser {
         while (!at_end() && peek() != '}') name += static_cast<char>(p_[i_++]);
         if (at_end()) fail("unterminated \\p{");
         ++i_;
-        uc::Category cat;
-        if (name == "L" || name == "Lu" || name == "Ll" || name == "Lt" || name == "Lm" || name == "Lo")
-          cat = uc::Category::Letter;
-        else if (name == "N")
-          cat = uc::Category::Number;
-        else if (name == "P")
-          cat = uc::Category::Punctuation;
-        else if (name == "M")
-          cat = uc::Category::Mark;
-        else if (name == "S")
-          cat = uc::Category::Symbol;
-        else if (name == "Z")
-          cat = uc::Category::Separator;
-        else if (name == "C")
-          cat = uc::Category::Control;
-        else
-          fail("unsupported category \\p{" + name + "}");
-        c.items.push_back({I::Category, e == 'P', cat_bit(cat), 0});
+        const uc::Category* cat = category_named(name);
+        if (!cat) fail("unsupported category \\p{" + name + "}");
+        c.items.push_back({I::Category, e == 'P', cat_bit(*cat), 0});
         return true;
       }
       case 'r': *cp = '\r'; return false;
