@@ -102,15 +102,23 @@ def stream_text(stream, kind):
     return text, finish, usage, chunks
 
 
-class OneSlot(unittest.TestCase):
+class ServedCase(unittest.TestCase):
+    """A test class with one server for all its tests, started with `server_args`; `c` is its client."""
+
+    server_args = ()
+
     @classmethod
     def setUpClass(cls):
-        cls.server = Server("--ctx", "256", "--slots", "1")
+        cls.server = Server(*cls.server_args)
         cls.c = cls.server.client
 
     @classmethod
     def tearDownClass(cls):
         cls.server.stop()
+
+
+class OneSlot(ServedCase):
+    server_args = ("--ctx", "256", "--slots", "1")
 
     def test_health_and_models(self):
         status, body = self.server.http("GET", "/health")
@@ -246,18 +254,11 @@ def cached_tokens(usage):
     return usage.prompt_tokens_details.cached_tokens
 
 
-class PrefixReuse(unittest.TestCase):
+class PrefixReuse(ServedCase):
     """A finished request's KV cache stays in its slot; the next request sharing its prefix computes only
     the rest (llama-server's cache_prompt) and answers as if it had computed everything."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server("--ctx", "1024", "--slots", "1")
-        cls.c = cls.server.client
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
+    server_args = ("--ctx", "1024", "--slots", "1")
 
     def complete(self, prompt, cache_prompt=True, **kw):
         return self.c.completions.create(model="m", prompt=prompt, max_tokens=24, temperature=0,
@@ -360,16 +361,10 @@ def open_stream(port, max_tokens=None):
     return s
 
 
-class Busy(unittest.TestCase):
+class Busy(ServedCase):
     """One slot, no queue, and requests that run until the context is full (--ignore-eos, -n -1)."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server("--ctx", "4096", "--slots", "1", "--queue", "0", "--ignore-eos")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
+    server_args = ("--ctx", "4096", "--slots", "1", "--queue", "0", "--ignore-eos")
 
     def wait_idle(self):
         deadline = time.time() + 60
@@ -434,16 +429,10 @@ def vm_hwm_kib(pid):
 GET_HEALTH = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
 
 
-class Hostile(unittest.TestCase):
+class Hostile(ServedCase):
     """Issue 24 #2, #3, #7: what raw clients did to the server, each answered within the transport's limits."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server("--ctx", "256", "--slots", "1", "--queue", "2")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
+    server_args = ("--ctx", "256", "--slots", "1", "--queue", "2")
 
     def test_pipelined_requests_all_answered(self):
         t = time.time()
