@@ -66,11 +66,10 @@ int serve(ServeArgs& a) {
   so.on_listening = [&](int port) {
     // The tests read this line for the port (--port 0 picks a free one).
     fmt::print(stderr,
-               "skainet: serving {} on http://{}:{} | {} slots x context {} | {} threads per slot | plan "
+               "skainet: serving {} on http://{}:{} | {} slots x context {}, batched | {} threads | plan "
                "resident {} (kv {}, slab {}) | chat template: {}\n",
-               so.model_id, so.host, port, so.slots, p.kv->n_ctx, std::max(1, so.threads / static_cast<int>(so.slots)),
-               base::format_bytes(p.totals.resident()), base::format_bytes(p.totals.kv),
-               base::format_bytes(p.totals.slab), chosen.description);
+               so.model_id, so.host, port, so.slots, p.kv->n_ctx, so.threads, base::format_bytes(p.totals.resident()),
+               base::format_bytes(p.totals.kv), base::format_bytes(p.totals.slab), chosen.description);
     std::fflush(stderr);
   };
   serve::Server server(*engine, so, chosen.source, chosen.end_of_turn.value_or(""));

@@ -29,7 +29,7 @@ Batch::Batch(const plan::MemoryPlan& p, const load::LoadedModel& loaded, const t
   ctx_.reserve_scratch(plan_.scratch_bytes);
 }
 
-uint32_t Batch::add(Sequence& seq, std::span<const int32_t> prompt, const Options& options) {
+uint32_t Batch::add(Sequence& seq, std::span<const int32_t> prompt, const Options& options, PrefixReuse reuse) {
   const int64_t n_ctx = seq.kv.n_ctx();
   if (prompt.empty()) throw InvalidArgument("the prompt has no tokens");
   if (static_cast<int64_t>(prompt.size()) >= n_ctx)
@@ -40,14 +40,25 @@ uint32_t Batch::add(Sequence& seq, std::span<const int32_t> prompt, const Option
   const auto free = std::find_if(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.active; });
   if (free == slots_.end())
     throw InvalidArgument(fmt::format("the batch's {} slots are all busy (plan: --slots)", slots_.size()));
+  const auto reused = static_cast<int64_t>(seq.start(prompt, reuse));
   seq.sampler.reset();
   for (int32_t t : prompt) seq.sampler.accept(t);  // the repetition penalty sees the prompt, as in Generator
   *free = {.seq = &seq,
            .prompt = prompt,
+           .cached = reused,
+           .prompt_done = reused,
+           .pos = reused,
            .max_tokens = options.max_tokens,
            .stop_at_eos = options.stop_at_eos,
            .active = true};
   return static_cast<uint32_t>(free - slots_.begin());
+}
+
+void Batch::cancel(uint32_t i) {
+  Slot& s = slots_.at(i);
+  if (!s.active) return;
+  s.stop = StopReason::Callback;
+  s.active = false;
 }
 
 bool Batch::active() const noexcept {
@@ -82,9 +93,13 @@ void Batch::gather_rows() {
 void Batch::sample(const Tensor& logits) {
   n_sampled_ = 0;
   const auto vocab = static_cast<size_t>(logits.dim(1));
+  size_t row = 0;
   for (size_t e = 0; e < n_entries_; ++e) {
     Slot& s = slots_[entry_slot_[e]];
     const bool decoding = s.prompt_done == static_cast<int64_t>(s.prompt.size());
+    const auto rows = static_cast<size_t>(entries_[e].rows);
+    s.seq->ran(std::span(tokens_.data() + row, rows));  // their keys and values are in its cache now
+    row += rows;
     s.pos += entries_[e].rows;
     if (!decoding) {
       s.prompt_done += entries_[e].rows;

@@ -37,8 +37,8 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& path, const En
   return e;
 }
 
-std::unique_ptr<Sequence> Engine::new_sequence(int threads) {
-  return std::make_unique<Sequence>(plan, scope, loaded, *tokenizer, threads);
+std::unique_ptr<Sequence> Engine::new_sequence(int threads, SequenceParts parts) {
+  return std::make_unique<Sequence>(plan, scope, loaded, *tokenizer, threads, parts);
 }
 
 }  // namespace skainet::generate

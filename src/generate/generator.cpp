@@ -147,21 +147,7 @@ Stats Generator::continue_ids(std::span<const int32_t> prompt, int64_t cached, c
   s.prompt_tokens = static_cast<int32_t>(prompt.size() - static_cast<size_t>(cached));
   sampler_.reset();
   for (int32_t t : prompt.first(static_cast<size_t>(cached))) sampler_.accept(t);  // the penalty sees them all
-  text::StreamDecoder decoder(tokenizer_);
-  // Prime the decoder with the prompt so the first generated piece joins it correctly.
-  for (int32_t t : prompt) decoder.push(t);
-  StopMatcher stops(options.stop_strings);
-  bool stopped_by_string = false;
-  // Returns false to stop: the callback asked to, or a stop string appeared (also without a callback).
-  const bool streams = on_token || !options.stop_strings.empty();
-  auto deliver = [&](std::string_view piece, int32_t id) {
-    if (options.stop_strings.empty()) return on_token(piece, id);
-    bool keep_going = true;
-    stopped_by_string = stops.push(piece, [&](std::string_view text) {
-      if (on_token) keep_going = on_token(text, id) && keep_going;
-    });
-    return keep_going && !stopped_by_string;
-  };
+  TextStream text(tokenizer_, prompt, options.stop_strings, on_token);
 
   const auto start = Clock::now();
   int32_t next = prefill(prompt.subspan(static_cast<size_t>(cached)), cached);
@@ -184,8 +170,8 @@ Stats Generator::continue_ids(std::span<const int32_t> prompt, int64_t cached, c
       s.stop = StopReason::EndOfGeneration;
       break;
     }
-    if (streams && !deliver(decoder.push(next), next)) {
-      s.stop = stopped_by_string ? StopReason::StopString : StopReason::Callback;
+    if (!text.push(next)) {
+      s.stop = text.stopped_by_string() ? StopReason::StopString : StopReason::Callback;
       break;
     }
     if (options.max_tokens >= 0 && s.generated_tokens >= options.max_tokens) break;
@@ -197,11 +183,8 @@ Stats Generator::continue_ids(std::span<const int32_t> prompt, int64_t cached, c
     next = next_token(next, pos, room, s);
   }
   s.decode_seconds = seconds_since(decode_start);
-  if (streams && !stopped_by_string) {
-    const std::string tail = decoder.flush();
-    if (!tail.empty() && !deliver(tail, -1) && stopped_by_string) s.stop = StopReason::StopString;
-    if (on_token && !stopped_by_string && !stops.held().empty()) on_token(stops.held(), -1);
-  }
+  text.finish();
+  if (text.stopped_by_string()) s.stop = StopReason::StopString;
 
   const memory::ForwardStats& step = step_.stats();
   const memory::ForwardStats& layer = model_.layer_stats();
@@ -211,6 +194,33 @@ Stats Generator::continue_ids(std::span<const int32_t> prompt, int64_t cached, c
   s.overflow_bytes = std::max(step.max_overflow_bytes, layer.max_overflow_bytes);
   s.overflow_count = step.total_overflow_count + layer.total_overflow_count;
   return s;
+}
+
+TextStream::TextStream(const text::Tokenizer& tokenizer, std::span<const int32_t> prompt,
+                       std::span<const std::string> stop_strings, const TokenCallback& on_token)
+    : decoder_(tokenizer), stop_strings_(stop_strings), on_token_(on_token), stops_(stop_strings) {
+  // Primed with the prompt, so the first generated piece joins it as the tokenizer joins text.
+  if (on_token_ || !stop_strings_.empty())
+    for (int32_t t : prompt) decoder_.push(t);
+}
+
+bool TextStream::deliver(std::string_view piece, int32_t id) {
+  if (stop_strings_.empty()) return !on_token_ || on_token_(piece, id);
+  bool keep_going = true;
+  stopped_by_string_ = stops_.push(piece, [&](std::string_view text) {
+    if (on_token_) keep_going = on_token_(text, id) && keep_going;
+  });
+  return keep_going && !stopped_by_string_;
+}
+
+// Without a callback or stop strings nobody reads the text: the decoder is not even run.
+bool TextStream::push(int32_t id) { return (!on_token_ && stop_strings_.empty()) || deliver(decoder_.push(id), id); }
+
+void TextStream::finish() {
+  if (stopped_by_string_ || (!on_token_ && stop_strings_.empty())) return;
+  const std::string tail = decoder_.flush();
+  if (!tail.empty() && !deliver(tail, -1) && stopped_by_string_) return;
+  if (on_token_ && !stopped_by_string_ && !stops_.held().empty()) on_token_(stops_.held(), -1);
 }
 
 StopMatcher::StopMatcher(std::span<const std::string> stops) : stops_(stops) {

@@ -14,18 +14,20 @@ plan::SequencePlan sequence_of(const plan::MemoryPlan& p) {
 }  // namespace
 
 Sequence::Sequence(const plan::MemoryPlan& p, memory::ModelScope& scope, const load::LoadedModel& loaded,
-                   const text::Tokenizer& tokenizer, int threads)
+                   const text::Tokenizer& tokenizer, int threads, SequenceParts parts)
     : plan(sequence_of(p)),
       kv(scope, plan.kv),
-      llama(*p.model, model::TransformerWeights::bind(loaded, *p.model), kv, plan.layer_bytes),
-      ctx(threads),
+      llama(*p.model, model::TransformerWeights::bind(loaded, *p.model), kv,
+            parts == SequenceParts::Whole ? plan.layer_bytes : 0),
+      ctx(parts == SequenceParts::Whole ? threads : 1),
       sampler(tokenizer.vocab_size(), text::SamplerConfig{}, plan.kv.n_ctx),
-      generator(
-          llama, tokenizer, sampler, ctx,
-          {.step_slab_bytes = plan.step_bytes, .prefill_chunk = plan.prefill_chunk, .verify_rows = plan.verify_rows}),
+      generator(llama, tokenizer, sampler, ctx,
+                {.step_slab_bytes = parts == SequenceParts::Whole ? plan.step_bytes : 0,
+                 .prefill_chunk = plan.prefill_chunk,
+                 .verify_rows = plan.verify_rows}),
       vocab_size_(tokenizer.vocab_size()),
       recorded_at_step_(generator.step_stats().step) {
-  ctx.reserve_scratch(plan.scratch_bytes);
+  if (parts == SequenceParts::Whole) ctx.reserve_scratch(plan.scratch_bytes);
   cached_.reserve(size_t{plan.kv.n_ctx} + 1);
   generated_.reserve(size_t{plan.kv.n_ctx} + 1);
 }
@@ -50,13 +52,26 @@ size_t Sequence::reusable(std::span<const int32_t> prompt) const noexcept {
   return prompt.empty() ? 0 : std::min(common, prompt.size() - 1);
 }
 
-Stats Sequence::generate(std::span<const int32_t> prompt, const Options& options, const TokenCallback& on_token,
-                         PrefixReuse reuse, std::vector<int32_t>* out) {
+size_t Sequence::start(std::span<const int32_t> prompt, PrefixReuse reuse) {
   const size_t reused = reuse == PrefixReuse::Reuse ? reusable(prompt) : 0;
-  // From here the cells past the reused prefix may be overwritten: until the call returns, only the
-  // prefix is known to be there (an exception mid-way leaves exactly that recorded).
   if (!record_current()) cached_.clear();
   cached_.resize(std::min(cached_.size(), reused));
+  recorded_at_step_ = generator.step_stats().step;
+  return reused;
+}
+
+void Sequence::ran(std::span<const int32_t> tokens) {
+  // The cache holds n_ctx cells, so this never outgrows the capacity reserved.
+  const size_t room = cached_.capacity() - cached_.size();
+  cached_.insert(cached_.end(), tokens.begin(),
+                 tokens.begin() + static_cast<std::ptrdiff_t>(std::min(room, tokens.size())));
+}
+
+Stats Sequence::generate(std::span<const int32_t> prompt, const Options& options, const TokenCallback& on_token,
+                         PrefixReuse reuse, std::vector<int32_t>* out) {
+  // From here the cells past the reused prefix may be overwritten: until the call returns, only the
+  // prefix is known to be there (an exception mid-way leaves exactly that recorded).
+  const size_t reused = start(prompt, reuse);
   std::vector<int32_t>& ids = out ? *out : generated_;
   if (!out) generated_.clear();
   const size_t first_new = ids.size();

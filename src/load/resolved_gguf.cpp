@@ -160,11 +160,10 @@ ResolvedGguf::ResolvedGguf(gguf::Header header, plan::MemoryPlan plan)
     std::string advice;
     for (const auto& s : plan_.suggestions)
       advice += fmt::format("; {} saves {}", s.action, base::format_bytes(s.saves));
-    // With several slots, each one's KV cache and slabs count: say so, and what one slot costs.
-    if (plan_.slots > 1 && plan_.kv && plan_.decode)
-      advice += fmt::format("; {} slots take {} of KV cache and slabs ({} each): fewer --slots fit in less",
-                            plan_.slots, base::format_bytes(plan_.totals.kv + plan_.totals.slab),
-                            base::format_bytes((plan_.totals.kv + plan_.totals.slab) / plan_.slots));
+    // With several slots, each one's KV cache counts: say so, and what one slot costs.
+    if (plan_.slots > 1 && plan_.kv)
+      advice += fmt::format("; {} slots take {} of KV cache ({} each): fewer --slots fit in less", plan_.slots,
+                            base::format_bytes(plan_.totals.kv), base::format_bytes(plan_.kv->bytes));
     throw BudgetError(
         fmt::format("{}: the plan{} needs {} resident but the budget is {} (nothing was loaded){}",
                     header_.path.string(), plan_.slots > 1 ? fmt::format(" for {} slots", plan_.slots) : std::string(),

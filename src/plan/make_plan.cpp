@@ -41,28 +41,43 @@ void add_totals(MemoryPlan& p) {
       default: t.heap += d.spec.bytes; break;
     }
   }
-  // Each slot is one sequence, with its own KV cache, slabs and scratch.
+  // Each slot is one sequence with its own KV cache; several share one batch's slabs and scratch.
   if (const std::optional<SequencePlan> s = p.sequence()) {
     t.kv = checked_mul<uint64_t>(s->kv.bytes, p.slots, "kv cache bytes of all slots");
-    t.slab = checked_mul<uint64_t>(s->slab_bytes(), p.slots, "slab bytes of all slots");
+    t.slab = p.serves_batched() ? p.batch->total() : s->slab_bytes();
   }
-  t.scratch = checked_mul<uint64_t>(p.scratch.bytes, p.slots, "matmul scratch of all slots");
+  t.scratch = p.serves_batched() ? p.batch_scratch.bytes : p.scratch.bytes;
   p.totals = t;
+}
+
+// The slab and scratch totals of the plan made with another context or prefill chunk (the rest
+// unchanged): what the suggestions below weigh. A batch left at its default rows follows the chunk.
+uint64_t passes_at(const MemoryPlan& p, const placement::Platform& platform, uint32_t n_ctx, uint32_t chunk) {
+  const arch::ModelShape& m = *p.model;
+  if (p.serves_batched()) {
+    const bool default_rows = p.batch->tokens == p.prefill->tokens + p.slots - 1;
+    const uint32_t rows = default_rows ? chunk + p.slots - 1 : p.batch->tokens;
+    const ScratchPlan scratch = rows == p.batch->tokens ? p.batch_scratch : estimate_scratch(p.tensors, platform, rows);
+    return estimate_slabs(m, rows, n_ctx, {.sequences = p.slots}).total() + scratch.bytes;
+  }
+  std::optional<SlabPlan> verify;
+  if (p.verify) verify = estimate_slabs(m, p.verify->tokens, n_ctx, {.every_logit = true});
+  const uint32_t rows = std::max(chunk, p.verify ? p.verify->tokens : 0u);
+  const ScratchPlan scratch = chunk == p.prefill->tokens ? p.scratch : estimate_scratch(p.tensors, platform, rows);
+  const SequencePlan s = SequencePlan::of(*p.kv, estimate_slabs(m, 1, n_ctx), estimate_slabs(m, chunk, n_ctx), scratch,
+                                          verify ? &*verify : nullptr);
+  return s.slab_bytes() + s.scratch_bytes;
 }
 
 void suggest(MemoryPlan& p, const placement::MemoryProfile& profile, const placement::Platform& platform) {
   if (!p.budget || p.fits) return;
   const uint64_t over = p.totals.resident() - *p.budget;
   if (p.kv && p.prefill && p.model) {
+    const uint64_t passes = p.totals.slab + p.totals.scratch;
     // The largest power-of-two context (at least 256) whose savings cover the excess.
     for (uint32_t n_ctx = p.kv->n_ctx / 2; n_ctx >= 256; n_ctx /= 2) {
-      std::optional<SlabPlan> verify;
-      if (p.verify) verify = estimate_slabs(*p.model, p.verify->tokens, n_ctx, {.every_logit = true});
-      const SequencePlan smaller =
-          SequencePlan::of(plan_kv(*p.model, n_ctx, p.kv->type, profile), estimate_slabs(*p.model, 1, n_ctx),
-                           estimate_slabs(*p.model, p.prefill->tokens, n_ctx), p.scratch, verify ? &*verify : nullptr);
-      const uint64_t saves = (p.kv->bytes - smaller.kv.bytes) * p.slots +
-                             (p.totals.slab - std::min(p.totals.slab, smaller.slab_bytes() * p.slots));
+      const uint64_t kv_saves = (p.kv->bytes - plan_kv(*p.model, n_ctx, p.kv->type, profile).bytes) * p.slots;
+      const uint64_t saves = kv_saves + (passes - std::min(passes, passes_at(p, platform, n_ctx, p.prefill->tokens)));
       if (saves >= over || n_ctx / 2 < 256) {
         p.suggestions.push_back({SuggestionKind::SmallerContext, fmt::format("--ctx {}", n_ctx), saves});
         break;
@@ -72,15 +87,9 @@ void suggest(MemoryPlan& p, const placement::MemoryProfile& profile, const place
       const KvCachePlan half = plan_kv(*p.model, p.kv->n_ctx, GgmlType::F16, profile);
       p.suggestions.push_back({SuggestionKind::SmallerKvType, "--kv-type f16", (p.kv->bytes - half.bytes) * p.slots});
     }
-  }
-  if (p.kv && p.prefill && p.model && p.prefill->tokens > 16) {
-    const uint32_t rows = std::max(16u, p.verify ? p.verify->tokens : 0u);
-    const SequencePlan small =
-        SequencePlan::of(*p.kv, *p.decode, estimate_slabs(*p.model, 16, p.kv->n_ctx),
-                         estimate_scratch(p.tensors, platform, rows), p.verify ? &*p.verify : nullptr);
-    const uint64_t now = p.totals.slab + p.totals.scratch;
-    const uint64_t then = (small.slab_bytes() + small.scratch_bytes) * p.slots;
-    if (now > then) p.suggestions.push_back({SuggestionKind::SmallerPrefillChunk, "--prefill-chunk 16", now - then});
+    const uint64_t then = passes_at(p, platform, p.kv->n_ctx, 16);
+    if (p.prefill->tokens > 16 && passes > then)
+      p.suggestions.push_back({SuggestionKind::SmallerPrefillChunk, "--prefill-chunk 16", passes - then});
   }
   uint64_t blow_up = 0;
   for (const auto& d : p.tensors)

@@ -75,16 +75,12 @@ std::string render_text(const MemoryPlan& p) {
   if (p.scratch.bytes > 0)
     out += fmt::format("scratch   {} (matmul activation prepared once per call: {} x {} rows, the largest)\n",
                        format_bytes(p.scratch.bytes), p.scratch.tensor, p.scratch.rows);
-  if (p.slots > 1 && p.kv && p.decode)
-    out += fmt::format("slots     {} x (kv cache {} + slabs {} + scratch {}) = {}; the weights are shared\n", p.slots,
-                       format_bytes(p.kv->bytes), format_bytes(p.totals.slab / p.slots), format_bytes(p.scratch.bytes),
-                       format_bytes(p.totals.kv + p.totals.slab + p.totals.scratch));
-  if (const std::optional<BatchPlan> b = p.batched())
+  if (const std::optional<BatchPlan> b = p.batched(); b && p.serves_batched())
     out += fmt::format(
-        "batch     {} rows of up to {} sequences per step: slabs {} (step {} + layer {}) + scratch {}, "
-        "shared by the batch (not in the totals)\n",
-        b->rows, b->sequences, format_bytes(b->slab_bytes()), format_bytes(b->step_bytes), format_bytes(b->layer_bytes),
-        format_bytes(b->scratch_bytes));
+        "slots     {} x kv cache {} = {}, advanced together by one batch of {} rows per step: slabs {} (step {} + "
+        "layer {}) + scratch {}, once; the weights are shared\n",
+        p.slots, format_bytes(p.kv->bytes), format_bytes(p.totals.kv), b->rows, format_bytes(b->slab_bytes()),
+        format_bytes(b->step_bytes), format_bytes(b->layer_bytes), format_bytes(b->scratch_bytes));
   const Totals& t = p.totals;
   out += fmt::format("totals    mapped {} | heap {} | pages {} | kv {} | slab {} | scratch {}\n",
                      format_bytes(t.mapped), format_bytes(t.heap), format_bytes(t.pages), format_bytes(t.kv),

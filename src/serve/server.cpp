@@ -3,9 +3,10 @@
 // *admitted* (503 when --slots + --queue requests are already in) and handed to a worker. Workers — one
 // per admitted request at most — parse the body, render the chat template and tokenize (400 before
 // waiting for anything), wait for a slot in FIFO order, and generate; so rendering, like generating,
-// is bounded by --slots and --queue and never runs on a thread that other clients' bytes need. A
-// streamed answer goes out piece by piece as it is generated; a client gone mid-stream stops the
-// generation at its next token and frees the slot.
+// is bounded by --slots and --queue and never runs on a thread that other clients' bytes need. The
+// stepper (stepper.cpp) advances every generating slot in one batch; each worker turns its own tokens
+// into text. A streamed answer goes out piece by piece as it is generated; a client gone mid-stream
+// stops the generation at its next step and frees the slot.
 #include <signal.h>
 
 #include <atomic>
@@ -95,13 +96,13 @@ struct Server::Impl {
         tmpl(chat_template),
         end_of_turn(std::move(eot)),
         // Admission bounds who waits (--queue); the pool's own limit is never the one reached.
-        pool(e, options.slots, std::max(1, options.threads / static_cast<int>(options.slots)),
-             options.slots + options.queue_limit),
+        pool(e, options.slots, options.slots + options.queue_limit),
+        stepper(e, options.threads),
         http(HttpLimits{}, [this](const std::shared_ptr<Exchange>& ex) { route(ex); }),
         started(now_seconds()) {}
 
   Job prepare(const Request& r) const;
-  generate::Stats generate(Slot& slot, const Job& job, const generate::TokenCallback& on_token) const;
+  generate::Stats generate(Slot& slot, const Job& job, const generate::TokenCallback& on_token);
   std::optional<SlotPool::Lease> lease_for(const Job& job);
   void route(const std::shared_ptr<Exchange>& ex);
   void admit(const std::shared_ptr<Exchange>& ex, Endpoint endpoint);
@@ -115,6 +116,7 @@ struct Server::Impl {
   chat::Template tmpl;
   std::string end_of_turn;
   SlotPool pool;
+  Stepper stepper;  // advances every busy slot in one batch
   HttpServer http;
   std::atomic<int> port{0};
   mutable std::atomic<uint64_t> next_id{1};  // response ids; prepare() is const otherwise
@@ -190,11 +192,11 @@ Job Server::Impl::prepare(const Request& r) const {
   return job;
 }
 
-generate::Stats Server::Impl::generate(Slot& slot, const Job& job, const generate::TokenCallback& on_token) const {
+generate::Stats Server::Impl::generate(Slot& slot, const Job& job, const generate::TokenCallback& on_token) {
   // A sampler's settings are fixed when it is made: a new one per request (its buffers are sized
   // here, not per token). The slot computes only what its cache does not hold of the prompt.
   slot.sample_with(job.sampling);
-  return slot.generate(job.ids, job.generation, on_token, job.reuse);
+  return stepper.generate(slot, job.ids, job.generation, on_token, job.reuse);
 }
 
 std::optional<SlotPool::Lease> Server::Impl::lease_for(const Job& job) {

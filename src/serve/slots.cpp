@@ -1,13 +1,10 @@
 // Slots over one loaded model, and the FIFO queue in front of them.
 //
 // What a slot shares and what it owns: the weights (views into the engine's ModelScope) and the
-// tokenizer are read-only after loading, so any number of slots read them at once. Everything a
-// forward pass writes is the slot's own generate::Sequence: the KV cache, the layer slab (inside
-// model::Transformer), the step slab (inside the Generator), the matmul scratch and the active-scope
-// pointer (inside the ExecutionContext). The kernels' thread pool is per ExecutionContext as well,
-// so slots never enter one pool together (a pool serializes outside dispatches on a mutex: sharing
-// one would make the slots take turns at every matmul); instead the --threads are divided between
-// the slots.
+// tokenizer are read-only after loading, so any number of slots read them at once. A slot owns its
+// KV cache, the record of what that cache holds, and its sampler (a generate::Sequence with
+// SequenceParts::KvCache); the slabs, the matmul scratch and the threads a forward pass draws from are
+// the Stepper's batch's, one set for every slot (stepper.cpp).
 //
 // Which slot: a finished request's keys and values stay in its slot's cache, so a request goes to the
 // free slot holding the longest prefix of its prompt (choose_slot) and computes only the rest. The
@@ -43,14 +40,13 @@ SlotPool::SlotPool(size_t slots, size_t queue_limit) : size_(slots), queue_limit
   for (size_t i = 0; i < slots; ++i) free_.push_back(i);
 }
 
-SlotPool::SlotPool(generate::Engine& engine, size_t slots, int threads_per_slot, size_t queue_limit)
-    : SlotPool(slots, queue_limit) {
+SlotPool::SlotPool(generate::Engine& engine, size_t slots, size_t queue_limit) : SlotPool(slots, queue_limit) {
   if (!engine.plan.kv || !engine.plan.model || !engine.tokenizer)
     throw InvalidArgument("slots need an engine with a model plan and a tokenizer");
   if (engine.plan.slots < slots)
     throw InvalidArgument(fmt::format("{} slots asked for, but the plan priced {}", slots, engine.plan.slots));
   slots_.reserve(slots);
-  for (size_t i = 0; i < slots; ++i) slots_.push_back(engine.new_sequence(threads_per_slot));
+  for (size_t i = 0; i < slots; ++i) slots_.push_back(engine.new_sequence(1, generate::SequenceParts::KvCache));
 }
 
 SlotPool::~SlotPool() { close(); }

@@ -133,18 +133,22 @@ TEST(Plan, VocabularyOnlyFileHasNoModelSection) {
   EXPECT_EQ(p.totals.resident(), 0u);
 }
 
-// `plan --slots N` / `serve --slots N`: each slot has its own KV cache and slabs, the weights are shared;
-// the budget counts them all and the JSON carries the count.
-TEST(Plan, SlotsMultiplyKvCacheAndSlabsOnly) {
+// `plan --slots N` / `serve --slots N`: each slot has its own KV cache, the slots share one batch's
+// slabs and scratch, the weights are shared; the budget counts them all and the JSON carries the count.
+TEST(Plan, SlotsMultiplyTheKvCacheAndShareOneBatch) {
   const auto profile = placement::MemoryProfile::preset("default");
   const MemoryPlan one = plan_stories(profile, {.n_ctx = 256});
   const MemoryPlan four = plan_stories(profile, {.n_ctx = 256, .slots = 4});
   EXPECT_EQ(four.slots, 4u);
+  EXPECT_FALSE(one.serves_batched());
+  EXPECT_TRUE(four.serves_batched());
   EXPECT_EQ(four.kv, one.kv) << "kv_cache stays one slot's";
   EXPECT_EQ(four.totals.kv, 4 * one.totals.kv);
-  EXPECT_EQ(four.totals.slab, 4 * one.totals.slab);
+  EXPECT_EQ(four.totals.slab, four.batch->total());
+  EXPECT_EQ(four.totals.scratch, four.batch_scratch.bytes);
   EXPECT_EQ(four.totals.mapped, one.totals.mapped);
-  EXPECT_EQ(four.totals.resident() - one.totals.resident(), 3 * (one.totals.kv + one.totals.slab + one.totals.scratch));
+  EXPECT_EQ(four.totals.resident() - one.totals.resident(),
+            3 * one.totals.kv + (four.totals.slab + four.totals.scratch) - (one.totals.slab + one.totals.scratch));
 
   const uint64_t between = one.totals.resident() + (four.totals.resident() - one.totals.resident()) / 2;
   EXPECT_TRUE(plan_stories(profile, {.n_ctx = 256, .budget = between, .slots = 1}).fits);
@@ -155,12 +159,12 @@ TEST(Plan, SlotsMultiplyKvCacheAndSlabsOnly) {
 }
 
 // A sequence's sizes are stated once, final: each slab the larger of decode's and prefill's (a prefill
-// chunk of one token gives decode's), and the totals are the slots times them.
+// chunk of one token gives decode's), and a lone slot's totals count them.
 TEST(Plan, SequencePlanHoldsTheLargerSlabsAndTheTotalsCountIt) {
   const auto profile = placement::MemoryProfile::preset("default");
   for (const uint32_t chunk : {1u, 64u}) {
     SCOPED_TRACE(chunk);
-    const MemoryPlan p = plan_stories(profile, {.n_ctx = 256, .prefill_chunk = chunk, .slots = 3});
+    const MemoryPlan p = plan_stories(profile, {.n_ctx = 256, .prefill_chunk = chunk});
     const std::optional<SequencePlan> s = p.sequence();
     ASSERT_TRUE(s);
     EXPECT_EQ(s->kv, *p.kv);
@@ -169,16 +173,16 @@ TEST(Plan, SequencePlanHoldsTheLargerSlabsAndTheTotalsCountIt) {
     EXPECT_EQ(s->slab_bytes(), std::max(p.decode->total(), p.prefill->total()));
     EXPECT_EQ(s->scratch_bytes, p.scratch.bytes);
     EXPECT_EQ(s->prefill_chunk, chunk);
-    EXPECT_EQ(p.totals.kv, 3 * s->kv.bytes);
-    EXPECT_EQ(p.totals.slab, 3 * s->slab_bytes());
-    EXPECT_EQ(p.totals.scratch, 3 * s->scratch_bytes);
+    EXPECT_EQ(p.totals.kv, s->kv.bytes);
+    EXPECT_EQ(p.totals.slab, s->slab_bytes());
+    EXPECT_EQ(p.totals.scratch, s->scratch_bytes);
     EXPECT_EQ(from_json(to_json(p)).sequence(), s);
   }
   const auto vocab = gguf::read_header(std::string(SKAINET_SHARED_MODELS) + "/vocab/ggml-vocab-llama-spm.gguf");
   EXPECT_FALSE(make_plan(vocab, profile, placement::Platform::detect(), {}, {}).sequence()) << "no model, no sequence";
 }
 
-// A batched step over the slots (generate::Batch) is priced beside the totals: by default one
+// A batched step over the slots (generate::Batch) is what several slots' totals count: by default one
 // sequence's prefill chunk beside a decode row of every other slot; at one sequence and the chunk's
 // rows it is the prefill slab itself, and it grows by each extra sequence's alignment and logits row.
 TEST(Plan, BatchPricesItsRowsAndSequences) {
@@ -193,12 +197,13 @@ TEST(Plan, BatchPricesItsRowsAndSequences) {
   EXPECT_EQ(b->sequences, 4u);
   EXPECT_EQ(b->step_bytes, four.batch->step_bytes);
   EXPECT_EQ(b->scratch_bytes, four.batch_scratch.bytes);
-  EXPECT_EQ(four.totals.slab, 4 * four.sequence()->slab_bytes()) << "the totals are serve's as it runs today";
+  EXPECT_EQ(four.totals.slab, b->slab_bytes()) << "the slots share the batch's slabs";
   const SlabPlan alone = estimate_slabs(*four.model, 19, 256);
   EXPECT_GT(b->step_bytes, alone.step_bytes) << "a logits row per sequence";
   EXPECT_GT(b->layer_bytes, alone.layer_bytes) << "the attention out of the batch, each sequence aligned";
   EXPECT_EQ(from_json(to_json(four)), four);
-  EXPECT_NE(render_text(four).find("batch     19 rows of up to 4 sequences"), std::string::npos) << render_text(four);
+  EXPECT_NE(render_text(four).find("advanced together by one batch of 19 rows per step"), std::string::npos)
+      << render_text(four);
 
   EXPECT_EQ(plan_stories(profile, {.n_ctx = 256, .slots = 4, .batch = 4}).batched()->rows, 4u);
   EXPECT_THROW(plan_stories(profile, {.n_ctx = 256, .slots = 4, .batch = 3}), InvalidArgument);
@@ -206,7 +211,8 @@ TEST(Plan, BatchPricesItsRowsAndSequences) {
 }
 
 // The matmul scratch is priced from the platform's kernels: the widest weight a matmul reads, at the
-// prefill chunk (here a stand-in kernel that prepares F32 rows as k bytes each), per slot.
+// prefill chunk (here a stand-in kernel that prepares F32 rows as k bytes each); two slots count the
+// batch's, at its rows.
 TEST(Plan, ScratchIsTheWidestMatmulAtThePrefillChunk) {
   placement::Platform platform = placement::Platform::detect();
   platform.matmul_scratch = [](GgmlType type, BlockOrder, int64_t rows, int64_t k) noexcept -> size_t {
@@ -218,7 +224,8 @@ TEST(Plan, ScratchIsTheWidestMatmulAtThePrefillChunk) {
   EXPECT_EQ(p.scratch.tensor, "blk.0.ffn_down.weight") << "k = ffn (172), the widest input";
   EXPECT_EQ(p.scratch.rows, p.prefill->tokens);
   EXPECT_EQ(p.scratch.bytes, uint64_t{172} * p.prefill->tokens);
-  EXPECT_EQ(p.totals.scratch, 2 * p.scratch.bytes);
+  EXPECT_EQ(p.batch_scratch.bytes, uint64_t{172} * (p.prefill->tokens + 1));
+  EXPECT_EQ(p.totals.scratch, p.batch_scratch.bytes);
   EXPECT_EQ(p.totals.resident(),
             p.totals.mapped + p.totals.heap + p.totals.pages + p.totals.kv + p.totals.slab + p.totals.scratch);
   EXPECT_NE(render_text(p).find("(matmul activation prepared once per call: blk.0.ffn_down.weight x " +

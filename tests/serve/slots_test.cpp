@@ -1,13 +1,11 @@
-// The slot pool: FIFO queue accounting (no model), and with stories260K: slots built from one loaded
-// model decode concurrently with the same tokens as one at a time, and with zero heap allocations per
-// decode step while several are busy.
+// The slot pool: FIFO queue accounting (no model), and with stories260K: requests on slots built from
+// one loaded model, batched by one stepper, answer as one at a time; a reader stops its own request;
+// a request goes to the slot holding its prefix.
 #include <gtest/gtest.h>
 
-#include <barrier>
 #include <chrono>
 #include <thread>
 
-#include "alloc_counter.hpp"
 #include "skainet/app/serve.hpp"
 
 namespace skainet::serve {
@@ -121,7 +119,7 @@ TEST(ServeSlots, AccountingPoolLendsTheLeastRecentlyUsedSlot) {
 }
 
 constexpr size_t kSlots = 3;
-constexpr int kWarmSteps = 4, kCountedSteps = 24;
+constexpr int kTokens = 24;
 
 std::unique_ptr<generate::Engine> open_stories(uint32_t slots) {
   generate::EngineOptions o;
@@ -133,14 +131,20 @@ std::unique_ptr<generate::Engine> open_stories(uint32_t slots) {
   return generate::Engine::open(SKAINET_SHARED_MODELS "/stories260K.gguf", o);
 }
 
-// Greedy prefill + decode on one slot; returns the tokens.
-std::vector<int32_t> greedy(Slot& slot, std::span<const int32_t> prompt, int steps) {
-  slot.sample_with({.temperature = 0});
+// A request through the stepper on a lent slot: its token ids, as the callback sees them.
+std::vector<int32_t> request(Stepper& stepper, Slot& slot, std::span<const int32_t> prompt,
+                             const text::SamplerConfig& sampling, generate::PrefixReuse reuse,
+                             generate::Stats* stats = nullptr) {
+  slot.sample_with(sampling);
   std::vector<int32_t> out;
-  int32_t t = slot.generator.prefill(prompt, 0);
-  int64_t pos = static_cast<int64_t>(prompt.size());
-  out.push_back(t);
-  for (int i = 0; i < steps; ++i) out.push_back(t = slot.generator.decode_step(t, pos++));
+  const generate::Stats s = stepper.generate(
+      slot, prompt, {.max_tokens = kTokens, .stop_at_eos = false},
+      [&](std::string_view, int32_t id) {
+        if (id >= 0) out.push_back(id);
+        return true;
+      },
+      reuse);
+  if (stats) *stats = s;
   return out;
 }
 
@@ -149,55 +153,75 @@ TEST(ServeSlots, PlanPricesEverySlot) {
   const auto three = open_stories(kSlots);
   EXPECT_EQ(three->plan.slots, kSlots);
   EXPECT_EQ(three->plan.totals.kv, kSlots * one->plan.totals.kv);
-  EXPECT_EQ(three->plan.totals.slab, kSlots * one->plan.totals.slab);
+  EXPECT_EQ(three->plan.totals.slab, three->plan.batch->total()) << "one batch's slabs for all slots";
   EXPECT_EQ(three->plan.totals.mapped, one->plan.totals.mapped);  // the weights are shared
   EXPECT_FALSE(three->sequence) << "sequence = false builds no sequence of its own";
-  EXPECT_THROW(SlotPool(*one, 2, 1, 0), InvalidArgument) << "more slots than the plan priced";
+  EXPECT_THROW(SlotPool(*one, 2, 0), InvalidArgument) << "more slots than the plan priced";
 }
 
-// Three slots decode at once on their own threads, each from a different prompt. Counted: the decode
-// steps of all slots (forward + sample, each on its slot's slabs), between two barriers that every
-// slot thread reaches after its prefill and warm-up steps — nothing else runs in that window. The
-// tokens must equal those of the same prompts run one at a time on a single slot.
-TEST(ServeSlots, ConcurrentSlotsDecodeWithoutAllocatingAndAsAlone) {
+// Three requests at once on three slots, each from its own thread through one stepper (so their
+// prompts and decodes share passes), get the tokens each prompt gets alone on a sequence of its own.
+// (Zero heap allocations per batched step: tests/generate/batch_test.cpp.)
+TEST(ServeSlots, ConcurrentRequestsAnswerAsAlone) {
   const auto engine = open_stories(kSlots);
-  SlotPool pool(*engine, kSlots, 1, 0);
+  SlotPool pool(*engine, kSlots, 0);
+  Stepper stepper(*engine, 1);
   const text::Tokenizer& tok = *engine->tokenizer;
   const std::vector<std::string> prompts = {"Once upon a time", "The cat sat", "Lily wanted to play"};
 
   std::vector<std::vector<int32_t>> alone;
-  {
-    std::optional<SlotPool::Lease> l = pool.acquire();
-    for (const auto& p : prompts) alone.push_back(greedy(l->slot(), tok.encode(p, true), kWarmSteps + kCountedSteps));
+  const std::unique_ptr<generate::Sequence> own = engine->new_sequence(1);
+  for (const auto& p : prompts) {
+    std::vector<int32_t> out;
+    own->sample_with({.temperature = 0})
+        .generate_ids(tok.encode(p, true), {.max_tokens = kTokens, .stop_at_eos = false}, nullptr, &out);
+    alone.push_back(out);
   }
 
-  uint64_t before = 0, after = 0;
-  std::barrier start(static_cast<ptrdiff_t>(kSlots), [&]() noexcept { before = test::allocation_count(); });
-  std::barrier stop(static_cast<ptrdiff_t>(kSlots), [&]() noexcept { after = test::allocation_count(); });
   std::vector<std::vector<int32_t>> together(kSlots);
   std::vector<std::thread> workers;
-  std::vector<SlotPool::Lease> leases;
-  for (size_t i = 0; i < kSlots; ++i) leases.push_back(std::move(*pool.acquire()));
-  for (size_t i = 0; i < kSlots; ++i) {
-    together[i].reserve(1 + kWarmSteps + kCountedSteps);
+  for (size_t i = 0; i < kSlots; ++i)
     workers.emplace_back([&, i] {
-      Slot& slot = leases[i].slot();
-      const std::vector<int32_t> prompt = tok.encode(prompts[i], true);
-      slot.sample_with({.temperature = 0});
-      int32_t t = slot.generator.prefill(prompt, 0);
-      int64_t pos = static_cast<int64_t>(prompt.size());
-      together[i].push_back(t);
-      for (int s = 0; s < kWarmSteps; ++s) together[i].push_back(t = slot.generator.decode_step(t, pos++));
-      start.arrive_and_wait();
-      for (int s = 0; s < kCountedSteps; ++s) together[i].push_back(t = slot.generator.decode_step(t, pos++));
-      stop.arrive_and_wait();
+      std::optional<SlotPool::Lease> l = pool.acquire();
+      together[i] = request(stepper, l->slot(), tok.encode(prompts[i], true), {.temperature = 0},
+                            generate::PrefixReuse::Recompute);
     });
-  }
   for (auto& w : workers) w.join();
   for (size_t i = 0; i < kSlots; ++i) EXPECT_EQ(together[i], alone[i]) << "slot " << i << ": " << prompts[i];
-  if (test::allocation_counter_available()) {
-    EXPECT_EQ(after - before, 0u) << kSlots << " slots x " << kCountedSteps << " decode steps allocated";
-  }
+}
+
+// A callback that says stop ends its request at once and frees the batch slot; a stop string cuts the
+// text and says so; the other requests are not disturbed.
+TEST(ServeSlots, AReaderStopsItsRequestAlone) {
+  const auto engine = open_stories(2);
+  SlotPool pool(*engine, 2, 0);
+  Stepper stepper(*engine, 1);
+  const std::vector<int32_t> prompt = engine->tokenizer->encode("Once upon a time", true);
+  std::optional<SlotPool::Lease> a = pool.acquire(), b = pool.acquire();
+  a->slot().sample_with({.temperature = 0});
+  int pieces = 0;
+  const generate::Stats stopped =
+      stepper.generate(a->slot(), prompt, {.max_tokens = 64}, [&](std::string_view, int32_t) { return ++pieces < 3; });
+  EXPECT_EQ(stopped.stop, generate::StopReason::Callback);
+  EXPECT_EQ(stopped.generated_tokens, 3);
+
+  std::string full;
+  b->slot().sample_with({.temperature = 0});
+  stepper.generate(b->slot(), prompt, {.max_tokens = 32, .stop_at_eos = false}, [&](std::string_view piece, int32_t) {
+    full += piece;
+    return true;
+  });
+  ASSERT_GT(full.size(), 12u);
+  generate::Options cut{.max_tokens = 32, .stop_at_eos = false};
+  cut.stop_strings = {full.substr(6, 5)};
+  std::string shown;
+  a->slot().sample_with({.temperature = 0});
+  const generate::Stats s = stepper.generate(a->slot(), prompt, cut, [&](std::string_view piece, int32_t) {
+    shown += piece;
+    return true;
+  });
+  EXPECT_EQ(s.stop, generate::StopReason::StopString);
+  EXPECT_EQ(shown, full.substr(0, 6));
 }
 
 }  // namespace
@@ -206,14 +230,11 @@ TEST(ServeSlots, ConcurrentSlotsDecodeWithoutAllocatingAndAsAlone) {
 namespace skainet::serve {
 namespace {
 
-// Greedy text of a request on a lent slot, with or without its cached prefix.
-std::vector<int32_t> greedy_reusing(Slot& slot, std::span<const int32_t> prompt, generate::PrefixReuse reuse,
-                                    generate::Stats* stats = nullptr) {
-  slot.sample_with({.temperature = 0, .repeat_penalty = 1.2f});
-  std::vector<int32_t> out;
-  const generate::Stats s = slot.generate(prompt, {.max_tokens = 16}, nullptr, reuse, &out);
-  if (stats) *stats = s;
-  return out;
+// Greedy tokens of a request on a lent slot, with or without its cached prefix; a repeat penalty
+// reads the history, so a wrong one would show.
+std::vector<int32_t> greedy_reusing(Stepper& stepper, Slot& slot, std::span<const int32_t> prompt,
+                                    generate::PrefixReuse reuse, generate::Stats* stats = nullptr) {
+  return request(stepper, slot, prompt, {.temperature = 0, .repeat_penalty = 1.2f}, reuse, stats);
 }
 
 std::vector<int32_t> prefix_of(const std::vector<int32_t>& v, size_t n) { return {v.begin(), v.begin() + n}; }
@@ -222,7 +243,8 @@ std::vector<int32_t> prefix_of(const std::vector<int32_t>& v, size_t n) { return
 // compute only the rest and answer as a fresh slot would.
 TEST(ServeSlots, ARequestGoesToTheSlotHoldingItsPrefix) {
   const auto engine = open_stories(kSlots);
-  SlotPool pool(*engine, kSlots, 1, 0);
+  SlotPool pool(*engine, kSlots, 0);
+  Stepper stepper(*engine, 1);
   const text::Tokenizer& tok = *engine->tokenizer;
   const std::vector<std::string> stories = {
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun.",
@@ -235,7 +257,7 @@ TEST(ServeSlots, ARequestGoesToTheSlotHoldingItsPrefix) {
     for (size_t i = 0; i < kSlots; ++i) {
       leases.push_back(std::move(*pool.acquire(ids[i])));
       ASSERT_EQ(leases.back().index(), i) << "empty slots are lent in order";
-      greedy_reusing(leases.back().slot(), ids[i], generate::PrefixReuse::Reuse);
+      greedy_reusing(stepper, leases.back().slot(), ids[i], generate::PrefixReuse::Reuse);
     }
   }  // handed back in order: slot 0 is now the least recently used
 
@@ -250,9 +272,9 @@ TEST(ServeSlots, ARequestGoesToTheSlotHoldingItsPrefix) {
   {
     std::optional<SlotPool::Lease> l = pool.acquire(cat);
     EXPECT_EQ(l->choice(), (SlotChoice{1, ids[1].size() - 6, SlotReason::LongestPrefix}));
-    reused = greedy_reusing(l->slot(), cat, generate::PrefixReuse::Reuse, &s);
+    reused = greedy_reusing(stepper, l->slot(), cat, generate::PrefixReuse::Reuse, &s);
     EXPECT_EQ(static_cast<size_t>(s.cached_tokens), ids[1].size() - 6);
-    fresh = greedy_reusing(l->slot(), cat, generate::PrefixReuse::Recompute);
+    fresh = greedy_reusing(stepper, l->slot(), cat, generate::PrefixReuse::Recompute);
   }
   EXPECT_EQ(reused, fresh);
 
@@ -261,9 +283,9 @@ TEST(ServeSlots, ARequestGoesToTheSlotHoldingItsPrefix) {
   {
     std::optional<SlotPool::Lease> l = pool.acquire(kite);
     EXPECT_EQ(l->choice(), (SlotChoice{2, 11, SlotReason::LongestPrefix}));
-    reused = greedy_reusing(l->slot(), kite, generate::PrefixReuse::Reuse, &s);
+    reused = greedy_reusing(stepper, l->slot(), kite, generate::PrefixReuse::Reuse, &s);
     EXPECT_EQ(s.prompt_tokens, 1);
-    fresh = greedy_reusing(l->slot(), kite, generate::PrefixReuse::Recompute);
+    fresh = greedy_reusing(stepper, l->slot(), kite, generate::PrefixReuse::Recompute);
   }
   EXPECT_EQ(reused, fresh);
 
@@ -272,9 +294,9 @@ TEST(ServeSlots, ARequestGoesToTheSlotHoldingItsPrefix) {
   {
     std::optional<SlotPool::Lease> l = pool.acquire(other);
     EXPECT_EQ(l->choice(), (SlotChoice{0, 0, SlotReason::LeastRecentlyUsed}));
-    reused = greedy_reusing(l->slot(), other, generate::PrefixReuse::Reuse, &s);
+    reused = greedy_reusing(stepper, l->slot(), other, generate::PrefixReuse::Reuse, &s);
     EXPECT_EQ(s.cached_tokens, 0);
-    fresh = greedy_reusing(l->slot(), other, generate::PrefixReuse::Recompute);
+    fresh = greedy_reusing(stepper, l->slot(), other, generate::PrefixReuse::Recompute);
   }
   EXPECT_EQ(reused, fresh);
 }

@@ -1,5 +1,6 @@
 // skainet::serve — an OpenAI-compatible HTTP server over one planned model: N slots share the loaded
-// weights, each a generate::Sequence with its own KV cache, slabs, execution context and generator.
+// weights, each a generate::Sequence holding its KV cache and sampler; one generate::Batch (the
+// Stepper) advances every busy slot per forward pass.
 //
 //   generate::EngineOptions eo;  eo.plan.slots = 2;  eo.sequence = false;    // weights + tokenizer only
 //   auto engine = generate::Engine::open("model.gguf", eo);                  // plan priced for 2 slots
@@ -110,8 +111,8 @@ std::string models_json(std::string_view model, int64_t created);
 
 // ---- slots (slots.cpp) ----
 
-// A slot is one sequence over the shared weights (KV cache, model view, execution context with its own
-// thread pool, sampler, generator), built by the engine from the plan.
+// A slot is one sequence over the shared weights: its KV cache and sampler (generate::SequenceParts::
+// KvCache); the Stepper's batch runs the passes over it.
 using Slot = generate::Sequence;
 
 struct SlotCounts {
@@ -143,8 +144,8 @@ SlotChoice choose_slot(std::span<const SlotCandidate> free_slots, size_t prompt_
 // when `queue_limit` requests are already waiting.
 class SlotPool {
  public:
-  // Builds `slots` slots from an engine opened with sequence = false; each context gets `threads_per_slot`.
-  SlotPool(generate::Engine& engine, size_t slots, int threads_per_slot, size_t queue_limit);
+  // Builds `slots` slots (KV cache and sampler each) from an engine opened with sequence = false.
+  SlotPool(generate::Engine& engine, size_t slots, size_t queue_limit);
   // Accounting only, no model (tests of the queue).
   SlotPool(size_t slots, size_t queue_limit);
   ~SlotPool();
@@ -193,6 +194,35 @@ class SlotPool {
   bool closed_ = false;
 };
 
+// ---- the stepper (stepper.cpp) ----
+
+// Continuous batching for the slots: one thread advances every generating slot with one forward pass
+// per step (generate::Batch over the plan's BatchPlan, all the threads), so the weights are read once
+// per step for all of them; a request's prompt joins in the rows the decodes leave. Each caller of
+// generate() blocks on its own thread and sees its tokens' text there (the stepper never waits for a
+// client); a callback returning false ends that request at the next step boundary.
+class Stepper {
+ public:
+  Stepper(generate::Engine& engine, int threads);
+  ~Stepper();  // after stop(): every generate() has returned
+  Stepper(const Stepper&) = delete;
+  Stepper& operator=(const Stepper&) = delete;
+
+  // Sequence::generate's contract, run in the batch: computes what follows the prefix of `prompt` the
+  // slot's cache holds (none with Recompute), keeps the slot's record of its cache, and calls
+  // `on_token` on this thread with each token's text (stop strings held back and cut as Generator
+  // does). The slot must be lent to the caller, its sampler set (Sequence::sample_with). Errors of the
+  // batch's passes are thrown here.
+  generate::Stats generate(Slot& slot, std::span<const int32_t> prompt, const generate::Options& options,
+                           const generate::TokenCallback& on_token,
+                           generate::PrefixReuse reuse = generate::PrefixReuse::Reuse);
+  int threads() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // ---- the HTTP server (server.cpp) ----
 
 struct ServerOptions {
@@ -200,7 +230,7 @@ struct ServerOptions {
   int port = 8080;  // 0: any free port (port() says which)
   size_t slots = 1;
   size_t queue_limit = 64;  // requests waiting for a slot before 503
-  int threads = 2;          // kernel threads in all; each slot gets max(1, threads / slots)
+  int threads = 2;          // kernel threads of the batch that advances every slot
   std::string model_id;     // what /v1/models and every response name
   // Defaults for absent request fields (the command line's -n, --temp, ...).
   int32_t max_tokens = -1;

@@ -8,6 +8,7 @@
 //
 //   generate::Batch batch(engine.plan, engine.loaded, *engine.tokenizer, threads);
 //   for (auto& s : seqs) s->sample_with({.temperature = 0}), batch.add(*s, prompt, {.max_tokens = 64});
+//   batch.slot(i).cached;                       // prompt tokens its sequence's cache already held
 //   while (batch.active())
 //     for (const generate::Batch::Sampled& t : batch.step()) out[t.slot].push_back(t.token);
 #pragma once
@@ -31,6 +32,7 @@ class Batch {
   struct Slot {
     Sequence* seq = nullptr;
     std::span<const int32_t> prompt;
+    int64_t cached = 0;       // prompt tokens taken from the sequence's cache (not computed)
     int64_t prompt_done = 0;  // prompt tokens in the cache
     int64_t pos = 0;          // position of the next row
     int32_t next = -1;        // the token its next decode row runs
@@ -47,10 +49,15 @@ class Batch {
 
   // Starts `seq` on `prompt` in a free slot (one no sequence occupies, or whose sequence finished)
   // and returns the slot. Its sampler is reset and shown the prompt, as Generator does; it uses the
-  // sequence's KV cache and sampler only. InvalidArgument when every slot is busy, the prompt is
-  // empty or leaves its context no room, or the sequence is already in the batch. The batch works in
-  // tokens: of `options` it reads max_tokens and stop_at_eos (text, stop strings: the caller's).
-  uint32_t add(Sequence& seq, std::span<const int32_t> prompt, const Options& options);
+  // sequence's KV cache and sampler only, and computes only what follows the prefix of the prompt the
+  // cache holds (Sequence::start; none with Recompute), keeping the sequence's record of its cache
+  // (Sequence::cached) as Sequence::generate does. InvalidArgument when every slot is busy, the
+  // prompt is empty or leaves its context no room, or the sequence is already in the batch. The batch
+  // works in tokens: of `options` it reads max_tokens and stop_at_eos (text, stop strings: the caller's).
+  uint32_t add(Sequence& seq, std::span<const int32_t> prompt, const Options& options,
+               PrefixReuse reuse = PrefixReuse::Reuse);
+  // Ends slot `i`'s generation before its next step (StopReason::Callback: its reader stopped it).
+  void cancel(uint32_t i);
 
   // One forward pass over every active sequence: decode rows first, then prompt chunks in the rows
   // left. Returns the tokens sampled (by sequences that decoded or finished their prompt), valid

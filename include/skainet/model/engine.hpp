@@ -34,8 +34,9 @@ class Engine {
  public:
   static std::unique_ptr<Engine> open(const std::filesystem::path& path, const EngineOptions& options);
 
-  // A sequence over the loaded weights, its KV cache allocated in `scope`, its context `threads` wide.
-  std::unique_ptr<Sequence> new_sequence(int threads);
+  // A sequence over the loaded weights, its KV cache allocated in `scope`, its context `threads` wide
+  // (SequenceParts::KvCache: a generate::Batch member, threads unused).
+  std::unique_ptr<Sequence> new_sequence(int threads, SequenceParts parts = SequenceParts::Whole);
 
   gguf::Header header;
   placement::MemoryProfile profile;

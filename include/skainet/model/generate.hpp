@@ -102,6 +102,33 @@ class StopMatcher {
   std::string held_;
 };
 
+// The text a generation shows for its token ids: each token's piece, joined to the prompt's text as
+// the tokenizer joins it (text::StreamDecoder primed with the prompt), passed through a StopMatcher,
+// and the decoder's and the matcher's tails at the end. One per generation: Generator::continue_ids
+// drives one, and serve one per batched request (the batch samples, the request's thread shows).
+class TextStream {
+ public:
+  // `stop_strings` and `on_token` must outlive the stream; `on_token` may be empty.
+  TextStream(const text::Tokenizer& tokenizer, std::span<const int32_t> prompt,
+             std::span<const std::string> stop_strings, const TokenCallback& on_token);
+  // Shows token `id`'s text; false to stop: the callback returned false, or a stop string appeared
+  // (stopped_by_string()).
+  bool push(int32_t id);
+  // After the last token, unless a stop string ended the text: what the decoder and the stop matcher
+  // still hold (a stop string may appear in it: stopped_by_string() says so afterwards).
+  void finish();
+  bool stopped_by_string() const noexcept { return stopped_by_string_; }
+
+ private:
+  bool deliver(std::string_view piece, int32_t id);
+
+  text::StreamDecoder decoder_;
+  std::span<const std::string> stop_strings_;
+  const TokenCallback& on_token_;
+  StopMatcher stops_;
+  bool stopped_by_string_ = false;
+};
+
 class Generator {
  public:
   Generator(model::Transformer& model, const text::Tokenizer& tokenizer, text::Sampler& sampler,

@@ -101,7 +101,7 @@ struct BatchPlan {
 
 struct Totals {
   uint64_t file = 0;                                                        // all tensor bytes in the file
-  uint64_t mapped = 0, heap = 0, pages = 0, kv = 0, slab = 0, scratch = 0;  // kv, slab, scratch: all slots
+  uint64_t mapped = 0, heap = 0, pages = 0, kv = 0, slab = 0, scratch = 0;  // kv, slab, scratch: all slots'
   uint64_t resident() const noexcept { return mapped + heap + pages + kv + slab + scratch; }
   friend bool operator==(const Totals&, const Totals&) = default;
 };
@@ -138,8 +138,8 @@ struct PlanOptions {
   // The memory this machine can give now (base::available_memory(), MemAvailable); when set, a plan
   // whose resident total exceeds it carries an ExceedsAvailableMemory warning. Unset: no check.
   std::optional<uint64_t> available_memory;
-  // Sequences served at once (`skainet serve --slots N`): each has its own KV cache and slabs, so the
-  // totals carry N of each; the weights are shared.
+  // Sequences served at once (`skainet serve --slots N`): each has its own KV cache; N > 1 run as one
+  // batch whose slabs and scratch they share (MemoryPlan::serves_batched); the weights are shared.
   uint32_t slots = 1;
   // Rows of a batched step (`--batch`), at least `slots` (a decode row for each); unset: one
   // sequence's prefill chunk joining a decode row of every other slot, prefill chunk + slots - 1.
@@ -157,11 +157,14 @@ struct MemoryPlan {
   std::optional<SlabPlan> decode, prefill;  // one slot's slabs
   std::optional<SlabPlan> verify;           // one slot's speculative verification step (PlanOptions::draft_max)
   ScratchPlan scratch;                      // one slot's matmul scratch
-  uint32_t slots = 1;                       // totals.kv, .slab and .scratch hold this many of each
-  // A batched step over the slots (rows = PlanOptions::batch, sequences = slots) and its scratch:
-  // priced beside the totals, not in them, while serve runs each slot's pass apart.
+  uint32_t slots = 1;                       // totals.kv holds this many KV caches
+  // A batched step over the slots (rows = PlanOptions::batch, sequences = slots) and its scratch.
   std::optional<SlabPlan> batch;
   ScratchPlan batch_scratch;
+  // Several slots (serve --slots N, N > 1) run as one generate::Batch: totals.slab and .scratch are
+  // the batch's, once, and each slot adds only its KV cache. One slot is priced as a sequence of its
+  // own (its slabs: serve's batch of one sequence draws no more than they hold).
+  bool serves_batched() const noexcept { return slots > 1 && batch.has_value(); }
   Totals totals;
   std::optional<uint64_t> budget;
   bool fits = true;

@@ -26,12 +26,19 @@ namespace skainet::generate {
 // `cache_prompt`) or computes the whole prompt afresh.
 enum class PrefixReuse : uint8_t { Reuse, Recompute };
 
+// What a sequence holds beside its KV cache and sampler: everything to run its own forward passes
+// (`run`, `chat`, `bench`), or nothing more, as a member of a generate::Batch, which brings the slabs,
+// scratch and threads of the passes it runs over its members' caches (serve's slots).
+enum class SequenceParts : uint8_t { Whole, KvCache };
+
 class Sequence {
  public:
   // `plan` must have a model (MemoryPlan::sequence()); the KV cache is allocated in `scope`, where
   // `loaded` holds the weights. Nothing here grows after construction: decode steps do not allocate.
+  // With SequenceParts::KvCache the slabs are empty and the context has one thread and no scratch:
+  // the sequence's own passes would draw every tensor from the heap, so only a Batch runs it.
   Sequence(const plan::MemoryPlan& plan, memory::ModelScope& scope, const load::LoadedModel& loaded,
-           const text::Tokenizer& tokenizer, int threads);
+           const text::Tokenizer& tokenizer, int threads, SequenceParts parts = SequenceParts::Whole);
   Sequence(const Sequence&) = delete;
   Sequence& operator=(const Sequence&) = delete;
 
@@ -51,6 +58,12 @@ class Sequence {
   // How many of `prompt`'s leading tokens generate() would take from the cache: the common prefix
   // with cached(), less the last prompt token (it must run).
   size_t reusable(std::span<const int32_t> prompt) const noexcept;
+  // For passes run by someone else (generate::Batch) over this sequence's cache. start(): a
+  // generation of `prompt` begins, taking reusable(prompt) tokens from the cache (none with
+  // Recompute), which it returns; the record keeps only those, as the cells after them will be
+  // overwritten. ran(): a pass wrote `tokens` into the cells after the recorded ones. Neither allocates.
+  size_t start(std::span<const int32_t> prompt, PrefixReuse reuse);
+  void ran(std::span<const int32_t> tokens);
   // The tokens whose keys and values are in the cache, cell i holding token i, as far as generate()
   // knows. A forward pass run around it (on `generator` directly) makes this empty: the cells may
   // have been overwritten.
