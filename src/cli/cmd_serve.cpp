@@ -72,6 +72,12 @@ int serve(ServeArgs& a) {
                base::format_bytes(p.totals.kv), base::format_bytes(p.totals.slab), chosen.description);
     std::fflush(stderr);
   };
+  // A drafter per slot (a draft model: a draft sequence per slot), verified in the batch's passes.
+  const generate::Speculation spec =
+      generate::open_speculation(a.gen.spec, a.gen.model, *engine, eo, static_cast<uint32_t>(so.slots));
+  for (const auto& d : spec.drafters) so.drafters.push_back(d.get());
+  so.draft_max = spec.drafters.empty() ? 0 : a.gen.spec.draft_max;
+  so.draft_min = a.gen.spec.draft_min;
   serve::Server server(*engine, so, chosen.source, chosen.end_of_turn.value_or(""));
   // The stopper is also woken by this thread (a SIGTERM sent to it alone) when listen() ends another
   // way, a failed bind above all: then it says nothing, since no signal came.

@@ -114,7 +114,7 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   cmd->add_flag("--force", force, "load even when the plan exceeds the memory available now (MemAvailable)");
   placement.add_to(cmd);
   add_placement_compat(cmd, compat);
-  if (!serve) add_speculation(cmd, *this);
+  add_speculation(cmd, *this);
   cmd->parse_complete_callback([this, command, cmd] {
     require_model(model);
     const bool chat_command = command != Command::Run;  // serve renders chat requests with the template
@@ -125,7 +125,7 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
                                  "only in a conversation (-cnv, or skainet chat)");
     apply_placement_compat(compat, placement);
     check_sampling(cmd, sampling);
-    if (command != Command::Serve) resolve_speculation(*this);
+    resolve_speculation(*this);
   });
 }
 
@@ -154,7 +154,7 @@ generate::EngineOptions GenerationArgs::engine_options() const {
 generate::Speculation start_speculation(const GenerationArgs& a, const generate::Engine& engine,
                                         generate::Generator& gen) {
   generate::Speculation s = generate::open_speculation(a.spec, a.model, engine, a.engine_options());
-  gen.speculate_with(s.drafter.get(), a.spec.draft_max, a.spec.draft_min);
+  gen.speculate_with(s.drafter(), a.spec.draft_max, a.spec.draft_min);
   return s;
 }
 

@@ -1,8 +1,11 @@
 #include "skainet/model/batch.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
+
+#include "skainet/model/speculative.hpp"
 
 namespace skainet::generate {
 namespace {
@@ -25,24 +28,44 @@ Batch::Batch(const plan::MemoryPlan& p, const load::LoadedModel& loaded, const t
       tokens_(plan_.rows),
       entries_(plan_.sequences),
       entry_slot_(plan_.sequences),
-      sampled_(plan_.sequences) {
+      sampled_(plan_.rows),
+      prompt_rows_(plan_.sequences) {
   ctx_.reserve_scratch(plan_.scratch_bytes);
 }
 
-uint32_t Batch::add(Sequence& seq, std::span<const int32_t> prompt, const Options& options, PrefixReuse reuse) {
+void Batch::speculate(uint32_t draft_max, uint32_t draft_min) {
+  if (draft_max == 0) throw InvalidArgument("--draft-max 0: a draft needs at least one token");
+  if (plan_.logit_rows < plan_.rows)
+    throw InvalidArgument(fmt::format("--draft-max {}: the plan priced no drafts in a batch (PlanOptions::draft_max)",
+                                      draft_max));
+  draft_max_ = draft_max;
+  draft_min_ = draft_min;
+  contexts_.resize(slots_.size());
+  drafts_.resize(slots_.size());
+  for (auto& d : drafts_) d.reserve(draft_max);
+}
+
+uint32_t Batch::add(Sequence& seq, std::span<const int32_t> prompt, const Options& options, PrefixReuse reuse,
+                    Drafter* drafter) {
   const int64_t n_ctx = seq.kv.n_ctx();
   if (prompt.empty()) throw InvalidArgument("the prompt has no tokens");
   if (static_cast<int64_t>(prompt.size()) >= n_ctx)
     throw InvalidArgument(fmt::format("the prompt has {} tokens; the context of {} leaves no room to generate (--ctx)",
                                       prompt.size(), n_ctx));
+  if (drafter && draft_max_ == 0) throw InvalidArgument("a drafter, but the batch does not speculate (speculate())");
   for (const Slot& s : slots_)
     if (s.active && s.seq == &seq) throw InvalidArgument("this sequence is already in the batch");
   const auto free = std::find_if(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.active; });
   if (free == slots_.end())
     throw InvalidArgument(fmt::format("the batch's {} slots are all busy (plan: --slots)", slots_.size()));
+  const auto i = static_cast<uint32_t>(free - slots_.begin());
   const auto reused = static_cast<int64_t>(seq.start(prompt, reuse));
   seq.sampler.reset();
   for (int32_t t : prompt) seq.sampler.accept(t);  // the repetition penalty sees the prompt, as in Generator
+  if (drafter) {
+    contexts_[i].reserve(static_cast<size_t>(n_ctx) + 1);
+    contexts_[i].assign(prompt.begin(), prompt.end());
+  }
   *free = {.seq = &seq,
            .prompt = prompt,
            .cached = reused,
@@ -50,8 +73,9 @@ uint32_t Batch::add(Sequence& seq, std::span<const int32_t> prompt, const Option
            .pos = reused,
            .max_tokens = options.max_tokens,
            .stop_at_eos = options.stop_at_eos,
-           .active = true};
-  return static_cast<uint32_t>(free - slots_.begin());
+           .active = true,
+           .drafter = drafter};
+  return i;
 }
 
 void Batch::cancel(uint32_t i) {
@@ -65,65 +89,137 @@ bool Batch::active() const noexcept {
   return std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.active; });
 }
 
+// Slot i's draft for this step into drafts_[i], in at most `free_rows` rows: as Generator drafts —
+// nothing while pausing after misses, one token while drafts keep missing, never past the tokens it
+// may still generate or its context. Returns the draft's length (0: a plain decode row).
+uint32_t Batch::draft(uint32_t i, size_t free_rows) {
+  Slot& s = slots_[i];
+  std::vector<int32_t>& d = drafts_[i];
+  d.clear();
+  if (s.skip > 0) {
+    --s.skip;
+    return 0;
+  }
+  const int64_t n_ctx = s.seq->kv.n_ctx();
+  const int64_t room = s.max_tokens < 0 ? n_ctx : s.max_tokens - s.generated;
+  const int64_t longest = s.backoff > 1 ? 1 : draft_max_;
+  const int64_t max = std::min({longest, static_cast<int64_t>(free_rows), room - 1, n_ctx - s.pos - 1});
+  if (max < std::max<int64_t>(draft_min_, 1)) return 0;
+  s.drafter->draft(contexts_[i], static_cast<uint32_t>(max), d);
+  if (d.size() > static_cast<size_t>(max)) d.resize(static_cast<size_t>(max));
+  if (d.size() < draft_min_) d.clear();
+  return static_cast<uint32_t>(d.size());
+}
+
 // Decodes first, one row each (there are at most slots - 1 of them beside a prompt, and the plan has
-// at least as many rows as slots), so every step moves every sequence; prompts share what is left.
+// at least as many rows as slots), so every step moves every sequence; prompts share what is left,
+// and drafts take the rows the prompts leave (a prompt's first token matters more than a guess).
 void Batch::gather_rows() {
   n_tokens_ = n_entries_ = 0;
-  auto enter = [&](uint32_t i, Slot& s, std::span<const int32_t> rows) {
+  auto decoding = [](const Slot& s) { return s.active && s.prompt_done == static_cast<int64_t>(s.prompt.size()); };
+  size_t free_rows = tokens_.size();
+  for (const Slot& s : slots_) free_rows -= decoding(s) ? 1 : 0;
+  for (uint32_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    const auto left = static_cast<size_t>(static_cast<int64_t>(s.prompt.size()) - s.prompt_done);
+    prompt_rows_[i] = s.active && !decoding(s) ? std::min(left, free_rows) : 0;
+    free_rows -= prompt_rows_[i];
+  }
+  auto enter = [&](uint32_t i, std::span<const int32_t> rows, int64_t logits) {
+    Slot& s = slots_[i];
     std::copy(rows.begin(), rows.end(), tokens_.begin() + static_cast<std::ptrdiff_t>(n_tokens_));
     n_tokens_ += rows.size();
-    entries_[n_entries_] = {.kv = &s.seq->kv, .pos = s.pos, .rows = static_cast<int64_t>(rows.size())};
+    entries_[n_entries_] = {.kv = &s.seq->kv, .pos = s.pos, .rows = static_cast<int64_t>(rows.size()), .logits = logits};
     entry_slot_[n_entries_++] = i;
   };
   for (uint32_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
-    if (s.active && s.prompt_done == static_cast<int64_t>(s.prompt.size())) enter(i, s, std::span(&s.next, 1));
+    if (!decoding(s)) continue;
+    const uint32_t k = s.drafter ? draft(i, free_rows) : 0;
+    free_rows -= k;
+    enter(i, std::span(&s.next, 1), 1);
+    if (k == 0) continue;
+    // The draft's rows follow the token before it in the same entry; every row's logits are kept.
+    std::copy(drafts_[i].begin(), drafts_[i].end(), tokens_.begin() + static_cast<std::ptrdiff_t>(n_tokens_));
+    n_tokens_ += k;
+    entries_[n_entries_ - 1].rows += k;
+    entries_[n_entries_ - 1].logits += k;
   }
-  for (uint32_t i = 0; i < slots_.size() && n_tokens_ < tokens_.size(); ++i) {
-    Slot& s = slots_[i];
-    const auto left = static_cast<int64_t>(s.prompt.size()) - s.prompt_done;
-    if (!s.active || left == 0) continue;
-    const auto n = std::min<size_t>(static_cast<size_t>(left), tokens_.size() - n_tokens_);
-    enter(i, s, s.prompt.subspan(static_cast<size_t>(s.prompt_done), n));
-  }
+  for (uint32_t i = 0; i < slots_.size(); ++i)
+    if (prompt_rows_[i] > 0)
+      enter(i, slots_[i].prompt.subspan(static_cast<size_t>(slots_[i].prompt_done), prompt_rows_[i]), 1);
 }
 
-// Advances every entry's slot past its rows; a slot whose rows ended its prompt, or decoded, samples
-// from its row of the logits and stops as Generator would (end of generation, max tokens, context).
+// A token slot i sampled: handed out, and the slot stops as Generator would (end of generation, max
+// tokens, context).
+void Batch::emit(uint32_t i, int32_t token) {
+  Slot& s = slots_[i];
+  ++s.generated;
+  sampled_[n_sampled_++] = {.slot = i, .token = token};
+  s.next = token;
+  if (s.drafter) contexts_[i].push_back(token);
+  auto finish = [&](StopReason why) {
+    s.stop = why;
+    s.active = false;
+  };
+  if (s.stop_at_eos && tokenizer_.is_eog(token))
+    finish(StopReason::EndOfGeneration);
+  else if (s.max_tokens >= 0 && s.generated >= s.max_tokens)
+    finish(StopReason::MaxTokens);
+  else if (s.pos >= static_cast<int64_t>(s.seq->kv.n_ctx()))
+    finish(StopReason::ContextFull);
+}
+
+// Advances every entry's slot past its rows. A slot whose rows ended its prompt samples its first
+// token; a decoding slot samples row after row while each sample equals the draft's next token (a
+// draft's row is valid only if every token before it was accepted), as Generator::verify does.
 void Batch::sample(const Tensor& logits) {
   n_sampled_ = 0;
   const auto vocab = static_cast<size_t>(logits.dim(1));
-  size_t row = 0;
+  const float* logit_row = logits.data<float>();
+  const int32_t* row = tokens_.data();
   for (size_t e = 0; e < n_entries_; ++e) {
-    Slot& s = slots_[entry_slot_[e]];
-    const bool decoding = s.prompt_done == static_cast<int64_t>(s.prompt.size());
-    const auto rows = static_cast<size_t>(entries_[e].rows);
-    s.seq->ran(std::span(tokens_.data() + row, rows));  // their keys and values are in its cache now
-    row += rows;
-    s.pos += entries_[e].rows;
-    if (!decoding) {
-      s.prompt_done += entries_[e].rows;
-      if (s.prompt_done < static_cast<int64_t>(s.prompt.size())) continue;
-    }
-    auto finish = [&](StopReason why) {
-      s.stop = why;
-      s.active = false;
+    const uint32_t i = entry_slot_[e];
+    Slot& s = slots_[i];
+    const model::BatchEntry& entry = entries_[e];
+    const int32_t* run = std::exchange(row, row + entry.rows);
+    const float* kept = std::exchange(logit_row, logit_row + entry.logits * vocab);
+    auto sample_at = [&](int64_t r) {
+      const int32_t t = s.seq->sampler.sample(std::span(kept + r * vocab, vocab));
+      s.seq->sampler.accept(t);
+      return t;
     };
-    if (s.max_tokens == 0) {
-      finish(StopReason::MaxTokens);
+    if (s.prompt_done < static_cast<int64_t>(s.prompt.size())) {
+      s.seq->ran(std::span(run, static_cast<size_t>(entry.rows)));  // their keys and values are in its cache now
+      s.pos += entry.rows;
+      s.prompt_done += entry.rows;
+      if (s.prompt_done < static_cast<int64_t>(s.prompt.size())) continue;
+      if (s.max_tokens == 0) {
+        s.stop = StopReason::MaxTokens;
+        s.active = false;
+        continue;
+      }
+      emit(i, sample_at(0));
       continue;
     }
-    const int32_t token = s.seq->sampler.sample(std::span(logits.data<float>() + e * vocab, vocab));
-    ++s.generated;
-    s.seq->sampler.accept(token);
-    sampled_[n_sampled_++] = {.slot = entry_slot_[e], .token = token};
-    s.next = token;
-    if (s.stop_at_eos && tokenizer_.is_eog(token))
-      finish(StopReason::EndOfGeneration);
-    else if (s.max_tokens >= 0 && s.generated >= s.max_tokens)
-      finish(StopReason::MaxTokens);
-    else if (s.pos >= static_cast<int64_t>(s.seq->kv.n_ctx()))
-      finish(StopReason::ContextFull);
+    const int64_t drafted = entry.rows - 1;
+    int64_t r = 0;
+    for (;; ++r) {
+      s.seq->ran(std::span(run + r, 1));  // row r's inputs were all accepted: its cell holds the truth
+      ++s.pos;
+      const int32_t t = sample_at(r);
+      emit(i, t);
+      if (!s.active || r == drafted || t != run[r + 1]) break;
+    }
+    if (drafted == 0) continue;
+    s.drafted += drafted;
+    s.accepted += r;
+    if (r > 0) {
+      s.backoff = 1;
+    } else {
+      s.skip = s.backoff;
+      s.backoff = std::min(s.backoff * 2, 32u);
+    }
   }
 }
 

@@ -102,14 +102,15 @@ void check_same_vocabulary(const text::Vocab& target, const std::filesystem::pat
 }
 
 Speculation open_speculation(const SpecOptions& spec, const std::filesystem::path& target_file, const Engine& target,
-                             const EngineOptions& target_options) {
+                             const EngineOptions& target_options, uint32_t sequences) {
   Speculation s;
   if (spec.type == SpecType::None) return s;
   if (spec.draft_max == 0) throw InvalidArgument("--draft-max 0: a draft needs at least one token");
   if (spec.draft_min > spec.draft_max)
     throw InvalidArgument(fmt::format("--draft-min {} is above --draft-max {}", spec.draft_min, spec.draft_max));
+  if (sequences == 0) throw InvalidArgument("speculative decoding for no sequence");
   if (spec.type == SpecType::NgramSimple) {
-    s.drafter = std::make_unique<NgramDrafter>(spec.ngram_n, spec.ngram_m);
+    for (uint32_t i = 0; i < sequences; ++i) s.drafters.push_back(std::make_unique<NgramDrafter>(spec.ngram_n, spec.ngram_m));
     return s;
   }
   if (spec.draft_model.empty()) throw InvalidArgument("speculative decoding with a draft model needs -md FILE");
@@ -119,6 +120,8 @@ Speculation open_speculation(const SpecOptions& spec, const std::filesystem::pat
   EngineOptions o = target_options;
   o.plan = plan::PlanOptions{};  // the target's --prefill-chunk, --kv-type and draft length are the target's
   o.plan.n_ctx = target.plan.kv->n_ctx;
+  o.plan.slots = sequences;
+  o.plan.batch_slots = false;  // each draft sequence runs its own passes
   o.plan.available_memory = target_options.plan.available_memory;
   o.overrides = {};  // the target's per-tensor forms name the target's tensors
   o.sequence = true;
@@ -128,7 +131,12 @@ Speculation open_speculation(const SpecOptions& spec, const std::filesystem::pat
     e.add_context(fmt::format("draft model (-md) {}", spec.draft_model.string()));
     throw;
   }
-  s.drafter = std::make_unique<ModelDrafter>(*s.draft_engine->sequence);
+  s.drafters.push_back(std::make_unique<ModelDrafter>(*s.draft_engine->sequence));
+  // More draft sequences run one at a time on the thread that drafts (serve's stepper): one thread each.
+  for (uint32_t i = 1; i < sequences; ++i) {
+    s.draft_sequences.push_back(s.draft_engine->new_sequence(1));
+    s.drafters.push_back(std::make_unique<ModelDrafter>(*s.draft_sequences.back()));
+  }
   return s;
 }
 

@@ -35,6 +35,8 @@ void Transformer::check(std::span<const int32_t> tokens, std::span<const BatchEn
     auto who = [&] { return entries.size() == 1 ? std::string() : fmt::format("batch entry {}: ", i); };
     if (!e.kv) throw InvalidArgument(fmt::format("forward: {}no KV cache", who()));
     if (e.rows <= 0) throw InvalidArgument(fmt::format("forward: {}{} rows", who(), e.rows));
+    if (e.logits < 1 || e.logits > e.rows)
+      throw InvalidArgument(fmt::format("forward: {}the logits of {} rows kept, of {}", who(), e.logits, e.rows));
     if (e.pos < 0 || e.pos + e.rows > static_cast<int64_t>(e.kv->n_ctx()))
       throw InvalidArgument(
           fmt::format("{}context full: {} tokens at position {} need {} cells, "
@@ -63,22 +65,25 @@ Tensor Transformer::forward(memory::ExecutionContext& ctx, std::span<const int32
     // step scope (the sanctioned escape).
     x = ctx.step(layer_scope_, [&] { return memory::retain(layer(ctx, l, x, entries), step); });
   }
-  const Tensor rows = which == Logits::All ? x : last_rows(ctx, x, entries);
+  const Tensor rows = which == Logits::All ? x : kept_rows(ctx, x, entries);
   const Tensor h = ops::rms_norm(ctx, rows, w_.output_norm, shape_.rms_eps);
   const Tensor logits = ops::matmul(ctx, h, w_.output);
   return shape_.final_softcap > 0 ? ops::softcap(ctx, logits, shape_.final_softcap) : logits;
 }
 
-// Each entry's last row, the one its next token is sampled from: a view for one sequence, gathered
-// into [entries, dim] for several.
-Tensor Transformer::last_rows(memory::ExecutionContext& ctx, const Tensor& x, std::span<const BatchEntry> entries) {
-  if (entries.size() == 1) return x.rows(x.dim(0) - 1, 1);
-  const auto n = static_cast<int64_t>(entries.size());
-  const Tensor out = ctx.scope().allocate({n, x.dim(1)}, GgmlType::F32, "last row of each sequence");
-  int64_t end = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    end += entries[static_cast<size_t>(i)].rows;
-    ops::write_rows(ctx, x.rows(end - 1, 1), out, i);
+// Each entry's last `logits` rows, the ones its next tokens are sampled from: a view for one sequence
+// (or when every row is kept), gathered into [kept, dim] for several.
+Tensor Transformer::kept_rows(memory::ExecutionContext& ctx, const Tensor& x, std::span<const BatchEntry> entries) {
+  int64_t kept = 0;
+  for (const BatchEntry& e : entries) kept += e.logits;
+  if (kept == x.dim(0)) return x;
+  if (entries.size() == 1) return x.rows(x.dim(0) - kept, kept);
+  const Tensor out = ctx.scope().allocate({kept, x.dim(1)}, GgmlType::F32, "kept rows of each sequence");
+  int64_t end = 0, at = 0;
+  for (const BatchEntry& e : entries) {
+    end += e.rows;
+    ops::write_rows(ctx, x.rows(end - e.logits, e.logits), out, at);
+    at += e.logits;
   }
   return out;
 }

@@ -234,6 +234,7 @@ std::string to_json(const MemoryPlan& p) {
                      {"domain", domain_name(p.kv->domain)}};
   if (p.decode) j["decode_slab"] = slab_json(*p.decode);
   j["slots"] = p.slots;
+  j["batch_slots"] = p.batch_slots;
   if (p.prefill) j["prefill_slab"] = slab_json(*p.prefill);
   if (p.verify) j["verify_slab"] = slab_json(*p.verify);
   j["scratch"] = scratch_json(p.scratch);
@@ -299,6 +300,7 @@ MemoryPlan from_json(std::string_view text) {
     // Plans written before serving had slots are plans for one sequence.
     if (j.contains("slots")) p.slots = number<uint32_t>(j, "slots");
     if (p.slots == 0) throw InvalidArgument("plan JSON: \"slots\" must be at least 1");
+    if (j.contains("batch_slots")) p.batch_slots = j.at("batch_slots").get<bool>();
     if (j.contains("prefill_slab")) p.prefill = slab_from(j["prefill_slab"]);
     if (j.contains("verify_slab")) p.verify = slab_from(j["verify_slab"]);
     // Plans written before the scratch was priced had none.

@@ -44,9 +44,9 @@ void add_totals(MemoryPlan& p) {
   // Each slot is one sequence with its own KV cache; several share one batch's slabs and scratch.
   if (const std::optional<SequencePlan> s = p.sequence()) {
     t.kv = checked_mul<uint64_t>(s->kv.bytes, p.slots, "kv cache bytes of all slots");
-    t.slab = p.serves_batched() ? p.batch->total() : s->slab_bytes();
+    t.slab = p.serves_batched() ? p.batch->total() : checked_mul<uint64_t>(s->slab_bytes(), p.slots, "slab bytes");
   }
-  t.scratch = p.serves_batched() ? p.batch_scratch.bytes : p.scratch.bytes;
+  t.scratch = p.serves_batched() ? p.batch_scratch.bytes : checked_mul<uint64_t>(p.scratch.bytes, p.slots, "scratch");
   p.totals = t;
 }
 
@@ -58,7 +58,8 @@ uint64_t passes_at(const MemoryPlan& p, const placement::Platform& platform, uin
     const bool default_rows = p.batch->tokens == p.prefill->tokens + p.slots - 1;
     const uint32_t rows = default_rows ? chunk + p.slots - 1 : p.batch->tokens;
     const ScratchPlan scratch = rows == p.batch->tokens ? p.batch_scratch : estimate_scratch(p.tensors, platform, rows);
-    return estimate_slabs(m, rows, n_ctx, {.sequences = p.slots}).total() + scratch.bytes;
+    const bool drafts = p.batch->logit_rows == p.batch->tokens;
+    return estimate_slabs(m, rows, n_ctx, {.sequences = p.slots, .drafts = drafts}).total() + scratch.bytes;
   }
   std::optional<SlabPlan> verify;
   if (p.verify) verify = estimate_slabs(m, p.verify->tokens, n_ctx, {.every_logit = true});
@@ -66,7 +67,7 @@ uint64_t passes_at(const MemoryPlan& p, const placement::Platform& platform, uin
   const ScratchPlan scratch = chunk == p.prefill->tokens ? p.scratch : estimate_scratch(p.tensors, platform, rows);
   const SequencePlan s = SequencePlan::of(*p.kv, estimate_slabs(m, 1, n_ctx), estimate_slabs(m, chunk, n_ctx), scratch,
                                           verify ? &*verify : nullptr);
-  return s.slab_bytes() + s.scratch_bytes;
+  return (s.slab_bytes() + s.scratch_bytes) * p.slots;
 }
 
 void suggest(MemoryPlan& p, const placement::MemoryProfile& profile, const placement::Platform& platform) {
@@ -113,6 +114,7 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
   p.budget = options.budget ? options.budget : profile.budget;
   if (options.slots == 0) throw InvalidArgument(fmt::format("{}: --slots must be at least 1", p.file));
   p.slots = options.slots;
+  p.batch_slots = options.batch_slots;
 
   const placement::FileFacts facts = placement::FileFacts::of(header);
   if (auto bad = placement::unsupported_tensors(header.tensors, platform); !bad.empty()) {
@@ -146,12 +148,15 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
       p.verify = estimate_slabs(*p.model, rows, n_ctx, {.every_logit = true});
     }
     p.scratch = estimate_scratch(p.tensors, platform, std::max(chunk, p.verify ? p.verify->tokens : 0));
-    const uint32_t batch_rows = options.batch.value_or(chunk + p.slots - 1);
+    // By default a prefill chunk beside a decode row of every other slot, or, when drafts are priced,
+    // every slot's draft and the token before it if that is more.
+    const uint32_t draft_rows = options.draft_max > 0 ? p.slots * (options.draft_max + 1) : 0;
+    const uint32_t batch_rows = options.batch.value_or(std::min(std::max(chunk + p.slots - 1, draft_rows), n_ctx));
     if (batch_rows < p.slots)
       throw InvalidArgument(
           fmt::format("{}: --batch {} is fewer rows than --slots {}: each slot decodes a row per step", p.file,
                       batch_rows, p.slots));
-    p.batch = estimate_slabs(*p.model, batch_rows, n_ctx, {.sequences = p.slots});
+    p.batch = estimate_slabs(*p.model, batch_rows, n_ctx, {.sequences = p.slots, .drafts = options.draft_max > 0});
     p.batch_scratch = estimate_scratch(p.tensors, platform, batch_rows);
   }
   add_totals(p);
@@ -184,6 +189,7 @@ std::optional<BatchPlan> MemoryPlan::batched() const {
   if (!batch) return std::nullopt;
   return BatchPlan{.rows = batch->tokens,
                    .sequences = batch->sequences,
+                   .logit_rows = batch->logit_rows,
                    .step_bytes = batch->step_bytes,
                    .layer_bytes = batch->layer_bytes,
                    .scratch_bytes = batch_scratch.bytes};

@@ -81,6 +81,11 @@ std::string render_text(const MemoryPlan& p) {
         "layer {}) + scratch {}, once; the weights are shared\n",
         p.slots, format_bytes(p.kv->bytes), format_bytes(p.totals.kv), b->rows, format_bytes(b->slab_bytes()),
         format_bytes(b->step_bytes), format_bytes(b->layer_bytes), format_bytes(b->scratch_bytes));
+  else if (p.slots > 1 && p.kv)
+    out += fmt::format("slots     {} x (kv cache {} + slabs {} + scratch {}) = {}, each running its own passes\n", p.slots,
+                       format_bytes(p.kv->bytes), format_bytes(p.totals.slab / p.slots),
+                       format_bytes(p.totals.scratch / p.slots),
+                       format_bytes(p.totals.kv + p.totals.slab + p.totals.scratch));
   const Totals& t = p.totals;
   out += fmt::format("totals    mapped {} | heap {} | pages {} | kv {} | slab {} | scratch {}\n",
                      format_bytes(t.mapped), format_bytes(t.heap), format_bytes(t.pages), format_bytes(t.kv),

@@ -39,7 +39,7 @@ SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_c
   SlabPlan s;
   s.tokens = tokens;
   s.sequences = sequences;
-  s.logit_rows = rows.every_logit ? tokens : sequences;
+  s.logit_rows = rows.every_logit || rows.drafts ? tokens : sequences;
   const uint64_t n = tokens, seqs = sequences, kept = s.logit_rows;
   const uint64_t q_width = uint64_t{m.heads} * m.head_dim;
   const uint64_t kv_width = uint64_t{m.kv_heads} * m.head_dim;
@@ -49,7 +49,7 @@ SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_c
   for (uint32_t l = 0; l < m.layers; ++l)
     add(s.step, s.step_bytes, "residual of layer " + std::to_string(l) + " [n, dim]", n * m.dim);
   if (seqs > 1 && !rows.every_logit)
-    add(s.step, s.step_bytes, "last row of each sequence [sequences, dim]", seqs * m.dim);
+    add(s.step, s.step_bytes, "kept rows of each sequence [logit rows, dim]", kept * m.dim);
   add(s.step, s.step_bytes, "output norm [logit rows, dim]", kept * m.dim);
   add(s.step, s.step_bytes, "logits [logit rows, vocab]", kept * m.vocab);
   if (m.final_softcap > 0) add(s.step, s.step_bytes, "logits soft-capped [logit rows, vocab]", kept * m.vocab);

@@ -26,6 +26,19 @@ json usage_json(const Usage& u) {
               {"prompt_tokens_details", json{{"cached_tokens", u.cached_tokens}}}};
 }
 
+json timings_json(const Timings& t) {
+  auto per_second = [](int64_t n, double ms) { return ms > 0 ? 1e3 * static_cast<double>(n) / ms : 0.0; };
+  json j{{"prompt_n", t.prompt_n},
+         {"prompt_ms", t.prompt_ms},
+         {"prompt_per_second", per_second(t.prompt_n, t.prompt_ms)},
+         {"predicted_n", t.predicted_n},
+         {"predicted_ms", t.predicted_ms},
+         {"predicted_per_second", per_second(t.predicted_n, t.predicted_ms)}};
+  if (t.draft_n) j["draft_n"] = *t.draft_n;
+  if (t.draft_n_accepted) j["draft_n_accepted"] = *t.draft_n_accepted;
+  return j;
+}
+
 // Generated text need not be valid UTF-8 (a model may stop inside a character): replace bad bytes
 // rather than fail the response.
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -34,7 +47,8 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 std::string_view finish_reason_name(FinishReason r) noexcept { return r == FinishReason::Stop ? "stop" : "length"; }
 
-std::string completion_json(const ResponseHead& head, std::string_view text, FinishReason finish, const Usage& usage) {
+std::string completion_json(const ResponseHead& head, std::string_view text, FinishReason finish, const Usage& usage,
+                            const Timings& timings) {
   json j = head_json(head, false);
   json choice{{"index", 0}};
   if (is_chat(head)) {
@@ -46,11 +60,12 @@ std::string completion_json(const ResponseHead& head, std::string_view text, Fin
   choice["finish_reason"] = finish_reason_name(finish);
   j["choices"] = json::array({choice});
   j["usage"] = usage_json(usage);
+  j["timings"] = timings_json(timings);
   return dump(j);
 }
 
 std::string chunk_json(const ResponseHead& head, std::string_view delta, bool first,
-                       std::optional<FinishReason> finish) {
+                       std::optional<FinishReason> finish, const Timings& timings) {
   json j = head_json(head, true);
   json choice{{"index", 0}};
   if (is_chat(head)) {
@@ -64,6 +79,7 @@ std::string chunk_json(const ResponseHead& head, std::string_view delta, bool fi
   }
   choice["finish_reason"] = finish ? json(finish_reason_name(*finish)) : json(nullptr);
   j["choices"] = json::array({choice});
+  if (finish) j["timings"] = timings_json(timings);
   return dump(j);
 }
 

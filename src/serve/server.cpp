@@ -56,6 +56,18 @@ Usage usage_of(const Job& job, const generate::Stats& s) {
   return {static_cast<int64_t>(job.ids.size()), s.generated_tokens, s.cached_tokens};
 }
 
+Timings timings_of(const generate::Stats& s, bool speculating) {
+  Timings t{.prompt_n = s.prompt_tokens,
+            .predicted_n = s.generated_tokens,
+            .prompt_ms = 1e3 * s.prompt_seconds,
+            .predicted_ms = 1e3 * s.decode_seconds};
+  if (speculating) {
+    t.draft_n = s.drafted_tokens;
+    t.draft_n_accepted = s.accepted_tokens;
+  }
+  return t;
+}
+
 int64_t now_seconds() { return static_cast<int64_t>(std::time(nullptr)); }
 
 void send_error(Exchange& ex, int status, std::string_view type, std::string_view message) {
@@ -97,12 +109,12 @@ struct Server::Impl {
         end_of_turn(std::move(eot)),
         // Admission bounds who waits (--queue); the pool's own limit is never the one reached.
         pool(e, options.slots, options.slots + options.queue_limit),
-        stepper(e, options.threads),
+        stepper(e, options.threads, options.draft_max, options.draft_min),
         http(HttpLimits{}, [this](const std::shared_ptr<Exchange>& ex) { route(ex); }),
         started(now_seconds()) {}
 
   Job prepare(const Request& r) const;
-  generate::Stats generate(Slot& slot, const Job& job, const generate::TokenCallback& on_token);
+  generate::Stats generate(const SlotPool::Lease& lease, const Job& job, const generate::TokenCallback& on_token);
   std::optional<SlotPool::Lease> lease_for(const Job& job);
   void route(const std::shared_ptr<Exchange>& ex);
   void admit(const std::shared_ptr<Exchange>& ex, Endpoint endpoint);
@@ -192,11 +204,13 @@ Job Server::Impl::prepare(const Request& r) const {
   return job;
 }
 
-generate::Stats Server::Impl::generate(Slot& slot, const Job& job, const generate::TokenCallback& on_token) {
+generate::Stats Server::Impl::generate(const SlotPool::Lease& lease, const Job& job,
+                                       const generate::TokenCallback& on_token) {
   // A sampler's settings are fixed when it is made: a new one per request (its buffers are sized
   // here, not per token). The slot computes only what its cache does not hold of the prompt.
-  slot.sample_with(job.sampling);
-  return stepper.generate(slot, job.ids, job.generation, on_token, job.reuse);
+  lease.slot().sample_with(job.sampling);
+  generate::Drafter* drafter = options.drafters.empty() ? nullptr : options.drafters.at(lease.index());
+  return stepper.generate(lease.slot(), job.ids, job.generation, on_token, job.reuse, drafter);
 }
 
 std::optional<SlotPool::Lease> Server::Impl::lease_for(const Job& job) {
@@ -292,13 +306,13 @@ void Server::Impl::complete(Exchange& ex, Endpoint endpoint) {
   if (job.stream) return stream(ex, std::move(job), std::move(*lease));
 
   std::string text;
-  const generate::Stats s = generate(lease->slot(), job, [&](std::string_view piece, int32_t) {
+  const generate::Stats s = generate(*lease, job, [&](std::string_view piece, int32_t) {
     text.append(piece);
     return !stopping.load(std::memory_order_relaxed);
   });
   lease.reset();
   if (s.stop == generate::StopReason::Callback) return ex.respond(503, cut_off(s.generated_tokens), kJson);
-  ex.respond(200, completion_json(job.head, text, finish_of(s.stop), usage_of(job, s)), kJson);
+  ex.respond(200, completion_json(job.head, text, finish_of(s.stop), usage_of(job, s), timings_of(s, !options.drafters.empty())), kJson);
 }
 
 void Server::Impl::stream(Exchange& ex, Job job, SlotPool::Lease lease) {
@@ -314,7 +328,7 @@ void Server::Impl::stream(Exchange& ex, Job job, SlotPool::Lease lease) {
   }
   try {
     const generate::Stats s =
-        alive ? generate(lease.slot(), job,
+        alive ? generate(lease, job,
                          [&](std::string_view piece, int32_t) {
                            // Text held back by a stop-string match arrives later as one piece.
                            if (piece.empty()) return true;
@@ -331,7 +345,7 @@ void Server::Impl::stream(Exchange& ex, Job job, SlotPool::Lease lease) {
     } else if (s.stop == generate::StopReason::Callback) {
       send(cut_off(s.generated_tokens));
     } else {
-      alive = send(chunk_json(head, "", first, finish_of(s.stop)));
+      alive = send(chunk_json(head, "", first, finish_of(s.stop), timings_of(s, !options.drafters.empty())));
       if (alive && job.include_usage) alive = send(usage_chunk_json(head, usage_of(job, s)));
       if (alive) send("[DONE]");
     }
@@ -346,6 +360,8 @@ void Server::Impl::stream(Exchange& ex, Job job, SlotPool::Lease lease) {
 Server::Server(generate::Engine& engine, ServerOptions options, std::string chat_template, std::string end_of_turn) {
   if (options.slots == 0) throw InvalidArgument("serve: --slots must be at least 1");
   if (!engine.tokenizer || !engine.plan.kv) throw InvalidArgument("serve: the engine has no model to serve");
+  if (!options.drafters.empty() && options.drafters.size() != options.slots)
+    throw InvalidArgument(fmt::format("serve: {} drafters for {} slots", options.drafters.size(), options.slots));
   impl_ = std::make_unique<Impl>(engine, std::move(options), std::move(chat_template), std::move(end_of_turn));
 }
 

@@ -28,11 +28,13 @@ struct Handoff {
   std::span<const int32_t> prompt;
   const generate::Options* options = nullptr;
   generate::PrefixReuse reuse = generate::PrefixReuse::Reuse;
+  generate::Drafter* drafter = nullptr;
 
   std::mutex mutex;
   std::condition_variable changed;
   std::vector<int32_t> tokens;  // sampled, in order
   int64_t cached = 0;           // prompt tokens taken from the slot's cache
+  int64_t drafted = 0, accepted = 0;
   bool done = false;            // the batch no longer touches the slot
   generate::StopReason stop = generate::StopReason::MaxTokens;
   std::string error;  // a pass failed (or the request was refused by the batch): what
@@ -42,12 +44,15 @@ struct Handoff {
 }  // namespace
 
 struct Stepper::Impl {
-  Impl(generate::Engine& e, int t)
+  Impl(generate::Engine& e, int t, uint32_t draft_max, uint32_t draft_min)
       : threads(t),
         tokenizer(*e.tokenizer),
         batch(e.plan, e.loaded, *e.tokenizer, t),
         running(batch.plan().sequences, nullptr),
-        thread([this] { loop(); }) {}
+        speculating(draft_max > 0) {
+    if (speculating) batch.speculate(draft_max, draft_min);
+    thread = std::thread([this] { loop(); });  // once everything it reads is built
+  }
 
   void loop();
   void take_in();
@@ -58,12 +63,13 @@ struct Stepper::Impl {
   const text::Tokenizer& tokenizer;
   generate::Batch batch;
   std::vector<Handoff*> running;  // by batch slot; touched by the stepper thread only
+  bool speculating;
 
   std::mutex mutex;
   std::condition_variable wake;
   std::deque<Handoff*> incoming;
   bool closing = false;
-  std::thread thread;  // last: starts once everything above is built
+  std::thread thread;
 };
 
 void Stepper::Impl::loop() {
@@ -86,7 +92,7 @@ void Stepper::Impl::take_in() {
   }
   for (Handoff* h : arrived) {
     try {
-      const uint32_t i = batch.add(*h->slot, h->prompt, *h->options, h->reuse);
+      const uint32_t i = batch.add(*h->slot, h->prompt, *h->options, h->reuse, h->drafter);
       running[i] = h;
       std::lock_guard lock(h->mutex);
       h->cached = batch.slot(i).cached;
@@ -104,6 +110,8 @@ void Stepper::Impl::finish(uint32_t i, std::string_view error) {
   Handoff* h = std::exchange(running[i], nullptr);
   std::lock_guard lock(h->mutex);
   h->stop = batch.slot(i).stop;
+  h->drafted = batch.slot(i).drafted;
+  h->accepted = batch.slot(i).accepted;
   h->error = error;
   h->done = true;
   h->changed.notify_all();
@@ -141,10 +149,10 @@ void Stepper::Impl::step() {
     if (running[i] && !batch.slot(i).active) finish(i);
 }
 
-Stepper::Stepper(generate::Engine& engine, int threads) {
+Stepper::Stepper(generate::Engine& engine, int threads, uint32_t draft_max, uint32_t draft_min) {
   if (!engine.tokenizer || !engine.plan.batched())
     throw InvalidArgument("the stepper needs an engine with a tokenizer and a plan with a batch");
-  impl_ = std::make_unique<Impl>(engine, threads);
+  impl_ = std::make_unique<Impl>(engine, threads, draft_max, draft_min);
 }
 
 Stepper::~Stepper() {
@@ -159,13 +167,16 @@ Stepper::~Stepper() {
 int Stepper::threads() const noexcept { return impl_->threads; }
 
 generate::Stats Stepper::generate(Slot& slot, std::span<const int32_t> prompt, const generate::Options& options,
-                                  const generate::TokenCallback& on_token, generate::PrefixReuse reuse) {
+                                  const generate::TokenCallback& on_token, generate::PrefixReuse reuse,
+                                  generate::Drafter* drafter) {
+  if (drafter && !impl_->speculating) throw InvalidArgument("a drafter, but the stepper does not speculate");
   const auto start = Clock::now();
   Handoff h;
   h.slot = &slot;
   h.prompt = prompt;
   h.options = &options;
   h.reuse = reuse;
+  h.drafter = drafter;
   h.tokens.reserve(size_t{slot.kv.n_ctx()} + 1);
   {
     std::lock_guard lock(impl_->mutex);
@@ -185,7 +196,8 @@ generate::Stats Stepper::generate(Slot& slot, std::span<const int32_t> prompt, c
     const int32_t token = h.tokens[read++];
     if (!reading) continue;
     lock.unlock();
-    if (++s.generated_tokens == 1) s.first_token_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (++s.generated_tokens == 1)
+      s.first_token_seconds = s.prompt_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     const bool end_of_text = options.stop_at_eos && impl_->tokenizer.is_eog(token);
     const bool keep = end_of_text || text.push(token);
     lock.lock();
@@ -197,6 +209,8 @@ generate::Stats Stepper::generate(Slot& slot, std::span<const int32_t> prompt, c
   }
   if (!h.error.empty()) throw Error(h.error);
   s.cached_tokens = static_cast<int32_t>(h.cached);
+  s.drafted_tokens = h.drafted;
+  s.accepted_tokens = h.accepted;
   s.prompt_tokens = static_cast<int32_t>(prompt.size() - static_cast<size_t>(h.cached));
   if (reading) s.stop = h.stop;
   lock.unlock();

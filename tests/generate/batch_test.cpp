@@ -13,6 +13,7 @@
 #include "skainet/model/batch.hpp"
 #include "skainet/model/convert.hpp"
 #include "skainet/model/engine.hpp"
+#include "skainet/model/speculative.hpp"
 #include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -39,9 +40,11 @@ fs::path model_file(const std::string& name, const test::TempDir& dir) {
   return file;
 }
 
-std::unique_ptr<generate::Engine> open(const fs::path& file, uint32_t slots, uint32_t chunk, bool sequence) {
+std::unique_ptr<generate::Engine> open(const fs::path& file, uint32_t slots, uint32_t chunk, bool sequence,
+                                       uint32_t draft_max = 0) {
   generate::EngineOptions o;
   o.plan.n_ctx = 96;
+  o.plan.draft_max = draft_max;
   o.plan.slots = slots;
   o.plan.prefill_chunk = chunk;
   o.threads = 2;
@@ -252,4 +255,53 @@ TEST(Batch, BatchedStepsOfFourSequencesMakeNoHeapAllocations) {
   EXPECT_EQ(sampled, 4u * 32u);
   EXPECT_EQ(batch.step_stats().total_overflow_count, 0u);
   EXPECT_EQ(batch.layer_stats().total_overflow_count, 0u);
+}
+
+// Speculative decoding in a batch: three sequences drafting (n-grams of a prompt that repeats itself,
+// and a draft model that is the model itself, so most drafts are accepted) beside one that does not,
+// greedy and sampled with a seed, give the tokens each gives alone without drafts; drafts were run and
+// accepted, and the steps stay within the plan's slabs.
+TEST(Batch, SpeculatingSequencesGiveThePlainTokens) {
+  auto e = open(kStories, 4, 8, true, 6);
+  const std::string story = "Once upon a time, there was a little girl named Lily. She loved to play outside. ";
+  const std::vector<std::vector<int32_t>> prompts = {e->tokenizer->encode(story + story + "Once upon", true),
+                                                     e->tokenizer->encode("The little dog ran to the park and", true),
+                                                     e->tokenizer->encode("Lily", true),
+                                                     e->tokenizer->encode("One day, a big bird", true)};
+  generate::NgramDrafter ngram(3, 16);
+  const std::unique_ptr<generate::Sequence> draft_seq = e->new_sequence(1);
+  generate::ModelDrafter self(*draft_seq);
+  const std::array<generate::Drafter*, 4> drafters = {&ngram, &self, nullptr, &ngram};
+  for (const text::SamplerConfig& sampling :
+       {text::SamplerConfig{.temperature = 0.0f}, text::SamplerConfig{.temperature = 0.9f, .seed = 5}}) {
+    SCOPED_TRACE(sampling.temperature);
+    std::vector<std::vector<int32_t>> expected(prompts.size()), got(prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i)
+      e->sequence->sample_with(sampling).generate_ids(prompts[i], {.max_tokens = 40, .stop_at_eos = false}, nullptr,
+                                                      &expected[i]);
+    generate::Batch batch(e->plan, e->loaded, *e->tokenizer, 2);
+    batch.speculate(6);
+    std::vector<std::unique_ptr<generate::Sequence>> seqs;
+    std::array<size_t, 4> request_of_slot{};
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      seqs.push_back(e->new_sequence(1, generate::SequenceParts::KvCache));
+      seqs.back()->sample_with(sampling);
+      request_of_slot[batch.add(*seqs.back(), prompts[i], {.max_tokens = 40, .stop_at_eos = false},
+                                generate::PrefixReuse::Reuse, drafters[i])] = i;
+    }
+    while (batch.active())
+      for (const generate::Batch::Sampled& t : batch.step()) got[request_of_slot[t.slot]].push_back(t.token);
+    int64_t drafted = 0, accepted = 0;
+    for (uint32_t s = 0; s < 4; ++s) {
+      drafted += batch.slot(s).drafted;
+      accepted += batch.slot(s).accepted;
+    }
+    for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "sequence " << i;
+    EXPECT_GT(drafted, 0);
+    EXPECT_GT(accepted, 0);
+    EXPECT_EQ(batch.step_stats().total_overflow_count, 0u) << "the plan's batch step slab was too small";
+    EXPECT_EQ(batch.layer_stats().total_overflow_count, 0u) << "the plan's batch layer slab was too small";
+  }
+  generate::Batch plain(open(kStories, 4, 8, false)->plan, e->loaded, *e->tokenizer, 1);
+  EXPECT_THROW(plain.speculate(6), InvalidArgument) << "a plan without drafts priced";
 }

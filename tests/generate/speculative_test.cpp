@@ -100,7 +100,7 @@ TEST(Speculative, GreedyTextIsUnchangedOnEveryFamily) {
     EXPECT_GT(by_ngram.stats.drafted_tokens, 0);
     generate::Speculation draft = generate::open_speculation(
         {.type = generate::SpecType::DraftModel, .draft_model = draft_file}, target_file, *e, o);
-    const Output by_model = generate_with(*e, draft.drafter.get(), {.temperature = 0.0f}, prompt, 64);
+    const Output by_model = generate_with(*e, draft.drafter(), {.temperature = 0.0f}, prompt, 64);
     EXPECT_EQ(by_model.ids, plain.ids);
     EXPECT_GT(by_model.stats.drafted_tokens, 0);
   }
@@ -119,7 +119,7 @@ TEST(Speculative, StoriesGreedyTextIsUnchangedAndDraftsAreAccepted) {
   EXPECT_GT(by_ngram.stats.accepted_tokens, 0);
   generate::Speculation self =
       generate::open_speculation({.type = generate::SpecType::DraftModel, .draft_model = kStories}, kStories, *e, o);
-  const Output by_self = generate_with(*e, self.drafter.get(), {.temperature = 0.0f}, prompt, 96);
+  const Output by_self = generate_with(*e, self.drafter(), {.temperature = 0.0f}, prompt, 96);
   EXPECT_EQ(by_self.ids, plain.ids);
   EXPECT_EQ(by_self.stats.accepted_tokens, by_self.stats.drafted_tokens) << "the model drafting for itself";
   EXPECT_LT(by_self.stats.verify_steps, 96 / 2);
@@ -179,7 +179,7 @@ TEST(Speculative, StepsMakeNoHeapAllocations) {
   generate::Speculation self =
       generate::open_speculation({.type = generate::SpecType::DraftModel, .draft_model = kStories}, kStories, *e, o);
   generate::NgramDrafter ngram(4, 48);
-  for (generate::Drafter* drafter : {static_cast<generate::Drafter*>(&ngram), self.drafter.get()}) {
+  for (generate::Drafter* drafter : {static_cast<generate::Drafter*>(&ngram), self.drafter()}) {
     generate::Generator& gen = e->sequence->sample_with({.temperature = 0.0f});
     gen.speculate_with(drafter, kDraftMax);
     int64_t drafted = 0;

@@ -92,6 +92,14 @@ struct Usage {
   int64_t total() const noexcept { return prompt_tokens + completion_tokens; }
 };
 
+// What a request cost, in llama-server's `timings` object: prompt tokens computed and their time,
+// tokens generated and their time, and with speculative decoding the tokens drafted and accepted.
+struct Timings {
+  int64_t prompt_n = 0, predicted_n = 0;
+  double prompt_ms = 0, predicted_ms = 0;
+  std::optional<int64_t> draft_n, draft_n_accepted;  // only while speculating
+};
+
 // What every response of one request carries: "chatcmpl-..."/"cmpl-...", the creation time, our model id.
 struct ResponseHead {
   Endpoint endpoint = Endpoint::Completions;
@@ -100,11 +108,13 @@ struct ResponseHead {
   std::string model;
 };
 
-std::string completion_json(const ResponseHead& head, std::string_view text, FinishReason finish, const Usage& usage);
+std::string completion_json(const ResponseHead& head, std::string_view text, FinishReason finish, const Usage& usage,
+                            const Timings& timings = {});
 // One server-sent chunk's JSON (without "data: "): the first chat chunk carries the role; a chunk with
 // a finish reason ends the choice; with `usage` it is the usage-only chunk (empty choices).
+// The chunk with the finish reason carries the timings too, as llama-server's does.
 std::string chunk_json(const ResponseHead& head, std::string_view delta, bool first,
-                       std::optional<FinishReason> finish);
+                       std::optional<FinishReason> finish, const Timings& timings = {});
 std::string usage_chunk_json(const ResponseHead& head, const Usage& usage);
 std::string error_json(std::string_view message, std::string_view type);
 std::string models_json(std::string_view model, int64_t created);
@@ -203,7 +213,9 @@ class SlotPool {
 // client); a callback returning false ends that request at the next step boundary.
 class Stepper {
  public:
-  Stepper(generate::Engine& engine, int threads);
+  // draft_max > 0: requests may bring a drafter (speculative decoding in the batch, Batch::speculate;
+  // the plan must price drafts, PlanOptions::draft_max).
+  Stepper(generate::Engine& engine, int threads, uint32_t draft_max = 0, uint32_t draft_min = 0);
   ~Stepper();  // after stop(): every generate() has returned
   Stepper(const Stepper&) = delete;
   Stepper& operator=(const Stepper&) = delete;
@@ -211,11 +223,12 @@ class Stepper {
   // Sequence::generate's contract, run in the batch: computes what follows the prefix of `prompt` the
   // slot's cache holds (none with Recompute), keeps the slot's record of its cache, and calls
   // `on_token` on this thread with each token's text (stop strings held back and cut as Generator
-  // does). The slot must be lent to the caller, its sampler set (Sequence::sample_with). Errors of the
-  // batch's passes are thrown here.
+  // does). The slot must be lent to the caller, its sampler set (Sequence::sample_with); `drafter`, the
+  // slot's own while it generates, drafts for it. Errors of the batch's passes are thrown here.
   generate::Stats generate(Slot& slot, std::span<const int32_t> prompt, const generate::Options& options,
                            const generate::TokenCallback& on_token,
-                           generate::PrefixReuse reuse = generate::PrefixReuse::Reuse);
+                           generate::PrefixReuse reuse = generate::PrefixReuse::Reuse,
+                           generate::Drafter* drafter = nullptr);
   int threads() const noexcept;
 
  private:
@@ -240,6 +253,9 @@ struct ServerOptions {
   // A chat message's control-token text ("<|im_end|>") becomes the control token (for clients that
   // write turns by hand); by default it stays text, so no message can forge a turn.
   bool special_in_content = false;
+  // Speculative decoding: slot i drafts with drafters[i] (empty: none), up to draft_max tokens a step.
+  std::vector<generate::Drafter*> drafters;
+  uint32_t draft_max = 0, draft_min = 0;
   // Called once the socket is bound (the port is known), before serving.
   std::function<void(int port)> on_listening;
 };

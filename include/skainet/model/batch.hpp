@@ -39,6 +39,9 @@ class Batch {
     int32_t generated = 0, max_tokens = 0;
     bool stop_at_eos = true, active = false;
     StopReason stop = StopReason::MaxTokens;  // why it finished, once it has
+    Drafter* drafter = nullptr;               // speculative decoding (speculate()); null: none
+    int64_t drafted = 0, accepted = 0;        // drafted tokens verified, and accepted (Stats' meaning)
+    uint32_t skip = 0, backoff = 1;           // draft pacing, as Generator's
   };
 
   // `plan` must carry a batch (MemoryPlan::batched()); the weights are `loaded`'s, shared with the
@@ -55,7 +58,13 @@ class Batch {
   // prompt is empty or leaves its context no room, or the sequence is already in the batch. The batch
   // works in tokens: of `options` it reads max_tokens and stop_at_eos (text, stop strings: the caller's).
   uint32_t add(Sequence& seq, std::span<const int32_t> prompt, const Options& options,
-               PrefixReuse reuse = PrefixReuse::Reuse);
+               PrefixReuse reuse = PrefixReuse::Reuse, Drafter* drafter = nullptr);
+  // Speculative decoding for sequences added with a drafter: before a step, each decoding one may
+  // have `drafter` propose up to draft_max tokens (in the rows the decodes and prompts leave; a draft
+  // shorter than draft_min is not run), which run in the same pass after its next token and are
+  // verified row by row as Generator does, so the tokens are those of plain decoding. InvalidArgument
+  // when the plan priced no drafts (PlanOptions::draft_max) or draft_max is 0.
+  void speculate(uint32_t draft_max, uint32_t draft_min = 0);
   // Ends slot `i`'s generation before its next step (StopReason::Callback: its reader stopped it).
   void cancel(uint32_t i);
 
@@ -73,7 +82,9 @@ class Batch {
 
  private:
   void gather_rows();
+  uint32_t draft(uint32_t i, size_t free_rows);
   void sample(const Tensor& logits);
+  void emit(uint32_t i, int32_t token);
 
   plan::BatchPlan plan_;
   const text::Tokenizer& tokenizer_;
@@ -85,8 +96,13 @@ class Batch {
   std::vector<int32_t> tokens_;
   std::vector<model::BatchEntry> entries_;
   std::vector<uint32_t> entry_slot_;
-  std::vector<Sampled> sampled_;
+  std::vector<Sampled> sampled_;  // up to a token per row (a verified draft yields several)
   size_t n_tokens_ = 0, n_entries_ = 0, n_sampled_ = 0;
+  // Speculation, reserved by speculate(): per slot, the context its drafter reads (prompt and
+  // generated tokens) and its draft; a prompt's rows taken this step.
+  uint32_t draft_max_ = 0, draft_min_ = 0;
+  std::vector<std::vector<int32_t>> contexts_, drafts_;
+  std::vector<size_t> prompt_rows_;
 };
 
 }  // namespace skainet::generate

@@ -57,11 +57,13 @@ struct TransformerWeights {
 enum class Logits : uint8_t { Last, All };
 
 // One sequence's rows in a forward pass: `rows` consecutive tokens at positions [pos, pos + rows),
-// written into and attending over `kv`.
+// written into and attending over `kv`; the logits of its last `logits` rows are kept (1: the next
+// token's; `rows`: a drafted continuation verified row by row).
 struct BatchEntry {
   load::KvCacheStore* kv = nullptr;
   int64_t pos = 0;
   int64_t rows = 0;
+  int64_t logits = 1;
 };
 
 class Transformer {
@@ -80,9 +82,10 @@ class Transformer {
                  Logits which = Logits::Last);
   // The rows of every entry, concatenated in `tokens` (entry i's rows follow entry i - 1's): each
   // row's RoPE at its own position, attention per entry over its own cache. Returns F32
-  // [entries.size(), vocab], row i the logits of entry i's last token (or [tokens.size(), vocab] for
-  // Logits::All). InvalidArgument, naming the entry, for a null or repeated cache, an entry of no
-  // rows, rows that do not add up to the tokens, or a context overflow; nothing is written then.
+  // [sum of logits, vocab]: each entry's last `logits` rows' logits, entry after entry (or
+  // [tokens.size(), vocab] for Logits::All). InvalidArgument, naming the entry, for a null or repeated
+  // cache, an entry of no rows or keeping logits of none or more than its rows, rows that do not add
+  // up to the tokens, or a context overflow; nothing is written then.
   Tensor forward(memory::ExecutionContext& ctx, std::span<const int32_t> tokens, std::span<const BatchEntry> entries,
                  Logits which = Logits::Last);
 
@@ -98,7 +101,7 @@ class Transformer {
                 std::span<const BatchEntry> entries);
   Tensor attend_one(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, const Tensor& k, const Tensor& v,
                     const BatchEntry& e);
-  Tensor last_rows(memory::ExecutionContext& ctx, const Tensor& x, std::span<const BatchEntry> entries);
+  Tensor kept_rows(memory::ExecutionContext& ctx, const Tensor& x, std::span<const BatchEntry> entries);
 
   arch::ModelShape shape_;
   TransformerWeights w_;

@@ -57,6 +57,9 @@ struct SlabPlan {
 struct StepRows {
   uint32_t sequences = 1;
   bool every_logit = false;
+  // A batch whose decode rows may carry drafts (speculative decoding in a generate::Batch): up to
+  // every row's logits are kept, gathered per sequence.
+  bool drafts = false;
 };
 SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_ctx, StepRows rows = {});
 
@@ -94,6 +97,7 @@ struct SequencePlan {
 // them. Each sequence keeps its own KV cache (SequencePlan::kv).
 struct BatchPlan {
   uint32_t rows = 0, sequences = 0;
+  uint32_t logit_rows = 0;  // rows whose logits a step may keep: `sequences`, or `rows` when drafts were priced
   uint64_t step_bytes = 0, layer_bytes = 0, scratch_bytes = 0;
   uint64_t slab_bytes() const noexcept { return step_bytes + layer_bytes; }
   friend bool operator==(const BatchPlan&, const BatchPlan&) = default;
@@ -139,8 +143,10 @@ struct PlanOptions {
   // whose resident total exceeds it carries an ExceedsAvailableMemory warning. Unset: no check.
   std::optional<uint64_t> available_memory;
   // Sequences served at once (`skainet serve --slots N`): each has its own KV cache; N > 1 run as one
-  // batch whose slabs and scratch they share (MemoryPlan::serves_batched); the weights are shared.
+  // batch whose slabs and scratch they share (MemoryPlan::serves_batched), or, with batch_slots false
+  // (a draft model's sequences, each drafting on its own), each with its own slabs and scratch.
   uint32_t slots = 1;
+  bool batch_slots = true;
   // Rows of a batched step (`--batch`), at least `slots` (a decode row for each); unset: one
   // sequence's prefill chunk joining a decode row of every other slot, prefill chunk + slots - 1.
   std::optional<uint32_t> batch;
@@ -158,13 +164,15 @@ struct MemoryPlan {
   std::optional<SlabPlan> verify;           // one slot's speculative verification step (PlanOptions::draft_max)
   ScratchPlan scratch;                      // one slot's matmul scratch
   uint32_t slots = 1;                       // totals.kv holds this many KV caches
+  bool batch_slots = true;                  // PlanOptions::batch_slots
   // A batched step over the slots (rows = PlanOptions::batch, sequences = slots) and its scratch.
   std::optional<SlabPlan> batch;
   ScratchPlan batch_scratch;
   // Several slots (serve --slots N, N > 1) run as one generate::Batch: totals.slab and .scratch are
   // the batch's, once, and each slot adds only its KV cache. One slot is priced as a sequence of its
   // own (its slabs: serve's batch of one sequence draws no more than they hold).
-  bool serves_batched() const noexcept { return slots > 1 && batch.has_value(); }
+  // With batch_slots false each slot is priced as a sequence of its own.
+  bool serves_batched() const noexcept { return slots > 1 && batch_slots && batch.has_value(); }
   Totals totals;
   std::optional<uint64_t> budget;
   bool fits = true;

@@ -86,14 +86,18 @@ class ModelDrafter final : public Drafter {
 void check_same_vocabulary(const text::Vocab& target, const std::filesystem::path& target_file,
                            const text::Vocab& draft, const std::filesystem::path& draft_file);
 
-// What `run`, `chat` and `serve` hold while speculating: the drafter and, for a draft model, its engine.
+// What `run`, `chat` and `serve` hold while speculating: a drafter per sequence drafted for and, for a
+// draft model, its engine and the draft sequences beyond the engine's own.
 struct Speculation {
   std::unique_ptr<Engine> draft_engine;
-  std::unique_ptr<Drafter> drafter;  // null: SpecType::None
+  std::vector<std::unique_ptr<Sequence>> draft_sequences;
+  std::vector<std::unique_ptr<Drafter>> drafters;  // empty: SpecType::None
+  Drafter* drafter(size_t i = 0) const noexcept { return i < drafters.size() ? drafters[i].get() : nullptr; }
 };
 // Checks the options (InvalidArgument), opens the draft model with the target's context and threads
-// (its vocabulary checked), and builds the drafter.
+// (its vocabulary checked), and builds `sequences` drafters (serve: one per slot, each a draft sequence
+// of its own on one thread; the draft engine's plan prices them).
 Speculation open_speculation(const SpecOptions& spec, const std::filesystem::path& target_file, const Engine& target,
-                             const EngineOptions& target_options);
+                             const EngineOptions& target_options, uint32_t sequences = 1);
 
 }  // namespace skainet::generate
