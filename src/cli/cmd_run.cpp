@@ -40,8 +40,9 @@ void print_run_stats(const generate::Engine& e, const generate::Stats& s, uint64
   if (s.verify_steps > 0 || s.probes > 0)
     fmt::print(stderr,
                "skainet: speculative: drafted {} tokens in {} verifications, accepted {} ({:.1f}%); {} probes, {} "
-               "hit\n",
-               s.drafted_tokens, s.verify_steps, s.accepted_tokens, 100 * s.acceptance_rate(), s.probes, s.probe_hits);
+               "hit; drafter {:.3f} s of {:.3f} s decoding\n",
+               s.drafted_tokens, s.verify_steps, s.accepted_tokens, 100 * s.acceptance_rate(), s.probes, s.probe_hits,
+               s.draft_seconds, s.decode_seconds);
 }
 
 std::unique_ptr<generate::Engine> open_engine(const GenerationArgs& a) {

@@ -76,7 +76,9 @@ int32_t Generator::next_token(int32_t token, int64_t& pos, int64_t room, Stats& 
   if (drafter_ && skip_ > 0) {
     --skip_;
   } else if (drafter_ && probing_) {
+    const auto start = Clock::now();
     drafter_->draft(context_, 1, draft_);
+    s.draft_seconds += seconds_since(start);
     if (!draft_.empty()) return probe(token, at, s);
   } else if (drafter_) {
     // A draft of k tokens runs k + 1 (the token before it too) and yields up to k + 1.
@@ -84,6 +86,7 @@ int32_t Generator::next_token(int32_t token, int64_t& pos, int64_t room, Stats& 
     if (max >= std::max<int64_t>(draft_min_, 1)) {
       draft_start_ = Clock::now();
       drafter_->draft(context_, static_cast<uint32_t>(max), draft_);
+      s.draft_seconds += seconds_since(draft_start_);
       if (draft_.size() > static_cast<size_t>(max)) draft_.resize(static_cast<size_t>(max));
       if (!draft_.empty() && draft_.size() >= draft_min_) return verify(token, at, s);
     }

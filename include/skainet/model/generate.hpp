@@ -59,6 +59,7 @@ struct Stats {
   // token compared with a plain decode step's (no verification), and how many of them it equalled.
   int64_t drafted_tokens = 0, accepted_tokens = 0, verify_steps = 0;
   int64_t probes = 0, probe_hits = 0;
+  double draft_seconds = 0;  // in the drafter (part of decode_seconds)
   double acceptance_rate() const noexcept {
     return drafted_tokens > 0 ? static_cast<double>(accepted_tokens) / static_cast<double>(drafted_tokens) : 0;
   }
