@@ -237,9 +237,12 @@ void print_turn_stats(int turn, size_t prompt_tokens, const generate::Stats& s, 
              turn, prompt_tokens, s.cached_tokens, s.prompt_tokens, s.prompt_tokens_per_second(), s.generated_tokens,
              s.decode_tokens_per_second(), interrupted ? "interrupted (Ctrl-C)" : generate::stop_reason_name(s.stop),
              cached, ctx_cells);
-  if (s.drafted_tokens > 0)
-    fmt::print(stderr, "skainet: turn {}: speculative: drafted {} tokens in {} verifications, accepted {} ({:.1f}%)\n",
-               turn, s.drafted_tokens, s.verify_steps, s.accepted_tokens, 100 * s.acceptance_rate());
+  if (s.verify_steps > 0 || s.probes > 0)
+    fmt::print(stderr,
+               "skainet: turn {}: speculative: drafted {} tokens in {} verifications, accepted {} ({:.1f}%); {} "
+               "probes, {} hit\n",
+               turn, s.drafted_tokens, s.verify_steps, s.accepted_tokens, 100 * s.acceptance_rate(), s.probes,
+               s.probe_hits);
 }
 
 }  // namespace

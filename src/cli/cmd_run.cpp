@@ -37,9 +37,12 @@ void print_run_stats(const generate::Engine& e, const generate::Stats& s, uint64
              scratch.growths ? fmt::format(", grew {} times past the plan", scratch.growths) : std::string(),
              base::format_bytes(static_cast<uint64_t>(ru.ru_maxrss) * 1024),
              static_cast<uint64_t>(ru.ru_maxrss) * 1024);
-  if (s.verify_steps > 0 || s.drafted_tokens > 0)
-    fmt::print(stderr, "skainet: speculative: drafted {} tokens in {} verifications, accepted {} ({:.1f}%)\n",
-               s.drafted_tokens, s.verify_steps, s.accepted_tokens, 100 * s.acceptance_rate());
+  if (s.verify_steps > 0 || s.probes > 0)
+    fmt::print(stderr,
+               "skainet: speculative: drafted {} tokens in {} verifications, accepted {} ({:.1f}%); {} probes, {} "
+               "hit; drafter {:.3f} s of {:.3f} s decoding\n",
+               s.drafted_tokens, s.verify_steps, s.accepted_tokens, 100 * s.acceptance_rate(), s.probes, s.probe_hits,
+               s.draft_seconds, s.decode_seconds);
 }
 
 std::unique_ptr<generate::Engine> open_engine(const GenerationArgs& a) {

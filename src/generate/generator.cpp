@@ -75,20 +75,56 @@ int32_t Generator::next_token(int32_t token, int64_t& pos, int64_t room, Stats& 
   const int64_t at = pos++;
   if (drafter_ && skip_ > 0) {
     --skip_;
+  } else if (drafter_ && probing_) {
+    const auto start = Clock::now();
+    drafter_->draft(context_, 1, draft_);
+    s.draft_seconds += seconds_since(start);
+    if (!draft_.empty()) return probe(token, at, s);
   } else if (drafter_) {
-    // A draft of k tokens runs k + 1 (the token before it too) and yields up to k + 1. While drafts miss
-    // (backoff_ > 1) one token is drafted: a miss then costs a two-row pass, not draft_max + 1 rows.
-    const int64_t longest = backoff_ > 1 ? 1 : draft_max_;
-    const int64_t max = std::min<int64_t>({longest, room - 1, static_cast<int64_t>(model_.n_ctx()) - at - 1});
+    // A draft of k tokens runs k + 1 (the token before it too) and yields up to k + 1.
+    const int64_t max = std::min<int64_t>({length_, room - 1, static_cast<int64_t>(model_.n_ctx()) - at - 1});
     if (max >= std::max<int64_t>(draft_min_, 1)) {
+      draft_start_ = Clock::now();
       drafter_->draft(context_, static_cast<uint32_t>(max), draft_);
+      s.draft_seconds += seconds_since(draft_start_);
       if (draft_.size() > static_cast<size_t>(max)) draft_.resize(static_cast<size_t>(max));
       if (!draft_.empty() && draft_.size() >= draft_min_) return verify(token, at, s);
     }
   }
-  const int32_t next = decode_step(token, at);
+  const int32_t next = timed_decode_step(token, at);
   sampler_.accept(next);
   return next;
+}
+
+int32_t Generator::timed_decode_step(int32_t token, int64_t pos) {
+  if (!drafter_) return decode_step(token, pos);
+  const auto start = Clock::now();
+  const int32_t next = decode_step(token, pos);
+  const double t = seconds_since(start);
+  step_seconds_ = step_seconds_ > 0 ? 0.75 * step_seconds_ + 0.25 * t : t;
+  return next;
+}
+
+// A plain decode step that also tells whether the drafter's one token would have been accepted: the
+// verification of a one-token draft samples its first row exactly so. Costs the target nothing.
+int32_t Generator::probe(int32_t token, int64_t pos, Stats& s) {
+  const int32_t next = timed_decode_step(token, pos);
+  sampler_.accept(next);
+  ++s.probes;
+  if (next == draft_[0]) {
+    ++s.probe_hits;
+    probing_ = false;
+    backoff_ = 1;
+  } else {
+    missed();
+  }
+  return next;
+}
+
+void Generator::missed() {
+  probing_ = true;
+  skip_ = backoff_;
+  backoff_ = std::min(backoff_ * 2, kMaxBackoff);
 }
 
 // Runs `token` and the draft at [pos, pos + 1 + k) in one pass and samples row after row, each as a
@@ -113,11 +149,21 @@ int32_t Generator::verify(int32_t token, int64_t pos, Stats& s) {
   s.drafted_tokens += static_cast<int64_t>(draft_.size());
   s.accepted_tokens += static_cast<int64_t>(ready_.size()) - 1;
   ++s.verify_steps;
-  if (ready_.size() > 1) {
-    backoff_ = 1;
+  const auto accepted = static_cast<uint32_t>(ready_.size() - 1);
+  // Paid: the draft and its verification took no longer than the decode steps of the tokens they gave.
+  // A draft accepted whole counts as paid whatever the clock says (the drafter is right; its length is
+  // what --draft-max sets), so a drafter that is right stays on.
+  const bool whole = accepted == draft_.size();
+  const bool paid =
+      whole || (accepted > 0 && static_cast<double>(accepted + 1) * step_seconds_ >= seconds_since(draft_start_));
+  if (!paid) {
+    length_ = std::min(length_, 2 * (accepted + 1));
+    missed();
   } else {
-    skip_ = backoff_;
-    backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+    backoff_ = 1;
+    // Where drafts are partly wrong, the rows past the first miss are work for nothing: draft about
+    // twice what was accepted; where all is accepted, draft longer.
+    length_ = whole ? std::min(draft_max_, 2 * length_) : std::min(length_, 2 * (accepted + 1));
   }
   ready_at_ = 1;
   return ready_[0];
@@ -157,6 +203,8 @@ Stats Generator::continue_ids(std::span<const int32_t> prompt, int64_t cached, c
   ready_at_ = 0;
   skip_ = 0;
   backoff_ = 1;
+  length_ = draft_max_;
+  probing_ = true;
   if (drafter_) context_.assign(prompt.begin(), prompt.end());
 
   int64_t pos = static_cast<int64_t>(prompt.size());

@@ -61,6 +61,24 @@ fs::path synth_model(const fs::path& dir, const std::string& arch, uint64_t seed
   return file;
 }
 
+// Drafts what plain decoding gave (`plain`, the ids generated after a prompt of `prompt_size`), with
+// each token at an index i where i % wrong_every == wrong_at replaced by another: drafts that are
+// accepted in part, at any temperature (a seed gives plain decoding's text). wrong_every 1: never right.
+class OracleDrafter final : public generate::Drafter {
+ public:
+  OracleDrafter(std::vector<int32_t> plain, size_t prompt_size, size_t wrong_every, size_t wrong_at)
+      : plain_(std::move(plain)), prompt_size_(prompt_size), wrong_every_(wrong_every), wrong_at_(wrong_at) {}
+  void draft(std::span<const int32_t> context, uint32_t max, std::vector<int32_t>& out) override {
+    out.clear();
+    for (size_t i = context.size() - prompt_size_; i < plain_.size() && out.size() < max; ++i)
+      out.push_back(i % wrong_every_ == wrong_at_ ? (plain_[i] + 1) % 256 : plain_[i]);
+  }
+
+ private:
+  std::vector<int32_t> plain_;
+  size_t prompt_size_, wrong_every_, wrong_at_;
+};
+
 }  // namespace
 
 TEST(Speculative, NgramDraftIsTheContinuationOfTheLatestEarlierOccurrence) {
@@ -97,17 +115,24 @@ TEST(Speculative, GreedyTextIsUnchangedOnEveryFamily) {
     generate::NgramDrafter ngram(2, 48);
     const Output by_ngram = generate_with(*e, &ngram, {.temperature = 0.0f}, prompt, 64);
     EXPECT_EQ(by_ngram.ids, plain.ids);
-    EXPECT_GT(by_ngram.stats.drafted_tokens, 0);
+    EXPECT_GT(by_ngram.stats.drafted_tokens + by_ngram.stats.probes, 0);
     generate::Speculation draft = generate::open_speculation(
         {.type = generate::SpecType::DraftModel, .draft_model = draft_file}, target_file, *e, o);
     const Output by_model = generate_with(*e, draft.drafter(), {.temperature = 0.0f}, prompt, 64);
     EXPECT_EQ(by_model.ids, plain.ids);
-    EXPECT_GT(by_model.stats.drafted_tokens, 0);
+    EXPECT_GT(by_model.stats.drafted_tokens + by_model.stats.probes, 0);
+    // Drafts verified and cut at every offset (a wrong token every fifth): the rejected rows' K/V are
+    // overwritten before anything reads them.
+    OracleDrafter oracle(plain.ids, prompt.size(), 5, 3);
+    const Output by_oracle = generate_with(*e, &oracle, {.temperature = 0.0f}, prompt, 64);
+    EXPECT_EQ(by_oracle.ids, plain.ids);
+    EXPECT_GT(by_oracle.stats.accepted_tokens, 0);
+    EXPECT_GT(by_oracle.stats.drafted_tokens, by_oracle.stats.accepted_tokens);
   }
 }
 
-// stories260K continuing a paragraph it was given twice: the n-gram drafts are mostly right, and a
-// draft model that is the model itself is always right.
+// stories260K continuing a paragraph it was given twice (it does not copy it: its n-gram drafts are
+// mostly wrong), and a draft model that is the model itself, always right.
 TEST(Speculative, StoriesGreedyTextIsUnchangedAndDraftsAreAccepted) {
   const generate::EngineOptions o = options(256, kDraftMax);
   auto e = generate::Engine::open(kStories, o);
@@ -116,7 +141,7 @@ TEST(Speculative, StoriesGreedyTextIsUnchangedAndDraftsAreAccepted) {
   generate::NgramDrafter ngram(4, 48);
   const Output by_ngram = generate_with(*e, &ngram, {.temperature = 0.0f}, prompt, 96);
   EXPECT_EQ(by_ngram.ids, plain.ids);
-  EXPECT_GT(by_ngram.stats.accepted_tokens, 0);
+  EXPECT_GT(by_ngram.stats.probes, 0);
   generate::Speculation self =
       generate::open_speculation({.type = generate::SpecType::DraftModel, .draft_model = kStories}, kStories, *e, o);
   const Output by_self = generate_with(*e, self.drafter(), {.temperature = 0.0f}, prompt, 96);
@@ -138,10 +163,42 @@ TEST(Speculative, SampledTextFollowsTheSeedAndIsPlainDecodingsText) {
   const Output a = generate_with(*e, &ngram, sampling, prompt, 80), b = generate_with(*e, &ngram, sampling, prompt, 80);
   EXPECT_EQ(a.ids, b.ids);
   EXPECT_EQ(a.ids, plain.ids);
-  EXPECT_GT(a.stats.drafted_tokens, 0);
+  EXPECT_GT(a.stats.drafted_tokens + a.stats.probes, 0);
+  OracleDrafter oracle(plain.ids, prompt.size(), 4, 2);
+  const Output by_oracle = generate_with(*e, &oracle, sampling, prompt, 80);
+  EXPECT_EQ(by_oracle.ids, plain.ids);
+  EXPECT_GT(by_oracle.stats.accepted_tokens, 0);
+  EXPECT_GT(by_oracle.stats.drafted_tokens, by_oracle.stats.accepted_tokens);
+  generate::Speculation self =
+      generate::open_speculation({.type = generate::SpecType::DraftModel, .draft_model = kStories}, kStories, *e, o);
+  EXPECT_EQ(generate_with(*e, self.drafter.get(), sampling, prompt, 80).ids, plain.ids)
+      << "greedy drafts, sampled verification";
   for (int32_t id : a.ids) EXPECT_TRUE(id >= 0 && id < e->tokenizer->vocab_size()) << id;
   const Output other = generate_with(*e, &ngram, {.temperature = 0.7f, .top_k = 40, .seed = 12}, prompt, 80);
   EXPECT_NE(other.ids, a.ids);
+}
+
+// The back-off as data: a drafter that is never right is only probed (no verification), at pauses
+// that double; one that is always right is probed once, then drafts at full length.
+TEST(Speculative, ADrafterThatMissesIsProbedAtDoublingPausesAndOneThatHitsDraftsFully) {
+  const generate::EngineOptions o = options(256, kDraftMax);
+  auto e = generate::Engine::open(kStories, o);
+  const std::vector<int32_t> prompt = e->tokenizer->encode(kParagraph + kParagraph, true);
+  const Output plain = generate_with(*e, nullptr, {.temperature = 0.0f}, prompt, 96);
+  OracleDrafter wrong(plain.ids, prompt.size(), 1, 0);
+  const Output missed = generate_with(*e, &wrong, {.temperature = 0.0f}, prompt, 96);
+  EXPECT_EQ(missed.ids, plain.ids);
+  EXPECT_EQ(missed.stats.verify_steps, 0);
+  EXPECT_EQ(missed.stats.probe_hits, 0);
+  // Probes at decode steps 1, 3, 6, 11, 20, 37 and 70 of 95 (pauses of 1, 2, 4, ..., 32 steps).
+  EXPECT_EQ(missed.stats.probes, 7);
+  OracleDrafter right(plain.ids, prompt.size(), 1000, 999);
+  const Output hit = generate_with(*e, &right, {.temperature = 0.0f}, prompt, 96);
+  EXPECT_EQ(hit.ids, plain.ids);
+  EXPECT_EQ(hit.stats.probes, 1);
+  EXPECT_EQ(hit.stats.accepted_tokens, hit.stats.drafted_tokens);
+  // After the probe 94 tokens remain; each verification of 8 drafted tokens yields 9: 11 of them.
+  EXPECT_EQ(hit.stats.verify_steps, (95 - 1 + kDraftMax) / (kDraftMax + 1));
 }
 
 TEST(Speculative, ADraftModelWithAnotherVocabularyIsRefusedNamingBothFiles) {

@@ -12,6 +12,7 @@
 //   gen.speculate_with(&drafter, /*draft_max=*/16);   // speculative decoding (speculative.hpp)
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -54,8 +55,11 @@ struct Stats {
   uint64_t overflow_bytes = 0, overflow_count = 0;  // highest per step / total, both slabs
   StopReason stop = StopReason::MaxTokens;
   // Speculative decoding: tokens drafted and verified, how many of them the target accepted, in how
-  // many verification steps (each also yields one token of the target's own).
+  // many verification steps (each also yields one token of the target's own); probes: one drafted
+  // token compared with a plain decode step's (no verification), and how many of them it equalled.
   int64_t drafted_tokens = 0, accepted_tokens = 0, verify_steps = 0;
+  int64_t probes = 0, probe_hits = 0;
+  double draft_seconds = 0;  // in the drafter (part of decode_seconds)
   double acceptance_rate() const noexcept {
     return drafted_tokens > 0 ? static_cast<double>(accepted_tokens) / static_cast<double>(drafted_tokens) : 0;
   }
@@ -164,17 +168,27 @@ class Generator {
   // holds one, else from a verification of a draft of at most `room` tokens, else a decode step.
   int32_t next_token(int32_t token, int64_t& pos, int64_t room, Stats& s);
   int32_t verify(int32_t token, int64_t pos, Stats& s);
+  int32_t probe(int32_t token, int64_t pos, Stats& s);
+  void missed();  // a probe that missed, a verification that did not pay: pause, then probe
+  int32_t timed_decode_step(int32_t token, int64_t pos);  // decode_step, its time into step_seconds_
 
   Drafter* drafter_ = nullptr;
   uint32_t draft_max_ = 0, draft_min_ = 0;
   std::vector<int32_t> context_;                // prompt and generated tokens, what the drafter reads
   std::vector<int32_t> draft_, batch_, ready_;  // reserved by speculate_with: steps do not allocate
   size_t ready_at_ = 0;                         // ready_[ready_at_..] are verified tokens not yet handed out
-  // After a draft of which nothing was accepted the next `skip_` steps decode without drafting, and
-  // each such draft in a row doubles the pause (up to kMaxBackoff): where the drafter keeps missing,
-  // a run pays for a few verifications, not one per token. Any accepted token resets it.
+  // The cost of a drafter that misses stays bounded (docs/generation.md, "Back-off"). A generation
+  // starts probing: the drafter proposes one token and a plain decode step (one row, what decoding
+  // costs anyway) shows whether it would have been accepted. A probe that hits turns on drafting; a
+  // miss, or a verification that did not pay (it took longer than decoding the tokens it gave), pauses
+  // `skip_` steps and goes (back) to probing, each such miss in a row doubling the pause (up to
+  // kMaxBackoff); a hit or a verification that paid resets it. Drafts are at most `length_` long:
+  // doubled while all is accepted, else cut to twice what was.
   static constexpr uint32_t kMaxBackoff = 32;
-  uint32_t skip_ = 0, backoff_ = 1;
+  uint32_t skip_ = 0, backoff_ = 1, length_ = 0;
+  bool probing_ = true;
+  double step_seconds_ = 0;  // a decode step's time, a moving average (0: none measured yet)
+  std::chrono::steady_clock::time_point draft_start_;
 
   model::Transformer& model_;
   const text::Tokenizer& tokenizer_;
