@@ -36,8 +36,8 @@ Batch::Batch(const plan::MemoryPlan& p, const load::LoadedModel& loaded, const t
 void Batch::speculate(uint32_t draft_max, uint32_t draft_min) {
   if (draft_max == 0) throw InvalidArgument("--draft-max 0: a draft needs at least one token");
   if (plan_.logit_rows < plan_.rows)
-    throw InvalidArgument(fmt::format("--draft-max {}: the plan priced no drafts in a batch (PlanOptions::draft_max)",
-                                      draft_max));
+    throw InvalidArgument(
+        fmt::format("--draft-max {}: the plan priced no drafts in a batch (PlanOptions::draft_max)", draft_max));
   draft_max_ = draft_max;
   draft_min_ = draft_min;
   contexts_.resize(slots_.size());
@@ -75,6 +75,7 @@ uint32_t Batch::add(Sequence& seq, std::span<const int32_t> prompt, const Option
            .stop_at_eos = options.stop_at_eos,
            .active = true,
            .drafter = drafter};
+  free->pacing.reset(draft_max_);
   return i;
 }
 
@@ -89,21 +90,26 @@ bool Batch::active() const noexcept {
   return std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.active; });
 }
 
-// Slot i's draft for this step into drafts_[i], in at most `free_rows` rows: as Generator drafts —
-// nothing while pausing after misses, one token while drafts keep missing, never past the tokens it
-// may still generate or its context. Returns the draft's length (0: a plain decode row).
+// Slot i's draft for this step into drafts_[i], in at most `free_rows` rows, as its pacing says: none,
+// a probe (one token drafted, compared with what the slot's plain row samples), or a draft never past
+// the tokens it may still generate or its context. Returns the draft's length (0: a plain decode row).
 uint32_t Batch::draft(uint32_t i, size_t free_rows) {
   Slot& s = slots_[i];
   std::vector<int32_t>& d = drafts_[i];
   d.clear();
-  if (s.skip > 0) {
-    --s.skip;
-    return 0;
+  switch (s.pacing.next()) {
+    case DraftPacing::Move::Decode: return 0;
+    case DraftPacing::Move::Probe:
+      s.drafter->draft(contexts_[i], 1, d);
+      s.probe = d.empty() ? -1 : d.front();
+      d.clear();
+      return 0;
+    case DraftPacing::Move::Draft: break;
   }
   const int64_t n_ctx = s.seq->kv.n_ctx();
   const int64_t room = s.max_tokens < 0 ? n_ctx : s.max_tokens - s.generated;
-  const int64_t longest = s.backoff > 1 ? 1 : draft_max_;
-  const int64_t max = std::min({longest, static_cast<int64_t>(free_rows), room - 1, n_ctx - s.pos - 1});
+  const int64_t max =
+      std::min({static_cast<int64_t>(s.pacing.length()), static_cast<int64_t>(free_rows), room - 1, n_ctx - s.pos - 1});
   if (max < std::max<int64_t>(draft_min_, 1)) return 0;
   s.drafter->draft(contexts_[i], static_cast<uint32_t>(max), d);
   if (d.size() > static_cast<size_t>(max)) d.resize(static_cast<size_t>(max));
@@ -129,7 +135,8 @@ void Batch::gather_rows() {
     Slot& s = slots_[i];
     std::copy(rows.begin(), rows.end(), tokens_.begin() + static_cast<std::ptrdiff_t>(n_tokens_));
     n_tokens_ += rows.size();
-    entries_[n_entries_] = {.kv = &s.seq->kv, .pos = s.pos, .rows = static_cast<int64_t>(rows.size()), .logits = logits};
+    entries_[n_entries_] = {
+        .kv = &s.seq->kv, .pos = s.pos, .rows = static_cast<int64_t>(rows.size()), .logits = logits};
     entry_slot_[n_entries_++] = i;
   };
   for (uint32_t i = 0; i < slots_.size(); ++i) {
@@ -203,23 +210,25 @@ void Batch::sample(const Tensor& logits) {
       continue;
     }
     const int64_t drafted = entry.rows - 1;
+    const int32_t probe = std::exchange(s.probe, -1);
     int64_t r = 0;
     for (;; ++r) {
       s.seq->ran(std::span(run + r, 1));  // row r's inputs were all accepted: its cell holds the truth
       ++s.pos;
       const int32_t t = sample_at(r);
       emit(i, t);
+      if (r == 0 && probe >= 0) {
+        ++s.probes;
+        s.probe_hits += t == probe ? 1 : 0;
+        s.pacing.probed(t == probe);
+      }
       if (!s.active || r == drafted || t != run[r + 1]) break;
     }
     if (drafted == 0) continue;
     s.drafted += drafted;
     s.accepted += r;
-    if (r > 0) {
-      s.backoff = 1;
-    } else {
-      s.skip = s.backoff;
-      s.backoff = std::min(s.backoff * 2, 32u);
-    }
+    // No clock here: the step's time is every sequence's. A draft that gave anything paid.
+    s.pacing.verified(static_cast<uint32_t>(drafted), static_cast<uint32_t>(r), true);
   }
 }
 

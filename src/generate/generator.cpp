@@ -73,16 +73,15 @@ int32_t Generator::next_token(int32_t token, int64_t& pos, int64_t room, Stats& 
     return ready_[ready_at_++];
   }
   const int64_t at = pos++;
-  if (drafter_ && skip_ > 0) {
-    --skip_;
-  } else if (drafter_ && probing_) {
+  const DraftPacing::Move move = drafter_ ? pacing_.next() : DraftPacing::Move::Decode;
+  if (move == DraftPacing::Move::Probe) {
     const auto start = Clock::now();
     drafter_->draft(context_, 1, draft_);
     s.draft_seconds += seconds_since(start);
     if (!draft_.empty()) return probe(token, at, s);
-  } else if (drafter_) {
+  } else if (move == DraftPacing::Move::Draft) {
     // A draft of k tokens runs k + 1 (the token before it too) and yields up to k + 1.
-    const int64_t max = std::min<int64_t>({length_, room - 1, static_cast<int64_t>(model_.n_ctx()) - at - 1});
+    const int64_t max = std::min<int64_t>({pacing_.length(), room - 1, static_cast<int64_t>(model_.n_ctx()) - at - 1});
     if (max >= std::max<int64_t>(draft_min_, 1)) {
       draft_start_ = Clock::now();
       drafter_->draft(context_, static_cast<uint32_t>(max), draft_);
@@ -111,20 +110,9 @@ int32_t Generator::probe(int32_t token, int64_t pos, Stats& s) {
   const int32_t next = timed_decode_step(token, pos);
   sampler_.accept(next);
   ++s.probes;
-  if (next == draft_[0]) {
-    ++s.probe_hits;
-    probing_ = false;
-    backoff_ = 1;
-  } else {
-    missed();
-  }
+  s.probe_hits += next == draft_[0] ? 1 : 0;
+  pacing_.probed(next == draft_[0]);
   return next;
-}
-
-void Generator::missed() {
-  probing_ = true;
-  skip_ = backoff_;
-  backoff_ = std::min(backoff_ * 2, kMaxBackoff);
 }
 
 // Runs `token` and the draft at [pos, pos + 1 + k) in one pass and samples row after row, each as a
@@ -150,21 +138,9 @@ int32_t Generator::verify(int32_t token, int64_t pos, Stats& s) {
   s.accepted_tokens += static_cast<int64_t>(ready_.size()) - 1;
   ++s.verify_steps;
   const auto accepted = static_cast<uint32_t>(ready_.size() - 1);
-  // Paid: the draft and its verification took no longer than the decode steps of the tokens they gave.
-  // A draft accepted whole counts as paid whatever the clock says (the drafter is right; its length is
-  // what --draft-max sets), so a drafter that is right stays on.
-  const bool whole = accepted == draft_.size();
-  const bool paid =
-      whole || (accepted > 0 && static_cast<double>(accepted + 1) * step_seconds_ >= seconds_since(draft_start_));
-  if (!paid) {
-    length_ = std::min(length_, 2 * (accepted + 1));
-    missed();
-  } else {
-    backoff_ = 1;
-    // Where drafts are partly wrong, the rows past the first miss are work for nothing: draft about
-    // twice what was accepted; where all is accepted, draft longer.
-    length_ = whole ? std::min(draft_max_, 2 * length_) : std::min(length_, 2 * (accepted + 1));
-  }
+  // In time: the draft and its verification took no longer than the decode steps of the tokens they gave.
+  pacing_.verified(static_cast<uint32_t>(draft_.size()), accepted,
+                   static_cast<double>(accepted + 1) * step_seconds_ >= seconds_since(draft_start_));
   ready_at_ = 1;
   return ready_[0];
 }
@@ -201,10 +177,7 @@ Stats Generator::continue_ids(std::span<const int32_t> prompt, int64_t cached, c
   s.prompt_seconds = s.first_token_seconds = seconds_since(start);
   ready_.clear();
   ready_at_ = 0;
-  skip_ = 0;
-  backoff_ = 1;
-  length_ = draft_max_;
-  probing_ = true;
+  pacing_.reset(draft_max_);
   if (drafter_) context_.assign(prompt.begin(), prompt.end());
 
   int64_t pos = static_cast<int64_t>(prompt.size());
@@ -269,6 +242,47 @@ void TextStream::finish() {
   const std::string tail = decoder_.flush();
   if (!tail.empty() && !deliver(tail, -1) && stopped_by_string_) return;
   if (on_token_ && !stopped_by_string_ && !stops_.held().empty()) on_token_(stops_.held(), -1);
+}
+
+void DraftPacing::reset(uint32_t draft_max) noexcept {
+  draft_max_ = length_ = draft_max;
+  skip_ = 0;
+  backoff_ = 1;
+  probing_ = true;
+}
+
+DraftPacing::Move DraftPacing::next() noexcept {
+  if (skip_ > 0) {
+    --skip_;
+    return Move::Decode;
+  }
+  return probing_ ? Move::Probe : Move::Draft;
+}
+
+void DraftPacing::probed(bool hit) noexcept {
+  if (!hit) return missed();
+  probing_ = false;
+  backoff_ = 1;
+}
+
+void DraftPacing::verified(uint32_t drafted, uint32_t accepted, bool in_time) noexcept {
+  // A draft accepted whole paid whatever the clock says (the drafter is right; its length is what
+  // --draft-max sets), so a drafter that is right stays on.
+  const bool whole = accepted == drafted;
+  if (!whole && (accepted == 0 || !in_time)) {
+    length_ = std::min(length_, 2 * (accepted + 1));
+    return missed();
+  }
+  backoff_ = 1;
+  // Where drafts are partly wrong, the rows past the first miss are work for nothing: draft about
+  // twice what was accepted; where all is accepted, draft longer.
+  length_ = whole ? std::min(draft_max_, 2 * length_) : std::min(length_, 2 * (accepted + 1));
+}
+
+void DraftPacing::missed() noexcept {
+  probing_ = true;
+  skip_ = backoff_;
+  backoff_ = std::min(backoff_ * 2, kMaxBackoff);
 }
 
 StopMatcher::StopMatcher(std::span<const std::string> stops) : stops_(stops) {

@@ -110,7 +110,8 @@ Speculation open_speculation(const SpecOptions& spec, const std::filesystem::pat
     throw InvalidArgument(fmt::format("--draft-min {} is above --draft-max {}", spec.draft_min, spec.draft_max));
   if (sequences == 0) throw InvalidArgument("speculative decoding for no sequence");
   if (spec.type == SpecType::NgramSimple) {
-    for (uint32_t i = 0; i < sequences; ++i) s.drafters.push_back(std::make_unique<NgramDrafter>(spec.ngram_n, spec.ngram_m));
+    for (uint32_t i = 0; i < sequences; ++i)
+      s.drafters.push_back(std::make_unique<NgramDrafter>(spec.ngram_n, spec.ngram_m));
     return s;
   }
   if (spec.draft_model.empty()) throw InvalidArgument("speculative decoding with a draft model needs -md FILE");

@@ -82,8 +82,8 @@ std::string render_text(const MemoryPlan& p) {
         p.slots, format_bytes(p.kv->bytes), format_bytes(p.totals.kv), b->rows, format_bytes(b->slab_bytes()),
         format_bytes(b->step_bytes), format_bytes(b->layer_bytes), format_bytes(b->scratch_bytes));
   else if (p.slots > 1 && p.kv)
-    out += fmt::format("slots     {} x (kv cache {} + slabs {} + scratch {}) = {}, each running its own passes\n", p.slots,
-                       format_bytes(p.kv->bytes), format_bytes(p.totals.slab / p.slots),
+    out += fmt::format("slots     {} x (kv cache {} + slabs {} + scratch {}) = {}, each running its own passes\n",
+                       p.slots, format_bytes(p.kv->bytes), format_bytes(p.totals.slab / p.slots),
                        format_bytes(p.totals.scratch / p.slots),
                        format_bytes(p.totals.kv + p.totals.slab + p.totals.scratch));
   const Totals& t = p.totals;

@@ -64,8 +64,8 @@ std::string completion_json(const ResponseHead& head, std::string_view text, Fin
   return dump(j);
 }
 
-std::string chunk_json(const ResponseHead& head, std::string_view delta, bool first,
-                       std::optional<FinishReason> finish, const Timings& timings) {
+std::string chunk_json(const ResponseHead& head, std::string_view delta, bool first, std::optional<FinishReason> finish,
+                       const Timings& timings) {
   json j = head_json(head, true);
   json choice{{"index", 0}};
   if (is_chat(head)) {

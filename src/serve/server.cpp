@@ -312,7 +312,10 @@ void Server::Impl::complete(Exchange& ex, Endpoint endpoint) {
   });
   lease.reset();
   if (s.stop == generate::StopReason::Callback) return ex.respond(503, cut_off(s.generated_tokens), kJson);
-  ex.respond(200, completion_json(job.head, text, finish_of(s.stop), usage_of(job, s), timings_of(s, !options.drafters.empty())), kJson);
+  ex.respond(
+      200,
+      completion_json(job.head, text, finish_of(s.stop), usage_of(job, s), timings_of(s, !options.drafters.empty())),
+      kJson);
 }
 
 void Server::Impl::stream(Exchange& ex, Job job, SlotPool::Lease lease) {

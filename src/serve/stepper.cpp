@@ -35,7 +35,7 @@ struct Handoff {
   std::vector<int32_t> tokens;  // sampled, in order
   int64_t cached = 0;           // prompt tokens taken from the slot's cache
   int64_t drafted = 0, accepted = 0;
-  bool done = false;            // the batch no longer touches the slot
+  bool done = false;  // the batch no longer touches the slot
   generate::StopReason stop = generate::StopReason::MaxTokens;
   std::string error;  // a pass failed (or the request was refused by the batch): what
   bool stop_asked = false;

@@ -171,7 +171,7 @@ TEST(Speculative, SampledTextFollowsTheSeedAndIsPlainDecodingsText) {
   EXPECT_GT(by_oracle.stats.drafted_tokens, by_oracle.stats.accepted_tokens);
   generate::Speculation self =
       generate::open_speculation({.type = generate::SpecType::DraftModel, .draft_model = kStories}, kStories, *e, o);
-  EXPECT_EQ(generate_with(*e, self.drafter.get(), sampling, prompt, 80).ids, plain.ids)
+  EXPECT_EQ(generate_with(*e, self.drafter(), sampling, prompt, 80).ids, plain.ids)
       << "greedy drafts, sampled verification";
   for (int32_t id : a.ids) EXPECT_TRUE(id >= 0 && id < e->tokenizer->vocab_size()) << id;
   const Output other = generate_with(*e, &ngram, {.temperature = 0.7f, .top_k = 40, .seed = 12}, prompt, 80);

@@ -306,6 +306,48 @@ class PrefixReuse(ServedCase):
         self.assertIn("'cache_prompt' must be true or false", err["error"]["message"])
 
 
+class Speculative(unittest.TestCase):
+    """--spec-type ngram-simple and -md (the model drafting for itself, so drafts are accepted): the
+    batch verifies the drafts, the text is that of plain decoding, and `timings` reports the drafts."""
+
+    def test_drafted_text_equals_plain_decoding(self):
+        prompt = STORY * 2 + "Once upon"
+        plain = skainet_run(prompt, 48, ctx=1024)
+        for args in (("--spec-type", "ngram-simple", "--spec-ngram-size-n", "3"), ("-md", MODEL)):
+            server = Server("--ctx", "1024", "--slots", "2", "--draft-max", "8", *args)
+            try:
+                def complete(p):
+                    return server.client.completions.create(model="m", prompt=p, max_tokens=48, temperature=0)
+
+                # Two at once: their drafts share passes with each other's rows.
+                results = [None, None]
+                threads = [threading.Thread(target=lambda i=i: results.__setitem__(i, complete(prompt)))
+                           for i in range(2)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                for r in results:
+                    self.assertEqual(r.choices[0].text, plain, args)
+                timings = [r.model_extra["timings"] for r in results]
+                self.assertTrue(all("draft_n" in t and "draft_n_accepted" in t for t in timings), timings)
+                self.assertGreater(sum(t["draft_n_accepted"] for t in timings), 0, (args, timings))
+                stream = server.client.completions.create(model="m", prompt=prompt, max_tokens=48, temperature=0,
+                                                          stream=True)
+                self.assertEqual(stream_text(stream, "completion")[0], plain, args)
+            finally:
+                server.stop()
+
+    def test_a_plain_server_reports_no_drafts(self):
+        server = Server("--ctx", "256", "--slots", "1")
+        try:
+            r = server.client.completions.create(model="m", prompt="Once upon a time", max_tokens=8, temperature=0)
+            self.assertEqual(r.model_extra["timings"]["predicted_n"], 8)
+            self.assertNotIn("draft_n", r.model_extra["timings"])
+        finally:
+            server.stop()
+
+
 class ThreeSlots(unittest.TestCase):
     def test_concurrent_streams_equal_one_at_a_time(self):
         server = Server("--ctx", "256", "--slots", "3", threads=3)

@@ -113,8 +113,8 @@ std::string completion_json(const ResponseHead& head, std::string_view text, Fin
 // One server-sent chunk's JSON (without "data: "): the first chat chunk carries the role; a chunk with
 // a finish reason ends the choice; with `usage` it is the usage-only chunk (empty choices).
 // The chunk with the finish reason carries the timings too, as llama-server's does.
-std::string chunk_json(const ResponseHead& head, std::string_view delta, bool first,
-                       std::optional<FinishReason> finish, const Timings& timings = {});
+std::string chunk_json(const ResponseHead& head, std::string_view delta, bool first, std::optional<FinishReason> finish,
+                       const Timings& timings = {});
 std::string usage_chunk_json(const ResponseHead& head, const Usage& usage);
 std::string error_json(std::string_view message, std::string_view type);
 std::string models_json(std::string_view model, int64_t created);

@@ -40,8 +40,10 @@ class Batch {
     bool stop_at_eos = true, active = false;
     StopReason stop = StopReason::MaxTokens;  // why it finished, once it has
     Drafter* drafter = nullptr;               // speculative decoding (speculate()); null: none
-    int64_t drafted = 0, accepted = 0;        // drafted tokens verified, and accepted (Stats' meaning)
-    uint32_t skip = 0, backoff = 1;           // draft pacing, as Generator's
+    DraftPacing pacing;                       // as Generator's: probes first, pauses while drafts miss
+    int32_t probe = -1;                       // the token this step's probe drafted (-1: none)
+    // As Stats counts them: drafted tokens verified, and accepted; probes, and those that hit.
+    int64_t drafted = 0, accepted = 0, probes = 0, probe_hits = 0;
   };
 
   // `plan` must carry a batch (MemoryPlan::batched()); the weights are `loaded`'s, shared with the
@@ -62,7 +64,8 @@ class Batch {
   // Speculative decoding for sequences added with a drafter: before a step, each decoding one may
   // have `drafter` propose up to draft_max tokens (in the rows the decodes and prompts leave; a draft
   // shorter than draft_min is not run), which run in the same pass after its next token and are
-  // verified row by row as Generator does, so the tokens are those of plain decoding. InvalidArgument
+  // verified row by row as Generator does, so the tokens are those of plain decoding; paced as
+  // Generator paces them (DraftPacing), a verification paying when it accepts anything. InvalidArgument
   // when the plan priced no drafts (PlanOptions::draft_max) or draft_max is 0.
   void speculate(uint32_t draft_max, uint32_t draft_min = 0);
   // Ends slot `i`'s generation before its next step (StopReason::Callback: its reader stopped it).

@@ -33,6 +33,34 @@ struct GeneratorConfig {
 
 class Drafter;  // speculative.hpp
 
+// When a sequence drafts (docs/generation.md, "Back-off"), so that a drafter that misses costs little;
+// Generator and Batch pace each sequence with one. A generation starts probing: the drafter proposes
+// one token and a plain decode step (one row, what decoding costs anyway) shows whether it would have
+// been accepted. A probe that hits turns on drafting; a miss, or a verification that did not pay,
+// pauses some steps and goes (back) to probing, each such miss in a row doubling the pause (up to
+// kMaxBackoff); a hit or a verification that paid resets it. Drafts are at most length() long:
+// doubled while all is accepted, else cut to twice what was.
+class DraftPacing {
+ public:
+  enum class Move : uint8_t { Decode, Probe, Draft };
+  static constexpr uint32_t kMaxBackoff = 32;
+
+  // A generation starts: probing, no pause, drafts of draft_max at most.
+  void reset(uint32_t draft_max) noexcept;
+  // What the next decode step does (a pause is used up by it).
+  Move next() noexcept;
+  uint32_t length() const noexcept { return length_; }
+  void probed(bool hit) noexcept;
+  // A verification of `drafted` tokens accepted `accepted`. A draft accepted whole paid; a partial one
+  // paid when `in_time` (the caller's clock says it cost no more than decoding the tokens it gave).
+  void verified(uint32_t drafted, uint32_t accepted, bool in_time) noexcept;
+
+ private:
+  void missed() noexcept;
+  uint32_t draft_max_ = 0, length_ = 0, skip_ = 0, backoff_ = 1;
+  bool probing_ = true;
+};
+
 struct Options {
   int32_t max_tokens = 128;   // -n; < 0: until EOS or the context is full
   bool add_special = true;    // BOS/EOS as the vocabulary asks
@@ -169,7 +197,6 @@ class Generator {
   int32_t next_token(int32_t token, int64_t& pos, int64_t room, Stats& s);
   int32_t verify(int32_t token, int64_t pos, Stats& s);
   int32_t probe(int32_t token, int64_t pos, Stats& s);
-  void missed();  // a probe that missed, a verification that did not pay: pause, then probe
   int32_t timed_decode_step(int32_t token, int64_t pos);  // decode_step, its time into step_seconds_
 
   Drafter* drafter_ = nullptr;
@@ -177,16 +204,7 @@ class Generator {
   std::vector<int32_t> context_;                // prompt and generated tokens, what the drafter reads
   std::vector<int32_t> draft_, batch_, ready_;  // reserved by speculate_with: steps do not allocate
   size_t ready_at_ = 0;                         // ready_[ready_at_..] are verified tokens not yet handed out
-  // The cost of a drafter that misses stays bounded (docs/generation.md, "Back-off"). A generation
-  // starts probing: the drafter proposes one token and a plain decode step (one row, what decoding
-  // costs anyway) shows whether it would have been accepted. A probe that hits turns on drafting; a
-  // miss, or a verification that did not pay (it took longer than decoding the tokens it gave), pauses
-  // `skip_` steps and goes (back) to probing, each such miss in a row doubling the pause (up to
-  // kMaxBackoff); a hit or a verification that paid resets it. Drafts are at most `length_` long:
-  // doubled while all is accepted, else cut to twice what was.
-  static constexpr uint32_t kMaxBackoff = 32;
-  uint32_t skip_ = 0, backoff_ = 1, length_ = 0;
-  bool probing_ = true;
+  DraftPacing pacing_;
   double step_seconds_ = 0;  // a decode step's time, a moving average (0: none measured yet)
   std::chrono::steady_clock::time_point draft_start_;
 
