@@ -19,7 +19,7 @@ void PlacementArgs::add_to(CLI::App* cmd) {
 
 void PlacementArgs::add_slots_to(CLI::App* cmd) {
   cmd->add_option("--slots,--parallel", slots,
-                  "sequences served at once, each with its own KV cache and slabs (llama.cpp: -np/--parallel)")
+                  "sequences served at once, each with its own KV cache, advanced together in one batch (llama.cpp: -np/--parallel)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
 }
