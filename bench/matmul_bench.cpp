@@ -1,6 +1,7 @@
 // GEMV and small-batch matmul through ops::matmul_into: x [n, k] F32 against a weight [out, k] in
 // each format, in file order and (the formats that have one) in the kernel-feed order, for every
-// kernel table this CPU runs (reference, avx2, avx512, amx), one thread; n = 128 is a prefill.
+// kernel table this CPU runs (reference, avx2, avx512, amx), one thread; n = 4 is a batched decode
+// step, n = 128 a prefill; out = 32000 (a vocabulary head) no longer fits the caches.
 // bytes_per_second counts the weight bytes streamed per call (once per call, whatever n is).
 //
 //   build/h-simd-rel/bench/bench_matmul --benchmark_filter='Q4_0/k2048/out5632'
@@ -52,8 +53,8 @@ int main(int argc, char** argv) {
     const kernels::KernelTable* table = kernels::table_for(level);
     if (!table) continue;
     for (GgmlType t : types)
-      for (int64_t out : {2048, 5632})
-        for (int64_t n : {1, 16, 128})
+      for (int64_t out : {2048, 5632, 32000})
+        for (int64_t n : {1, 4, 16, 128})
           for (BlockOrder order : {BlockOrder::RowMajor, BlockOrder::Interleaved16}) {
             if (n > 1 && level == kernels::IsaLevel::Reference) continue;  // slow and not the point
             if (order != BlockOrder::RowMajor && !kernels::ref::can_repack(t, order)) continue;

@@ -138,7 +138,7 @@ TEST(FeedOrder, EveryTableMatchesFileOrder) {
     for (GgmlType type : kFeedTypes)
       for (int64_t rows : {1, 16, 17, 35, 64})
         for (int64_t k : lengths(type, 4096))
-          for (int64_t n : {1, 3, 8, 13, 37})  // 37: two 16-row AMX tiles and a rest
+          for (int64_t n : {1, 2, 3, 4, 7, 13, 37})  // 7: AVX2 tiles of 4, 2, 1; 37: two AMX tiles, a rest
             for (int threads : {1, 2}) {
               const bool prepared = (seed % 2) == 0, strided = (seed % 5) == 0;
               const std::string where = std::string(isa_level_name(level)) + " " + std::string(type_name(type)) +
