@@ -39,8 +39,9 @@ int serve(ServeArgs& a) {
 
   a.gen.placement.slots = std::max<uint32_t>(a.gen.placement.slots, 1);
   generate::EngineOptions eo = a.gen.engine_options();
-  eo.sequence = false;        // each slot is a sequence of its own
-  if (a.gen.check_tensors) {  // as run does, before loading
+  eo.sequence = false;         // each slot is a sequence of its own
+  eo.plan.batch_slots = true;  // run by one batch, whose slabs the plan prices (for one slot too)
+  if (a.gen.check_tensors) {   // as run does, before loading
     const convert::ValueCheck check =
         convert::check_values(gguf::read_header(a.gen.model), static_cast<unsigned>(a.gen.threads));
     fmt::print(stderr, "skainet: {}\n", check.summary());

@@ -18,8 +18,9 @@ void PlacementArgs::add_to(CLI::App* cmd) {
 }
 
 void PlacementArgs::add_slots_to(CLI::App* cmd) {
-  cmd->add_option("--slots,--parallel", slots,
-                  "sequences served at once, each with its own KV cache, advanced together in one batch (llama.cpp: -np/--parallel)")
+  cmd->add_option(
+         "--slots,--parallel", slots,
+         "sequences served at once, each with its own KV cache, advanced together in one batch (llama.cpp: -np/--parallel)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
 }
@@ -41,6 +42,8 @@ plan::PlanOptions PlacementArgs::plan_options() const {
   plan::PlanOptions options;
   options.n_ctx = n_ctx;
   options.slots = slots;
+  // `plan --slots N` prices serving N: one batch for all (serve sets it for one slot too).
+  options.batch_slots = slots > 1;
   if (batch) options.batch = batch;
   options.available_memory = base::available_memory();
   if (!budget.empty()) options.budget = placement::parse_bytes(budget);

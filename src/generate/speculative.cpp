@@ -121,8 +121,7 @@ Speculation open_speculation(const SpecOptions& spec, const std::filesystem::pat
   EngineOptions o = target_options;
   o.plan = plan::PlanOptions{};  // the target's --prefill-chunk, --kv-type and draft length are the target's
   o.plan.n_ctx = target.plan.kv->n_ctx;
-  o.plan.slots = sequences;
-  o.plan.batch_slots = false;  // each draft sequence runs its own passes
+  o.plan.slots = sequences;  // each draft sequence runs its own passes (batch_slots false)
   o.plan.available_memory = target_options.plan.available_memory;
   o.overrides = {};  // the target's per-tensor forms name the target's tensors
   o.sequence = true;

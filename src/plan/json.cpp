@@ -300,6 +300,7 @@ MemoryPlan from_json(std::string_view text) {
     // Plans written before serving had slots are plans for one sequence.
     if (j.contains("slots")) p.slots = number<uint32_t>(j, "slots");
     if (p.slots == 0) throw InvalidArgument("plan JSON: \"slots\" must be at least 1");
+    // Plans written before serve batched its slots priced each slot's own passes.
     if (j.contains("batch_slots")) p.batch_slots = j.at("batch_slots").get<bool>();
     if (j.contains("prefill_slab")) p.prefill = slab_from(j["prefill_slab"]);
     if (j.contains("verify_slab")) p.verify = slab_from(j["verify_slab"]);

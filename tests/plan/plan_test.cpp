@@ -138,7 +138,7 @@ TEST(Plan, VocabularyOnlyFileHasNoModelSection) {
 TEST(Plan, SlotsMultiplyTheKvCacheAndShareOneBatch) {
   const auto profile = placement::MemoryProfile::preset("default");
   const MemoryPlan one = plan_stories(profile, {.n_ctx = 256});
-  const MemoryPlan four = plan_stories(profile, {.n_ctx = 256, .slots = 4});
+  const MemoryPlan four = plan_stories(profile, {.n_ctx = 256, .slots = 4, .batch_slots = true});
   EXPECT_EQ(four.slots, 4u);
   EXPECT_FALSE(one.serves_batched());
   EXPECT_TRUE(four.serves_batched());
@@ -152,7 +152,12 @@ TEST(Plan, SlotsMultiplyTheKvCacheAndShareOneBatch) {
 
   const uint64_t between = one.totals.resident() + (four.totals.resident() - one.totals.resident()) / 2;
   EXPECT_TRUE(plan_stories(profile, {.n_ctx = 256, .budget = between, .slots = 1}).fits);
-  EXPECT_FALSE(plan_stories(profile, {.n_ctx = 256, .budget = between, .slots = 4}).fits);
+  EXPECT_FALSE(plan_stories(profile, {.n_ctx = 256, .budget = between, .slots = 4, .batch_slots = true}).fits);
+  // Slots that each run their own passes (a draft model's) carry their own slabs and scratch.
+  const MemoryPlan apart = plan_stories(profile, {.n_ctx = 256, .slots = 4});
+  EXPECT_EQ(apart.totals.slab, 4 * one.totals.slab);
+  EXPECT_EQ(apart.totals.scratch, 4 * one.totals.scratch);
+  EXPECT_NE(render_text(apart).find("each running its own passes"), std::string::npos);
 
   EXPECT_EQ(from_json(to_json(four)), four);
   EXPECT_THROW(plan_stories(profile, {.n_ctx = 256, .slots = 0}), InvalidArgument);
@@ -190,7 +195,7 @@ TEST(Plan, BatchPricesItsRowsAndSequences) {
   const MemoryPlan one = plan_stories(profile, {.n_ctx = 256, .prefill_chunk = 16});
   ASSERT_TRUE(one.batched());
   EXPECT_EQ(*one.batch, *one.prefill) << "one slot: the batch is a prefill chunk";
-  const MemoryPlan four = plan_stories(profile, {.n_ctx = 256, .prefill_chunk = 16, .slots = 4});
+  const MemoryPlan four = plan_stories(profile, {.n_ctx = 256, .prefill_chunk = 16, .slots = 4, .batch_slots = true});
   const std::optional<BatchPlan> b = four.batched();
   ASSERT_TRUE(b);
   EXPECT_EQ(b->rows, 16u + 3u);
@@ -220,7 +225,7 @@ TEST(Plan, ScratchIsTheWidestMatmulAtThePrefillChunk) {
   };
   const auto header = gguf::read_header(kStories);
   const auto profile = placement::MemoryProfile::preset("default");
-  const MemoryPlan p = make_plan(header, profile, platform, {}, {.n_ctx = 256, .slots = 2});
+  const MemoryPlan p = make_plan(header, profile, platform, {}, {.n_ctx = 256, .slots = 2, .batch_slots = true});
   EXPECT_EQ(p.scratch.tensor, "blk.0.ffn_down.weight") << "k = ffn (172), the widest input";
   EXPECT_EQ(p.scratch.rows, p.prefill->tokens);
   EXPECT_EQ(p.scratch.bytes, uint64_t{172} * p.prefill->tokens);

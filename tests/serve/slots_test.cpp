@@ -125,6 +125,7 @@ std::unique_ptr<generate::Engine> open_stories(uint32_t slots) {
   generate::EngineOptions o;
   o.plan.n_ctx = 256;
   o.plan.slots = slots;
+  o.plan.batch_slots = true;  // as serve plans them
   o.threads = 1;
   o.progress = false;
   o.sequence = false;

@@ -142,11 +142,12 @@ struct PlanOptions {
   // The memory this machine can give now (base::available_memory(), MemAvailable); when set, a plan
   // whose resident total exceeds it carries an ExceedsAvailableMemory warning. Unset: no check.
   std::optional<uint64_t> available_memory;
-  // Sequences served at once (`skainet serve --slots N`): each has its own KV cache; N > 1 run as one
-  // batch whose slabs and scratch they share (MemoryPlan::serves_batched), or, with batch_slots false
-  // (a draft model's sequences, each drafting on its own), each with its own slabs and scratch.
+  // Sequences held at once (`skainet serve --slots N`), each with its own KV cache. batch_slots: they
+  // run as one generate::Batch (serve), whose slabs and scratch they share (MemoryPlan::serves_batched);
+  // otherwise each runs its own passes (`run`, `chat`, a draft model's sequences) with its own slabs
+  // and scratch.
   uint32_t slots = 1;
-  bool batch_slots = true;
+  bool batch_slots = false;
   // Rows of a batched step (`--batch`), at least `slots` (a decode row for each); unset: one
   // sequence's prefill chunk joining a decode row of every other slot, prefill chunk + slots - 1.
   std::optional<uint32_t> batch;
@@ -164,15 +165,13 @@ struct MemoryPlan {
   std::optional<SlabPlan> verify;           // one slot's speculative verification step (PlanOptions::draft_max)
   ScratchPlan scratch;                      // one slot's matmul scratch
   uint32_t slots = 1;                       // totals.kv holds this many KV caches
-  bool batch_slots = true;                  // PlanOptions::batch_slots
+  bool batch_slots = false;                 // PlanOptions::batch_slots
   // A batched step over the slots (rows = PlanOptions::batch, sequences = slots) and its scratch.
   std::optional<SlabPlan> batch;
   ScratchPlan batch_scratch;
-  // Several slots (serve --slots N, N > 1) run as one generate::Batch: totals.slab and .scratch are
-  // the batch's, once, and each slot adds only its KV cache. One slot is priced as a sequence of its
-  // own (its slabs: serve's batch of one sequence draws no more than they hold).
-  // With batch_slots false each slot is priced as a sequence of its own.
-  bool serves_batched() const noexcept { return slots > 1 && batch_slots && batch.has_value(); }
+  // The slots run as one generate::Batch (serve): totals.slab and .scratch are the batch's, once, and
+  // each slot adds only its KV cache. Otherwise each slot is priced as a sequence of its own.
+  bool serves_batched() const noexcept { return batch_slots && batch.has_value(); }
   Totals totals;
   std::optional<uint64_t> budget;
   bool fits = true;
