@@ -92,7 +92,8 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   cmd->add_option("--top-p", sampling.top_p, "top-p, from 0 to 1 (1: off)");
   cmd->add_option("--min-p", sampling.min_p, "min-p, from 0 to 1 (0: off)");
   cmd->add_option("--repeat-penalty", sampling.repeat_penalty, "repetition penalty, finite and above 0 (1: off)");
-  cmd->add_option("--repeat-last-n", sampling.repeat_last_n, "tokens the penalty looks back over");
+  cmd->add_option("--repeat-last-n", sampling.repeat_last_n,
+                  "tokens the penalty looks back over (0: off, -1: the whole context, as llama.cpp)");
   cmd->add_option("-r,--reverse-prompt", stops,
                   "stop string (repeatable): generation stops when the text contains it; not printed");
   cmd->add_option("--stop", stops, "the same as -r");

@@ -134,11 +134,13 @@ Sampler::Sampler(int32_t vocab_size, SamplerConfig config, uint32_t max_history)
   // NaN has no meaning as any of these (a NaN temperature made every logit NaN).
   if (std::isnan(config.temperature) || std::isnan(config.top_p) || std::isnan(config.min_p))
     throw InvalidArgument("sampler: temperature, top_p and min_p must be numbers, not NaN");
-  if (config.repeat_last_n < 0)
-    throw InvalidArgument("sampler: repeat_last_n " + std::to_string(config.repeat_last_n) + " is negative");
+  // llama.cpp's -1: the whole context, which only a sampler that knows the context can look back over.
+  if (config.repeat_last_n < -1 || (config.repeat_last_n == -1 && max_history == 0))
+    throw InvalidArgument("sampler: repeat_last_n " + std::to_string(config.repeat_last_n) +
+                          " must be 0 (off), a token count, or -1 (the whole context, when the context is known)");
   if (!(config.repeat_penalty > 0.0f)) throw InvalidArgument("sampler: repeat_penalty must be positive");
   cand_.resize(static_cast<size_t>(vocab_size));
-  uint64_t ring = static_cast<uint64_t>(config.repeat_last_n);
+  uint64_t ring = config.repeat_last_n < 0 ? max_history : static_cast<uint64_t>(config.repeat_last_n);
   if (max_history > 0) ring = std::min<uint64_t>(ring, max_history);
   history_.resize(static_cast<size_t>(ring));
   seen_.assign(static_cast<size_t>(vocab_size), 0);

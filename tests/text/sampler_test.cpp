@@ -154,17 +154,22 @@ TEST(Sampler, HistoryRingIsBoundedByTheContext) {
   Sampler s(512, huge, 256);
   const test::AllocStats stats = watch.stop();
   EXPECT_LT(stats.peak_live, 64u * 1024) << "bytes";
-  // Same choices as a sampler whose look-back is exactly the context.
+  // Same choices as a sampler whose look-back is exactly the context, and as llama.cpp's -1 (the context).
   SamplerConfig exact = huge;
   exact.repeat_last_n = 256;
   Sampler t(512, exact);
+  SamplerConfig whole = huge;
+  whole.repeat_last_n = -1;
+  Sampler u(512, whole, 256);
   std::vector<float> logits(512);
   for (int i = 0; i < 512; ++i) logits[static_cast<size_t>(i)] = static_cast<float>(i % 7);
   for (int step = 0; step < 300; ++step) {
-    const int32_t a = s.sample(logits), b = t.sample(logits);
+    const int32_t a = s.sample(logits), b = t.sample(logits), c = u.sample(logits);
     ASSERT_EQ(a, b) << step;
+    ASSERT_EQ(c, b) << step;
     s.accept(a);
     t.accept(b);
+    u.accept(c);
   }
 }
 
@@ -254,7 +259,8 @@ TEST(Sampler, RejectsBadInput) {
   EXPECT_THROW(Sampler(4, {.temperature = NAN}), InvalidArgument);
   EXPECT_THROW(Sampler(4, {.top_p = NAN}), InvalidArgument);
   EXPECT_THROW(Sampler(4, {.min_p = NAN}), InvalidArgument);
-  EXPECT_THROW(Sampler(4, {.repeat_last_n = -1}), InvalidArgument);
+  EXPECT_THROW(Sampler(4, {.repeat_last_n = -1}), InvalidArgument) << "-1 is the context: none known";
+  EXPECT_THROW(Sampler(4, {.repeat_last_n = -2}, 16), InvalidArgument);
   Sampler s(4, {});
   const std::vector<float> three{1, 2, 3};
   EXPECT_THROW(s.sample(three), InvalidArgument);

@@ -238,7 +238,7 @@ struct SamplerConfig {
   float top_p = 1.0f;           // >= 1: off
   float min_p = 0.0f;           // <= 0: off
   float repeat_penalty = 1.0f;  // 1: off. llama.cpp: positive logits / penalty, negative * penalty
-  int32_t repeat_last_n = 64;   // how many accepted tokens the penalty looks back over
+  int32_t repeat_last_n = 64;   // how many accepted tokens the penalty looks back over; -1: the context
   uint64_t seed = 0x5EEDu;
 };
 
