@@ -110,11 +110,7 @@ uint32_t Batch::draft(uint32_t i, size_t free_rows) {
   const int64_t room = s.max_tokens < 0 ? n_ctx : s.max_tokens - s.generated;
   const int64_t max =
       std::min({static_cast<int64_t>(s.pacing.length()), static_cast<int64_t>(free_rows), room - 1, n_ctx - s.pos - 1});
-  if (max < std::max<int64_t>(draft_min_, 1)) return 0;
-  s.drafter->draft(contexts_[i], static_cast<uint32_t>(max), d);
-  if (d.size() > static_cast<size_t>(max)) d.resize(static_cast<size_t>(max));
-  if (d.size() < draft_min_) d.clear();
-  return static_cast<uint32_t>(d.size());
+  return s.drafter->draft_within(contexts_[i], max, draft_min_, d);
 }
 
 // Decodes first, one row each (there are at most slots - 1 of them beside a prompt, and the plan has

@@ -82,13 +82,10 @@ int32_t Generator::next_token(int32_t token, int64_t& pos, int64_t room, Stats& 
   } else if (move == DraftPacing::Move::Draft) {
     // A draft of k tokens runs k + 1 (the token before it too) and yields up to k + 1.
     const int64_t max = std::min<int64_t>({pacing_.length(), room - 1, static_cast<int64_t>(model_.n_ctx()) - at - 1});
-    if (max >= std::max<int64_t>(draft_min_, 1)) {
-      draft_start_ = Clock::now();
-      drafter_->draft(context_, static_cast<uint32_t>(max), draft_);
-      s.draft_seconds += seconds_since(draft_start_);
-      if (draft_.size() > static_cast<size_t>(max)) draft_.resize(static_cast<size_t>(max));
-      if (!draft_.empty() && draft_.size() >= draft_min_) return verify(token, at, s);
-    }
+    draft_start_ = Clock::now();
+    const uint32_t k = drafter_->draft_within(context_, max, draft_min_, draft_);
+    s.draft_seconds += seconds_since(draft_start_);
+    if (k > 0) return verify(token, at, s);
   }
   const int32_t next = timed_decode_step(token, at);
   sampler_.accept(next);

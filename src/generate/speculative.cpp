@@ -91,6 +91,15 @@ std::string vocabulary_difference(const text::Vocab& t, const text::Vocab& d) {
 
 }  // namespace
 
+uint32_t Drafter::draft_within(std::span<const int32_t> context, int64_t max, uint32_t min, std::vector<int32_t>& out) {
+  out.clear();
+  if (max < std::max<int64_t>(min, 1)) return 0;
+  draft(context, static_cast<uint32_t>(max), out);
+  if (out.size() > static_cast<size_t>(max)) out.resize(static_cast<size_t>(max));
+  if (out.size() < min) out.clear();
+  return static_cast<uint32_t>(out.size());
+}
+
 void check_same_vocabulary(const text::Vocab& target, const std::filesystem::path& target_file,
                            const text::Vocab& draft, const std::filesystem::path& draft_file) {
   const std::string diff = vocabulary_difference(target, draft);

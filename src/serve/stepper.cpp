@@ -44,13 +44,11 @@ struct Handoff {
 }  // namespace
 
 struct Stepper::Impl {
-  Impl(generate::Engine& e, int t, uint32_t draft_max, uint32_t draft_min)
-      : threads(t),
-        tokenizer(*e.tokenizer),
-        batch(e.plan, e.loaded, *e.tokenizer, t),
-        running(batch.plan().sequences, nullptr),
-        speculating(draft_max > 0) {
-    if (speculating) batch.speculate(draft_max, draft_min);
+  Impl(generate::Engine& e, int threads, uint32_t draft_max, uint32_t draft_min)
+      : tokenizer(*e.tokenizer),
+        batch(e.plan, e.loaded, *e.tokenizer, threads),
+        running(batch.plan().sequences, nullptr) {
+    if (draft_max > 0) batch.speculate(draft_max, draft_min);
     thread = std::thread([this] { loop(); });  // once everything it reads is built
   }
 
@@ -59,11 +57,9 @@ struct Stepper::Impl {
   void step();
   void finish(uint32_t i, std::string_view error = {});
 
-  const int threads;
   const text::Tokenizer& tokenizer;
   generate::Batch batch;
   std::vector<Handoff*> running;  // by batch slot; touched by the stepper thread only
-  bool speculating;
 
   std::mutex mutex;
   std::condition_variable wake;
@@ -164,12 +160,9 @@ Stepper::~Stepper() {
   impl_->thread.join();
 }
 
-int Stepper::threads() const noexcept { return impl_->threads; }
-
 generate::Stats Stepper::generate(Slot& slot, std::span<const int32_t> prompt, const generate::Options& options,
                                   const generate::TokenCallback& on_token, generate::PrefixReuse reuse,
                                   generate::Drafter* drafter) {
-  if (drafter && !impl_->speculating) throw InvalidArgument("a drafter, but the stepper does not speculate");
   const auto start = Clock::now();
   Handoff h;
   h.slot = &slot;

@@ -224,12 +224,12 @@ class Stepper {
   // slot's cache holds (none with Recompute), keeps the slot's record of its cache, and calls
   // `on_token` on this thread with each token's text (stop strings held back and cut as Generator
   // does). The slot must be lent to the caller, its sampler set (Sequence::sample_with); `drafter`, the
-  // slot's own while it generates, drafts for it. Errors of the batch's passes are thrown here.
+  // slot's own while it generates, drafts for it. What the batch refuses (a drafter where it does not
+  // speculate) and errors of its passes are thrown here.
   generate::Stats generate(Slot& slot, std::span<const int32_t> prompt, const generate::Options& options,
                            const generate::TokenCallback& on_token,
                            generate::PrefixReuse reuse = generate::PrefixReuse::Reuse,
                            generate::Drafter* drafter = nullptr);
-  int threads() const noexcept;
 
  private:
   struct Impl;

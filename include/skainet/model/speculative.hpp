@@ -53,6 +53,9 @@ class Drafter {
  public:
   virtual ~Drafter() = default;
   virtual void draft(std::span<const int32_t> context, uint32_t max, std::vector<int32_t>& out) = 0;
+  // A draft a step can verify, into `out` (cleared first): at most `max` tokens (the drafter is not
+  // asked when max is under max(min, 1)), none when shorter than `min`. Returns its length.
+  uint32_t draft_within(std::span<const int32_t> context, int64_t max, uint32_t min, std::vector<int32_t>& out);
 };
 
 // The n-gram lookup itself: the last `n` tokens of `context` are searched for backwards; the tokens
