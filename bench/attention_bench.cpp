@@ -2,6 +2,8 @@
 // 4 KV heads of 64), F16 cache: one query (a decode step) and 64 queries (a prefill chunk), for every
 // kernel table this CPU runs, on 1 and 2 threads. Real time, since the heads run on the pool.
 // items_per_second counts the KV cells read per call (per layer, per token of a decode step).
+// "layers22" cycles through 22 layers' caches (TinyLlama's; 44 MiB at 2,048 cells, more than the L3),
+// so each call reads its cache from memory as a decode step does; the others read one cache from cache.
 //
 //   build/release/bench/bench_attention_bench --benchmark_filter='decode/cells2048'
 #include <benchmark/benchmark.h>
@@ -21,7 +23,8 @@ namespace {
 
 constexpr int64_t kHeads = 32, kKvHeads = 4, kHeadDim = 64;
 
-void run(benchmark::State& state, const kernels::KernelTable* table, int threads, int64_t n, int64_t cells) {
+void run(benchmark::State& state, const kernels::KernelTable* table, int threads, int64_t n, int64_t cells,
+         int64_t layers) {
   memory::ExecutionContext ctx(threads, *table);
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -30,16 +33,22 @@ void run(benchmark::State& state, const kernels::KernelTable* table, int threads
   for (auto& v : qv) v = dist(rng);
   for (auto& v : kv) v = dist(rng);
   const Tensor q = ctx.from_floats(qv, Shape{n, kHeads * kHeadDim}, GgmlType::F32);
-  const Tensor keys = ctx.from_floats(kv, Shape{cells, kKvHeads * kHeadDim}, GgmlType::F16);
-  for (auto& v : kv) v = dist(rng);
-  const Tensor values = ctx.from_floats(kv, Shape{cells, kKvHeads * kHeadDim}, GgmlType::F16);
+  std::vector<Tensor> keys, values;
+  for (int64_t l = 0; l < layers; ++l) {
+    keys.push_back(ctx.from_floats(kv, Shape{cells, kKvHeads * kHeadDim}, GgmlType::F16));
+    for (auto& v : kv) v = dist(rng);
+    values.push_back(ctx.from_floats(kv, Shape{cells, kKvHeads * kHeadDim}, GgmlType::F16));
+  }
   const kernels::AttentionParams p{
       .heads = kHeads, .kv_heads = kKvHeads, .head_dim = kHeadDim, .scale = 0.125f, .offset = cells - n};
   // Scores [heads, n, cells] and the output, from one slab reset per call (as a layer does).
   const int64_t floats = kHeads * n * cells + n * kHeads * kHeadDim;
   memory::ForwardScope scope({.slab_bytes = static_cast<uint64_t>(floats * 4 + 4096)});
-  for (auto _ : state)
-    ctx.step(scope, [&] { benchmark::DoNotOptimize(ops::attention(ctx, q, keys, values, p).raw()); });
+  int64_t l = 0;
+  for (auto _ : state) {
+    ctx.step(scope, [&] { benchmark::DoNotOptimize(ops::attention(ctx, q, keys[l], values[l], p).raw()); });
+    l = (l + 1) % layers;
+  }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * cells);
   state.SetLabel(table->name);
 }
@@ -52,11 +61,14 @@ int main(int argc, char** argv) {
     if (!table) continue;
     for (int64_t n : {1, 64})
       for (int64_t cells : {512, 2048})
-        for (int threads : {1, 2}) {
-          const std::string name = std::string(table->name) + (n == 1 ? "/decode" : "/prefill64") + "/cells" +
-                                   std::to_string(cells) + "/t" + std::to_string(threads);
-          benchmark::RegisterBenchmark(name.c_str(), run, table, threads, n, cells)->UseRealTime();
-        }
+        for (int64_t layers : {int64_t{1}, n == 1 && cells == 2048 ? int64_t{22} : int64_t{0}})
+          for (int threads : {1, 2}) {
+            if (layers == 0) continue;
+            const std::string name = std::string(table->name) + (n == 1 ? "/decode" : "/prefill64") + "/cells" +
+                                     std::to_string(cells) + (layers > 1 ? "/layers22" : "") + "/t" +
+                                     std::to_string(threads);
+            benchmark::RegisterBenchmark(name.c_str(), run, table, threads, n, cells, layers)->UseRealTime();
+          }
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

@@ -1,11 +1,11 @@
 // Every table's attention_heads (a task of ops::attention: one group's run of heads) against the
 // reference table's, at odd head sizes (the fused kernel takes whole vectors of 8 up to 256; others go
 // head by head), odd cell counts, storage offsets that leave no vector aligned, partial runs of a
-// group's heads, windows and soft caps, F32 and F16 caches. Two checks:
-//  * bit for bit against the same table's head-by-head path (its matmul and softmax): the fused decode
-//    kernel promises the per-head path's numbers, so greedy decoding stays what it was;
-//  * within 1e-4 + 1e-5 |out| of the reference table's (values of order 1, scores up to ~20: float
-//    sums in another order, the vector exp within ~2e-7 of libm's).
+// group's heads, windows and soft caps, F32 and F16 caches, caches longer than the fused kernel's
+// block of keys: within 1e-4 + 1e-5 |out| of the reference table's (values of order 1, scores up to
+// ~20: float sums in another order, the vector exp within ~2e-7 of libm's). The fused decode kernel
+// sums each score in its own order (x86/attend.hpp), so it is not compared bit for bit with the
+// table's head-by-head path.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -81,7 +81,7 @@ std::vector<Case> cases() {
   std::vector<Case> all;
   for (GgmlType cache : {GgmlType::F16, GgmlType::F32})
     for (int64_t hd : {8, 24, 64, 72, 128, 256, 5, 264})
-      for (int64_t cells : {1, 9, 37})
+      for (int64_t cells : {1, 9, 37, 150})
         for (int64_t group : {1, 3, 8}) {
           all.push_back({hd, cells, group, 0, group, 0, 0.0f, cache});                  // group 0, every head
           all.push_back({hd, cells, group, 2 * group - 1, 2 * group, 0, 0.0f, cache});  // group 1, its last
@@ -92,24 +92,6 @@ std::vector<Case> cases() {
       for (float softcap : {0.0f, 0.9f}) all.push_back({64, 33, 4, 4, 8, window, softcap, cache});
   for (int64_t n : {2, 3}) all.push_back({64, 17, 4, 0, 4, 0, 0.0f, GgmlType::F16, n});  // prefill: head by head
   return all;
-}
-
-TEST(AttentionHeads, SameNumbersAsTheTablesHeadByHeadPath) {
-  for (IsaLevel level : kIsaLevels) {
-    const KernelTable* table = table_for(level);
-    if (!table) continue;
-    for (const Case& c : cases()) {
-      const std::vector<float> got = run(c, table->attention_heads);
-      const std::vector<float> want = run(c, [&](const Tensor& q, const Tensor& k, const Tensor& v,
-                                                 const AttentionHeads& a, const Tensor& s, const Tensor& out) {
-        ref::detail::attention_heads_by_parts(table->matmul, table->softmax, q, k, v, a, s, out);
-      });
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i)
-        if (!(std::isnan(got[i]) && std::isnan(want[i])))
-          ASSERT_EQ(got[i], want[i]) << isa_level_name(level) << " " << c.name() << " element " << i;
-    }
-  }
 }
 
 TEST(AttentionHeads, EveryTableNearTheReference) {
@@ -126,9 +108,10 @@ TEST(AttentionHeads, EveryTableNearTheReference) {
             const size_t i = static_cast<size_t>((t * heads + h) * hd + d);
             const bool written = h >= c.h0 && h < c.h1;
             ASSERT_EQ(std::isnan(got[i]), !written) << isa_level_name(level) << " " << c.name() << " head " << h;
-            if (written)
+            if (written) {
               ASSERT_NEAR(got[i], want[i], 1e-4 + 1e-5 * std::fabs(want[i]))
                   << isa_level_name(level) << " " << c.name() << " t=" << t << " h=" << h << " d=" << d;
+            }
           }
     }
   }

@@ -3,9 +3,10 @@
 // once per query head (4 to 8 times fewer for grouped-query models), and never takes the one-row
 // matmul's per-call route. Included by the ISA units after softmax.hpp; internal linkage like it.
 //
-// The numbers are the per-head matmul's, bit for bit: each score is matmul_avx2.cpp's dot_dense (the
-// same four accumulators, horizontal sum and scalar tail), the softmax is softmax_row, and each output
-// element sums probability times value over the cells in order as its gemm_t does.
+// The numbers are the reference's within float rounding, not the per-head matmul's bit for bit: each
+// score sums its products in eight lanes then across them (sum8), the order that lets eight cells'
+// scores leave in one vector. The softmax is softmax_row, and each output element sums probability
+// times value over the cells in order as gemm_t does.
 #pragma once
 
 #include <algorithm>
@@ -26,39 +27,70 @@ struct KvF16 {
   }
 };
 
-// key · x in dot_dense's order: four accumulators over steps of 32 elements, the steps of 8 after
-// them into the first, its horizontal sum, plus its (empty) scalar tail. Inlined, or the key would
-// leave its registers for every head.
-template <int64_t D>
-[[gnu::always_inline]] inline float key_dot(const __m256* key, const float* x, int64_t hd) noexcept {
-  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-  int64_t i = 0;
-  SKAINET_UNROLL
-  for (; i + 32 <= hd; i += 32) {
-    a0 = _mm256_fmadd_ps(key[i / 8], _mm256_loadu_ps(x + i), a0);
-    a1 = _mm256_fmadd_ps(key[i / 8 + 1], _mm256_loadu_ps(x + i + 8), a1);
-    a2 = _mm256_fmadd_ps(key[i / 8 + 2], _mm256_loadu_ps(x + i + 16), a2);
-    a3 = _mm256_fmadd_ps(key[i / 8 + 3], _mm256_loadu_ps(x + i + 24), a3);
-  }
-  SKAINET_UNROLL
-  for (; i + 8 <= hd; i += 8) a0 = _mm256_fmadd_ps(key[i / 8], _mm256_loadu_ps(x + i), a0);
-  const float tail = 0.0f;
-  return hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))) + tail;
+// Cells a task reads ahead of the one it converts. A task's cells are a short run each (its group's
+// head_dim elements) a whole cache row apart, from memory at long contexts, a stride the hardware
+// prefetchers follow too late: without this a 2,048-cell cache read at a fifth of the memory's rate.
+inline constexpr int64_t kPrefetchCells = 32;
+
+inline void prefetch_cell(const std::byte* cell, int64_t bytes) noexcept {
+  for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(cell + o), _MM_HINT_T0);
 }
 
-// The raw scores q_h · k_j of every head, cell by cell: each key converted once for all the heads.
-// D = 64 keeps the key in 8 registers; D = 0 takes head_dim at run time (the key then sits on the
-// stack, read once per head from L1).
+// The eight sums of a[0..8) as one vector, lane c holding a[c]'s: pairs added by hadd within each
+// 128-bit half twice, then the two halves' partial sums added across.
+[[gnu::always_inline]] inline __m256 sum8(const __m256 a[8]) noexcept {
+  const __m256 s0123 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  const __m256 s4567 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+}
+
+// q · key_c for eight converted keys (rows of hd floats from kb): eight accumulators, one per key, so
+// eight independent chains keep both FMA pipes busy and the query is loaded once per 8 elements; the
+// scores come out as one vector, stored whole. D = 64 unrolls it; D = 0 takes hd at run time.
+template <int64_t D>
+[[gnu::always_inline]] inline __m256 dot8(const float* kb, int64_t hd, const float* q) noexcept {
+  if constexpr (D > 0) hd = D;
+  __m256 acc[8];
+  SKAINET_UNROLL
+  for (int c = 0; c < 8; ++c) acc[c] = _mm256_setzero_ps();
+  SKAINET_UNROLL
+  for (int64_t d = 0; d < hd; d += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + d);
+    SKAINET_UNROLL
+    for (int c = 0; c < 8; ++c) acc[c] = _mm256_fmadd_ps(_mm256_load_ps(kb + c * hd + d), qv, acc[c]);
+  }
+  return sum8(acc);
+}
+
+// The raw scores q_h · k_j of every head, eight cells at a time: a block of keys converted once into
+// floats (16 KiB beside the query in L1, the rows past the visible end zeroed), then each head's
+// scores of eight cells summed in registers and stored as one vector. A score per cell and head, as
+// the per-head matmul gave, cost a horizontal sum and a scalar store a head's row apart.
 template <class W, int64_t D>
 void attend_scores(const Attend& a) noexcept {
-  const int64_t hd = D > 0 ? D : a.head_dim;
-  __m256 key[kAttendMaxHeadDim / 8];
-  for (int64_t j = a.begin; j < a.end; ++j) {
-    const std::byte* row = a.k + j * a.kv_stride;
-    SKAINET_UNROLL
-    for (int64_t c = 0; c < hd; c += 8) key[c / 8] = W::at(row + c * W::kBytes);
-    float* s = a.scores + j;
-    for (int64_t h = 0; h < a.heads; ++h) s[h * a.scores_stride] = key_dot<D>(key, a.q + h * hd, hd);
+  constexpr int64_t kBlockFloats = 4096;
+  alignas(32) float kb[kBlockFloats];
+  const int64_t hd = D > 0 ? D : a.head_dim, block = kBlockFloats / hd / 8 * 8;
+  for (int64_t j0 = a.begin; j0 < a.end; j0 += block) {
+    const int64_t m = std::min(block, a.end - j0), padded = (m + 7) / 8 * 8;
+    for (int64_t j = 0; j < m; ++j) {
+      const std::byte* row = a.k + (j0 + j) * a.kv_stride;
+      if (j0 + j + kPrefetchCells < a.end) prefetch_cell(row + kPrefetchCells * a.kv_stride, hd * W::kBytes);
+      SKAINET_UNROLL
+      for (int64_t c = 0; c < hd; c += 8) _mm256_store_ps(kb + j * hd + c, W::at(row + c * W::kBytes));
+    }
+    std::fill(kb + m * hd, kb + padded * hd, 0.0f);
+    for (int64_t h = 0; h < a.heads; ++h) {
+      float* s = a.scores + h * a.scores_stride + j0;
+      const float* q = a.q + h * hd;
+      int64_t c0 = 0;
+      for (; c0 + 8 <= m; c0 += 8) _mm256_storeu_ps(s + c0, dot8<D>(kb + c0 * hd, hd, q));
+      if (c0 < m) {
+        alignas(32) float last[8];
+        _mm256_store_ps(last, dot8<D>(kb + c0 * hd, hd, q));
+        std::copy(last, last + (m - c0), s + c0);
+      }
+    }
   }
 }
 
@@ -116,6 +148,7 @@ void attend_values(const Attend& a) noexcept {
     const int64_t m = std::min(block, a.end - j0);
     for (int64_t j = 0; j < m; ++j) {
       const std::byte* row = a.v + (j0 + j) * a.kv_stride;
+      if (j0 + j + kPrefetchCells < a.end) prefetch_cell(row + kPrefetchCells * a.kv_stride, hd * W::kBytes);
       for (int64_t c = 0; c < hd; c += 8) _mm256_store_ps(vb + j * hd + c, W::at(row + c * W::kBytes));
     }
     int64_t h = 0;

@@ -30,6 +30,8 @@ struct SoftmaxLanes {
   using M = __mmask16;
   static M mask(int64_t left) noexcept { return left >= 16 ? M(0xffff) : M((1u << left) - 1u); }
   static F load(const float* p, M m) noexcept { return _mm512_maskz_loadu_ps(m, p); }
+  static F loadu(const float* p) noexcept { return _mm512_loadu_ps(p); }
+  static void storeu(float* p, F v) noexcept { _mm512_storeu_ps(p, v); }
   static void store(float* p, F v, M m) noexcept { _mm512_mask_storeu_ps(p, m, v); }
   static F set1(float a) noexcept { return _mm512_set1_ps(a); }
   // Masked-off lanes keep `fill` (max: -inf; sum: 0).
@@ -71,6 +73,8 @@ struct SoftmaxLanes {
                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
   static F load(const float* p, M m) noexcept { return _mm256_maskload_ps(p, m); }
+  static F loadu(const float* p) noexcept { return _mm256_loadu_ps(p); }
+  static void storeu(float* p, F v) noexcept { _mm256_storeu_ps(p, v); }
   static void store(float* p, F v, M m) noexcept { _mm256_maskstore_ps(p, m, v); }
   static F set1(float a) noexcept { return _mm256_set1_ps(a); }
   static F blend(M m, F fill, F v) noexcept { return _mm256_blendv_ps(fill, v, _mm256_castsi256_ps(m)); }
@@ -127,12 +131,31 @@ typename V::F vec_tanh(typename V::F x) noexcept {
   return V::select_lt(a, V::set1(0.625f), small, V::copysign(big, x));
 }
 
-// The scores of x[j, j + lanes) under mask m: scale x, capped (cap * tanh(s * inv_cap)) when kCap.
+// The lanes of one vector of a row at x[j]: all of them, loaded and stored plainly, or the first
+// `left` of the row's last, partial vector under a mask (AVX2's masked store costs several plain ones
+// on AMD; softmax_row_of ran every vector through it).
+struct RowLanes {
+  using V = SoftmaxVec;
+  bool whole;
+  V::M m;
+  explicit RowLanes(int64_t left) noexcept : whole(left >= V::kLanes), m(V::mask(left)) {}
+  V::F load(const float* p) const noexcept { return whole ? V::loadu(p) : V::load(p, m); }
+  void store(float* p, V::F v) const noexcept {
+    if (whole)
+      V::storeu(p, v);
+    else
+      V::store(p, v, m);
+  }
+  // v in the lanes the row has, `fill` in the others.
+  V::F keep(V::F fill, V::F v) const noexcept { return whole ? v : V::blend(m, fill, v); }
+};
+
+// The scores of x[j, j + lanes) in `lanes`: scale x, capped (cap * tanh(s * inv_cap)) when kCap.
 template <bool kCap>
-typename SoftmaxVec::F softmax_scores(const float* x, typename SoftmaxVec::M m, typename SoftmaxVec::F scale,
+typename SoftmaxVec::F softmax_scores(const float* x, const RowLanes& lanes, typename SoftmaxVec::F scale,
                                       typename SoftmaxVec::F cap, typename SoftmaxVec::F inv_cap) noexcept {
   using V = SoftmaxVec;
-  const typename V::F s = V::mul(V::load(x, m), scale);
+  const typename V::F s = V::mul(lanes.load(x), scale);
   if constexpr (kCap)
     return V::mul(cap, vec_tanh<V>(V::mul(s, inv_cap)));
   else
@@ -148,22 +171,22 @@ void softmax_row_of(const float* x, float* out, int64_t begin, int64_t end, int6
   const typename V::F s = V::set1(scale), cap = V::set1(softcap), inv_cap = V::set1(kCap ? 1.0f / softcap : 0.0f);
   typename V::F mx = V::set1(-std::numeric_limits<float>::infinity());
   for (int64_t j = begin; j < end; j += L) {
-    const typename V::M m = V::mask(end - j);
-    mx = V::max(mx, V::blend(m, mx, softmax_scores<kCap>(x + j, m, s, cap, inv_cap)));
+    const RowLanes lanes(end - j);
+    mx = V::max(mx, lanes.keep(mx, softmax_scores<kCap>(x + j, lanes, s, cap, inv_cap)));
   }
   const typename V::F top = V::set1(V::hmax(mx));
   typename V::F sum = V::set1(0.0f);
   for (int64_t j = begin; j < end; j += L) {
-    const typename V::M m = V::mask(end - j);
-    const typename V::F e = V::exp(V::sub(softmax_scores<kCap>(x + j, m, s, cap, inv_cap), top));
-    V::store(out + j, e, m);
-    sum = V::add(sum, V::blend(m, V::set1(0.0f), e));
+    const RowLanes lanes(end - j);
+    const typename V::F e = V::exp(V::sub(softmax_scores<kCap>(x + j, lanes, s, cap, inv_cap), top));
+    lanes.store(out + j, e);
+    sum = V::add(sum, lanes.keep(V::set1(0.0f), e));
   }
   const float total = V::hsum(sum);
   const typename V::F inv = V::set1(total > 0.0f ? 1.0f / total : 0.0f);
   for (int64_t j = begin; j < end; j += L) {
-    const typename V::M m = V::mask(end - j);
-    V::store(out + j, V::mul(V::load(out + j, m), inv), m);
+    const RowLanes lanes(end - j);
+    lanes.store(out + j, V::mul(lanes.load(out + j), inv));
   }
   for (int64_t j = 0; j < begin; ++j) out[j] = 0.0f;
   for (int64_t j = end; j < n; ++j) out[j] = 0.0f;
