@@ -13,7 +13,7 @@ Subcommand add_synth(CLI::App& app) {
     std::optional<uint32_t> dim, layers, heads, kv_heads, head_dim, ffn, vocab, n_ctx, window;
     uint64_t seed = 0;
     unsigned threads = 0;
-    bool verbose = false, bigram = false;
+    bool verbose = false, bigram = false, quiet = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub =
@@ -43,6 +43,7 @@ Subcommand add_synth(CLI::App& app) {
                 "Plant a bigram table (each token a pseudo-random successor) so each step has a decisive top-1, "
                 "as a trained model's does");
   sub->add_flag("--verbose,-v", o->verbose, "List every tensor's type decision");
+  sub->add_flag("-q,--quiet", o->quiet, "No progress on stderr (on a terminal a bar, piped a line every 5 s)");
   return {sub, [o] {
             convert::SynthOptions s;
             auto preset = convert::find_preset(o->preset);
@@ -72,7 +73,7 @@ Subcommand add_synth(CLI::App& app) {
             s.threads = o->threads;
             s.bigram = o->bigram;
             s.arch = o->arch;
-            s.progress = true;
+            s.progress = !o->quiet;
             const convert::Report r = convert::synth(o->out, s);
             fmt::print("wrote {}: {} parameters, {} tensors, {} ({}), {} in {:.2f} s\n", r.output.string(),
                        human_count(r.parameters), r.tensors.size(), s.scheme.name,

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 #include <mutex>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -110,8 +110,8 @@ Report quantize(const std::filesystem::path& in, const std::filesystem::path& ou
   for (const TensorChoice& c : report.tensors) writer.add_tensor(c.name, c.shape, c.type);
 
   const unsigned threads = detail::resolve_threads(options.threads);
-  std::unique_ptr<base::Progress> progress;
-  if (options.progress) progress = std::make_unique<base::Progress>("quantize", report.parameters);
+  std::optional<base::Progress> progress;
+  if (options.progress) progress.emplace("quantize", writer.data_bytes());
 
   report.bytes_written = writer.write([&](size_t index, std::span<std::byte> dst) {
     const gguf::TensorInfo& t = header.tensors[index];
@@ -135,8 +135,7 @@ Report quantize(const std::filesystem::path& in, const std::filesystem::path& ou
     }
     check_output(in, t, c, source.data(), dst, threads);
     source.release_pages(0, t.bytes);
-    if (progress) progress->advance(t.elements());
-  });
+  }, progress ? &*progress : nullptr);
   if (progress) progress->finish();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
-#include <memory>
+#include <optional>
 #include <numeric>
 #include <utility>
 
@@ -335,13 +335,12 @@ Report synth(const std::filesystem::path& out, const SynthOptions& options) {
   }
 
   const unsigned threads = detail::resolve_threads(options.threads);
-  std::unique_ptr<base::Progress> progress;
-  if (options.progress) progress = std::make_unique<base::Progress>("synth", report.parameters);
+  std::optional<base::Progress> progress;
+  if (options.progress) progress.emplace("synth", writer.data_bytes());
 
-  report.bytes_written = writer.write([&](size_t index, std::span<std::byte> dst) {
-    write_rows(plan[index], dst, seed, plant, threads);
-    if (progress) progress->advance(elements_of(plan[index].choice.shape));
-  });
+  report.bytes_written = writer.write(
+      [&](size_t index, std::span<std::byte> dst) { write_rows(plan[index], dst, seed, plant, threads); },
+      progress ? &*progress : nullptr);
   if (progress) progress->finish();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

@@ -123,6 +123,12 @@ size_t Writer::add_tensor(std::string name, std::vector<uint64_t> shape, GgmlTyp
   return tensors_.size() - 1;
 }
 
+uint64_t Writer::data_bytes() const noexcept {
+  uint64_t sum = 0;
+  for (const TensorInfo& t : tensors_) sum += t.bytes;
+  return sum;
+}
+
 uint64_t Writer::write(const Producer& produce, base::Progress* progress) {
   uint64_t largest = 0;
   for (const TensorInfo& t : tensors_) largest = std::max(largest, t.bytes);
@@ -175,6 +181,7 @@ uint64_t Writer::write(const Producer& produce, base::Progress* progress) {
                                         out.position(), t.file_offset));
     const std::span<std::byte> span(buffer.data(), static_cast<size_t>(t.bytes));
     std::memset(span.data(), 0, span.size());
+    if (progress) progress->item(t.name);
     produce(i, span);
     out.write(span.data(), span.size());
     out.write_zeros(checked_align_up(t.bytes, alignment_, "gguf::Writer padding") - t.bytes);

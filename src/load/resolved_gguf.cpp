@@ -193,6 +193,7 @@ LoadedModel ResolvedGguf::load(memory::ModelScope& scope, const LoadOptions& opt
 
   for (const Decision& d : plan_.tensors) {
     const Shape shape = Shape::from_ggml(d.shape);
+    progress.item(d.tensor);
     Tensor t;
     try {
       if (d.spec.domain == MemoryDomain::MappedFile) {

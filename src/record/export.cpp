@@ -38,8 +38,10 @@ void write_irpa(const std::filesystem::path& gguf, const plan::MemoryPlan& plan,
   if (progress) bar.emplace("export", w.data_bytes());
   w.start(bar ? &*bar : nullptr);
   const base::FileReader file(gguf);
-  for (const placement::Decision& d : plan.tensors)
+  for (const placement::Decision& d : plan.tensors) {
+    if (bar) bar->item(d.tensor);
     load::stream_held_bytes(file, d, [&](std::span<const std::byte> bytes) { w.write(bytes); });
+  }
   w.commit();
   if (bar) bar->finish();
 }
@@ -116,6 +118,24 @@ placement::Platform export_platform(KernelForm form) {
   return p;
 }
 
+// What to run next, with the paths of this export: compile with the flags it wrote (a StableHLO form
+// for this CPU; the engine form's flags name it already), then call a function (its arguments are the
+// signatures above).
+std::string ExportReport::next_steps() const {
+  const std::filesystem::path dir = mlir.parent_path(), vmfb = dir / "model.vmfb";
+  const std::string llvm_cpu =
+      kernels == KernelForm::Engine
+          ? ""
+          : fmt::format(" --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu $(cat {})",
+                        (dir / "compile.llvm-cpu.flags").string());
+  return fmt::format(
+      "\nnext:\n  iree-compile {} $(cat {}){} -o {}\n  iree-run-module --module={} --parameters=model={} $(cat {}) "
+      "--device=local-task --function=prefill --input=...\n  (other targets, and scripts/iree_generate.py that "
+      "exports, compiles and generates in one: docs/export.md)\n",
+      mlir.string(), (dir / "compile.flags").string(), llvm_cpu, vmfb.string(), vmfb.string(), params.string(),
+      (dir / "run.flags").string());
+}
+
 std::string ExportReport::text() const {
   std::string s = fmt::format("skainet export (--kernels {})\n\nfunctions:\n", kernel_form_name(kernels));
   for (const std::string& sig : signatures) s += "  " + sig + "\n";
@@ -126,6 +146,7 @@ std::string ExportReport::text() const {
       base::format_bytes(gguf_bytes));
   s += fmt::format("mlir: {}\nparameters file: {}\n", mlir.string(), params.string());
   s += "\n" + memory.text();
+  s += next_steps();
   if (fallbacks.empty()) {
     s += "\nfallbacks: none (every weight carried as stored)\n";
   } else {

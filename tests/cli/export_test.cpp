@@ -52,3 +52,15 @@ TEST_F(ExportCommand, ContextBeyondTrainingAndMemoryWarnsAsRunDoes) {
       << beyond.err;
   EXPECT_EQ(beyond.err.find("exceeds the memory"), std::string::npos) << beyond.err;
 }
+
+// The report ends with what to run next, on this export's own paths (issue 28: export did not say).
+TEST_F(ExportCommand, ReportSaysWhatToRunNext) {
+  const std::filesystem::path out = path("next");
+  const RunResult r =
+      run_skainet({"export", kStories.string(), "-o", out.string(), "--kernels", "stablehlo", "--ctx", "32"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string compile = "iree-compile " + (out / "model.mlir").string() + " $(cat " +
+                              (out / "compile.flags").string() + ") --iree-hal-target-device=local";
+  EXPECT_NE(r.out.find(compile), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--parameters=model=" + (out / "model.irpa").string()), std::string::npos) << r.out;
+}

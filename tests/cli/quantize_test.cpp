@@ -222,5 +222,16 @@ TEST_F(Quantize, ErrorsAreExitCodeOneAndLeaveNoFile) {
   EXPECT_TRUE(std::filesystem::is_empty(path("dir.gguf")));
 }
 
+// --quiet: nothing on stderr; a short job piped prints no progress either (a line every 5 s, none here).
+TEST_F(Quantize, QuietAndShortPipedJobsPrintNoProgress) {
+  for (const bool quiet : {true, false}) {
+    std::vector<std::string> args{"quantize", kStories.string(), path("q.gguf").string(), "Q8_0"};
+    if (quiet) args.push_back("--quiet");
+    const RunResult r = run_skainet(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err, "") << "quiet=" << quiet;
+  }
+}
+
 }  // namespace
 }  // namespace skainet::cli_test

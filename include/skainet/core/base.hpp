@@ -9,8 +9,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <memory>
@@ -196,19 +198,48 @@ struct CpuFeatures {
   static const CpuFeatures& detected();
 };
 
-// A terminal progress bar on stderr; silent when stderr is not a terminal.
+// Where a long job (load, synth, quantize, export) stands, in bytes, as Progress prints it. Pure, so
+// the wording is tested without a clock.
+struct ProgressLine {
+  std::string_view label, item;  // "quantize", the tensor at hand
+  uint64_t done = 0, total = 0;
+  double seconds = 0;  // since the job started
+};
+// A terminal's line: "quantize [####      ]  42% 312.0 MiB of 1.1 GiB  85.3 MiB/s  0:09 left  blk.3.ffn_up.weight"
+std::string progress_bar_text(const ProgressLine& p);
+// A log's line: "quantize: 42%, 312.0 MiB of 1.1 GiB, 85.3 MiB/s, 0:09 left, at blk.3.ffn_up.weight"
+std::string progress_log_text(const ProgressLine& p);
+// The end: "quantize: 1.1 GiB in 13.2 s (85.3 MiB/s)"
+std::string progress_done_text(const ProgressLine& p);
+
+// A long job's progress on stderr. On a terminal one line redrawn in place (at most 10 times a
+// second), the summary in its place at the end. Piped, a plain line every few seconds, so a log shows
+// the job alive and how far it is, and the summary when a line was printed (a short job stays
+// silent). Callers make none under --quiet.
 class Progress {
  public:
+  enum class Output { Auto, Terminal, Log };  // Auto: Terminal when the stream is a terminal
+  struct Options {
+    std::FILE* stream = nullptr;  // stderr
+    Output output = Output::Auto;
+    double log_every_seconds = 5.0;
+  };
   Progress(std::string label, uint64_t total);
-  ~Progress();
+  Progress(std::string label, uint64_t total, Options options);
+  ~Progress();  // a job that did not finish: the terminal's line ended, no summary
+  void item(std::string_view name);  // what the job works on now
   void advance(uint64_t n);
-  void finish();
+  void finish();  // the job is done: its summary
 
  private:
-  std::string label_;
+  ProgressLine line() const;
+  void print(bool force);
+  std::string label_, item_;
   uint64_t total_, done_ = 0;
-  int last_percent_ = -1;
-  bool enabled_;
+  std::FILE* stream_;
+  bool terminal_, printed_ = false, finished_ = false;
+  double log_every_;
+  std::chrono::steady_clock::time_point start_, last_print_;
 };
 
 std::string format_bytes(uint64_t bytes);  // "6.2 MiB"

@@ -180,10 +180,11 @@ class Writer {
   // Declares a tensor; validates the shape against the type's block size. Returns its index.
   size_t add_tensor(std::string name, std::vector<uint64_t> shape, GgmlType type);
   const std::vector<TensorInfo>& tensors() const noexcept { return tensors_; }
+  uint64_t data_bytes() const noexcept;  // the tensors' bytes, without padding (what `write` reports progress in)
 
   // Writes the file: produce(i, out) must fill `out` (exactly tensors()[i].bytes) for each tensor
-  // in order. Atomic: written to a temporary file and renamed only when complete.
-  // Returns the number of bytes written.
+  // in order. Atomic: written to a temporary file and renamed only when complete. `progress` is told
+  // each tensor's name before it is produced and its bytes after. Returns the number of bytes written.
   using Producer = std::function<void(size_t index, std::span<std::byte> out)>;
   uint64_t write(const Producer& produce, base::Progress* progress = nullptr);
 

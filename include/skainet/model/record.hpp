@@ -238,7 +238,8 @@ struct ExportReport {
   std::vector<ExportFallback> fallbacks;
   std::vector<std::string> warnings;  // the plan's (plan::describe), as `run` would print them
   ModuleMemory memory;
-  std::string text() const;  // what report.txt holds
+  std::string text() const;        // what report.txt holds
+  std::string next_steps() const;  // the iree-compile and iree-run-module lines for this export
 };
 
 // The platform the export decides against. StableHlo: the IREE target's "kernels" are the encodings
