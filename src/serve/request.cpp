@@ -1,15 +1,14 @@
 // Request bodies of /v1/chat/completions and /v1/completions: parsed and validated here, away from
 // HTTP, so the fuzz target drives exactly what the server runs. Every refusal is a RequestError
-// naming the field and what was wrong with it; fields this server does not implement and that do not
-// change the answer's meaning (user, logprobs: false, presence_penalty 0, ...) are ignored, as
-// llama.cpp's server does.
+// naming the field and what was wrong with it. Which fields are implemented, accepted without effect
+// or refused is the field table's to say (fields.cpp), not this file's.
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "skainet/app/serve.hpp"
+#include "fields.hpp"
 
 namespace skainet::serve {
 namespace {
@@ -152,14 +151,40 @@ std::string non_empty_prompt(std::string prompt) {
   return prompt;
 }
 
-std::string prompt_of(const json& body) {
+// Token ids as llama-server takes them: non-negative integers; whether each is in the vocabulary the
+// server checks (the parse does not know the model).
+std::vector<int32_t> token_ids_of(const json& list) {
+  std::vector<int32_t> ids;
+  ids.reserve(list.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json& v = list[i];
+    const bool integer = v.is_number_integer() || (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()));
+    if (!integer) bad(fmt::format("prompt[{}] must be a token id (an integer), not {}", i, type_of(v)));
+    const double x = v.get<double>();
+    if (x < 0 || x > std::numeric_limits<int32_t>::max())
+      bad(fmt::format("prompt[{}] is {}, not a token id (0 or more)", i, v.dump()));
+    ids.push_back(static_cast<int32_t>(x));
+  }
+  return ids;
+}
+
+void prompt_of(const json& body, Request& r) {
   const json* v = field(body, "prompt");
   if (!v) bad("'prompt' is required");
-  if (v->is_string()) return non_empty_prompt(v->get<std::string>());
+  if (v->is_string()) {
+    r.prompt = non_empty_prompt(v->get<std::string>());
+    return;
+  }
+  if (!v->is_array()) bad(fmt::format("'prompt' must be a string or a list of token ids, not {}", type_of(*v)));
+  if (v->empty()) bad("'prompt' must not be empty (a prompt with no tokens)");
   // A list with one string is the same prompt; several prompts at once (a batch) are not served.
-  if (v->is_array() && v->size() == 1 && (*v)[0].is_string()) return non_empty_prompt((*v)[0].get<std::string>());
-  if (v->is_array()) bad("'prompt' must be one string (a list of several prompts, or of token ids, is not supported)");
-  bad(fmt::format("'prompt' must be a string, not {}", type_of(*v)));
+  if (v->size() == 1 && (*v)[0].is_string()) {
+    r.prompt = non_empty_prompt((*v)[0].get<std::string>());
+    return;
+  }
+  if ((*v)[0].is_string() || (*v)[0].is_array())
+    bad("'prompt' must be one string or one list of token ids (several prompts at once are not supported)");
+  r.prompt_ids = token_ids_of(*v);
 }
 
 }  // namespace
@@ -184,6 +209,7 @@ Request parse_request(Endpoint endpoint, std::string_view body, const RequestLim
     bad(fmt::format("the body is not valid JSON: {}", e.what()));
   }
   if (!j.is_object()) bad(fmt::format("the body must be a JSON object, not {}", type_of(j)));
+  refuse_unimplemented(j);
 
   Request r;
   r.endpoint = endpoint;
@@ -194,7 +220,7 @@ Request parse_request(Endpoint endpoint, std::string_view body, const RequestLim
   if (endpoint == Endpoint::ChatCompletions)
     r.messages = messages_of(j, limits);
   else
-    r.prompt = prompt_of(j);
+    prompt_of(j, r);
 
   r.stream = boolean(j, "stream");
   if (const json* so = field(j, "stream_options")) {
@@ -224,6 +250,12 @@ Request parse_request(Endpoint endpoint, std::string_view body, const RequestLim
   if (auto n = integer_in(j, "n", 1, kMaxTokens); n && *n != 1)
     bad(fmt::format("'n' must be 1 (one choice per request), not {}", *n));
   r.stop = stops_of(j, limits);
+  // llama.cpp's penalty divides positive logits by it: 0 or below has no meaning (the sampler refuses it).
+  r.repeat_penalty = number_in(j, "repeat_penalty", 0, 100);
+  if (r.repeat_penalty && *r.repeat_penalty <= 0) bad("'repeat_penalty' must be above 0 (1: off), not 0");
+  if (auto n = integer_in(j, "repeat_last_n", -1, std::numeric_limits<int32_t>::max()))
+    r.repeat_last_n = static_cast<int32_t>(*n);
+  if (field(j, "ignore_eos")) r.ignore_eos = boolean(j, "ignore_eos");
   return r;
 }
 

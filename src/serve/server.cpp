@@ -173,6 +173,14 @@ Job Server::Impl::prepare(const Request& r) const {
     } catch (const generate::ContentSpecialTokenError& e) {
       throw RequestError(400, "invalid_request_error", e.what());
     }
+  } else if (!r.prompt_ids.empty()) {
+    // Token ids are taken as they are (no BOS added), as llama-server does; each must be in the vocabulary.
+    for (size_t i = 0; i < r.prompt_ids.size(); ++i)
+      if (r.prompt_ids[i] >= tok.vocab_size())
+        throw RequestError(400, "invalid_request_error",
+                           fmt::format("prompt[{}] is token id {}, but the vocabulary holds {} tokens (0 to {})", i,
+                                       r.prompt_ids[i], tok.vocab_size(), tok.vocab_size() - 1));
+    job.ids = r.prompt_ids;
   } else {
     // A completion's prompt is the model's raw input, control tokens included (as `skainet run`).
     job.ids = tok.encode(r.prompt, /*add_special=*/true, /*parse_special=*/true);
@@ -187,7 +195,7 @@ Job Server::Impl::prepare(const Request& r) const {
                     job.ids.size(), n_ctx));
 
   job.generation.max_tokens = r.max_tokens.value_or(options.max_tokens);
-  job.generation.stop_at_eos = !options.ignore_eos;
+  job.generation.stop_at_eos = !r.ignore_eos.value_or(options.ignore_eos);
   job.generation.stop_strings = options.stop;
   job.generation.stop_strings.insert(job.generation.stop_strings.end(), r.stop.begin(), r.stop.end());
   if (r.endpoint == Endpoint::ChatCompletions && !end_of_turn.empty())
@@ -197,6 +205,8 @@ Job Server::Impl::prepare(const Request& r) const {
   if (r.top_p) job.sampling.top_p = *r.top_p;
   if (r.min_p) job.sampling.min_p = *r.min_p;
   if (r.top_k) job.sampling.top_k = *r.top_k;
+  if (r.repeat_penalty) job.sampling.repeat_penalty = *r.repeat_penalty;
+  if (r.repeat_last_n) job.sampling.repeat_last_n = *r.repeat_last_n;
   job.sampling.seed = r.seed ? *r.seed : std::random_device{}();
   job.stream = r.stream;
   job.include_usage = r.include_usage;

@@ -44,7 +44,8 @@ struct Request {
   Endpoint endpoint = Endpoint::Completions;
   std::string model;              // as the client named it (echoed back only through the server's name)
   std::vector<Message> messages;  // chat
-  std::string prompt;             // completions
+  std::string prompt;             // completions, as text
+  std::vector<int32_t> prompt_ids;  // completions, as token ids (then `prompt` is empty); each >= 0
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the counts
   bool cache_prompt = true;    // llama-server's: reuse the longest prompt prefix a slot's cache holds
@@ -53,7 +54,28 @@ struct Request {
   std::optional<uint64_t> seed;
   std::optional<int32_t> max_tokens;  // max_tokens / max_completion_tokens / n_predict (-1: no limit)
   std::vector<std::string> stop;
+  std::optional<float> repeat_penalty;
+  std::optional<int32_t> repeat_last_n;  // -1: the whole context
+  std::optional<bool> ignore_eos;
 };
+
+// What the server does with each request field a client may send (fields.cpp): the one table that
+// parse_request consults and docs/serving.md shows.
+enum class FieldStatus : uint8_t {
+  Implemented,  // read and honoured
+  NoEffect,     // accepted: it does not change the answer (`why` says why)
+  Refused,      // not implemented and would change the answer: 400, unless its value asks for nothing
+};
+struct RequestField {
+  std::string_view name;
+  FieldStatus status;
+  std::string_view off;  // Refused: a JSON list of the values that ask for nothing (accepted); null always is
+  std::string_view why;  // what it does, or why it changes nothing, or why it is refused
+};
+std::span<const RequestField> request_fields() noexcept;  // sorted by name
+const RequestField* find_request_field(std::string_view name) noexcept;
+// The table as Markdown, for docs/serving.md.
+std::string request_fields_markdown();
 
 // A request the server refuses: the HTTP status and OpenAI's error type ("invalid_request_error"...).
 class RequestError : public Error {
@@ -78,7 +100,8 @@ struct RequestLimits {
   size_t max_json_values = 65536;
 };
 
-// Parses and validates a JSON body; throws RequestError (status 400) naming the field that is wrong.
+// Parses and validates a JSON body; throws RequestError (status 400) naming the field that is wrong,
+// or the field this server does not implement (request_fields: never ignored when it would change the answer).
 Request parse_request(Endpoint endpoint, std::string_view body, const RequestLimits& limits = {});
 
 // ---- responses (response.cpp) ----
