@@ -9,13 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include "fields.hpp"
+#include "json_body.hpp"
 
 namespace skainet::serve {
 namespace {
 
 using json = nlohmann::json;
 
-[[noreturn]] void bad(std::string message) { throw RequestError(400, "invalid_request_error", std::move(message)); }
+[[noreturn]] void bad(std::string message) { bad_request(std::move(message)); }
 
 // JSON type names as a client would write them.
 std::string_view type_of(const json& v) {
@@ -30,12 +31,7 @@ std::string_view type_of(const json& v) {
   }
 }
 
-// A field present and not null (OpenAI's clients send null for "not given").
-const json* field(const json& body, std::string_view key) {
-  const auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return nullptr;
-  return &*it;
-}
+const json* field(const json& body, std::string_view key) { return field_of(body, key); }
 
 std::optional<float> number_in(const json& body, std::string_view key, double lo, double hi) {
   const json* v = field(body, key);
@@ -69,12 +65,7 @@ std::optional<int64_t> integer_in(const json& body, std::string_view key, int64_
   return x;
 }
 
-bool boolean(const json& body, std::string_view key, bool absent = false) {
-  const json* v = field(body, key);
-  if (!v) return absent;
-  if (!v->is_boolean()) bad(fmt::format("'{}' must be true or false, not {}", key, type_of(*v)));
-  return v->get<bool>();
-}
+bool boolean(const json& body, std::string_view key, bool absent = false) { return boolean_field(body, key, absent); }
 
 // A message's content: a string, or OpenAI's list of parts of which only text parts are understood.
 std::string content_of(const json& v, size_t index) {
@@ -151,24 +142,7 @@ std::string non_empty_prompt(std::string prompt) {
   return prompt;
 }
 
-// Token ids as llama-server takes them: non-negative integers; whether each is in the vocabulary the
-// server checks (the parse does not know the model).
-std::vector<int32_t> token_ids_of(const json& list) {
-  std::vector<int32_t> ids;
-  ids.reserve(list.size());
-  for (size_t i = 0; i < list.size(); ++i) {
-    const json& v = list[i];
-    const bool integer = v.is_number_integer() || (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()));
-    if (!integer) bad(fmt::format("prompt[{}] must be a token id (an integer), not {}", i, type_of(v)));
-    const double x = v.get<double>();
-    if (x < 0 || x > std::numeric_limits<int32_t>::max())
-      bad(fmt::format("prompt[{}] is {}, not a token id (0 or more)", i, v.dump()));
-    ids.push_back(static_cast<int32_t>(x));
-  }
-  return ids;
-}
-
-void prompt_of(const json& body, Request& r) {
+void prompt_of(const json& body, Request& r, int32_t vocab_size) {
   const json* v = field(body, "prompt");
   if (!v) bad("'prompt' is required");
   if (v->is_string()) {
@@ -184,12 +158,27 @@ void prompt_of(const json& body, Request& r) {
   }
   if ((*v)[0].is_string() || (*v)[0].is_array())
     bad("'prompt' must be one string or one list of token ids (several prompts at once are not supported)");
-  r.prompt_ids = token_ids_of(*v);
+  r.prompt_ids = token_ids_of(*v, "prompt", vocab_size);
 }
 
 }  // namespace
 
-Request parse_request(Endpoint endpoint, std::string_view body, const RequestLimits& limits) {
+void bad_request(std::string message) { throw RequestError(400, "invalid_request_error", std::move(message)); }
+
+const json* field_of(const json& body, std::string_view key) {
+  const auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+bool boolean_field(const json& body, std::string_view key, bool absent) {
+  const json* v = field(body, key);
+  if (!v) return absent;
+  if (!v->is_boolean()) bad(fmt::format("'{}' must be true or false, not {}", key, type_of(*v)));
+  return v->get<bool>();
+}
+
+json parse_json_object(std::string_view body, const RequestLimits& limits) {
   json j;
   try {
     // Parsed JSON costs tens of bytes per body byte when it is all brackets ([[[[...), so the parse
@@ -209,6 +198,35 @@ Request parse_request(Endpoint endpoint, std::string_view body, const RequestLim
     bad(fmt::format("the body is not valid JSON: {}", e.what()));
   }
   if (!j.is_object()) bad(fmt::format("the body must be a JSON object, not {}", type_of(j)));
+  return j;
+}
+
+// Token ids as llama-server takes them: integers (5.0 is one) from 0; whether each is in the
+// vocabulary is checked where the vocabulary is known.
+std::vector<int32_t> token_ids_of(const json& list, std::string_view name, int32_t vocab_size) {
+  if (!list.is_array()) bad(fmt::format("'{}' must be a list of token ids, not {}", name, type_of(list)));
+  std::vector<int32_t> ids;
+  ids.reserve(list.size());
+  const double top = vocab_size > 0 ? vocab_size - 1 : std::numeric_limits<int32_t>::max();
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json& v = list[i];
+    const bool integer =
+        v.is_number_integer() || (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()));
+    if (!integer) bad(fmt::format("{}[{}] must be a token id (an integer), not {}", name, i, type_of(v)));
+    const double x = v.get<double>();
+    if (x < 0 || x > top) {
+      if (vocab_size > 0)
+        bad(fmt::format("{}[{}] is token id {}, but the vocabulary holds {} tokens (0 to {})", name, i, v.dump(),
+                        vocab_size, vocab_size - 1));
+      bad(fmt::format("{}[{}] is {}, not a token id (0 or more)", name, i, v.dump()));
+    }
+    ids.push_back(static_cast<int32_t>(x));
+  }
+  return ids;
+}
+
+Request parse_request(Endpoint endpoint, std::string_view body, const RequestLimits& limits) {
+  const json j = parse_json_object(body, limits);
   refuse_unimplemented(j);
 
   Request r;
@@ -220,7 +238,7 @@ Request parse_request(Endpoint endpoint, std::string_view body, const RequestLim
   if (endpoint == Endpoint::ChatCompletions)
     r.messages = messages_of(j, limits);
   else
-    prompt_of(j, r);
+    prompt_of(j, r, limits.vocab_size);
 
   r.stream = boolean(j, "stream");
   if (const json* so = field(j, "stream_options")) {

@@ -98,11 +98,39 @@ struct RequestLimits {
   // stay within a few MiB whatever an 8 MiB body holds (unbounded, nested arrays cost 40x the body).
   size_t max_json_depth = 64;
   size_t max_json_values = 65536;
+  // Token ids (a completion's prompt, /detokenize) must be below it; 0: not known, any id from 0.
+  int32_t vocab_size = 0;
 };
 
 // Parses and validates a JSON body; throws RequestError (status 400) naming the field that is wrong,
 // or the field this server does not implement (request_fields: never ignored when it would change the answer).
 Request parse_request(Endpoint endpoint, std::string_view body, const RequestLimits& limits = {});
+
+// ---- operations endpoints (ops.cpp), in llama-server's shapes ----
+
+// POST /tokenize: {"content": "...", "add_special": false, "parse_special": true} -> {"tokens": [...]}
+struct TokenizeRequest {
+  std::string content;
+  bool add_special = false;   // BOS/EOS as the vocabulary asks (llama-server's default: no)
+  bool parse_special = true;  // "<s>" in the content becomes the control token
+};
+TokenizeRequest parse_tokenize(std::string_view body, const RequestLimits& limits = {});
+// POST /detokenize: {"tokens": [...]} -> {"content": "..."}; each id must be below limits.vocab_size.
+std::vector<int32_t> parse_detokenize(std::string_view body, const RequestLimits& limits = {});
+std::string tokens_json(std::span<const int32_t> ids);
+std::string content_json(std::string_view text);
+
+// GET /props: what the server was started with, under llama-server's names.
+struct Props {
+  std::string model_path, chat_template, bos_token, eos_token;
+  uint32_t n_ctx = 0;  // one slot's context
+  size_t total_slots = 0;
+  int32_t n_predict = -1;
+  text::SamplerConfig sampling;  // the defaults of absent request fields
+  bool ignore_eos = false;
+  std::vector<std::string> stop;
+};
+std::string props_json(const Props& props);
 
 // ---- responses (response.cpp) ----
 
@@ -139,7 +167,8 @@ std::string completion_json(const ResponseHead& head, std::string_view text, Fin
 std::string chunk_json(const ResponseHead& head, std::string_view delta, bool first, std::optional<FinishReason> finish,
                        const Timings& timings = {});
 std::string usage_chunk_json(const ResponseHead& head, const Usage& usage);
-std::string error_json(std::string_view message, std::string_view type);
+// `code`: OpenAI's machine-readable code ("invalid_api_key"); empty: null.
+std::string error_json(std::string_view message, std::string_view type, std::string_view code = {});
 std::string models_json(std::string_view model, int64_t created);
 
 // ---- slots (slots.cpp) ----
@@ -268,6 +297,10 @@ struct ServerOptions {
   size_t queue_limit = 64;  // requests waiting for a slot before 503
   int threads = 2;          // kernel threads of the batch that advances every slot
   std::string model_id;     // what /v1/models and every response name
+  std::string model_path;   // what /props names
+  // Non-empty: every request but /health and CORS preflights must carry "Authorization: Bearer KEY"
+  // with one of these keys, or gets 401 (--api-key, --api-key-file).
+  std::vector<std::string> api_keys;
   // Defaults for absent request fields (the command line's -n, --temp, ...).
   int32_t max_tokens = -1;
   text::SamplerConfig sampling;
