@@ -271,6 +271,9 @@ Request parse_request(Endpoint endpoint, std::string_view body, const RequestLim
   // llama.cpp's penalty divides positive logits by it: 0 or below has no meaning (the sampler refuses it).
   r.repeat_penalty = number_in(j, "repeat_penalty", 0, 100);
   if (r.repeat_penalty && *r.repeat_penalty <= 0) bad("'repeat_penalty' must be above 0 (1: off), not 0");
+  // OpenAI's range for both.
+  r.frequency_penalty = number_in(j, "frequency_penalty", -2, 2);
+  r.presence_penalty = number_in(j, "presence_penalty", -2, 2);
   if (auto n = integer_in(j, "repeat_last_n", -1, std::numeric_limits<int32_t>::max()))
     r.repeat_last_n = static_cast<int32_t>(*n);
   if (field(j, "ignore_eos")) r.ignore_eos = boolean(j, "ignore_eos");

@@ -253,6 +253,8 @@ Job Server::Impl::prepare(const Request& r) const {
   if (r.top_k) job.sampling.top_k = *r.top_k;
   if (r.repeat_penalty) job.sampling.repeat_penalty = *r.repeat_penalty;
   if (r.repeat_last_n) job.sampling.repeat_last_n = *r.repeat_last_n;
+  if (r.frequency_penalty) job.sampling.frequency_penalty = *r.frequency_penalty;
+  if (r.presence_penalty) job.sampling.presence_penalty = *r.presence_penalty;
   job.sampling.seed = r.seed ? *r.seed : std::random_device{}();
   job.stream = r.stream;
   job.include_usage = r.include_usage;

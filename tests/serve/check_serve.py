@@ -224,8 +224,6 @@ class OneSlot(ServedCase):
             ("top_logprobs", dict(logprobs=False, top_logprobs=3)),
             ("tools", dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])),
             ("tool_choice", dict(tool_choice="required")),
-            ("presence_penalty", dict(presence_penalty=0.5)),
-            ("frequency_penalty", dict(frequency_penalty=0.5)),
             ("grammar", dict(extra_body={"grammar": "root ::= \"yes\""})),
             ("json_schema", dict(extra_body={"json_schema": {"type": "object"}})),
         ]
@@ -245,7 +243,7 @@ class OneSlot(ServedCase):
                                            user="u", metadata={"k": "v"}, store=False)
         self.assertEqual(r.choices[0].finish_reason, "length")
 
-    def test_per_request_penalty_equals_skainet_run(self):
+    def test_per_request_penalties_equal_skainet_run(self):
         prompt = PROMPTS[0]
         r = self.c.completions.create(model="m", prompt=prompt, max_tokens=40, temperature=0,
                                       extra_body={"repeat_penalty": 1.5, "repeat_last_n": 16})
@@ -253,6 +251,12 @@ class OneSlot(ServedCase):
                          skainet_run(prompt, 40, extra=("--repeat-penalty", "1.5", "--repeat-last-n", "16")))
         plain = self.c.completions.create(model="m", prompt=prompt, max_tokens=40, temperature=0)
         self.assertNotEqual(r.choices[0].text, plain.choices[0].text, "the penalty changed nothing")
+        r = self.c.completions.create(model="m", prompt=prompt, max_tokens=40, temperature=0, presence_penalty=0.8,
+                                      frequency_penalty=0.4, extra_body={"repeat_last_n": 32})
+        self.assertEqual(r.choices[0].text,
+                         skainet_run(prompt, 40, extra=("--presence-penalty", "0.8", "--frequency-penalty", "0.4",
+                                                        "--repeat-last-n", "32")))
+        self.assertNotEqual(r.choices[0].text, plain.choices[0].text, "the penalties changed nothing")
         with self.assertRaises(openai.BadRequestError) as caught:
             self.c.completions.create(model="m", prompt=prompt, extra_body={"repeat_penalty": 0})
         self.assertIn("'repeat_penalty' must be above 0", str(caught.exception))

@@ -73,14 +73,17 @@ TEST(ServeFields, ClientDefaultsAskForNothing) {
 
 TEST(ServeFields, ImplementedSamplingFieldsAreRead) {
   const Request r = parse_request(Endpoint::Completions,
-                                  R"({"prompt":[1,2,3],"repeat_penalty":1.3,"repeat_last_n":-1,"ignore_eos":true})");
+                                  R"({"prompt":[1,2,3],"repeat_penalty":1.3,"repeat_last_n":-1,"ignore_eos":true,
+                                      "presence_penalty":-0.5,"frequency_penalty":2})");
   EXPECT_TRUE(r.prompt.empty());
   EXPECT_EQ(r.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
   EXPECT_FLOAT_EQ(*r.repeat_penalty, 1.3f);
   EXPECT_EQ(*r.repeat_last_n, -1);
   EXPECT_TRUE(*r.ignore_eos);
+  EXPECT_FLOAT_EQ(*r.presence_penalty, -0.5f);
+  EXPECT_FLOAT_EQ(*r.frequency_penalty, 2.0f);
   const Request d = parse_request(Endpoint::Completions, R"({"prompt":"p"})");
-  EXPECT_FALSE(d.repeat_penalty || d.repeat_last_n || d.ignore_eos);
+  EXPECT_FALSE(d.repeat_penalty || d.repeat_last_n || d.ignore_eos || d.presence_penalty || d.frequency_penalty);
 }
 
 // One home for the fact: the docs show the table as the code has it.

@@ -98,6 +98,8 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{kText, R"({"prompt":"p","repeat_penalty":0})", "'repeat_penalty' must be above 0"},
         Bad{kText, R"({"prompt":"p","repeat_penalty":"x"})", "'repeat_penalty' must be a number"},
         Bad{kText, R"({"prompt":"p","repeat_last_n":-2})", "'repeat_last_n'"},
+        Bad{kText, R"({"prompt":"p","presence_penalty":2.5})", "'presence_penalty' must be from -2 to 2"},
+        Bad{kText, R"({"prompt":"p","frequency_penalty":"x"})", "'frequency_penalty' must be a number"},
         Bad{kText, R"({"prompt":"p","ignore_eos":1})", "'ignore_eos' must be true or false"},
         Bad{kText, R"({"prompt":"p","logprobs":2})", "'logprobs' is not implemented"},
         Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})",

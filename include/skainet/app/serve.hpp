@@ -54,7 +54,7 @@ struct Request {
   std::optional<uint64_t> seed;
   std::optional<int32_t> max_tokens;  // max_tokens / max_completion_tokens / n_predict (-1: no limit)
   std::vector<std::string> stop;
-  std::optional<float> repeat_penalty;
+  std::optional<float> repeat_penalty, frequency_penalty, presence_penalty;
   std::optional<int32_t> repeat_last_n;  // -1: the whole context
   std::optional<bool> ignore_eos;
 };
