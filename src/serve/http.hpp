@@ -63,7 +63,7 @@ class Exchange {
   void wake_locked();
 
   std::string method_, path_, body_, authorization_;
-  std::chrono::steady_clock::time_point started_;  // the headers were read
+  std::chrono::steady_clock::time_point started_;       // the headers were read
   int64_t prompt_tokens_ = -1, generated_tokens_ = -1;  // -1: not a generation
   size_t stream_buffer_bytes_ = 0;
   enum class Refusal : uint8_t { None, TooLarge, NoRoom };  // for the body: read and dropped, then 413 / 503
@@ -90,10 +90,10 @@ class Exchange {
 // One request done with, for the server's log: its answer has gone out, or its client has gone.
 struct Finished {
   std::string_view method, path;
-  int status = 0;  // 0: no answer was given
+  int status = 0;                                     // 0: no answer was given
   int64_t prompt_tokens = -1, generated_tokens = -1;  // Exchange::set_tokens; -1: none
-  double milliseconds = 0;  // from the end of the headers to the end of the answer
-  bool client_gone = false;  // the answer was not sent to its end
+  double milliseconds = 0;                            // from the end of the headers to the end of the answer
+  bool client_gone = false;                           // the answer was not sent to its end
 };
 
 class HttpServer {

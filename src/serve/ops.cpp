@@ -49,11 +49,16 @@ std::string content_json(std::string_view text) { return dump(json{{"content", s
 std::string props_json(const Props& p) {
   const text::SamplerConfig& s = p.sampling;
   // llama-server nests the defaults under default_generation_settings.params, n_ctx beside them.
-  const json params{{"n_predict", p.n_predict},       {"temperature", s.temperature},
-                    {"top_k", s.top_k},               {"top_p", s.top_p},
-                    {"min_p", s.min_p},               {"repeat_penalty", s.repeat_penalty},
-                    {"repeat_last_n", s.repeat_last_n}, {"presence_penalty", s.presence_penalty},
-                    {"frequency_penalty", s.frequency_penalty}, {"ignore_eos", p.ignore_eos},
+  const json params{{"n_predict", p.n_predict},
+                    {"temperature", s.temperature},
+                    {"top_k", s.top_k},
+                    {"top_p", s.top_p},
+                    {"min_p", s.min_p},
+                    {"repeat_penalty", s.repeat_penalty},
+                    {"repeat_last_n", s.repeat_last_n},
+                    {"presence_penalty", s.presence_penalty},
+                    {"frequency_penalty", s.frequency_penalty},
+                    {"ignore_eos", p.ignore_eos},
                     {"stop", p.stop}};
   return dump(json{{"default_generation_settings", json{{"n_ctx", p.n_ctx}, {"params", params}}},
                    {"total_slots", p.total_slots},

@@ -143,7 +143,8 @@ struct Server::Impl {
         // Admission bounds who waits (--queue); the pool's own limit is never the one reached.
         pool(e, options.slots, options.slots + options.queue_limit),
         stepper(e, options.threads, options.draft_max, options.draft_min),
-        http(HttpLimits{}, [this](const std::shared_ptr<Exchange>& ex) { route(ex); }, log_finished),
+        http(
+            HttpLimits{}, [this](const std::shared_ptr<Exchange>& ex) { route(ex); }, log_finished),
         started(now_seconds()),
         limits{.vocab_size = e.tokenizer->vocab_size()},
         props(props_json({.model_path = options.model_path,

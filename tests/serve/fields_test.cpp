@@ -68,7 +68,8 @@ TEST(ServeFields, ClientDefaultsAskForNothing) {
       "response_format":{"type":"text"},"logprobs":false,"top_logprobs":0,"tools":[],"tool_choice":"none",
       "n":1,"presence_penalty":0,"frequency_penalty":0.0,"logit_bias":{},"user":"u","metadata":{"k":"v"},
       "store":false,"parallel_tool_calls":true})"));
-  EXPECT_NO_THROW(parse_request(Endpoint::Completions, R"({"prompt":"p","logprobs":0,"echo":false,"best_of":1,"suffix":null})"));
+  EXPECT_NO_THROW(
+      parse_request(Endpoint::Completions, R"({"prompt":"p","logprobs":0,"echo":false,"best_of":1,"suffix":null})"));
 }
 
 TEST(ServeFields, ImplementedSamplingFieldsAreRead) {

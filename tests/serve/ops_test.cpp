@@ -29,17 +29,21 @@ TEST(ServeOps, TokenizeDefaultsAreLlamaServers) {
   EXPECT_EQ(r.content, "Hi <s>");
   EXPECT_FALSE(r.add_special);
   EXPECT_TRUE(r.parse_special);
-  const TokenizeRequest s = parse_tokenize(R"({"content":"","add_special":true,"parse_special":false,"with_pieces":false})");
+  const TokenizeRequest s =
+      parse_tokenize(R"({"content":"","add_special":true,"parse_special":false,"with_pieces":false})");
   EXPECT_TRUE(s.add_special);
   EXPECT_FALSE(s.parse_special);
 }
 
 TEST(ServeOps, TokenizeRefusals) {
   EXPECT_NE(refusal_of([] { parse_tokenize("{}"); }).find("'content' is required"), std::string::npos);
-  EXPECT_NE(refusal_of([] { parse_tokenize(R"({"content":5})"); }).find("'content' must be a string"), std::string::npos);
+  EXPECT_NE(refusal_of([] { parse_tokenize(R"({"content":5})"); }).find("'content' must be a string"),
+            std::string::npos);
   EXPECT_NE(refusal_of([] { parse_tokenize(R"({"content":"x","add_special":"yes"})"); }).find("'add_special'"),
             std::string::npos);
-  EXPECT_NE(refusal_of([] { parse_tokenize(R"({"content":"x","with_pieces":true})"); }).find("'with_pieces' is not implemented"),
+  EXPECT_NE(refusal_of([] {
+              parse_tokenize(R"({"content":"x","with_pieces":true})");
+            }).find("'with_pieces' is not implemented"),
             std::string::npos);
   EXPECT_NE(refusal_of([] { parse_tokenize("[1]"); }).find("must be a JSON object"), std::string::npos);
 }
@@ -47,22 +51,25 @@ TEST(ServeOps, TokenizeRefusals) {
 TEST(ServeOps, DetokenizeChecksEveryIdAgainstTheVocabulary) {
   EXPECT_EQ(parse_detokenize(R"({"tokens":[0,5,511]})", {.vocab_size = 512}), (std::vector<int32_t>{0, 5, 511}));
   EXPECT_TRUE(parse_detokenize(R"({"tokens":[]})", {.vocab_size = 512}).empty());
-  EXPECT_NE(refusal_of([] { parse_detokenize(R"({"tokens":[1,512]})", {.vocab_size = 512}); })
-                .find("tokens[1] is token id 512, but the vocabulary holds 512 tokens"),
+  EXPECT_NE(refusal_of([] {
+              parse_detokenize(R"({"tokens":[1,512]})", {.vocab_size = 512});
+            }).find("tokens[1] is token id 512, but the vocabulary holds 512 tokens"),
             std::string::npos);
   EXPECT_NE(refusal_of([] { parse_detokenize(R"({"tokens":[-1]})", {.vocab_size = 512}); }).find("tokens[0]"),
             std::string::npos);
   EXPECT_NE(refusal_of([] { parse_detokenize(R"({"tokens":["a"]})"); }).find("tokens[0] must be a token id"),
             std::string::npos);
-  EXPECT_NE(refusal_of([] { parse_detokenize(R"({"tokens":"a"})"); }).find("'tokens' must be a list"), std::string::npos);
+  EXPECT_NE(refusal_of([] { parse_detokenize(R"({"tokens":"a"})"); }).find("'tokens' must be a list"),
+            std::string::npos);
   EXPECT_NE(refusal_of([] { parse_detokenize("{}"); }).find("'tokens' is required"), std::string::npos);
 }
 
 TEST(ServeOps, CompletionPromptIdsAreCheckedAgainstTheVocabulary) {
   EXPECT_EQ(parse_request(Endpoint::Completions, R"({"prompt":[1,511]})", {.vocab_size = 512}).prompt_ids,
             (std::vector<int32_t>{1, 511}));
-  EXPECT_NE(refusal_of([] { parse_request(Endpoint::Completions, R"({"prompt":[1,600]})", {.vocab_size = 512}); })
-                .find("prompt[1] is token id 600, but the vocabulary holds 512 tokens"),
+  EXPECT_NE(refusal_of([] {
+              parse_request(Endpoint::Completions, R"({"prompt":[1,600]})", {.vocab_size = 512});
+            }).find("prompt[1] is token id 600, but the vocabulary holds 512 tokens"),
             std::string::npos);
 }
 

@@ -42,9 +42,9 @@ struct Message {
 // One request's fields, validated. Absent sampling fields take the server's defaults (the command line).
 struct Request {
   Endpoint endpoint = Endpoint::Completions;
-  std::string model;              // as the client named it (echoed back only through the server's name)
-  std::vector<Message> messages;  // chat
-  std::string prompt;             // completions, as text
+  std::string model;                // as the client named it (echoed back only through the server's name)
+  std::vector<Message> messages;    // chat
+  std::string prompt;               // completions, as text
   std::vector<int32_t> prompt_ids;  // completions, as token ids (then `prompt` is empty); each >= 0
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the counts

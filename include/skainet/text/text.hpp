@@ -240,12 +240,12 @@ class Rng {
 };
 
 struct SamplerConfig {
-  float temperature = 1.0f;     // <= 0, or so small that max logit / t overflows: greedy (after the penalty)
-  int32_t top_k = 0;            // <= 0: off
-  float top_p = 1.0f;           // >= 1: off
-  float min_p = 0.0f;           // <= 0: off
-  float repeat_penalty = 1.0f;  // 1: off. llama.cpp: positive logits / penalty, negative * penalty
-  int32_t repeat_last_n = 64;   // how many accepted tokens the penalties look back over; -1: the context
+  float temperature = 1.0f;        // <= 0, or so small that max logit / t overflows: greedy (after the penalty)
+  int32_t top_k = 0;               // <= 0: off
+  float top_p = 1.0f;              // >= 1: off
+  float min_p = 0.0f;              // <= 0: off
+  float repeat_penalty = 1.0f;     // 1: off. llama.cpp: positive logits / penalty, negative * penalty
+  int32_t repeat_last_n = 64;      // how many accepted tokens the penalties look back over; -1: the context
   float frequency_penalty = 0.0f;  // 0: off. OpenAI's: logit - count * penalty over the last repeat_last_n
   float presence_penalty = 0.0f;   // 0: off. OpenAI's: logit - penalty for a token among them
   uint64_t seed = 0x5EEDu;
