@@ -1,6 +1,7 @@
-// The server: four endpoints over the HTTP transport (http.cpp) and the slots (slots.cpp). The
-// transport's event-loop threads only route: /health and /v1/models are answered there, a completion is
-// *admitted* (503 when --slots + --queue requests are already in) and handed to a worker. Workers — one
+// The server: the endpoints of kRoutes over the HTTP transport (http.cpp) and the slots (slots.cpp). The
+// transport's event-loop threads only route (and check the API key): /health, /v1/models and /props are
+// answered there; a completion, /tokenize or /detokenize is *admitted* (503 when --slots + --queue
+// requests are already in) and handed to a worker. Workers — one
 // per admitted request at most — parse the body, render the chat template and tokenize (400 before
 // waiting for anything), wait for a slot in FIFO order, and generate; so rendering, like generating,
 // is bounded by --slots and --queue and never runs on a thread that other clients' bytes need. The
