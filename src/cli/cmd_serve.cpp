@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <fstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -24,10 +25,36 @@ struct ServeArgs {
   int port = 8080;
   size_t queue = 16;
   std::string alias;
+  std::vector<std::string> api_keys;
+  std::string api_key_file;
 };
+
+// --api-key-file: one key per line (blank lines and a line's surrounding whitespace skipped, so a
+// file written on Windows or with a last newline reads the same). A file naming no key is an error:
+// starting open when the operator asked for keys would be the worst way to fail.
+std::vector<std::string> keys_in(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw IoError(fmt::format("serve: cannot read the API key file {}", path));
+  std::vector<std::string> keys;
+  for (std::string line; std::getline(in, line);) {
+    const size_t from = line.find_first_not_of(" \t\r");
+    if (from == std::string::npos) continue;
+    keys.push_back(line.substr(from, line.find_last_not_of(" \t\r") - from + 1));
+  }
+  if (keys.empty()) throw InvalidArgument(fmt::format("serve: the API key file {} holds no key", path));
+  return keys;
+}
 
 int serve(ServeArgs& a) {
   a.gen.finish_parse();
+  // Keys first: a missing key file is refused before the model loads.
+  std::vector<std::string> api_keys = a.api_keys;
+  if (!a.api_key_file.empty()) {
+    const std::vector<std::string> more = keys_in(a.api_key_file);
+    api_keys.insert(api_keys.end(), more.begin(), more.end());
+  }
+  for (const std::string& key : api_keys)
+    if (key.empty()) throw InvalidArgument("serve: --api-key must not be empty");
   // SIGINT/SIGTERM are taken by a thread of their own (sigwait), blocked everywhere else: stopping
   // the server from a signal handler would not be async-signal-safe. Blocked before any thread starts so
   // every thread inherits the mask.
@@ -58,6 +85,8 @@ int serve(ServeArgs& a) {
   so.queue_limit = a.queue;
   so.threads = a.gen.threads;
   so.model_id = !a.alias.empty() ? a.alias : std::filesystem::path(a.gen.model).stem().string();
+  so.model_path = a.gen.model;
+  so.api_keys = std::move(api_keys);
   so.max_tokens = a.gen.n_predict;
   so.sampling = a.gen.sampling;
   so.stop = a.gen.stops;
@@ -112,7 +141,8 @@ Subcommand add_serve(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand(
       "serve",
-      "Serve a model over HTTP with OpenAI's API (/v1/chat/completions, /v1/completions, /v1/models, /health)");
+      "Serve a model over HTTP with OpenAI's API (/v1/chat/completions, /v1/completions, /v1/models) and "
+      "llama-server's (/health, /props, /tokenize, /detokenize)");
   a->gen.add_to(cmd, Command::Serve);
   a->gen.placement.add_slots_to(cmd);
   cmd->add_option("--host", a->host, "address to listen on")->capture_default_str();
@@ -123,6 +153,9 @@ Subcommand add_serve(CLI::App& app) {
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
   cmd->add_option("-a,--alias", a->alias, "model name in responses and /v1/models (default: the file's stem)");
+  cmd->add_option("--api-key", a->api_keys,
+                  "require 'Authorization: Bearer KEY' on every request but /health (may be repeated)");
+  cmd->add_option("--api-key-file", a->api_key_file, "a file of API keys, one per line (as --api-key)");
   return {cmd, [a] { return serve(*a); }};
 }
 

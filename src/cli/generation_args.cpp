@@ -30,6 +30,8 @@ void check_sampling(const CLI::App* cmd, const text::SamplerConfig& s) {
   if (!(s.min_p >= 0.0f && s.min_p <= 1.0f)) refuse("--min-p", "is not from 0 to 1 (0 turns min-p off)");
   if (!(std::isfinite(s.repeat_penalty) && s.repeat_penalty > 0.0f))
     refuse("--repeat-penalty", "is not a finite number above 0 (1 turns the penalty off)");
+  if (!std::isfinite(s.presence_penalty)) refuse("--presence-penalty", "is not a finite number (0 turns it off)");
+  if (!std::isfinite(s.frequency_penalty)) refuse("--frequency-penalty", "is not a finite number (0 turns it off)");
 }
 
 void add_speculation(CLI::App* cmd, GenerationArgs& a) {
@@ -93,7 +95,11 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   cmd->add_option("--min-p", sampling.min_p, "min-p, from 0 to 1 (0: off)");
   cmd->add_option("--repeat-penalty", sampling.repeat_penalty, "repetition penalty, finite and above 0 (1: off)");
   cmd->add_option("--repeat-last-n", sampling.repeat_last_n,
-                  "tokens the penalty looks back over (0: off, -1: the whole context, as llama.cpp)");
+                  "tokens the penalties look back over (0: off, -1: the whole context, as llama.cpp)");
+  cmd->add_option("--presence-penalty", sampling.presence_penalty,
+                  "subtracted from each token among the last --repeat-last-n (0: off)");
+  cmd->add_option("--frequency-penalty", sampling.frequency_penalty,
+                  "subtracted per occurrence of each token among the last --repeat-last-n (0: off)");
   cmd->add_option("-r,--reverse-prompt", stops,
                   "stop string (repeatable): generation stops when the text contains it; not printed");
   cmd->add_option("--stop", stops, "the same as -r");

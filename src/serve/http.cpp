@@ -42,10 +42,19 @@ struct ConnectionClock {
   bool cut = false;
 };
 
+// Every answer may be read by a page of any origin (CORS), as llama-server allows: what protects the
+// server is --api-key, which a browser cannot send without the page knowing the key.
+void allow_any_origin(MHD_Response* r) {
+  MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, "*");
+  MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+}
+
 MHD_Result queue_whole(MHD_Connection* c, int status, const std::string& body, const std::string& content_type) {
   MHD_Response* r = MHD_create_response_from_buffer(body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
   if (!r) return MHD_NO;
-  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type.c_str());
+  allow_any_origin(r);
+  if (!content_type.empty()) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type.c_str());
   const MHD_Result ok = MHD_queue_response(c, static_cast<unsigned>(status), r);
   MHD_destroy_response(r);
   return ok;
@@ -105,6 +114,12 @@ void Exchange::finish() {
   wake_locked();
 }
 
+void Exchange::set_tokens(int64_t prompt, int64_t generated) {
+  std::lock_guard lock(mutex_);
+  prompt_tokens_ = prompt;
+  generated_tokens_ = generated;
+}
+
 bool Exchange::gone() const {
   std::lock_guard lock(mutex_);
   return gone_;
@@ -115,6 +130,7 @@ bool Exchange::gone() const {
 struct HttpServer::Impl {
   HttpLimits limits;
   Handler handler;
+  OnFinished on_finished;
   MHD_Daemon* daemon = nullptr;
   int listen_fd = -1;
 
@@ -220,6 +236,7 @@ struct Transport {
       ex.dispatched_ = ex.queued_ = true;
       ex.answer_ = Exchange::Answer::Whole;
       release_body(s, ex);
+      ex.status_ = ex.body_refusal_ == Exchange::Refusal::TooLarge ? 413 : 503;
       if (ex.body_refusal_ == Exchange::Refusal::TooLarge) return refuse_too_large(c, s.limits.max_body_bytes);
       return refuse(c, 503,
                     fmt::format("the server holds {} bytes of request bodies, its limit; try again later",
@@ -249,6 +266,7 @@ struct Transport {
                                                         new Holder(*static_cast<Holder*>(*request_context)),
                                                         [](void* h) { delete static_cast<Holder*>(h); });
     if (!r) return MHD_NO;
+    allow_any_origin(r);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ex.content_type_.c_str());
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     const MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
@@ -264,6 +282,9 @@ struct Transport {
     ex->method_ = method;
     ex->path_ = url;
     ex->connection_ = c;
+    ex->started_ = Clock::now();
+    if (const char* auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION))
+      ex->authorization_ = auth;
     ex->stream_buffer_bytes_ = s.limits.stream_buffer_bytes;
     *request_context = new Holder(ex);
     s.enter(c, Phase::Body);
@@ -274,13 +295,18 @@ struct Transport {
     ex->answer_ = Exchange::Answer::Whole;
     // Two framings of one body: behind a proxy that reads the other one, the rest of this body would
     // be taken for a second request (request smuggling). RFC 9112 §6.3 lets a server refuse it.
-    if (length && coding) return refuse(c, 400, "the request has both Content-Length and Transfer-Encoding; send one");
+    if (length && coding) {
+      ex->status_ = 400;
+      return refuse(c, 400, "the request has both Content-Length and Transfer-Encoding; send one");
+    }
     if (length) {
       errno = 0;
       char* end = nullptr;
       const unsigned long long n = std::strtoull(length, &end, 10);
-      if (errno == 0 && end != length && n > s.limits.max_body_bytes)
+      if (errno == 0 && end != length && n > s.limits.max_body_bytes) {
+        ex->status_ = 413;
         return refuse_too_large(c, s.limits.max_body_bytes);
+      }
     }
     ex->dispatched_ = ex->queued_ = false;
     ex->answer_ = Exchange::Answer::None;
@@ -321,6 +347,16 @@ struct Transport {
       // Not sent to the end: closed by the client, a write error or libmicrohttpd's idle timeout.
       if (code != MHD_REQUEST_TERMINATED_COMPLETED_OK) ex.gone_ = true;
       ex.drained_.notify_all();
+      if (s.on_finished) {
+        const bool answered = ex.answer_ != Exchange::Answer::None;
+        s.on_finished({.method = ex.method_,
+                       .path = ex.path_,
+                       .status = answered ? ex.status_ : 0,
+                       .prompt_tokens = ex.prompt_tokens_,
+                       .generated_tokens = ex.generated_tokens_,
+                       .milliseconds = std::chrono::duration<double, std::milli>(Clock::now() - ex.started_).count(),
+                       .client_gone = ex.gone_});
+      }
     }
     release_body(s, **holder);  // a worker may still read it; it is counted until the answer is out
     const bool answered = (*holder)->with_application_;
@@ -334,9 +370,10 @@ struct Transport {
   }
 };
 
-HttpServer::HttpServer(HttpLimits limits, Handler handler) : impl_(std::make_unique<Impl>()) {
+HttpServer::HttpServer(HttpLimits limits, Handler handler, OnFinished on_finished) : impl_(std::make_unique<Impl>()) {
   impl_->limits = limits;
   impl_->handler = std::move(handler);
+  impl_->on_finished = std::move(on_finished);
 }
 
 HttpServer::~HttpServer() { stop(); }

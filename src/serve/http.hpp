@@ -41,6 +41,10 @@ class Exchange {
   const std::string& method() const noexcept { return method_; }
   const std::string& path() const noexcept { return path_; }
   const std::string& body() const noexcept { return body_; }
+  const std::string& authorization() const noexcept { return authorization_; }  // the header; "" if none
+
+  // For the request's log line: the tokens it read and generated.
+  void set_tokens(int64_t prompt, int64_t generated);
 
   void respond(int status, std::string body, std::string_view content_type = "application/json");
   // A 200 whose body follows in pieces (chunked transfer encoding).
@@ -58,7 +62,9 @@ class Exchange {
   // Hands the connection back to the event loop if it waits for this answer (under mutex_).
   void wake_locked();
 
-  std::string method_, path_, body_;
+  std::string method_, path_, body_, authorization_;
+  std::chrono::steady_clock::time_point started_;       // the headers were read
+  int64_t prompt_tokens_ = -1, generated_tokens_ = -1;  // -1: not a generation
   size_t stream_buffer_bytes_ = 0;
   enum class Refusal : uint8_t { None, TooLarge, NoRoom };  // for the body: read and dropped, then 413 / 503
   Refusal body_refusal_ = Refusal::None;
@@ -81,11 +87,22 @@ class Exchange {
   bool finished_ = false;
 };
 
+// One request done with, for the server's log: its answer has gone out, or its client has gone.
+struct Finished {
+  std::string_view method, path;
+  int status = 0;                                     // 0: no answer was given
+  int64_t prompt_tokens = -1, generated_tokens = -1;  // Exchange::set_tokens; -1: none
+  double milliseconds = 0;                            // from the end of the headers to the end of the answer
+  bool client_gone = false;                           // the answer was not sent to its end
+};
+
 class HttpServer {
  public:
   using Handler = std::function<void(const std::shared_ptr<Exchange>&)>;
+  using OnFinished = std::function<void(const Finished&)>;
   // `handler` runs on an event-loop thread: it must answer at once or hand the exchange on, never block.
-  HttpServer(HttpLimits limits, Handler handler);
+  // `on_finished` too, once per request (transport refusals included).
+  HttpServer(HttpLimits limits, Handler handler, OnFinished on_finished = {});
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -1,22 +1,22 @@
 // Request bodies of /v1/chat/completions and /v1/completions: parsed and validated here, away from
 // HTTP, so the fuzz target drives exactly what the server runs. Every refusal is a RequestError
-// naming the field and what was wrong with it; fields this server does not implement and that do not
-// change the answer's meaning (user, logprobs: false, presence_penalty 0, ...) are ignored, as
-// llama.cpp's server does.
+// naming the field and what was wrong with it. Which fields are implemented, accepted without effect
+// or refused is the field table's to say (fields.cpp), not this file's.
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "skainet/app/serve.hpp"
+#include "fields.hpp"
+#include "json_body.hpp"
 
 namespace skainet::serve {
 namespace {
 
 using json = nlohmann::json;
 
-[[noreturn]] void bad(std::string message) { throw RequestError(400, "invalid_request_error", std::move(message)); }
+[[noreturn]] void bad(std::string message) { bad_request(std::move(message)); }
 
 // JSON type names as a client would write them.
 std::string_view type_of(const json& v) {
@@ -31,12 +31,7 @@ std::string_view type_of(const json& v) {
   }
 }
 
-// A field present and not null (OpenAI's clients send null for "not given").
-const json* field(const json& body, std::string_view key) {
-  const auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return nullptr;
-  return &*it;
-}
+const json* field(const json& body, std::string_view key) { return field_of(body, key); }
 
 std::optional<float> number_in(const json& body, std::string_view key, double lo, double hi) {
   const json* v = field(body, key);
@@ -70,12 +65,7 @@ std::optional<int64_t> integer_in(const json& body, std::string_view key, int64_
   return x;
 }
 
-bool boolean(const json& body, std::string_view key, bool absent = false) {
-  const json* v = field(body, key);
-  if (!v) return absent;
-  if (!v->is_boolean()) bad(fmt::format("'{}' must be true or false, not {}", key, type_of(*v)));
-  return v->get<bool>();
-}
+bool boolean(const json& body, std::string_view key, bool absent = false) { return boolean_field(body, key, absent); }
 
 // A message's content: a string, or OpenAI's list of parts of which only text parts are understood.
 std::string content_of(const json& v, size_t index) {
@@ -152,19 +142,43 @@ std::string non_empty_prompt(std::string prompt) {
   return prompt;
 }
 
-std::string prompt_of(const json& body) {
+void prompt_of(const json& body, Request& r, int32_t vocab_size) {
   const json* v = field(body, "prompt");
   if (!v) bad("'prompt' is required");
-  if (v->is_string()) return non_empty_prompt(v->get<std::string>());
+  if (v->is_string()) {
+    r.prompt = non_empty_prompt(v->get<std::string>());
+    return;
+  }
+  if (!v->is_array()) bad(fmt::format("'prompt' must be a string or a list of token ids, not {}", type_of(*v)));
+  if (v->empty()) bad("'prompt' must not be empty (a prompt with no tokens)");
   // A list with one string is the same prompt; several prompts at once (a batch) are not served.
-  if (v->is_array() && v->size() == 1 && (*v)[0].is_string()) return non_empty_prompt((*v)[0].get<std::string>());
-  if (v->is_array()) bad("'prompt' must be one string (a list of several prompts, or of token ids, is not supported)");
-  bad(fmt::format("'prompt' must be a string, not {}", type_of(*v)));
+  if (v->size() == 1 && (*v)[0].is_string()) {
+    r.prompt = non_empty_prompt((*v)[0].get<std::string>());
+    return;
+  }
+  if ((*v)[0].is_string() || (*v)[0].is_array())
+    bad("'prompt' must be one string or one list of token ids (several prompts at once are not supported)");
+  r.prompt_ids = token_ids_of(*v, "prompt", vocab_size);
 }
 
 }  // namespace
 
-Request parse_request(Endpoint endpoint, std::string_view body, const RequestLimits& limits) {
+void bad_request(std::string message) { throw RequestError(400, "invalid_request_error", std::move(message)); }
+
+const json* field_of(const json& body, std::string_view key) {
+  const auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+bool boolean_field(const json& body, std::string_view key, bool absent) {
+  const json* v = field(body, key);
+  if (!v) return absent;
+  if (!v->is_boolean()) bad(fmt::format("'{}' must be true or false, not {}", key, type_of(*v)));
+  return v->get<bool>();
+}
+
+json parse_json_object(std::string_view body, const RequestLimits& limits) {
   json j;
   try {
     // Parsed JSON costs tens of bytes per body byte when it is all brackets ([[[[...), so the parse
@@ -184,6 +198,36 @@ Request parse_request(Endpoint endpoint, std::string_view body, const RequestLim
     bad(fmt::format("the body is not valid JSON: {}", e.what()));
   }
   if (!j.is_object()) bad(fmt::format("the body must be a JSON object, not {}", type_of(j)));
+  return j;
+}
+
+// Token ids as llama-server takes them: integers (5.0 is one) from 0; whether each is in the
+// vocabulary is checked where the vocabulary is known.
+std::vector<int32_t> token_ids_of(const json& list, std::string_view name, int32_t vocab_size) {
+  if (!list.is_array()) bad(fmt::format("'{}' must be a list of token ids, not {}", name, type_of(list)));
+  std::vector<int32_t> ids;
+  ids.reserve(list.size());
+  const double top = vocab_size > 0 ? vocab_size - 1 : std::numeric_limits<int32_t>::max();
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json& v = list[i];
+    const bool integer =
+        v.is_number_integer() || (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()));
+    if (!integer) bad(fmt::format("{}[{}] must be a token id (an integer), not {}", name, i, type_of(v)));
+    const double x = v.get<double>();
+    if (x < 0 || x > top) {
+      if (vocab_size > 0)
+        bad(fmt::format("{}[{}] is token id {}, but the vocabulary holds {} tokens (0 to {})", name, i, v.dump(),
+                        vocab_size, vocab_size - 1));
+      bad(fmt::format("{}[{}] is {}, not a token id (0 or more)", name, i, v.dump()));
+    }
+    ids.push_back(static_cast<int32_t>(x));
+  }
+  return ids;
+}
+
+Request parse_request(Endpoint endpoint, std::string_view body, const RequestLimits& limits) {
+  const json j = parse_json_object(body, limits);
+  refuse_unimplemented(j);
 
   Request r;
   r.endpoint = endpoint;
@@ -194,7 +238,7 @@ Request parse_request(Endpoint endpoint, std::string_view body, const RequestLim
   if (endpoint == Endpoint::ChatCompletions)
     r.messages = messages_of(j, limits);
   else
-    r.prompt = prompt_of(j);
+    prompt_of(j, r, limits.vocab_size);
 
   r.stream = boolean(j, "stream");
   if (const json* so = field(j, "stream_options")) {
@@ -224,6 +268,15 @@ Request parse_request(Endpoint endpoint, std::string_view body, const RequestLim
   if (auto n = integer_in(j, "n", 1, kMaxTokens); n && *n != 1)
     bad(fmt::format("'n' must be 1 (one choice per request), not {}", *n));
   r.stop = stops_of(j, limits);
+  // llama.cpp's penalty divides positive logits by it: 0 or below has no meaning (the sampler refuses it).
+  r.repeat_penalty = number_in(j, "repeat_penalty", 0, 100);
+  if (r.repeat_penalty && *r.repeat_penalty <= 0) bad("'repeat_penalty' must be above 0 (1: off), not 0");
+  // OpenAI's range for both.
+  r.frequency_penalty = number_in(j, "frequency_penalty", -2, 2);
+  r.presence_penalty = number_in(j, "presence_penalty", -2, 2);
+  if (auto n = integer_in(j, "repeat_last_n", -1, std::numeric_limits<int32_t>::max()))
+    r.repeat_last_n = static_cast<int32_t>(*n);
+  if (field(j, "ignore_eos")) r.ignore_eos = boolean(j, "ignore_eos");
   return r;
 }
 

@@ -90,10 +90,11 @@ std::string usage_chunk_json(const ResponseHead& head, const Usage& usage) {
   return dump(j);
 }
 
-std::string error_json(std::string_view message, std::string_view type) {
-  return dump(json{
-      {"error",
-       json{{"message", std::string(message)}, {"type", std::string(type)}, {"param", nullptr}, {"code", nullptr}}}});
+std::string error_json(std::string_view message, std::string_view type, std::string_view code) {
+  return dump(json{{"error", json{{"message", std::string(message)},
+                                  {"type", std::string(type)},
+                                  {"param", nullptr},
+                                  {"code", code.empty() ? json(nullptr) : json(std::string(code))}}}});
 }
 
 std::string models_json(std::string_view model, int64_t created) {

@@ -1,6 +1,7 @@
-// The server: four endpoints over the HTTP transport (http.cpp) and the slots (slots.cpp). The
-// transport's event-loop threads only route: /health and /v1/models are answered there, a completion is
-// *admitted* (503 when --slots + --queue requests are already in) and handed to a worker. Workers — one
+// The server: the endpoints of kRoutes over the HTTP transport (http.cpp) and the slots (slots.cpp). The
+// transport's event-loop threads only route (and check the API key): /health, /v1/models and /props are
+// answered there; a completion, /tokenize or /detokenize is *admitted* (503 when --slots + --queue
+// requests are already in) and handed to a worker. Workers — one
 // per admitted request at most — parse the body, render the chat template and tokenize (400 before
 // waiting for anything), wait for a slot in FIFO order, and generate; so rendering, like generating,
 // is bounded by --slots and --queue and never runs on a thread that other clients' bytes need. The
@@ -86,18 +87,51 @@ std::string cut_off(int32_t tokens) {
 
 struct Route {
   std::string_view method, path;
-  enum class Kind : uint8_t { Health, Models, Chat, Completion } kind;
+  enum class Kind : uint8_t { Health, Models, Props, Chat, Completion, Tokenize, Detokenize } kind;
+  // Whether it is answered without an API key: a load balancer's probe has none.
+  bool open = false;
 };
 
 // llama.cpp's server answers the completion paths without /v1 too; clients configured for it work here.
 constexpr Route kRoutes[] = {
-    {"GET", "/health", Route::Kind::Health},
+    {"GET", "/health", Route::Kind::Health, true},
     {"GET", "/v1/models", Route::Kind::Models},
+    {"GET", "/props", Route::Kind::Props},
     {"POST", "/v1/chat/completions", Route::Kind::Chat},
     {"POST", "/chat/completions", Route::Kind::Chat},
     {"POST", "/v1/completions", Route::Kind::Completion},
     {"POST", "/completions", Route::Kind::Completion},
+    {"POST", "/tokenize", Route::Kind::Tokenize},
+    {"POST", "/detokenize", Route::Kind::Detokenize},
 };
+
+// "GET /health, GET /v1/models, ...", for the 404's message.
+std::string served_routes() {
+  std::string out;
+  for (const Route& r : kRoutes) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", r.method, r.path);
+  return out;
+}
+
+// Compares every byte of the key whatever matches, so the time taken does not tell a caller how much
+// of a guess was right (the key's length it may still learn).
+bool same_secret(std::string_view given, std::string_view key) {
+  if (given.size() != key.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < key.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ key[i]);
+  return diff == 0;
+}
+
+// One line per request on stderr: what was asked, the answer's status, the tokens, the time.
+void log_finished(const Finished& f) {
+  const auto count = [](int64_t n) { return n < 0 ? std::string("-") : std::to_string(n); };
+  fmt::print(stderr, "skainet: {} {} {} prompt={} generated={} {:.1f} ms{}\n", f.method, f.path,
+             f.status ? std::to_string(f.status) : std::string("-"), count(f.prompt_tokens), count(f.generated_tokens),
+             f.milliseconds, f.client_gone ? " (client gone)" : "");
+}
+
+std::string token_text(const text::Tokenizer& tok, int32_t id) {
+  return id >= 0 && id < tok.vocab_size() ? tok.token_to_piece(id, /*render_special=*/true) : std::string();
+}
 
 }  // namespace
 
@@ -110,16 +144,32 @@ struct Server::Impl {
         // Admission bounds who waits (--queue); the pool's own limit is never the one reached.
         pool(e, options.slots, options.slots + options.queue_limit),
         stepper(e, options.threads, options.draft_max, options.draft_min),
-        http(HttpLimits{}, [this](const std::shared_ptr<Exchange>& ex) { route(ex); }),
-        started(now_seconds()) {}
+        http(
+            HttpLimits{}, [this](const std::shared_ptr<Exchange>& ex) { route(ex); }, log_finished),
+        started(now_seconds()),
+        limits{.vocab_size = e.tokenizer->vocab_size()},
+        props(props_json({.model_path = options.model_path,
+                          .chat_template = chat_template,
+                          .bos_token = token_text(*e.tokenizer, e.tokenizer->bos()),
+                          .eos_token = token_text(*e.tokenizer, e.tokenizer->eos()),
+                          .n_ctx = e.plan.kv->n_ctx,
+                          .total_slots = options.slots,
+                          .n_predict = options.max_tokens,
+                          .sampling = options.sampling,
+                          .ignore_eos = options.ignore_eos,
+                          .stop = options.stop})) {}
 
   Job prepare(const Request& r) const;
   generate::Stats generate(const SlotPool::Lease& lease, const Job& job, const generate::TokenCallback& on_token);
   std::optional<SlotPool::Lease> lease_for(const Job& job);
   void route(const std::shared_ptr<Exchange>& ex);
-  void admit(const std::shared_ptr<Exchange>& ex, Endpoint endpoint);
+  bool authorized(const Exchange& ex) const;
+  void admit(const std::shared_ptr<Exchange>& ex, Route::Kind kind);
   void work();
+  void serve(Exchange& ex, Route::Kind kind);
   void complete(Exchange& ex, Endpoint endpoint);
+  void tokenize(Exchange& ex) const;
+  void detokenize(Exchange& ex) const;
   void stream(Exchange& ex, Job job, SlotPool::Lease lease);
   std::string health() const;
 
@@ -136,11 +186,13 @@ struct Server::Impl {
   // a long answer.
   std::atomic<bool> stopping{false};
   int64_t started;
+  RequestLimits limits;  // the defaults, and token ids within the vocabulary
+  std::string props;     // GET /props: fixed at the start
 
   // Admitted requests, oldest first, and the workers that take them.
   struct Admitted {
     std::shared_ptr<Exchange> exchange;
-    Endpoint endpoint;
+    Route::Kind kind;
   };
   mutable std::mutex work_mutex;
   std::condition_variable work_ready, stop_asked;
@@ -173,6 +225,10 @@ Job Server::Impl::prepare(const Request& r) const {
     } catch (const generate::ContentSpecialTokenError& e) {
       throw RequestError(400, "invalid_request_error", e.what());
     }
+  } else if (!r.prompt_ids.empty()) {
+    // Token ids are taken as they are (no BOS added), as llama-server does; parse_request checked
+    // each against the vocabulary.
+    job.ids = r.prompt_ids;
   } else {
     // A completion's prompt is the model's raw input, control tokens included (as `skainet run`).
     job.ids = tok.encode(r.prompt, /*add_special=*/true, /*parse_special=*/true);
@@ -187,7 +243,7 @@ Job Server::Impl::prepare(const Request& r) const {
                     job.ids.size(), n_ctx));
 
   job.generation.max_tokens = r.max_tokens.value_or(options.max_tokens);
-  job.generation.stop_at_eos = !options.ignore_eos;
+  job.generation.stop_at_eos = !r.ignore_eos.value_or(options.ignore_eos);
   job.generation.stop_strings = options.stop;
   job.generation.stop_strings.insert(job.generation.stop_strings.end(), r.stop.begin(), r.stop.end());
   if (r.endpoint == Endpoint::ChatCompletions && !end_of_turn.empty())
@@ -197,6 +253,10 @@ Job Server::Impl::prepare(const Request& r) const {
   if (r.top_p) job.sampling.top_p = *r.top_p;
   if (r.min_p) job.sampling.min_p = *r.min_p;
   if (r.top_k) job.sampling.top_k = *r.top_k;
+  if (r.repeat_penalty) job.sampling.repeat_penalty = *r.repeat_penalty;
+  if (r.repeat_last_n) job.sampling.repeat_last_n = *r.repeat_last_n;
+  if (r.frequency_penalty) job.sampling.frequency_penalty = *r.frequency_penalty;
+  if (r.presence_penalty) job.sampling.presence_penalty = *r.presence_penalty;
   job.sampling.seed = r.seed ? *r.seed : std::random_device{}();
   job.stream = r.stream;
   job.include_usage = r.include_usage;
@@ -220,6 +280,9 @@ std::optional<SlotPool::Lease> Server::Impl::lease_for(const Job& job) {
 }
 
 void Server::Impl::route(const std::shared_ptr<Exchange>& ex) {
+  // A browser's CORS preflight carries no credentials: it is answered for any path (allow_any_origin
+  // in http.cpp adds the headers), and the real request that follows is checked as usual.
+  if (ex->method() == "OPTIONS") return ex->respond(204, "", "");
   const Route* found = nullptr;
   bool path_known = false;
   for (const Route& r : kRoutes) {
@@ -230,16 +293,33 @@ void Server::Impl::route(const std::shared_ptr<Exchange>& ex) {
   if (!found) {
     // 405 for a path served with another method, 404 for a path not served at all.
     return send_error(*ex, path_known ? 405 : 404, path_known ? "invalid_request_error" : "not_found_error",
-                      fmt::format("{} endpoint {} {} (served: POST /v1/chat/completions, POST /v1/completions, "
-                                  "GET /v1/models, GET /health)",
-                                  path_known ? "no such method for the" : "unknown", ex->method(), ex->path()));
+                      fmt::format("{} endpoint {} {} (served: {})", path_known ? "no such method for the" : "unknown",
+                                  ex->method(), ex->path(), served_routes()));
   }
+  if (!found->open && !authorized(*ex))
+    return ex->respond(401,
+                       error_json("a valid API key is required: send it as 'Authorization: Bearer KEY' (the "
+                                  "server's --api-key or --api-key-file)",
+                                  "invalid_request_error", "invalid_api_key"),
+                       kJson);
   switch (found->kind) {
     case Route::Kind::Health: return ex->respond(200, health(), kJson);
     case Route::Kind::Models: return ex->respond(200, models_json(options.model_id, started), kJson);
-    case Route::Kind::Chat: return admit(ex, Endpoint::ChatCompletions);
-    case Route::Kind::Completion: return admit(ex, Endpoint::Completions);
+    case Route::Kind::Props: return ex->respond(200, props, kJson);
+    // Parsing and tokenizing take time in proportion to the body: a worker's, never the event loop's.
+    default: return admit(ex, found->kind);
   }
+}
+
+bool Server::Impl::authorized(const Exchange& ex) const {
+  if (options.api_keys.empty()) return true;
+  constexpr std::string_view kBearer = "Bearer ";
+  std::string_view given = ex.authorization();
+  if (!given.starts_with(kBearer)) return false;
+  given.remove_prefix(kBearer.size());
+  bool match = false;
+  for (const std::string& key : options.api_keys) match |= same_secret(given, key);
+  return match;
 }
 
 std::string Server::Impl::health() const {
@@ -256,7 +336,7 @@ std::string Server::Impl::health() const {
       .dump();
 }
 
-void Server::Impl::admit(const std::shared_ptr<Exchange>& ex, Endpoint endpoint) {
+void Server::Impl::admit(const std::shared_ptr<Exchange>& ex, Route::Kind kind) {
   std::lock_guard lock(work_mutex);
   if (closing || stopping.load()) return shutting_down(*ex);
   if (admitted >= options.slots + options.queue_limit)
@@ -266,7 +346,7 @@ void Server::Impl::admit(const std::shared_ptr<Exchange>& ex, Endpoint endpoint)
                     "try again later",
                     options.slots, admitted - options.slots));
   ++admitted;
-  waiting.push_back({ex, endpoint});
+  waiting.push_back({ex, kind});
   work_ready.notify_one();
 }
 
@@ -281,7 +361,7 @@ void Server::Impl::work() {
       waiting.pop_front();
     }
     try {
-      complete(*next.exchange, next.endpoint);
+      serve(*next.exchange, next.kind);
     } catch (const std::exception& e) {
       // Any request not yet answered gets its 500; a stream already under way (its status went out)
       // is ended, so its connection never waits for more.
@@ -293,11 +373,37 @@ void Server::Impl::work() {
   }
 }
 
+void Server::Impl::serve(Exchange& ex, Route::Kind kind) {
+  try {
+    switch (kind) {
+      case Route::Kind::Chat: return complete(ex, Endpoint::ChatCompletions);
+      case Route::Kind::Completion: return complete(ex, Endpoint::Completions);
+      case Route::Kind::Tokenize: return tokenize(ex);
+      case Route::Kind::Detokenize: return detokenize(ex);
+      default: return send_error(ex, 500, "server_error", "this endpoint is not served by a worker");
+    }
+  } catch (const RequestError& e) {
+    send_error(ex, e.status(), e.type(), e.message());
+  }
+}
+
+void Server::Impl::tokenize(Exchange& ex) const {
+  const TokenizeRequest r = parse_tokenize(ex.body(), limits);
+  const std::vector<int32_t> ids = engine.tokenizer->encode(r.content, r.add_special, r.parse_special);
+  ex.set_tokens(static_cast<int64_t>(ids.size()), 0);
+  ex.respond(200, tokens_json(ids), kJson);
+}
+
+void Server::Impl::detokenize(Exchange& ex) const {
+  const std::vector<int32_t> ids = parse_detokenize(ex.body(), limits);
+  ex.respond(200, content_json(engine.tokenizer->decode(ids)), kJson);
+}
+
 void Server::Impl::complete(Exchange& ex, Endpoint endpoint) {
   if (stopping.load()) return shutting_down(ex);
   Job job;
   try {
-    job = prepare(parse_request(endpoint, ex.body()));
+    job = prepare(parse_request(endpoint, ex.body(), limits));
   } catch (const RequestError& e) {
     return send_error(ex, e.status(), e.type(), e.message());
   }
@@ -311,6 +417,7 @@ void Server::Impl::complete(Exchange& ex, Endpoint endpoint) {
     return !stopping.load(std::memory_order_relaxed);
   });
   lease.reset();
+  ex.set_tokens(static_cast<int64_t>(job.ids.size()), s.generated_tokens);
   if (s.stop == generate::StopReason::Callback) return ex.respond(503, cut_off(s.generated_tokens), kJson);
   ex.respond(
       200,
@@ -341,6 +448,7 @@ void Server::Impl::stream(Exchange& ex, Job job, SlotPool::Lease lease) {
                          })
               : generate::Stats{};
     const size_t slot_index = lease.index();
+    ex.set_tokens(static_cast<int64_t>(job.ids.size()), s.generated_tokens);
     { SlotPool::Lease done = std::move(lease); }  // the slot is free before the last bytes go out
     if (!alive) {
       fmt::print(stderr, "skainet: {}: the client went away after {} tokens; slot {} is free again\n", head.id,

@@ -51,15 +51,23 @@ int32_t greedy(std::span<const Candidate> c) noexcept {
   return best->id;
 }
 
-void repetition_penalty(std::span<Candidate> by_id, std::span<const int32_t> last, float penalty,
-                        std::span<uint32_t> seen_stamp, uint32_t stamp) noexcept {
-  if (penalty == 1.0f) return;
+void penalize(std::span<Candidate> by_id, std::span<const int32_t> last, const Penalties& penalties,
+              std::span<uint32_t> counts) noexcept {
+  if (penalties.off()) return;
+  const auto in_range = [&](int32_t id) {
+    return id >= 0 && static_cast<size_t>(id) < by_id.size() && static_cast<size_t>(id) < counts.size();
+  };
+  for (int32_t id : last)
+    if (in_range(id)) ++counts[id];
+  // The second pass meets each distinct id first with its full count, and zeroes it there, so every
+  // later repeat of the id is skipped and counts is all zeros again at the end.
   for (int32_t id : last) {
-    if (id < 0 || static_cast<size_t>(id) >= by_id.size() || static_cast<size_t>(id) >= seen_stamp.size()) continue;
-    if (seen_stamp[id] == stamp) continue;  // once per distinct token, however often it repeats
-    seen_stamp[id] = stamp;
+    if (!in_range(id) || counts[id] == 0) continue;
+    const float c = static_cast<float>(counts[id]);
+    counts[id] = 0;
     float& l = by_id[id].logit;
-    l = l <= 0.0f ? l * penalty : l / penalty;
+    l = l <= 0.0f ? l * penalties.repeat : l / penalties.repeat;
+    l -= c * penalties.frequency + penalties.presence;
   }
 }
 
@@ -139,11 +147,13 @@ Sampler::Sampler(int32_t vocab_size, SamplerConfig config, uint32_t max_history)
     throw InvalidArgument("sampler: repeat_last_n " + std::to_string(config.repeat_last_n) +
                           " must be 0 (off), a token count, or -1 (the whole context, when the context is known)");
   if (!(config.repeat_penalty > 0.0f)) throw InvalidArgument("sampler: repeat_penalty must be positive");
+  if (!std::isfinite(config.frequency_penalty) || !std::isfinite(config.presence_penalty))
+    throw InvalidArgument("sampler: frequency_penalty and presence_penalty must be finite numbers");
   cand_.resize(static_cast<size_t>(vocab_size));
   uint64_t ring = config.repeat_last_n < 0 ? max_history : static_cast<uint64_t>(config.repeat_last_n);
   if (max_history > 0) ring = std::min<uint64_t>(ring, max_history);
   history_.resize(static_cast<size_t>(ring));
-  seen_.assign(static_cast<size_t>(vocab_size), 0);
+  counts_.assign(static_cast<size_t>(vocab_size), 0);
 }
 
 void Sampler::accept(int32_t id) noexcept {
@@ -168,15 +178,9 @@ int32_t Sampler::sample(std::span<const float> logits) {
   for (int32_t i = 0; i < vocab_size_; ++i) cand_[i] = {i, std::isnan(logits[i]) ? kNever : logits[i], 0.0f};
   std::span<Candidate> c(cand_);
 
-  if (config_.repeat_penalty != 1.0f && history_size_ > 0) {
-    if (++stamp_ == 0) {  // wrapped: old stamps could collide
-      std::fill(seen_.begin(), seen_.end(), 0u);
-      stamp_ = 1;
-    }
-    // The ring holds the last history_size_ ids; order does not matter for the penalty.
-    sampling::repetition_penalty(c, std::span<const int32_t>(history_.data(), history_size_), config_.repeat_penalty,
-                                 seen_, stamp_);
-  }
+  // The ring holds the last history_size_ ids; order does not matter for the penalties.
+  sampling::penalize(c, std::span<const int32_t>(history_.data(), history_size_),
+                     {config_.repeat_penalty, config_.frequency_penalty, config_.presence_penalty}, counts_);
 
   if (sampling::greedy_temperature(c, config_.temperature)) {
     const int32_t id = sampling::greedy(c);

@@ -1,7 +1,7 @@
 // Fuzz target: the server's request parsing (skainet::serve::parse_request) on arbitrary bodies, for
-// both completion endpoints. RequestError with a 4xx status is its one answer to a body it refuses;
-// any other exception, a crash, or an accepted request that breaks the validated ranges is a finding.
-// Seeds: request bodies as OpenAI's clients and llama.cpp's server send them.
+// both completion endpoints, and the operations endpoints' (parse_tokenize, parse_detokenize). RequestError with a 4xx
+// status is its one answer to a body it refuses; any other exception, a crash, or an accepted request that breaks the
+// validated ranges is a finding. Seeds: request bodies as OpenAI's clients and llama.cpp's server send them.
 #include <string>
 #include <vector>
 
@@ -11,7 +11,7 @@
 namespace skainet::fuzz {
 
 int serve_request_one_input(const uint8_t* data, size_t size) {
-  const serve::RequestLimits limits;
+  const serve::RequestLimits limits{.vocab_size = 512};
   for (const serve::Endpoint e : {serve::Endpoint::ChatCompletions, serve::Endpoint::Completions}) {
     try {
       const serve::Request r = serve::parse_request(e, as_text(data, size), limits);
@@ -26,10 +26,29 @@ int serve_request_one_input(const uint8_t* data, size_t size) {
       if (r.top_k && *r.top_k < 0) fail("serve_request_fuzzer", "negative top_k accepted");
       if (r.top_p && !(*r.top_p >= 0 && *r.top_p <= 1)) fail("serve_request_fuzzer", "top_p outside [0, 1] accepted");
       if (r.temperature && !(*r.temperature >= 0)) fail("serve_request_fuzzer", "negative or NaN temperature accepted");
+      if (r.repeat_penalty && !(*r.repeat_penalty > 0)) fail("serve_request_fuzzer", "repeat_penalty <= 0 accepted");
+      for (const int32_t id : r.prompt_ids)
+        if (id < 0 || id >= limits.vocab_size) fail("serve_request_fuzzer", "a prompt token outside the vocabulary");
     } catch (const serve::RequestError& err) {
       if (err.status() < 400 || err.status() > 499 || err.message().empty())
         fail("serve_request_fuzzer", "a refusal without a 4xx status and a message");
     }
+  }
+  const auto refusal_is_400 = [](const serve::RequestError& err) {
+    if (err.status() != 400 || err.message().empty())
+      fail("serve_request_fuzzer", "an ops refusal not a 400 with a message");
+  };
+  try {
+    serve::parse_tokenize(as_text(data, size), limits);
+  } catch (const serve::RequestError& err) {
+    refusal_is_400(err);
+  }
+  try {
+    for (const int32_t id : serve::parse_detokenize(as_text(data, size), limits))
+      if (id < 0 || id >= limits.vocab_size)
+        fail("serve_request_fuzzer", "a token to detokenize outside the vocabulary");
+  } catch (const serve::RequestError& err) {
+    refusal_is_400(err);
   }
   return 0;
 }
@@ -44,6 +63,9 @@ std::vector<Bytes> serve_request_seeds() {
       R"({"prompt":["one"],"n_predict":-1,"seed":-5,"max_completion_tokens":3,"user":null,"logprobs":false,)"
       R"("cache_prompt":false})",
       R"({"messages":[{"role":"assistant","content":null},{"role":"tool","content":"x"}],"top_k":5.0})",
+      R"({"prompt":[1,403,511],"repeat_penalty":1.1,"repeat_last_n":-1,"presence_penalty":0.5,"ignore_eos":true,)"
+      R"("response_format":{"type":"text"},"tools":[],"logprobs":true})",
+      R"({"content":"Once <s>","add_special":true,"parse_special":false,"tokens":[1,2,3]})",
   };
   std::vector<Bytes> seeds;
   for (const char* b : bodies) seeds.push_back(bytes_of(b));

@@ -79,10 +79,10 @@ class Server:
         return self.http("GET", "/health")[1]
 
 
-def skainet_run(prompt, n, ctx=256):
+def skainet_run(prompt, n, ctx=256, extra=()):
     """What `skainet run --temp 0` prints for the prompt (the generated text only)."""
     out = subprocess.run([SKAINET, "run", "-m", MODEL, "-p", prompt, "-n", str(n), "--temp", "0",
-                          "--no-display-prompt", "-t", "1", "--ctx", str(ctx)],
+                          "--no-display-prompt", "-t", "1", "--ctx", str(ctx), *extra],
                          check=True, capture_output=True, text=True, timeout=120)
     return out.stdout
 
@@ -210,8 +210,124 @@ class OneSlot(ServedCase):
             status, err = self.server.http(method, path, "{}" if method == "POST" else None)
             self.assertEqual(status, want, path)
             self.assertIn(f"{method} {path}", err["error"]["message"])
-            self.assertIn("served: POST /v1/chat/completions", err["error"]["message"])
+            self.assertIn("served: GET /health", err["error"]["message"])
+            self.assertIn("POST /v1/chat/completions", err["error"]["message"])
         self.assertEqual(self.server.health()["status"], "ok", "the server must survive them all")
+
+    def test_unimplemented_fields_are_400_never_ignored(self):
+        msgs = [{"role": "user", "content": "Tell a story."}]
+        refused = [
+            ("response_format", dict(response_format={"type": "json_object"})),
+            ("response_format", dict(response_format={"type": "json_schema",
+                                                        "json_schema": {"name": "x", "schema": {"type": "object"}}})),
+            ("logprobs", dict(logprobs=True)),
+            ("top_logprobs", dict(logprobs=False, top_logprobs=3)),
+            ("tools", dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])),
+            ("tool_choice", dict(tool_choice="required")),
+            ("grammar", dict(extra_body={"grammar": "root ::= \"yes\""})),
+            ("json_schema", dict(extra_body={"json_schema": {"type": "object"}})),
+        ]
+        for name, kwargs in refused:
+            with self.assertRaises(openai.BadRequestError, msg=name) as caught:
+                self.c.chat.completions.create(model="m", messages=msgs, max_tokens=4, **kwargs)
+            self.assertEqual(caught.exception.status_code, 400)
+            body = caught.exception.body
+            self.assertEqual(body["type"], "invalid_request_error", name)
+            self.assertIn(f"'{name}' is not implemented", body["message"])
+        with self.assertRaises(openai.BadRequestError) as caught:
+            self.c.completions.create(model="m", prompt="x", max_tokens=4, logprobs=2)
+        self.assertIn("'logprobs' is not implemented", str(caught.exception))
+        # What clients send by default asks for nothing, and fields that change nothing are accepted.
+        r = self.c.chat.completions.create(model="m", messages=msgs, max_tokens=4, response_format={"type": "text"},
+                                           logprobs=False, tools=[], tool_choice="none", n=1, presence_penalty=0,
+                                           user="u", metadata={"k": "v"}, store=False)
+        self.assertEqual(r.choices[0].finish_reason, "length")
+
+    def test_per_request_penalties_equal_skainet_run(self):
+        prompt = PROMPTS[0]
+        r = self.c.completions.create(model="m", prompt=prompt, max_tokens=40, temperature=0,
+                                      extra_body={"repeat_penalty": 1.5, "repeat_last_n": 16})
+        self.assertEqual(r.choices[0].text,
+                         skainet_run(prompt, 40, extra=("--repeat-penalty", "1.5", "--repeat-last-n", "16")))
+        plain = self.c.completions.create(model="m", prompt=prompt, max_tokens=40, temperature=0)
+        self.assertNotEqual(r.choices[0].text, plain.choices[0].text, "the penalty changed nothing")
+        r = self.c.completions.create(model="m", prompt=prompt, max_tokens=40, temperature=0, presence_penalty=0.8,
+                                      frequency_penalty=0.4, extra_body={"repeat_last_n": 32})
+        self.assertEqual(r.choices[0].text,
+                         skainet_run(prompt, 40, extra=("--presence-penalty", "0.8", "--frequency-penalty", "0.4",
+                                                        "--repeat-last-n", "32")))
+        self.assertNotEqual(r.choices[0].text, plain.choices[0].text, "the penalties changed nothing")
+        with self.assertRaises(openai.BadRequestError) as caught:
+            self.c.completions.create(model="m", prompt=prompt, extra_body={"repeat_penalty": 0})
+        self.assertIn("'repeat_penalty' must be above 0", str(caught.exception))
+
+    def test_ignore_eos_is_served(self):
+        # stories260K never samples its end-of-text token (no seed or prompt tried ends by itself), so
+        # what ignore_eos changes cannot be seen on it; what can: it is accepted, typed, and runs to max_tokens.
+        r = self.c.completions.create(model="m", prompt=PROMPTS[0], max_tokens=50, temperature=1.0, seed=3,
+                                      extra_body={"ignore_eos": True})
+        self.assertEqual((r.choices[0].finish_reason, r.usage.completion_tokens), ("length", 50))
+        with self.assertRaises(openai.BadRequestError) as caught:
+            self.c.completions.create(model="m", prompt=PROMPTS[0], extra_body={"ignore_eos": "yes"})
+        self.assertIn("'ignore_eos' must be true or false", str(caught.exception))
+
+    def test_tokenize_detokenize_and_token_id_prompts(self):
+        status, t = self.server.http("POST", "/tokenize", json.dumps({"content": PROMPTS[0], "add_special": True}))
+        self.assertEqual(status, 200, t)
+        ids = t["tokens"]
+        status, plain = self.server.http("POST", "/tokenize", json.dumps({"content": PROMPTS[0]}))
+        self.assertEqual(ids[1:], plain["tokens"], "add_special adds the BOS only")
+        status, d = self.server.http("POST", "/detokenize", json.dumps({"tokens": plain["tokens"]}))
+        self.assertEqual((status, d["content"].strip()), (200, PROMPTS[0]))
+        # A prompt of token ids is the text's prompt: the same greedy answer, the same count.
+        by_ids = self.c.completions.create(model="m", prompt=ids, max_tokens=16, temperature=0)
+        by_text = self.c.completions.create(model="m", prompt=PROMPTS[0], max_tokens=16, temperature=0)
+        self.assertEqual(by_ids.choices[0].text, by_text.choices[0].text)
+        self.assertEqual(by_ids.usage.prompt_tokens, len(ids))
+        for path, body, names in [
+            ("/v1/completions", {"prompt": [1, 100000]}, "prompt[1] is token id 100000, but the vocabulary holds"),
+            ("/v1/completions", {"prompt": [1, -1]}, "prompt[1]"),
+            ("/detokenize", {"tokens": [99999]}, "tokens[0] is token id 99999"),
+            ("/tokenize", {"content": 5}, "'content' must be a string"),
+            ("/tokenize", {"content": "x", "with_pieces": True}, "'with_pieces' is not implemented"),
+        ]:
+            status, err = self.server.http("POST", path, json.dumps(body))
+            self.assertEqual(status, 400, body)
+            self.assertIn(names, err["error"]["message"])
+
+    def test_props(self):
+        status, p = self.server.http("GET", "/props")
+        self.assertEqual(status, 200)
+        self.assertEqual(p["total_slots"], 1)
+        self.assertEqual(p["default_generation_settings"]["n_ctx"], 256)
+        self.assertIn("temperature", p["default_generation_settings"]["params"])
+        self.assertEqual(p["model_path"], MODEL)
+        self.assertIn("im_start", p["chat_template"], "the built-in ChatML template")
+
+    def test_cors_and_preflight(self):
+        c = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=30)
+        c.request("OPTIONS", "/v1/chat/completions", headers={"Origin": "http://example.com",
+                                                               "Access-Control-Request-Method": "POST"})
+        r = c.getresponse()
+        r.read()
+        self.assertEqual(r.status, 204)
+        self.assertEqual(r.getheader("Access-Control-Allow-Origin"), "*")
+        self.assertIn("POST", r.getheader("Access-Control-Allow-Methods"))
+        self.assertIn("Authorization", r.getheader("Access-Control-Allow-Headers"))
+        c.request("GET", "/v1/models", headers={"Origin": "http://example.com"})
+        r = c.getresponse()
+        r.read()
+        self.assertEqual((r.status, r.getheader("Access-Control-Allow-Origin")), (200, "*"))
+        c.close()
+
+    def test_one_log_line_per_request(self):
+        r = self.c.completions.create(model="m", prompt=PROMPTS[2], max_tokens=7, temperature=0)
+        want = re.compile(rf"POST /v1/completions 200 prompt={r.usage.prompt_tokens} generated=7 [0-9.]+ ms")
+        self.server.http("POST", "/v1/completions", "{bad")
+        deadline = time.time() + 10
+        while not (want.search(self.server.log()) and "POST /v1/completions 400" in self.server.log()):
+            self.assertLess(time.time(), deadline, self.server.log())
+            time.sleep(0.05)
 
     def test_control_token_text_in_a_message_stays_text(self):
         # Issue 24 #8: "</s>" typed by a client must not become the end-of-sequence token.
@@ -252,6 +368,56 @@ STORY = ("Once upon a time, there was a little girl named Lily. She loved to pla
 
 def cached_tokens(usage):
     return usage.prompt_tokens_details.cached_tokens
+
+
+class ApiKeys(ServedCase):
+    """--api-key and --api-key-file: every endpoint but /health wants one of the keys (401 otherwise)."""
+
+    key_file = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"skainet-keys-{os.getpid()}.txt")
+
+    @classmethod
+    def setUpClass(cls):
+        with open(cls.key_file, "w") as f:
+            f.write("file-key-1\n\n  file-key-2  \r\n")
+        cls.server_args = ("--ctx", "256", "--api-key", "cli-key", "--api-key-file", cls.key_file)
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        os.unlink(cls.key_file)
+
+    def client(self, key):
+        return OpenAI(base_url=f"http://127.0.0.1:{self.server.port}/v1", api_key=key, max_retries=0, timeout=60)
+
+    def test_each_key_works_and_others_get_401(self):
+        for key in ("cli-key", "file-key-1", "file-key-2"):
+            r = self.client(key).completions.create(model="m", prompt="Once", max_tokens=2)
+            self.assertEqual(r.usage.completion_tokens, 2, key)
+        for key in ("wrong", "cli-ke", "cli-key2", "file-key-"):
+            with self.assertRaises(openai.AuthenticationError, msg=key) as caught:
+                self.client(key).models.list()
+            self.assertEqual(caught.exception.status_code, 401)
+            self.assertEqual(caught.exception.body["code"], "invalid_api_key")
+        for path in ("/v1/models", "/props"):
+            status, err = self.server.http("GET", path)
+            self.assertEqual(status, 401, path)
+            self.assertIn("Authorization: Bearer", err["error"]["message"])
+        status, _ = self.server.http("POST", "/tokenize", json.dumps({"content": "x"}),
+                                     headers={"Authorization": "Basic Y2xpLWtleQ=="})
+        self.assertEqual(status, 401)
+
+    def test_health_and_preflight_stay_open(self):
+        self.assertEqual(self.server.http("GET", "/health")[0], 200)
+        self.assertEqual(self.server.http("OPTIONS", "/v1/completions")[0], 204)
+
+    def test_a_key_file_that_cannot_be_read_is_an_error(self):
+        for args, says in [(("--api-key-file", "/nonexistent/keys"), "cannot read the API key file"),
+                           (("--api-key", ""), "must not be empty")]:
+            out = subprocess.run([SKAINET, "serve", "-m", MODEL, "--port", "0", *args], capture_output=True, text=True,
+                                 timeout=60)
+            self.assertEqual(out.returncode, 1, out.stderr)
+            self.assertIn(says, out.stderr)
 
 
 class PrefixReuse(ServedCase):

@@ -13,3 +13,8 @@ if(TARGET test_serve)
   target_sources(test_serve PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../fuzz/serve_request_fuzzer.cpp)
   target_include_directories(test_serve PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../fuzz)
 endif()
+
+# fields_test.cpp checks that docs/serving.md shows the request-field table as fields.cpp has it.
+if(TARGET test_serve)
+  target_compile_definitions(test_serve PRIVATE SKAINET_DOCS_DIR="${PROJECT_SOURCE_DIR}/docs")
+endif()

@@ -78,15 +78,38 @@ TEST(Sampling, MinPKeepsCandidatesAboveAFractionOfTheBest) {
   EXPECT_EQ(kept(0.0f), (std::vector<int32_t>{1, 3, 0, 2}));
 }
 
+// OpenAI's (and llama.cpp's) frequency and presence penalties: count * frequency + presence off each
+// token of the window, after the repeat penalty.
+TEST(Sampling, FrequencyAndPresencePenaltiesSubtractPerCountAndOnce) {
+  std::vector<Candidate> c = by_id({2.0f, -2.0f, 3.0f, 0.0f});
+  std::vector<uint32_t> counts(4, 0);
+  const std::vector<int32_t> last{0, 1, 0, 0, 3, -1};
+  sampling::penalize(c, last, {.repeat = 2.0f, .frequency = 0.5f, .presence = 0.25f}, counts);
+  EXPECT_FLOAT_EQ(c[0].logit, 2.0f / 2 - 3 * 0.5f - 0.25f);
+  EXPECT_FLOAT_EQ(c[1].logit, -2.0f * 2 - 0.5f - 0.25f);
+  EXPECT_FLOAT_EQ(c[2].logit, 3.0f) << "not in the window";
+  EXPECT_FLOAT_EQ(c[3].logit, 0.0f - 0.5f - 0.25f);
+  EXPECT_EQ(counts, (std::vector<uint32_t>(4, 0)));
+
+  // Through the sampler: a presence penalty moves greedy decoding off the token just produced.
+  Sampler s(3, {.temperature = 0.0f, .repeat_last_n = 4, .presence_penalty = 1.5f});
+  const std::vector<float> logits{3.0f, 2.0f, 1.0f};
+  EXPECT_EQ(s.sample(logits), 0);
+  s.accept(0);
+  EXPECT_EQ(s.sample(logits), 1);  // 3 - 1.5 < 2
+  EXPECT_THROW(Sampler(3, {.frequency_penalty = std::numeric_limits<float>::quiet_NaN()}), InvalidArgument);
+}
+
 TEST(Sampling, RepetitionPenaltyDividesPositiveAndMultipliesNegative) {
   std::vector<Candidate> c = by_id({2.0f, -2.0f, 3.0f, 0.0f});
-  std::vector<uint32_t> seen(4, 0);
+  std::vector<uint32_t> counts(4, 0);
   const std::vector<int32_t> last{0, 1, 0, 0, 3, 99};  // repeats count once; out-of-range ignored
-  sampling::repetition_penalty(c, last, 2.0f, seen, 1);
+  sampling::penalize(c, last, {.repeat = 2.0f}, counts);
   EXPECT_FLOAT_EQ(c[0].logit, 1.0f);
   EXPECT_FLOAT_EQ(c[1].logit, -4.0f);
   EXPECT_FLOAT_EQ(c[2].logit, 3.0f);
   EXPECT_FLOAT_EQ(c[3].logit, 0.0f);
+  EXPECT_EQ(counts, (std::vector<uint32_t>(4, 0))) << "left all zeros for the next call";
 
   // Through the sampler: only the last repeat_last_n accepted tokens count.
   Sampler s(3, {.temperature = 0.0f, .repeat_penalty = 4.0f, .repeat_last_n = 2});

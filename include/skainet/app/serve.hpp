@@ -42,9 +42,10 @@ struct Message {
 // One request's fields, validated. Absent sampling fields take the server's defaults (the command line).
 struct Request {
   Endpoint endpoint = Endpoint::Completions;
-  std::string model;              // as the client named it (echoed back only through the server's name)
-  std::vector<Message> messages;  // chat
-  std::string prompt;             // completions
+  std::string model;                // as the client named it (echoed back only through the server's name)
+  std::vector<Message> messages;    // chat
+  std::string prompt;               // completions, as text
+  std::vector<int32_t> prompt_ids;  // completions, as token ids (then `prompt` is empty); each >= 0
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the counts
   bool cache_prompt = true;    // llama-server's: reuse the longest prompt prefix a slot's cache holds
@@ -53,7 +54,28 @@ struct Request {
   std::optional<uint64_t> seed;
   std::optional<int32_t> max_tokens;  // max_tokens / max_completion_tokens / n_predict (-1: no limit)
   std::vector<std::string> stop;
+  std::optional<float> repeat_penalty, frequency_penalty, presence_penalty;
+  std::optional<int32_t> repeat_last_n;  // -1: the whole context
+  std::optional<bool> ignore_eos;
 };
+
+// What the server does with each request field a client may send (fields.cpp): the one table that
+// parse_request consults and docs/serving.md shows.
+enum class FieldStatus : uint8_t {
+  Implemented,  // read and honoured
+  NoEffect,     // accepted: it does not change the answer (`why` says why)
+  Refused,      // not implemented and would change the answer: 400, unless its value asks for nothing
+};
+struct RequestField {
+  std::string_view name;
+  FieldStatus status;
+  std::string_view off;  // Refused: a JSON list of the values that ask for nothing (accepted); null always is
+  std::string_view why;  // what it does, or why it changes nothing, or why it is refused
+};
+std::span<const RequestField> request_fields() noexcept;  // sorted by name
+const RequestField* find_request_field(std::string_view name) noexcept;
+// The table as Markdown, for docs/serving.md.
+std::string request_fields_markdown();
 
 // A request the server refuses: the HTTP status and OpenAI's error type ("invalid_request_error"...).
 class RequestError : public Error {
@@ -76,10 +98,39 @@ struct RequestLimits {
   // stay within a few MiB whatever an 8 MiB body holds (unbounded, nested arrays cost 40x the body).
   size_t max_json_depth = 64;
   size_t max_json_values = 65536;
+  // Token ids (a completion's prompt, /detokenize) must be below it; 0: not known, any id from 0.
+  int32_t vocab_size = 0;
 };
 
-// Parses and validates a JSON body; throws RequestError (status 400) naming the field that is wrong.
+// Parses and validates a JSON body; throws RequestError (status 400) naming the field that is wrong,
+// or the field this server does not implement (request_fields: never ignored when it would change the answer).
 Request parse_request(Endpoint endpoint, std::string_view body, const RequestLimits& limits = {});
+
+// ---- operations endpoints (ops.cpp), in llama-server's shapes ----
+
+// POST /tokenize: {"content": "...", "add_special": false, "parse_special": true} -> {"tokens": [...]}
+struct TokenizeRequest {
+  std::string content;
+  bool add_special = false;   // BOS/EOS as the vocabulary asks (llama-server's default: no)
+  bool parse_special = true;  // "<s>" in the content becomes the control token
+};
+TokenizeRequest parse_tokenize(std::string_view body, const RequestLimits& limits = {});
+// POST /detokenize: {"tokens": [...]} -> {"content": "..."}; each id must be below limits.vocab_size.
+std::vector<int32_t> parse_detokenize(std::string_view body, const RequestLimits& limits = {});
+std::string tokens_json(std::span<const int32_t> ids);
+std::string content_json(std::string_view text);
+
+// GET /props: what the server was started with, under llama-server's names.
+struct Props {
+  std::string model_path, chat_template, bos_token, eos_token;
+  uint32_t n_ctx = 0;  // one slot's context
+  size_t total_slots = 0;
+  int32_t n_predict = -1;
+  text::SamplerConfig sampling;  // the defaults of absent request fields
+  bool ignore_eos = false;
+  std::vector<std::string> stop;
+};
+std::string props_json(const Props& props);
 
 // ---- responses (response.cpp) ----
 
@@ -116,7 +167,8 @@ std::string completion_json(const ResponseHead& head, std::string_view text, Fin
 std::string chunk_json(const ResponseHead& head, std::string_view delta, bool first, std::optional<FinishReason> finish,
                        const Timings& timings = {});
 std::string usage_chunk_json(const ResponseHead& head, const Usage& usage);
-std::string error_json(std::string_view message, std::string_view type);
+// `code`: OpenAI's machine-readable code ("invalid_api_key"); empty: null.
+std::string error_json(std::string_view message, std::string_view type, std::string_view code = {});
 std::string models_json(std::string_view model, int64_t created);
 
 // ---- slots (slots.cpp) ----
@@ -245,6 +297,10 @@ struct ServerOptions {
   size_t queue_limit = 64;  // requests waiting for a slot before 503
   int threads = 2;          // kernel threads of the batch that advances every slot
   std::string model_id;     // what /v1/models and every response name
+  std::string model_path;   // what /props names
+  // Non-empty: every request but /health and CORS preflights must carry "Authorization: Bearer KEY"
+  // with one of these keys, or gets 401 (--api-key, --api-key-file).
+  std::vector<std::string> api_keys;
   // Defaults for absent request fields (the command line's -n, --temp, ...).
   int32_t max_tokens = -1;
   text::SamplerConfig sampling;

@@ -208,8 +208,15 @@ struct Candidate {
 // always keeps at least one.
 namespace sampling {
 int32_t greedy(std::span<const Candidate> c) noexcept;  // argmax, ties: lowest id
-void repetition_penalty(std::span<Candidate> by_id, std::span<const int32_t> last, float penalty,
-                        std::span<uint32_t> seen_stamp, uint32_t stamp) noexcept;
+// llama.cpp's penalties over the last tokens, each token's logit once whatever its count c:
+// repeat (positive logits / repeat, negative * repeat), then minus c * frequency + presence.
+// `counts` has one slot per id, all 0 on entry and left so (no clearing pass over the vocabulary).
+struct Penalties {
+  float repeat = 1.0f, frequency = 0.0f, presence = 0.0f;
+  bool off() const noexcept { return repeat == 1.0f && frequency == 0.0f && presence == 0.0f; }
+};
+void penalize(std::span<Candidate> by_id, std::span<const int32_t> last, const Penalties& penalties,
+              std::span<uint32_t> counts) noexcept;
 size_t top_k(std::span<Candidate> c, int32_t k) noexcept;     // sorts the kept prefix
 size_t top_p(std::span<Candidate> sorted, float p) noexcept;  // smallest prefix with mass >= p
 size_t min_p(std::span<Candidate> sorted, float p) noexcept;  // keeps p_i >= p * p_max
@@ -233,12 +240,14 @@ class Rng {
 };
 
 struct SamplerConfig {
-  float temperature = 1.0f;     // <= 0, or so small that max logit / t overflows: greedy (after the penalty)
-  int32_t top_k = 0;            // <= 0: off
-  float top_p = 1.0f;           // >= 1: off
-  float min_p = 0.0f;           // <= 0: off
-  float repeat_penalty = 1.0f;  // 1: off. llama.cpp: positive logits / penalty, negative * penalty
-  int32_t repeat_last_n = 64;   // how many accepted tokens the penalty looks back over; -1: the context
+  float temperature = 1.0f;        // <= 0, or so small that max logit / t overflows: greedy (after the penalty)
+  int32_t top_k = 0;               // <= 0: off
+  float top_p = 1.0f;              // >= 1: off
+  float min_p = 0.0f;              // <= 0: off
+  float repeat_penalty = 1.0f;     // 1: off. llama.cpp: positive logits / penalty, negative * penalty
+  int32_t repeat_last_n = 64;      // how many accepted tokens the penalties look back over; -1: the context
+  float frequency_penalty = 0.0f;  // 0: off. OpenAI's: logit - count * penalty over the last repeat_last_n
+  float presence_penalty = 0.0f;   // 0: off. OpenAI's: logit - penalty for a token among them
   uint64_t seed = 0x5EEDu;
 };
 
@@ -264,8 +273,7 @@ class Sampler {
   std::vector<Candidate> cand_;
   std::vector<int32_t> history_;  // ring buffer of repeat_last_n ids
   size_t history_size_ = 0, history_head_ = 0;
-  std::vector<uint32_t> seen_;  // per-id stamp: penalize each id once per call
-  uint32_t stamp_ = 0;
+  std::vector<uint32_t> counts_;  // per id: occurrences in the ring while penalizing, else 0
   size_t kept_ = 0;
   Rng rng_;
 };
