@@ -68,7 +68,10 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   const bool chat_command = command == Command::Chat;
   const bool serve = command == Command::Serve;
   if (chat_command || serve) n_predict = -1;
-  add_model_option(cmd, model);
+  if (serve)
+    add_model_option(cmd, model);
+  else
+    model_and_prompt.add_to(cmd, chat_command ? "first user message" : "prompt text");
   if (!serve) {
     prompt_option = cmd->add_option("-p,--prompt", prompt, chat_command ? "first user message" : "prompt text");
     cmd->add_option("-f,--file", prompt_file, "read the prompt from this file")
@@ -117,9 +120,11 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   add_placement_compat(cmd, compat);
   add_speculation(cmd, *this);
   cmd->parse_complete_callback([this, command, cmd] {
+    bool prompt_given = command != Command::Serve && (prompt_option->count() > 0 || !prompt_file.empty());
+    if (command != Command::Serve) prompt_given |= model_and_prompt.resolve(model, prompt, prompt_given);
     require_model(model);
     const bool chat_command = command != Command::Run;  // serve renders chat requests with the template
-    if (!chat_command && !conversation && prompt_option->count() == 0 && prompt_file.empty())
+    if (!chat_command && !conversation && !prompt_given)
       throw CLI::RequiredError("-p,--prompt (or -f FILE)");
     if (!chat_command && !conversation && (!system_prompt.empty() || !chat_template.empty() || special_in_content))
       throw CLI::ValidationError("-sys/--system-prompt, --chat-template and --special-in-content",

@@ -34,6 +34,16 @@ bool is_multi_letter_short(std::string_view w) {
                      [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '-'; });
 }
 
+std::string_view long_name(const LlamaFlag& flag) {
+  for (std::string_view name : llama_flag_names(flag))
+    if (name.starts_with("--")) return name;
+  return llama_flag_names(flag).front();
+}
+
+bool is_switch_value(std::string_view word) {
+  return std::find(std::begin(kSwitchValues), std::end(kSwitchValues), word) != std::end(kSwitchValues);
+}
+
 std::string cache_type(const std::string& name, std::string_view flag) {
   std::string lower = name;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -62,16 +72,36 @@ std::vector<std::string> rewrite_llama_args(int argc, char** argv) {
     }
     const auto alias = std::find_if(std::begin(kLlamaAliases), std::end(kLlamaAliases),
                                     [&](const LlamaAlias& a) { return a.llama == word; });
-    if (alias != std::end(kLlamaAliases)) {
+    const LlamaFlag* flag = find_llama_flag(word);
+    if (alias != std::end(kLlamaAliases))
       word = std::string(alias->ours);
-    } else if (is_multi_letter_short(word)) {
-      throw CLI::ExtrasError(fmt::format("unknown option '{}' (long options take two dashes)", word),
-                             static_cast<int>(CLI::ExitCodes::ExtrasError));
-    }
+    else if (flag && flag->answer == LlamaAnswer::Note && is_multi_letter_short(word))
+      word = std::string(long_name(*flag));
+    // A switch's value is joined to it (`-fa on`: `--flash-attn=on`): CLI11 then reads a flag, which
+    // never takes the next word, so `-fa model.gguf` leaves the model where it was.
+    if (flag && flag->value == LlamaValue::Switch && i + 1 < argc && is_switch_value(argv[i + 1]))
+      word += std::string("=") + argv[++i];
     value_next = takes_value(word);
     out.push_back(std::move(word));
   }
   return out;
+}
+
+const LlamaFlag* find_llama_flag(std::string_view word) {
+  for (const LlamaFlag& flag : kLlamaFlags)
+    for (std::string_view name : llama_flag_names(flag))
+      if (name == word) return &flag;
+  return nullptr;
+}
+
+std::vector<std::string_view> llama_flag_names(const LlamaFlag& flag) {
+  std::vector<std::string_view> names;
+  for (std::string_view rest = flag.names; !rest.empty();) {
+    const size_t comma = std::min(rest.find(','), rest.size());
+    names.push_back(rest.substr(0, comma));
+    rest.remove_prefix(std::min(comma + 1, rest.size()));
+  }
+  return names;
 }
 
 void add_placement_compat(CLI::App* cmd, CompatFlags& f) {
@@ -79,8 +109,21 @@ void add_placement_compat(CLI::App* cmd, CompatFlags& f) {
                   "as llama.cpp's -ctk: KV cache type (f16 | f32; same as --kv-type)");
   cmd->add_option("--cache-type-v", f.cache_type_v, "as llama.cpp's -ctv: must equal -ctk (one type for K and V)");
   cmd->add_flag("--no-mmap", f.no_mmap, "read every weight into memory instead of mapping the file (residency heap)");
-  cmd->add_flag("--mlock", f.mlock, "accepted for llama.cpp compatibility; ignored");
-  cmd->add_option("--n-gpu-layers,--gpu-layers", f.n_gpu_layers, "as llama.cpp's -ngl N; CPU only: ignored");
+  for (const LlamaFlag& flag : kLlamaFlags) {
+    if (flag.answer != LlamaAnswer::Note) continue;
+    // CLI11 spells a short name with one letter (the multi-letter ones were rewritten to the long
+    // name); a name the command has an option of its own for keeps that meaning.
+    std::string names;
+    for (std::string_view name : llama_flag_names(flag)) {
+      if (is_multi_letter_short(name) || cmd->get_option_no_throw(std::string(name))) continue;
+      names += (names.empty() ? "" : ",") + std::string(name);
+    }
+    if (names.empty()) continue;
+    CLI::Option* option = flag.value == LlamaValue::One ? cmd->add_option(names) : cmd->add_flag(names);
+    option->description(fmt::format("llama.cpp's {}: {}", flag.names, flag.meaning))
+        ->group("llama.cpp's flags that change nothing here (a note on stderr)");
+    f.noted.push_back({&flag, option});
+  }
 }
 
 void apply_placement_compat(const CompatFlags& f, PlacementArgs& p) {
@@ -104,8 +147,15 @@ void apply_placement_compat(const CompatFlags& f, PlacementArgs& p) {
     else if (p.weight_form.find("heap") == std::string::npos)
       p.weight_form += ",heap";
   }
-  if (f.mlock) fmt::print(stderr, "skainet: --mlock: CPU only: ignored\n");
-  if (f.n_gpu_layers) fmt::print(stderr, "skainet: -ngl {}: CPU only: ignored\n", *f.n_gpu_layers);
+  for (const auto& [flag, option] : f.noted) {
+    if (option->count() == 0) continue;
+    const std::string_view name = llama_flag_names(*flag).front();
+    std::string value = option->results().empty() ? std::string() : option->results().back();
+    if (flag->value == LlamaValue::None || value == "true") value.clear();  // CLI11's text for a bare flag
+    if (flag->value == LlamaValue::Switch && !value.empty() && !is_switch_value(value))
+      throw CLI::ValidationError(std::string(name), fmt::format("'{}' is not on, off, auto, 0 or 1", value));
+    fmt::print(stderr, "skainet: {}{}{}: {}\n", name, value.empty() ? "" : " ", value, flag->meaning);
+  }
 }
 
 void add_model_option(CLI::App* cmd, std::string& model, std::string_view help) {
@@ -116,6 +166,34 @@ void add_model_option(CLI::App* cmd, std::string& model, std::string_view help) 
 
 void require_model(const std::string& model) {
   if (model.empty()) throw CLI::RequiredError("a model: -m FILE (or FILE as the first positional)");
+}
+
+void ModelAndPrompt::add_to(CLI::App* cmd, std::string_view prompt_help) {
+  flag = cmd->add_option("-m,--model", flag_model, "GGUF model");
+  first_option = cmd->add_option("MODEL", first, "GGUF model (the same as -m; with -m: the prompt)");
+  second_option = cmd->add_option("PROMPT", second, fmt::format("{} (the same as -p)", prompt_help));
+}
+
+bool ModelAndPrompt::resolve(std::string& model, std::string& prompt, bool prompt_given) const {
+  std::vector<std::string> words;
+  if (first_option->count()) words.push_back(first);
+  if (second_option->count()) words.push_back(second);
+  if (flag->count()) {
+    model = flag_model;
+    if (words.size() > 1)
+      throw CLI::ValidationError("MODEL PROMPT", fmt::format("'{}' and '{}' beside -m {}: one positional, the "
+                                                             "prompt, at most",
+                                                             words[0], words[1], flag_model));
+  } else if (!words.empty()) {
+    model = words.front();
+    words.erase(words.begin());
+  }
+  if (words.empty()) return false;
+  if (prompt_given)
+    throw CLI::ValidationError("PROMPT", fmt::format("'{}': the prompt is given twice, by -p/-f and as a positional",
+                                                     words.front()));
+  prompt = words.front();
+  return true;
 }
 
 std::string process_escapes(std::string_view s) {
