@@ -41,13 +41,22 @@ std::string_view without_dashes(std::string_view name) {
 }
 
 // The candidate nearest to `word` (dashes aside: `-ctx` finds `--ctx`) when it is close enough to be
-// a typo: one edit in a name of up to four letters, two in a longer one.
+// a typo: one edit in a name of up to four letters, two in a longer one. Any letter is one edit from
+// any other, so a word of one or two letters only finds a name that holds its letters in order
+// (`rn`: run; `-p` does not find `-a`).
 std::optional<std::string> nearest(std::string_view word, const std::vector<std::string>& candidates) {
   const std::string_view bare = without_dashes(word);
   const size_t allowed = bare.size() <= 4 ? 1 : 2;
+  auto holds_in_order = [&](std::string_view name) {
+    size_t at = 0;
+    for (char c : name)
+      if (at < bare.size() && bare[at] == c) ++at;
+    return at == bare.size();
+  };
   std::optional<std::string> best;
   size_t best_distance = allowed + 1;
   for (const std::string& candidate : candidates) {
+    if (bare.size() <= 2 && !holds_in_order(without_dashes(candidate))) continue;
     const size_t d = edit_distance(bare, without_dashes(candidate));
     if (d < best_distance) best_distance = d, best = candidate;
   }

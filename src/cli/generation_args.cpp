@@ -97,9 +97,10 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   cmd->add_option("--repeat-penalty", sampling.repeat_penalty, "repetition penalty, finite and above 0 (1: off)");
   cmd->add_option("--repeat-last-n", sampling.repeat_last_n,
                   "tokens the penalty looks back over (0: off, -1: the whole context, as llama.cpp)");
-  cmd->add_option("-r,--reverse-prompt", stops,
+  // One option for the three spellings: two options bound to one vector would each assign it, and the
+  // later would drop the other's strings (`-r a --stop b`).
+  cmd->add_option("-r,--reverse-prompt,--stop", stops,
                   "stop string (repeatable): generation stops when the text contains it; not printed");
-  cmd->add_option("--stop", stops, "the same as -r");
   if (command == Command::Run) {
     cmd->add_flag(
         "--conversation,!--no-conversation", conversation,

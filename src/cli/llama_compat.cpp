@@ -94,16 +94,6 @@ const LlamaFlag* find_llama_flag(std::string_view word) {
   return nullptr;
 }
 
-std::vector<std::string_view> llama_flag_names(const LlamaFlag& flag) {
-  std::vector<std::string_view> names;
-  for (std::string_view rest = flag.names; !rest.empty();) {
-    const size_t comma = std::min(rest.find(','), rest.size());
-    names.push_back(rest.substr(0, comma));
-    rest.remove_prefix(std::min(comma + 1, rest.size()));
-  }
-  return names;
-}
-
 void add_placement_compat(CLI::App* cmd, CompatFlags& f) {
   cmd->add_option("--cache-type-k", f.cache_type_k,
                   "as llama.cpp's -ctk: KV cache type (f16 | f32; same as --kv-type)");

@@ -10,6 +10,7 @@
 //   cli::apply_placement_compat(compat, placement);                         // after parsing: the notes
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -111,8 +112,16 @@ inline constexpr auto& kLlamaFlags = llama_table::kFlags;
 
 // The entry one of whose spellings is `word` (exactly as typed), or null.
 const LlamaFlag* find_llama_flag(std::string_view word);
-// The names of an entry, split at the commas.
-std::vector<std::string_view> llama_flag_names(const LlamaFlag& flag);
+// The names of an entry, split at the commas (inline: the tests walk the table too).
+inline std::vector<std::string_view> llama_flag_names(const LlamaFlag& flag) {
+  std::vector<std::string_view> names;
+  for (std::string_view rest = flag.names; !rest.empty();) {
+    const size_t comma = std::min(rest.find(','), rest.size());
+    names.push_back(rest.substr(0, comma));
+    rest.remove_prefix(std::min(comma + 1, rest.size()));
+  }
+  return names;
+}
 
 // argv without the program name, the aliases (and kLlamaFlags' multi-letter Note spellings) replaced
 // by their long names, a switch's value joined to it (`-fa on`: `--flash-attn=on`). The words are
