@@ -9,25 +9,6 @@
 namespace skainet::cli {
 namespace {
 
-// Options whose next word is a value, which may itself begin with a dash ("-p -ngl" is a prompt).
-constexpr std::string_view kTakesValue[] = {"-p",
-                                            "--prompt",
-                                            "--system-prompt",
-                                            "-r",
-                                            "--reverse-prompt",
-                                            "--stop",
-                                            "--chat-template",
-                                            "-f",
-                                            "--file",
-                                            "--override-tensor",
-                                            "--weight-form",
-                                            "--explain",
-                                            "--decode"};
-
-bool takes_value(std::string_view word) {
-  return std::find(std::begin(kTakesValue), std::end(kTakesValue), word) != std::end(kTakesValue);
-}
-
 bool is_multi_letter_short(std::string_view w) {
   if (w.size() < 3 || w[0] != '-' || w[1] == '-') return false;
   return std::all_of(w.begin() + 1, w.end(),
@@ -38,10 +19,6 @@ std::string_view long_name(const LlamaFlag& flag) {
   for (std::string_view name : llama_flag_names(flag))
     if (name.starts_with("--")) return name;
   return llama_flag_names(flag).front();
-}
-
-bool is_switch_value(std::string_view word) {
-  return std::find(std::begin(kSwitchValues), std::end(kSwitchValues), word) != std::end(kSwitchValues);
 }
 
 std::string cache_type(const std::string& name, std::string_view flag) {
@@ -56,35 +33,17 @@ std::string cache_type(const std::string& name, std::string_view flag) {
 
 }  // namespace
 
-std::vector<std::string> rewrite_llama_args(int argc, char** argv) {
-  std::vector<std::string> out;
-  bool value_next = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string word = argv[i];
-    if (value_next) {
-      value_next = false;
-      out.push_back(std::move(word));
-      continue;
-    }
-    if (word == "--") {  // everything after it is positional
-      for (; i < argc; ++i) out.emplace_back(argv[i]);
-      break;
-    }
-    const auto alias = std::find_if(std::begin(kLlamaAliases), std::end(kLlamaAliases),
-                                    [&](const LlamaAlias& a) { return a.llama == word; });
-    const LlamaFlag* flag = find_llama_flag(word);
-    if (alias != std::end(kLlamaAliases))
-      word = std::string(alias->ours);
-    else if (flag && flag->answer == LlamaAnswer::Note && is_multi_letter_short(word))
-      word = std::string(long_name(*flag));
-    // A switch's value is joined to it (`-fa on`: `--flash-attn=on`): CLI11 then reads a flag, which
-    // never takes the next word, so `-fa model.gguf` leaves the model where it was.
-    if (flag && flag->value == LlamaValue::Switch && i + 1 < argc && is_switch_value(argv[i + 1]))
-      word += std::string("=") + argv[++i];
-    value_next = takes_value(word);
-    out.push_back(std::move(word));
-  }
-  return out;
+std::string_view llama_long_name(std::string_view word) {
+  const auto alias = std::find_if(std::begin(kLlamaAliases), std::end(kLlamaAliases),
+                                  [&](const LlamaAlias& a) { return a.llama == word; });
+  if (alias != std::end(kLlamaAliases)) return alias->ours;
+  const LlamaFlag* flag = find_llama_flag(word);
+  if (flag && flag->answer == LlamaAnswer::Note && is_multi_letter_short(word)) return long_name(*flag);
+  return {};
+}
+
+bool is_switch_value(std::string_view word) {
+  return std::find(std::begin(kSwitchValues), std::end(kSwitchValues), word) != std::end(kSwitchValues);
 }
 
 const LlamaFlag* find_llama_flag(std::string_view word) {

@@ -5,7 +5,7 @@
 // ...) refused by name, both in kLlamaFlags; -ctk/-ctv/--no-mmap mapped onto the plan's options; the
 // model given as -m or as a positional in every command that reads one.
 //
-//   std::vector<std::string> args = cli::rewrite_llama_args(argc, argv);
+//   cli::llama_long_name("-ngl") == "--n-gpu-layers"            // read_command_line's rewriting
 //   CompatFlags compat;  cli::add_placement_compat(cmd, compat);
 //   cli::apply_placement_compat(compat, placement);                         // after parsing: the notes
 #pragma once
@@ -123,11 +123,13 @@ inline std::vector<std::string_view> llama_flag_names(const LlamaFlag& flag) {
   return names;
 }
 
-// argv without the program name, the aliases (and kLlamaFlags' multi-letter Note spellings) replaced
-// by their long names, a switch's value joined to it (`-fa on`: `--flash-attn=on`). The words are
-// checked afterwards (command_line_check.hpp): a single-dash word of several letters that is none of
-// these is an unknown option.
-std::vector<std::string> rewrite_llama_args(int argc, char** argv);
+// The long name CLI11 knows for a llama.cpp spelling it would split into single letters: an alias, or
+// a Note entry's multi-letter short name (`-fa`: --flash-attn); empty for any other word. The command
+// line is rewritten with it before CLI11 parses (command_line.hpp).
+std::string_view llama_long_name(std::string_view word);
+// One of kSwitchValues: joined to its switch (`-fa on`: `--flash-attn=on`), since CLI11 reads a flag,
+// which never takes the next word, so `-fa model.gguf` leaves the model where it was.
+bool is_switch_value(std::string_view word);
 
 // -ctk/-ctv/--no-mmap and kLlamaFlags' notes for the commands that plan a model.
 struct CompatFlags {

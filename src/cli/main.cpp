@@ -1,7 +1,7 @@
 // Entry point: CLI11 subcommands; every library error becomes "skainet: error: <message>" and exit
 // code 1, a command-line mistake exit code 2, so scripts can tell the two apart. llama.cpp's
-// multi-letter short flags are rewritten to long ones first (llama_compat.hpp), then every word is
-// checked against the commands' options (command_line_check.hpp) before CLI11 parses them.
+// multi-letter short flags are rewritten to long ones and every word checked against the commands'
+// options (command_line.hpp) before CLI11 parses them.
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "command_line_check.hpp"
+#include "command_line.hpp"
 #include "llama_compat.hpp"
 #include "skainet/model/load.hpp"
 
@@ -34,8 +34,7 @@ int main(int argc, char** argv) {
       skainet::cli::add_export(app),
   };
   try {
-    std::vector<std::string> args =
-        skainet::cli::check_command_line(app, skainet::cli::rewrite_llama_args(argc, argv));
+    std::vector<std::string> args = skainet::cli::read_command_line(app, argc, argv);
     std::reverse(args.begin(), args.end());  // CLI11 takes its vector of arguments last to first
     app.parse(args);
   } catch (const CLI::ParseError& e) {

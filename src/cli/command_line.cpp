@@ -1,4 +1,4 @@
-#include "command_line_check.hpp"
+#include "command_line.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -144,11 +144,18 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return previous[b.size()];
 }
 
-std::vector<std::string> check_command_line(const CLI::App& app, std::vector<std::string> args) {
+std::vector<std::string> read_command_line(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
   const CLI::App* cmd = &app;  // before the command word: the program's own options (--version, --help)
   for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") break;  // everything after it is positional
+    if (const std::string_view ours = llama_long_name(args[i]); !ours.empty()) args[i] = std::string(ours);
+    if (const LlamaFlag* flag = find_llama_flag(args[i]);
+        flag && flag->value == LlamaValue::Switch && i + 1 < args.size() && is_switch_value(args[i + 1])) {
+      args[i] += "=" + args[i + 1];
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i + 1));
+    }
     const std::string& word = args[i];
-    if (word == "--") break;  // everything after it is positional
     if (!is_option_word(word)) {
       if (cmd != &app) continue;  // a positional: CLI11 counts those
       if (const CLI::App* command = command_named(app, word)) {
