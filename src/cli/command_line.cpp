@@ -96,7 +96,9 @@ const CLI::App* command_named(const CLI::App& app, std::string_view word) {
   return nullptr;
 }
 
-[[noreturn]] void refuse_option(std::string_view typed, const CLI::App& app, const CLI::App& cmd) {
+// `name` is the option's name as read (after rewriting), `typed` as the user wrote it.
+[[noreturn]] void refuse_option(std::string_view name, std::string_view typed, const CLI::App& app,
+                                const CLI::App& cmd) {
   if (const LlamaFlag* flag = find_llama_flag(typed); flag && flag->answer == LlamaAnswer::Refuse)
     throw CLI::ExtrasError(fmt::format("llama.cpp's '{}' is not implemented here: {}; refused, not ignored, since "
                                        "it would change the answer",
@@ -109,7 +111,7 @@ const CLI::App* command_named(const CLI::App& app, std::string_view word) {
   } else {
     // Another command's option given to this one (`inspect --explain`): say which has it.
     for (const CLI::App* other : commands_of(app))
-      if (other != &cmd && other->get_option_no_throw(std::string(typed))) {
+      if (other != &cmd && other->get_option_no_throw(std::string(name))) {
         message += fmt::format(" (skainet {} has it)", other->get_name());
         break;
       }
@@ -149,7 +151,8 @@ std::vector<std::string> read_command_line(const CLI::App& app, int argc, char**
   const CLI::App* cmd = &app;  // before the command word: the program's own options (--version, --help)
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--") break;  // everything after it is positional
-    if (const std::string_view ours = llama_long_name(args[i]); !ours.empty()) args[i] = std::string(ours);
+    const std::string typed = args[i];
+    if (const std::string_view ours = llama_long_name(typed); !ours.empty()) args[i] = std::string(ours);
     if (const LlamaFlag* flag = find_llama_flag(args[i]);
         flag && flag->value == LlamaValue::Switch && i + 1 < args.size() && is_switch_value(args[i + 1])) {
       args[i] += "=" + args[i + 1];
@@ -183,12 +186,13 @@ std::vector<std::string> read_command_line(const CLI::App& app, int argc, char**
       const bool letters = std::all_of(name.begin() + 1, name.end(), [](char c) {
         return std::isalpha(static_cast<unsigned char>(c)) || c == '-';
       });
-      if (letters) refuse_option(name, app, *cmd);
+      if (letters) refuse_option(name, typed, app, *cmd);
       name = name.substr(0, 2);
       value_joined = true;
     }
     const CLI::Option* option = cmd->get_option_no_throw(std::string(name));
-    if (!option) refuse_option(name, app, *cmd);
+    // Named as typed when it was rewritten (`inspect -fa`, not --flash-attn).
+    if (!option) refuse_option(name, typed == word ? name : std::string_view(typed), app, *cmd);
     if (option->get_expected_max() > 0 && !value_joined) ++i;  // its value, whatever it looks like
   }
   return args;

@@ -37,6 +37,10 @@ TEST(LlamaFlags, AnUnknownOptionIsNamedWithTheNearestRealOneAndItsValueIsNotAPos
       {{"serve", "-m", kModel, "--prot", "8080"}, "did you mean '--port'?"},
       {{"inspect", kModel, "--explain", "x"}, "unknown option '--explain' for 'inspect' (skainet plan has it)"},
       {{"plan", kModel, "--frobnicate"}, "unknown option '--frobnicate' for 'plan'"},
+      // Named as typed, though rewritten to --flash-attn for the commands that take it.
+      {{"inspect", kModel, "-fa"}, "unknown option '-fa' for 'inspect' (skainet plan has it)"},
+      {{"run", "-m", kModel, "-p", "hi", "--temp=0.5", "--top_p=0.5"}, "unknown option '--top_p' for 'run'; did you "
+                                                                      "mean '--top-p'?"},
   };
   for (const Case& c : cases) {
     const RunResult r = run_skainet(c.args);
