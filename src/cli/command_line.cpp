@@ -22,7 +22,7 @@ constexpr std::string_view kNoRegistry =
     "skainet has no model registry: a model is a GGUF file, given by its path (skainet run -m FILE.gguf -p TEXT, "
     "or skainet run FILE.gguf TEXT)";
 constexpr ForeignCommand kForeignCommands[] = {
-    {"help", ""},         {"list", kNoRegistry}, {"ls", kNoRegistry},
+    {"help", ""},          {"list", kNoRegistry}, {"ls", kNoRegistry},
     {"pull", kNoRegistry}, {"push", kNoRegistry}, {"rm", kNoRegistry},
 };
 
@@ -183,9 +183,8 @@ std::vector<std::string> read_command_line(const CLI::App& app, int argc, char**
       value_joined = name.find('=') != std::string_view::npos;
       name = name.substr(0, name.find('='));
     } else if (name.size() > 2) {
-      const bool letters = std::all_of(name.begin() + 1, name.end(), [](char c) {
-        return std::isalpha(static_cast<unsigned char>(c)) || c == '-';
-      });
+      const bool letters = std::all_of(name.begin() + 1, name.end(),
+                                       [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '-'; });
       if (letters) refuse_option(name, typed, app, *cmd);
       name = name.substr(0, 2);
       value_joined = true;

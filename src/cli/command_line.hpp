@@ -1,6 +1,7 @@
 // The command line made ready for CLI11: llama.cpp's multi-letter short flags, which CLI11 would split
 // into single letters (`-ngl 99` read as `-n gl`), rewritten to their long names (llama_compat.hpp),
-// and every word checked against the commands and options CLI11 was given, because CLI11 takes an unknown option's value for a positional (`run -m M --tmep 0.5`:
+// and every word checked against the commands and options CLI11 was given, because CLI11 takes an unknown option's
+// value for a positional (`run -m M --tmep 0.5`:
 // "--model excludes MODEL") and an unknown command for a missing one ("A subcommand is required").
 // Each unknown word is named, with the nearest real one when one is close enough to be a typo:
 //

@@ -125,8 +125,7 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
     if (command != Command::Serve) prompt_given |= model_and_prompt.resolve(model, prompt, prompt_given);
     require_model(model);
     const bool chat_command = command != Command::Run;  // serve renders chat requests with the template
-    if (!chat_command && !conversation && !prompt_given)
-      throw CLI::RequiredError("-p,--prompt (or -f FILE)");
+    if (!chat_command && !conversation && !prompt_given) throw CLI::RequiredError("-p,--prompt (or -f FILE)");
     if (!chat_command && !conversation && (!system_prompt.empty() || !chat_template.empty() || special_in_content))
       throw CLI::ValidationError("-sys/--system-prompt, --chat-template and --special-in-content",
                                  "only in a conversation (-cnv, or skainet chat)");

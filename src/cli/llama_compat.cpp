@@ -139,8 +139,8 @@ bool ModelAndPrompt::resolve(std::string& model, std::string& prompt, bool promp
   }
   if (words.empty()) return false;
   if (prompt_given)
-    throw CLI::ValidationError("PROMPT", fmt::format("'{}': the prompt is given twice, by -p/-f and as a positional",
-                                                     words.front()));
+    throw CLI::ValidationError(
+        "PROMPT", fmt::format("'{}': the prompt is given twice, by -p/-f and as a positional", words.front()));
   prompt = words.front();
   return true;
 }

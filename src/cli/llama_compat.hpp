@@ -28,9 +28,9 @@ struct LlamaAlias {
   std::string_view ours;
 };
 inline constexpr LlamaAlias kLlamaAliases[] = {
-    {"-cnv", "--conversation"},       {"-sys", "--system-prompt"},  {"-ctk", "--cache-type-k"},
-    {"-ctv", "--cache-type-v"},       {"-ot", "--override-tensor"}, {"-no-cnv", "--no-conversation"},
-    {"-np", "--parallel"},            {"-md", "--spec-draft-model"},
+    {"-cnv", "--conversation"}, {"-sys", "--system-prompt"},   {"-ctk", "--cache-type-k"},
+    {"-ctv", "--cache-type-v"}, {"-ot", "--override-tensor"},  {"-no-cnv", "--no-conversation"},
+    {"-np", "--parallel"},      {"-md", "--spec-draft-model"},
 };
 
 // What skainet does with a llama.cpp flag that has no option of its own here.
@@ -38,6 +38,7 @@ enum class LlamaAnswer : uint8_t {
   Note,    // changes nothing here: accepted by the commands that plan a model, a line on stderr says why
   Refuse,  // would change the answer and is not implemented: exit code 2 naming it, never ignored
 };
+// The value llama.cpp's flag takes: how CLI11 reads a Note entry (a Refuse entry is refused before).
 enum class LlamaValue : uint8_t {
   None,
   One,

@@ -39,8 +39,9 @@ TEST(LlamaFlags, AnUnknownOptionIsNamedWithTheNearestRealOneAndItsValueIsNotAPos
       {{"plan", kModel, "--frobnicate"}, "unknown option '--frobnicate' for 'plan'"},
       // Named as typed, though rewritten to --flash-attn for the commands that take it.
       {{"inspect", kModel, "-fa"}, "unknown option '-fa' for 'inspect' (skainet plan has it)"},
-      {{"run", "-m", kModel, "-p", "hi", "--temp=0.5", "--top_p=0.5"}, "unknown option '--top_p' for 'run'; did you "
-                                                                      "mean '--top-p'?"},
+      {{"run", "-m", kModel, "-p", "hi", "--temp=0.5", "--top_p=0.5"},
+       "unknown option '--top_p' for 'run'; did you "
+       "mean '--top-p'?"},
   };
   for (const Case& c : cases) {
     const RunResult r = run_skainet(c.args);
@@ -88,9 +89,13 @@ TEST(LlamaFlags, FlagsThatWouldChangeTheAnswerAreRefusedByName) {
   }
   EXPECT_GE(refused, 2u * 20);
   // The ones the issue measured, their values as typed.
-  for (const std::vector<std::string>& extra :
-       {std::vector<std::string>{"--grammar", "root ::= \"a\""}, {"--json-schema", "{}"}, {"--mirostat", "2"},
-        {"--presence-penalty", "0.5"}, {"--logit-bias", "15043+1"}, {"--in-prefix", " "}, {"--rope-freq-base", "1e4"}}) {
+  for (const std::vector<std::string>& extra : {std::vector<std::string>{"--grammar", "root ::= \"a\""},
+                                                {"--json-schema", "{}"},
+                                                {"--mirostat", "2"},
+                                                {"--presence-penalty", "0.5"},
+                                                {"--logit-bias", "15043+1"},
+                                                {"--in-prefix", " "},
+                                                {"--rope-freq-base", "1e4"}}) {
     const RunResult r = run_skainet(greedy(extra));
     EXPECT_EQ(r.exit_code, 2) << extra[0];
     EXPECT_TRUE(has(r.err, "'" + extra[0] + "' is not implemented here")) << r.err;
