@@ -43,7 +43,14 @@ std::string_view llama_long_name(std::string_view word) {
 }
 
 bool is_switch_value(std::string_view word) {
-  return std::find(std::begin(kSwitchValues), std::end(kSwitchValues), word) != std::end(kSwitchValues);
+  if (word.empty()) return false;
+  for (std::string_view rest = word; !rest.empty();) {  // llama-bench takes a list: -fa 0,1
+    const size_t comma = std::min(rest.find(','), rest.size());
+    if (std::find(std::begin(kSwitchValues), std::end(kSwitchValues), rest.substr(0, comma)) == std::end(kSwitchValues))
+      return false;
+    rest.remove_prefix(std::min(comma + 1, rest.size()));
+  }
+  return true;
 }
 
 const LlamaFlag* find_llama_flag(std::string_view word) {
@@ -102,7 +109,8 @@ void apply_placement_compat(const CompatFlags& f, PlacementArgs& p) {
     std::string value = option->results().empty() ? std::string() : option->results().back();
     if (flag->value == LlamaValue::None || value == "true") value.clear();  // CLI11's text for a bare flag
     if (flag->value == LlamaValue::Switch && !value.empty() && !is_switch_value(value))
-      throw CLI::ValidationError(std::string(name), fmt::format("'{}' is not on, off, auto, 0 or 1", value));
+      throw CLI::ValidationError(std::string(name), fmt::format("'{}' is not one of {} (or a list of them)", value,
+                                                                fmt::join(kSwitchValues, ", ")));
     fmt::print(stderr, "skainet: {}{}{}: {}\n", name, value.empty() ? "" : " ", value, flag->meaning);
   }
 }

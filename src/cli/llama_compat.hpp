@@ -128,7 +128,7 @@ inline std::vector<std::string_view> llama_flag_names(const LlamaFlag& flag) {
 // a Note entry's multi-letter short name (`-fa`: --flash-attn); empty for any other word. The command
 // line is rewritten with it before CLI11 parses (command_line.hpp).
 std::string_view llama_long_name(std::string_view word);
-// One of kSwitchValues: joined to its switch (`-fa on`: `--flash-attn=on`), since CLI11 reads a flag,
+// One of kSwitchValues, or a comma-separated list of them (llama-bench's `-fa 0,1`): joined to its switch (`-fa on`: `--flash-attn=on`), since CLI11 reads a flag,
 // which never takes the next word, so `-fa model.gguf` leaves the model where it was.
 bool is_switch_value(std::string_view word);
 

@@ -126,6 +126,7 @@ TEST(LlamaFlags, FlagsThatChangeNothingAreAcceptedWithWhatTheyMeanHere) {
   // A switch without its value, and llama-bench's 0/1; a value it cannot take is refused.
   EXPECT_TRUE(has(run_skainet(greedy({"-fa"})).err, "skainet: -fa: attention is one fused CPU kernel"));
   EXPECT_TRUE(has(run_skainet({"plan", kModel, "-fa", "1"}).err, "skainet: -fa 1: "));
+  EXPECT_TRUE(has(run_skainet({"plan", "-m", kModel, "-fa", "0,1"}).err, "skainet: -fa 0,1: "));
   EXPECT_EQ(run_skainet(greedy({"--flash-attn=sometimes"})).exit_code, 2);
   // --mlock is answered with what is true, not "ignored".
   const RunResult mlock = run_skainet(greedy({"--mlock"}));
@@ -166,6 +167,10 @@ TEST(LlamaFlags, RunTakesTheModelAndThePromptAsPositionalsAsOllamaDoes) {
   const RunResult two = with_rest({"run", "-m", kModel, "a", "b"});
   EXPECT_EQ(two.exit_code, 2);
   EXPECT_TRUE(has(two.err, "one positional, the prompt, at most")) << two.err;
+  // chat: the positional is the first message.
+  const RunResult chat = run_skainet({"chat", kModel, "Hello", "-n", "8", "--temp", "0"});
+  ASSERT_EQ(chat.exit_code, 0) << chat.err;
+  EXPECT_EQ(chat.out, run_skainet({"chat", "-m", kModel, "-p", "Hello", "-n", "8", "--temp", "0"}).out);
   const RunResult none = with_rest({"run", kModel});
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_TRUE(has(none.err, "-p,--prompt (or -f FILE)")) << none.err;
