@@ -22,8 +22,15 @@ constexpr std::string_view kNoRegistry =
     "skainet has no model registry: a model is a GGUF file, given by its path (skainet run -m FILE.gguf -p TEXT, "
     "or skainet run FILE.gguf TEXT)";
 constexpr ForeignCommand kForeignCommands[] = {
-    {"help", ""},          {"list", kNoRegistry}, {"ls", kNoRegistry},
-    {"pull", kNoRegistry}, {"push", kNoRegistry}, {"rm", kNoRegistry},
+    {"help", ""},
+    {"list", kNoRegistry},
+    {"ls", kNoRegistry},
+    {"pull", kNoRegistry},
+    {"push", kNoRegistry},
+    {"rm", kNoRegistry},
+    {"show",
+     "a model's metadata, tensors and totals: skainet inspect FILE.gguf (skainet plan FILE.gguf: where each "
+     "tensor will live)"},
 };
 
 bool is_number(std::string_view w) {

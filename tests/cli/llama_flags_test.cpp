@@ -68,6 +68,7 @@ TEST(LlamaFlags, UnknownCommandsAndOtherToolsWordsAreAnswered) {
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_TRUE(has(r.err, "skainet has no model registry: a model is a GGUF file, given by its path")) << r.err;
   }
+  EXPECT_TRUE(has(run_skainet({"show", kModel}).err, "skainet inspect FILE.gguf"));
 }
 
 // Every Refuse entry, by every spelling, in run and serve: exit code 2 before the model is read.
