@@ -59,7 +59,8 @@ inline constexpr std::string_view kNoBatch =
     "the prompt is processed --prefill-chunk tokens per step (the plan's: skainet plan shows it); this flag "
     "changes nothing";
 inline constexpr std::string_view kNotSampled =
-    "a sampler skainet does not have (it has --temp, --top-k, --top-p, --min-p, --repeat-penalty)";
+    "a sampler skainet does not have (it has --temp, --top-k, --top-p, --min-p, --repeat-penalty, "
+    "--repeat-last-n)";
 inline constexpr std::string_view kNotInteractive =
     "interactive mode without a chat template (a conversation, -cnv or skainet chat, renders each turn with the "
     "template)";
@@ -128,8 +129,9 @@ inline std::vector<std::string_view> llama_flag_names(const LlamaFlag& flag) {
 // a Note entry's multi-letter short name (`-fa`: --flash-attn); empty for any other word. The command
 // line is rewritten with it before CLI11 parses (command_line.hpp).
 std::string_view llama_long_name(std::string_view word);
-// One of kSwitchValues, or a comma-separated list of them (llama-bench's `-fa 0,1`): joined to its switch (`-fa on`: `--flash-attn=on`), since CLI11 reads a flag,
-// which never takes the next word, so `-fa model.gguf` leaves the model where it was.
+// One of kSwitchValues, or a comma-separated list of them (llama-bench's `-fa 0,1`): joined to its switch (`-fa on`:
+// `--flash-attn=on`), since CLI11 reads a flag, which never takes the next word, so `-fa model.gguf` leaves the model
+// where it was.
 bool is_switch_value(std::string_view word);
 
 // -ctk/-ctv/--no-mmap and kLlamaFlags' notes for the commands that plan a model.
