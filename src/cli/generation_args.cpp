@@ -121,8 +121,11 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   add_placement_compat(cmd, compat);
   add_speculation(cmd, *this);
   cmd->parse_complete_callback([this, command, cmd] {
-    bool prompt_given = command != Command::Serve && (prompt_option->count() > 0 || !prompt_file.empty());
-    if (command != Command::Serve) prompt_given |= model_and_prompt.resolve(model, prompt, prompt_given);
+    bool prompt_given = false;  // serve: requests bring the prompts
+    if (command != Command::Serve) {
+      prompt_given = prompt_option->count() > 0 || !prompt_file.empty();
+      prompt_given |= model_and_prompt.resolve(model, prompt, prompt_given);  // `run MODEL PROMPT`
+    }
     require_model(model);
     const bool chat_command = command != Command::Run;  // serve renders chat requests with the template
     if (!chat_command && !conversation && !prompt_given) throw CLI::RequiredError("-p,--prompt (or -f FILE)");
