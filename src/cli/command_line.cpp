@@ -107,10 +107,10 @@ const CLI::App* command_named(const CLI::App& app, std::string_view word) {
 [[noreturn]] void refuse_option(std::string_view name, std::string_view typed, const CLI::App& app,
                                 const CLI::App& cmd) {
   if (const LlamaFlag* flag = find_llama_flag(typed); flag && flag->answer == LlamaAnswer::Refuse)
-    throw CLI::ExtrasError(fmt::format("llama.cpp's '{}' is not implemented here: {}; refused, not ignored, since "
-                                       "it would change the answer",
-                                       typed, flag->meaning),
-                           kUsageError);
+    throw CLI::ExtrasError(
+        fmt::format("llama.cpp's '{}' is not implemented here, so it is refused rather than ignored: {}", typed,
+                    flag->meaning),
+        kUsageError);
   std::string message = &cmd == &app ? fmt::format("unknown option '{}'", typed)
                                      : fmt::format("unknown option '{}' for '{}'", typed, cmd.get_name());
   if (const auto near = nearest(typed, option_names(cmd))) {

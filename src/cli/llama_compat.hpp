@@ -67,6 +67,8 @@ inline constexpr std::string_view kNotInteractive =
 inline constexpr std::string_view kNoRope = "RoPE settings other than the model's own";
 inline constexpr std::string_view kNoApiKey =
     "API keys: serve does not authenticate requests, and listens on 127.0.0.1 unless --host says otherwise";
+inline constexpr std::string_view kNoDownload =
+    "downloading models: a model is a GGUF file, given by its path (-m FILE.gguf)";
 inline constexpr LlamaFlag kFlags[] = {
     {"-fa,--flash-attn", Switch, Note,
      "attention is one fused CPU kernel here (scores, softmax and values per KV-head group, no score matrix "
@@ -108,6 +110,9 @@ inline constexpr LlamaFlag kFlags[] = {
     {"--api-key", One, Refuse, kNoApiKey},
     {"--api-key-file", One, Refuse, kNoApiKey},
     {"-to,--timeout", One, Refuse, "server read and write timeouts"},
+    {"-hf,--hf-repo", One, Refuse, kNoDownload},
+    {"-hff,--hf-file", One, Refuse, kNoDownload},
+    {"-mu,--model-url", One, Refuse, kNoDownload},
 };
 }  // namespace llama_table
 inline constexpr auto& kLlamaFlags = llama_table::kFlags;
