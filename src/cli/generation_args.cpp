@@ -70,7 +70,10 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   const bool chat_command = command == Command::Chat;
   const bool serve = command == Command::Serve;
   if (chat_command || serve) n_predict = -1;
-  add_model_option(cmd, model);
+  if (serve)
+    add_model_option(cmd, model);
+  else
+    model_and_prompt.add_to(cmd, chat_command ? "first user message" : "prompt text");
   if (!serve) {
     prompt_option = cmd->add_option("-p,--prompt", prompt, chat_command ? "first user message" : "prompt text");
     cmd->add_option("-f,--file", prompt_file, "read the prompt from this file")
@@ -100,9 +103,10 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
                   "subtracted from each token among the last --repeat-last-n (0: off)");
   cmd->add_option("--frequency-penalty", sampling.frequency_penalty,
                   "subtracted per occurrence of each token among the last --repeat-last-n (0: off)");
-  cmd->add_option("-r,--reverse-prompt", stops,
+  // One option for the three spellings: two options bound to one vector would each assign it, and the
+  // later would drop the other's strings (`-r a --stop b`).
+  cmd->add_option("-r,--reverse-prompt,--stop", stops,
                   "stop string (repeatable): generation stops when the text contains it; not printed");
-  cmd->add_option("--stop", stops, "the same as -r");
   if (command == Command::Run) {
     cmd->add_flag(
         "--conversation,!--no-conversation", conversation,
@@ -123,10 +127,14 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   add_placement_compat(cmd, compat);
   add_speculation(cmd, *this);
   cmd->parse_complete_callback([this, command, cmd] {
+    bool prompt_given = false;  // serve: requests bring the prompts
+    if (command != Command::Serve) {
+      prompt_given = prompt_option->count() > 0 || !prompt_file.empty();
+      prompt_given |= model_and_prompt.resolve(model, prompt, prompt_given);  // `run MODEL PROMPT`
+    }
     require_model(model);
     const bool chat_command = command != Command::Run;  // serve renders chat requests with the template
-    if (!chat_command && !conversation && prompt_option->count() == 0 && prompt_file.empty())
-      throw CLI::RequiredError("-p,--prompt (or -f FILE)");
+    if (!chat_command && !conversation && !prompt_given) throw CLI::RequiredError("-p,--prompt (or -f FILE)");
     if (!chat_command && !conversation && (!system_prompt.empty() || !chat_template.empty() || special_in_content))
       throw CLI::ValidationError("-sys/--system-prompt, --chat-template and --special-in-content",
                                  "only in a conversation (-cnv, or skainet chat)");

@@ -20,6 +20,7 @@ enum class Command : uint8_t { Run, Chat, Serve };
 
 struct GenerationArgs {
   std::string model;
+  ModelAndPrompt model_and_prompt;  // run and chat (serve: -m or MODEL only)
   std::string prompt;
   std::string prompt_file;
   bool escape = false;

@@ -9,29 +9,16 @@
 namespace skainet::cli {
 namespace {
 
-// Options whose next word is a value, which may itself begin with a dash ("-p -ngl" is a prompt).
-constexpr std::string_view kTakesValue[] = {"-p",
-                                            "--prompt",
-                                            "--system-prompt",
-                                            "-r",
-                                            "--reverse-prompt",
-                                            "--stop",
-                                            "--chat-template",
-                                            "-f",
-                                            "--file",
-                                            "--override-tensor",
-                                            "--weight-form",
-                                            "--explain",
-                                            "--decode"};
-
-bool takes_value(std::string_view word) {
-  return std::find(std::begin(kTakesValue), std::end(kTakesValue), word) != std::end(kTakesValue);
-}
-
 bool is_multi_letter_short(std::string_view w) {
   if (w.size() < 3 || w[0] != '-' || w[1] == '-') return false;
   return std::all_of(w.begin() + 1, w.end(),
                      [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '-'; });
+}
+
+std::string_view long_name(const LlamaFlag& flag) {
+  for (std::string_view name : llama_flag_names(flag))
+    if (name.starts_with("--")) return name;
+  return llama_flag_names(flag).front();
 }
 
 std::string cache_type(const std::string& name, std::string_view flag) {
@@ -46,32 +33,31 @@ std::string cache_type(const std::string& name, std::string_view flag) {
 
 }  // namespace
 
-std::vector<std::string> rewrite_llama_args(int argc, char** argv) {
-  std::vector<std::string> out;
-  bool value_next = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string word = argv[i];
-    if (value_next) {
-      value_next = false;
-      out.push_back(std::move(word));
-      continue;
-    }
-    if (word == "--") {  // everything after it is positional
-      for (; i < argc; ++i) out.emplace_back(argv[i]);
-      break;
-    }
-    const auto alias = std::find_if(std::begin(kLlamaAliases), std::end(kLlamaAliases),
-                                    [&](const LlamaAlias& a) { return a.llama == word; });
-    if (alias != std::end(kLlamaAliases)) {
-      word = std::string(alias->ours);
-    } else if (is_multi_letter_short(word)) {
-      throw CLI::ExtrasError(fmt::format("unknown option '{}' (long options take two dashes)", word),
-                             static_cast<int>(CLI::ExitCodes::ExtrasError));
-    }
-    value_next = takes_value(word);
-    out.push_back(std::move(word));
+std::string_view llama_long_name(std::string_view word) {
+  const auto alias = std::find_if(std::begin(kLlamaAliases), std::end(kLlamaAliases),
+                                  [&](const LlamaAlias& a) { return a.llama == word; });
+  if (alias != std::end(kLlamaAliases)) return alias->ours;
+  const LlamaFlag* flag = find_llama_flag(word);
+  if (flag && flag->answer == LlamaAnswer::Note && is_multi_letter_short(word)) return long_name(*flag);
+  return {};
+}
+
+bool is_switch_value(std::string_view word) {
+  if (word.empty()) return false;
+  for (std::string_view rest = word; !rest.empty();) {  // llama-bench takes a list: -fa 0,1
+    const size_t comma = std::min(rest.find(','), rest.size());
+    if (std::find(std::begin(kSwitchValues), std::end(kSwitchValues), rest.substr(0, comma)) == std::end(kSwitchValues))
+      return false;
+    rest.remove_prefix(std::min(comma + 1, rest.size()));
   }
-  return out;
+  return true;
+}
+
+const LlamaFlag* find_llama_flag(std::string_view word) {
+  for (const LlamaFlag& flag : kLlamaFlags)
+    for (std::string_view name : llama_flag_names(flag))
+      if (name == word) return &flag;
+  return nullptr;
 }
 
 void add_placement_compat(CLI::App* cmd, CompatFlags& f) {
@@ -79,8 +65,21 @@ void add_placement_compat(CLI::App* cmd, CompatFlags& f) {
                   "as llama.cpp's -ctk: KV cache type (f16 | f32; same as --kv-type)");
   cmd->add_option("--cache-type-v", f.cache_type_v, "as llama.cpp's -ctv: must equal -ctk (one type for K and V)");
   cmd->add_flag("--no-mmap", f.no_mmap, "read every weight into memory instead of mapping the file (residency heap)");
-  cmd->add_flag("--mlock", f.mlock, "accepted for llama.cpp compatibility; ignored");
-  cmd->add_option("--n-gpu-layers,--gpu-layers", f.n_gpu_layers, "as llama.cpp's -ngl N; CPU only: ignored");
+  for (const LlamaFlag& flag : kLlamaFlags) {
+    if (flag.answer != LlamaAnswer::Note) continue;
+    // CLI11 spells a short name with one letter (the multi-letter ones were rewritten to the long
+    // name); a name the command has an option of its own for keeps that meaning.
+    std::string names;
+    for (std::string_view name : llama_flag_names(flag)) {
+      if (is_multi_letter_short(name) || cmd->get_option_no_throw(std::string(name))) continue;
+      names += (names.empty() ? "" : ",") + std::string(name);
+    }
+    if (names.empty()) continue;
+    CLI::Option* option = flag.value == LlamaValue::One ? cmd->add_option(names) : cmd->add_flag(names);
+    option->description(fmt::format("llama.cpp's {}: {}", flag.names, flag.meaning))
+        ->group("llama.cpp's flags that change nothing here (a note on stderr)");
+    f.noted.push_back({&flag, option});
+  }
 }
 
 void apply_placement_compat(const CompatFlags& f, PlacementArgs& p) {
@@ -104,8 +103,16 @@ void apply_placement_compat(const CompatFlags& f, PlacementArgs& p) {
     else if (p.weight_form.find("heap") == std::string::npos)
       p.weight_form += ",heap";
   }
-  if (f.mlock) fmt::print(stderr, "skainet: --mlock: CPU only: ignored\n");
-  if (f.n_gpu_layers) fmt::print(stderr, "skainet: -ngl {}: CPU only: ignored\n", *f.n_gpu_layers);
+  for (const auto& [flag, option] : f.noted) {
+    if (option->count() == 0) continue;
+    const std::string_view name = llama_flag_names(*flag).front();
+    std::string value = option->results().empty() ? std::string() : option->results().back();
+    if (flag->value == LlamaValue::None || value == "true") value.clear();  // CLI11's text for a bare flag
+    if (flag->value == LlamaValue::Switch && !value.empty() && !is_switch_value(value))
+      throw CLI::ValidationError(std::string(name), fmt::format("'{}' is not one of {} (or a list of them)", value,
+                                                                fmt::join(kSwitchValues, ", ")));
+    fmt::print(stderr, "skainet: {}{}{}: {}\n", name, value.empty() ? "" : " ", value, flag->meaning);
+  }
 }
 
 void add_model_option(CLI::App* cmd, std::string& model, std::string_view help) {
@@ -116,6 +123,34 @@ void add_model_option(CLI::App* cmd, std::string& model, std::string_view help) 
 
 void require_model(const std::string& model) {
   if (model.empty()) throw CLI::RequiredError("a model: -m FILE (or FILE as the first positional)");
+}
+
+void ModelAndPrompt::add_to(CLI::App* cmd, std::string_view prompt_help) {
+  flag = cmd->add_option("-m,--model", flag_model, "GGUF model");
+  first_option = cmd->add_option("MODEL", first, "GGUF model (the same as -m; with -m: the prompt)");
+  second_option = cmd->add_option("PROMPT", second, fmt::format("{} (the same as -p)", prompt_help));
+}
+
+bool ModelAndPrompt::resolve(std::string& model, std::string& prompt, bool prompt_given) const {
+  std::vector<std::string> words;
+  if (first_option->count()) words.push_back(first);
+  if (second_option->count()) words.push_back(second);
+  if (flag->count()) {
+    model = flag_model;
+    if (words.size() > 1)
+      throw CLI::ValidationError("MODEL PROMPT", fmt::format("'{}' and '{}' beside -m {}: one positional, the "
+                                                             "prompt, at most",
+                                                             words[0], words[1], flag_model));
+  } else if (!words.empty()) {
+    model = words.front();
+    words.erase(words.begin());
+  }
+  if (words.empty()) return false;
+  if (prompt_given)
+    throw CLI::ValidationError(
+        "PROMPT", fmt::format("'{}': the prompt is given twice, by -p/-f and as a positional", words.front()));
+  prompt = words.front();
+  return true;
 }
 
 std::string process_escapes(std::string_view s) {

@@ -8,7 +8,7 @@ namespace skainet::cli {
 
 void PlacementArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--profile", profile, "memory profile: default | low-memory | throughput | in-memory | strict");
-  cmd->add_option("-c,--ctx", n_ctx, "context length (default: the model's, at most 4096)");
+  cmd->add_option("-c,--ctx,--ctx-size", n_ctx, "context length (default: the model's, at most 4096)");
   cmd->add_option("--budget", budget, "resident memory allowed, e.g. 2G");
   cmd->add_option("--kv-type", kv_type, "KV cache type: f16 (default) or f32");
   cmd->add_option("--prefill-chunk", prefill_chunk, "tokens per prefill step (default: the profile's)");
