@@ -21,7 +21,8 @@ uint64_t bytes_per_second(const ProgressLine& p) { return static_cast<uint64_t>(
 // "0:09", "12:40", "1:02:03".
 std::string clock_text(double seconds) {
   const auto s = static_cast<uint64_t>(std::llround(std::max(0.0, seconds)));
-  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{}:{:02}", s / 60, s % 60);
+  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+                   : fmt::format("{}:{:02}", s / 60, s % 60);
 }
 
 int percent_of(const ProgressLine& p) {

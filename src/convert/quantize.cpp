@@ -113,29 +113,32 @@ Report quantize(const std::filesystem::path& in, const std::filesystem::path& ou
   std::optional<base::Progress> progress;
   if (options.progress) progress.emplace("quantize", writer.data_bytes());
 
-  report.bytes_written = writer.write([&](size_t index, std::span<std::byte> dst) {
-    const gguf::TensorInfo& t = header.tensors[index];
-    const TensorChoice& c = report.tensors[index];
-    base::FileMapping source(in, t.file_offset, t.bytes);
-    if (c.type == t.type) {
-      std::memcpy(dst.data(), source.data(), t.bytes);
-    } else {
-      const uint64_t row = t.shape[0];
-      const uint64_t rows = t.elements() / row;
-      const uint64_t in_row = row_bytes(t.type, row), out_row = row_bytes(c.type, row);
-      detail::parallel_for(rows, threads, std::max<uint64_t>(1, 65536 / row), [&](uint64_t begin, uint64_t end) {
-        std::vector<float> buffer(c.type == GgmlType::F32 ? 0 : row);
-        for (uint64_t r = begin; r < end; ++r) {
-          std::byte* target = dst.data() + r * out_row;
-          float* values = c.type == GgmlType::F32 ? reinterpret_cast<float*>(target) : buffer.data();
-          kernels::ref::dequantize_row(t.type, source.data() + r * in_row, values, static_cast<int64_t>(row));
-          if (c.type != GgmlType::F32) kernels::ref::quantize_row(c.type, values, target, static_cast<int64_t>(row));
+  report.bytes_written = writer.write(
+      [&](size_t index, std::span<std::byte> dst) {
+        const gguf::TensorInfo& t = header.tensors[index];
+        const TensorChoice& c = report.tensors[index];
+        base::FileMapping source(in, t.file_offset, t.bytes);
+        if (c.type == t.type) {
+          std::memcpy(dst.data(), source.data(), t.bytes);
+        } else {
+          const uint64_t row = t.shape[0];
+          const uint64_t rows = t.elements() / row;
+          const uint64_t in_row = row_bytes(t.type, row), out_row = row_bytes(c.type, row);
+          detail::parallel_for(rows, threads, std::max<uint64_t>(1, 65536 / row), [&](uint64_t begin, uint64_t end) {
+            std::vector<float> buffer(c.type == GgmlType::F32 ? 0 : row);
+            for (uint64_t r = begin; r < end; ++r) {
+              std::byte* target = dst.data() + r * out_row;
+              float* values = c.type == GgmlType::F32 ? reinterpret_cast<float*>(target) : buffer.data();
+              kernels::ref::dequantize_row(t.type, source.data() + r * in_row, values, static_cast<int64_t>(row));
+              if (c.type != GgmlType::F32)
+                kernels::ref::quantize_row(c.type, values, target, static_cast<int64_t>(row));
+            }
+          });
         }
-      });
-    }
-    check_output(in, t, c, source.data(), dst, threads);
-    source.release_pages(0, t.bytes);
-  }, progress ? &*progress : nullptr);
+        check_output(in, t, c, source.data(), dst, threads);
+        source.release_pages(0, t.bytes);
+      },
+      progress ? &*progress : nullptr);
   if (progress) progress->finish();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

@@ -338,9 +338,9 @@ Report synth(const std::filesystem::path& out, const SynthOptions& options) {
   std::optional<base::Progress> progress;
   if (options.progress) progress.emplace("synth", writer.data_bytes());
 
-  report.bytes_written = writer.write(
-      [&](size_t index, std::span<std::byte> dst) { write_rows(plan[index], dst, seed, plant, threads); },
-      progress ? &*progress : nullptr);
+  report.bytes_written =
+      writer.write([&](size_t index, std::span<std::byte> dst) { write_rows(plan[index], dst, seed, plant, threads); },
+                   progress ? &*progress : nullptr);
   if (progress) progress->finish();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

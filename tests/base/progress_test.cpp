@@ -13,12 +13,13 @@ namespace {
 constexpr uint64_t kMiB = 1024 * 1024;
 
 TEST(Progress, BarNamesPercentBytesRateTimeLeftAndItem) {
-  const ProgressLine p{.label = "quantize", .item = "blk.3.ffn_up.weight", .done = 300 * kMiB, .total = 1000 * kMiB,
-                       .seconds = 3.0};
+  const ProgressLine p{
+      .label = "quantize", .item = "blk.3.ffn_up.weight", .done = 300 * kMiB, .total = 1000 * kMiB, .seconds = 3.0};
   EXPECT_EQ(progress_bar_text(p),
             "quantize [#########                     ]  30% 300.0 MiB of 1000.0 MiB  100.0 MiB/s  0:07 left  "
             "blk.3.ffn_up.weight");
-  EXPECT_EQ(progress_log_text(p), "quantize: 30%, 300.0 MiB of 1000.0 MiB, 100.0 MiB/s, 0:07 left, at blk.3.ffn_up.weight");
+  EXPECT_EQ(progress_log_text(p),
+            "quantize: 30%, 300.0 MiB of 1000.0 MiB, 100.0 MiB/s, 0:07 left, at blk.3.ffn_up.weight");
   EXPECT_EQ(progress_done_text({.label = "quantize", .done = 1000 * kMiB, .total = 1000 * kMiB, .seconds = 10.0}),
             "quantize: 1000.0 MiB in 10.0 s (100.0 MiB/s)");
 }

@@ -226,7 +226,7 @@ class Progress {
   };
   Progress(std::string label, uint64_t total);
   Progress(std::string label, uint64_t total, Options options);
-  ~Progress();  // a job that did not finish: the terminal's line ended, no summary
+  ~Progress();                       // a job that did not finish: the terminal's line ended, no summary
   void item(std::string_view name);  // what the job works on now
   void advance(uint64_t n);
   void finish();  // the job is done: its summary
