@@ -20,6 +20,15 @@ struct RunResult {
   std::string out, err;
 };
 
+// `run` on stories260K, greedy, 48 tokens at --ctx 256 without the prompt echoed, then `extra`: the
+// command line the llama.cpp-habit tests vary one flag of.
+inline std::vector<std::string> greedy(std::vector<std::string> extra) {
+  std::vector<std::string> args{"run", "-m",  kStories.string(),    "-p", "Once upon a time", "-n", "48", "--temp", "0",
+                                "-c",  "256", "--no-display-prompt"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
 // Runs SKAINET_BINARY_DIR/skainet with `args`, capturing stdout and stderr; stdin is empty, or `input`.
 RunResult run_skainet(const std::vector<std::string>& args);
 RunResult run_skainet(const std::vector<std::string>& args, const std::string& input);

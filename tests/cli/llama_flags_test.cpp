@@ -12,13 +12,6 @@ namespace {
 
 const std::string kModel = kStories.string();
 
-std::vector<std::string> greedy(std::vector<std::string> extra) {
-  std::vector<std::string> args{"run",    "-m", kModel, "-p",  "Once upon a time",   "-n", "48",
-                                "--temp", "0",  "-c",   "256", "--no-display-prompt"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace

@@ -14,13 +14,6 @@ namespace {
 
 const std::string kModel = kStories.string();
 
-std::vector<std::string> greedy(std::vector<std::string> extra) {
-  std::vector<std::string> args{"run",    "-m", kModel, "-p",  "Once upon a time",   "-n", "48",
-                                "--temp", "0",  "-c",   "256", "--no-display-prompt"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
 }  // namespace
 
 TEST(LlamaHabits, GpuAndLockFlagsAreAcceptedAndAnsweredOnStderr) {
