@@ -45,16 +45,53 @@ std::vector<std::string> keys_in(const std::string& path) {
   return keys;
 }
 
-int serve(ServeArgs& a) {
-  a.gen.finish_parse();
-  // Keys first: a missing key file is refused before the model loads.
-  std::vector<std::string> api_keys = a.api_keys;
+// --api-key (repeatable) and the keys of --api-key-file, read before the model loads so a missing file
+// is refused at once.
+std::vector<std::string> api_keys_of(const ServeArgs& a) {
+  std::vector<std::string> keys = a.api_keys;
   if (!a.api_key_file.empty()) {
     const std::vector<std::string> more = keys_in(a.api_key_file);
-    api_keys.insert(api_keys.end(), more.begin(), more.end());
+    keys.insert(keys.end(), more.begin(), more.end());
   }
-  for (const std::string& key : api_keys)
+  for (const std::string& key : keys)
     if (key.empty()) throw InvalidArgument("serve: --api-key must not be empty");
+  return keys;
+}
+
+// The server's options from the command line, the opened engine and its template.
+serve::ServerOptions server_options(const ServeArgs& a, const generate::Engine& engine, const ChosenTemplate& chosen,
+                                    std::vector<std::string> api_keys) {
+  serve::ServerOptions so;
+  so.host = a.host;
+  so.port = a.port;
+  so.slots = a.gen.placement.slots;
+  so.queue_limit = a.queue;
+  so.threads = a.gen.threads;
+  so.model_id = !a.alias.empty() ? a.alias : std::filesystem::path(a.gen.model).stem().string();
+  so.model_path = a.gen.model;
+  so.api_keys = std::move(api_keys);
+  so.max_tokens = a.gen.n_predict;
+  so.sampling = a.gen.sampling;
+  so.stop = a.gen.stops;
+  so.special_in_content = a.gen.special_in_content;
+  so.ignore_eos = a.gen.ignore_eos;
+  // Copies of what it prints: the options are returned by value and the engine outlives the server.
+  so.on_listening = [id = so.model_id, host = so.host, slots = so.slots, threads = so.threads, p = &engine.plan,
+                     description = chosen.description](int port) {
+    // The tests read this line for the port (--port 0 picks a free one).
+    fmt::print(stderr,
+               "skainet: serving {} on http://{}:{} | {} slots x context {}, batched | {} threads | plan "
+               "resident {} (kv {}, slab {}) | chat template: {}\n",
+               id, host, port, slots, p->kv->n_ctx, threads, base::format_bytes(p->totals.resident()),
+               base::format_bytes(p->totals.kv), base::format_bytes(p->totals.slab), description);
+    std::fflush(stderr);
+  };
+  return so;
+}
+
+int serve(ServeArgs& a) {
+  a.gen.finish_parse();
+  std::vector<std::string> api_keys = api_keys_of(a);  // a bad key file is refused before the model loads
   // SIGINT/SIGTERM are taken by a thread of their own (sigwait), blocked everywhere else: stopping
   // the server from a signal handler would not be async-signal-safe. Blocked before any thread starts so
   // every thread inherits the mask.
@@ -78,30 +115,7 @@ int serve(ServeArgs& a) {
   for (const auto& w : engine->plan.warnings) fmt::print(stderr, "skainet: warning: {}\n", plan::describe(w));
   const ChosenTemplate chosen = choose_template(a.gen, engine->header);
 
-  serve::ServerOptions so;
-  so.host = a.host;
-  so.port = a.port;
-  so.slots = a.gen.placement.slots;
-  so.queue_limit = a.queue;
-  so.threads = a.gen.threads;
-  so.model_id = !a.alias.empty() ? a.alias : std::filesystem::path(a.gen.model).stem().string();
-  so.model_path = a.gen.model;
-  so.api_keys = std::move(api_keys);
-  so.max_tokens = a.gen.n_predict;
-  so.sampling = a.gen.sampling;
-  so.stop = a.gen.stops;
-  so.special_in_content = a.gen.special_in_content;
-  so.ignore_eos = a.gen.ignore_eos;
-  const plan::MemoryPlan& p = engine->plan;
-  so.on_listening = [&](int port) {
-    // The tests read this line for the port (--port 0 picks a free one).
-    fmt::print(stderr,
-               "skainet: serving {} on http://{}:{} | {} slots x context {}, batched | {} threads | plan "
-               "resident {} (kv {}, slab {}) | chat template: {}\n",
-               so.model_id, so.host, port, so.slots, p.kv->n_ctx, so.threads, base::format_bytes(p.totals.resident()),
-               base::format_bytes(p.totals.kv), base::format_bytes(p.totals.slab), chosen.description);
-    std::fflush(stderr);
-  };
+  serve::ServerOptions so = server_options(a, *engine, chosen, std::move(api_keys));
   // A drafter per slot (a draft model: a draft sequence per slot), verified in the batch's passes.
   const generate::Speculation spec =
       generate::open_speculation(a.gen.spec, a.gen.model, *engine, eo, static_cast<uint32_t>(so.slots));
