@@ -1,8 +1,8 @@
 // The server: the endpoints of kRoutes over the HTTP transport (http.cpp) and the slots (slots.cpp). The
-// transport's event-loop threads only route (and check the API key): /health, /v1/models and /props are
-// answered there; a completion, /tokenize or /detokenize is *admitted* (503 when --slots + --queue
-// requests are already in) and handed to a worker. Workers — one
-// per admitted request at most — parse the body, render the chat template and tokenize (400 before
+// transport's event-loop threads only route (and check the API key): /health, /v1/models, /props,
+// /metrics and /slots are answered there (from counters and a snapshot, never waiting on a generation); a completion,
+// /tokenize or /detokenize is *admitted* (503 when --slots + --queue requests are already in) and handed to a worker.
+// Workers — one per admitted request at most — parse the body, render the chat template and tokenize (400 before
 // waiting for anything), wait for a slot in FIFO order, and generate; so rendering, like generating,
 // is bounded by --slots and --queue and never runs on a thread that other clients' bytes need. The
 // stepper (stepper.cpp) advances every generating slot in one batch; each worker turns its own tokens
@@ -32,6 +32,7 @@ namespace skainet::serve {
 namespace {
 
 constexpr const char* kJson = "application/json";
+constexpr const char* kPrometheusText = "text/plain; version=0.0.4; charset=utf-8";
 
 // One request, ready to generate: everything that could be refused has been checked.
 struct Job {
@@ -87,7 +88,7 @@ std::string cut_off(int32_t tokens) {
 
 struct Route {
   std::string_view method, path;
-  enum class Kind : uint8_t { Health, Models, Props, Chat, Completion, Tokenize, Detokenize } kind;
+  enum class Kind : uint8_t { Health, Models, Props, Metrics, Slots, Chat, Completion, Tokenize, Detokenize } kind;
   // Whether it is answered without an API key: a load balancer's probe has none.
   bool open = false;
 };
@@ -97,6 +98,8 @@ constexpr Route kRoutes[] = {
     {"GET", "/health", Route::Kind::Health, true},
     {"GET", "/v1/models", Route::Kind::Models},
     {"GET", "/props", Route::Kind::Props},
+    {"GET", "/metrics", Route::Kind::Metrics},
+    {"GET", "/slots", Route::Kind::Slots},
     {"POST", "/v1/chat/completions", Route::Kind::Chat},
     {"POST", "/chat/completions", Route::Kind::Chat},
     {"POST", "/v1/completions", Route::Kind::Completion},
@@ -172,6 +175,10 @@ struct Server::Impl {
   void detokenize(Exchange& ex) const;
   void stream(Exchange& ex, Job job, SlotPool::Lease lease);
   std::string health() const;
+  size_t requests_waiting(const SlotCounts& c) const;
+  MetricsSnapshot metrics() const;
+  std::string slots() const;
+  void count(const generate::Stats& s);
 
   generate::Engine& engine;
   ServerOptions options;
@@ -187,7 +194,12 @@ struct Server::Impl {
   std::atomic<bool> stopping{false};
   int64_t started;
   RequestLimits limits;  // the defaults, and token ids within the vocabulary
-  std::string props;     // GET /props: fixed at the start
+  // What every finished generation adds to, for /metrics: one atomic add each per request.
+  struct Totals {
+    std::atomic<uint64_t> prompt_tokens{0}, predicted_tokens{0};
+    std::atomic<double> prompt_seconds{0}, predicted_seconds{0};
+  } totals;
+  std::string props;  // GET /props: fixed at the start
 
   // Admitted requests, oldest first, and the workers that take them.
   struct Admitted {
@@ -270,7 +282,18 @@ generate::Stats Server::Impl::generate(const SlotPool::Lease& lease, const Job& 
   // here, not per token). The slot computes only what its cache does not hold of the prompt.
   lease.slot().sample_with(job.sampling);
   generate::Drafter* drafter = options.drafters.empty() ? nullptr : options.drafters.at(lease.index());
-  return stepper.generate(lease.slot(), job.ids, job.generation, on_token, job.reuse, drafter);
+  const generate::Stats s =
+      stepper.generate(lease.slot(), job.ids, job.generation, on_token, job.reuse, drafter, &lease.cells());
+  count(s);
+  return s;
+}
+
+void Server::Impl::count(const generate::Stats& s) {
+  constexpr auto relaxed = std::memory_order_relaxed;
+  totals.prompt_tokens.fetch_add(static_cast<uint64_t>(s.prompt_tokens), relaxed);
+  totals.predicted_tokens.fetch_add(static_cast<uint64_t>(s.generated_tokens), relaxed);
+  totals.prompt_seconds.fetch_add(s.prompt_seconds, relaxed);
+  totals.predicted_seconds.fetch_add(s.decode_seconds, relaxed);
 }
 
 std::optional<SlotPool::Lease> Server::Impl::lease_for(const Job& job) {
@@ -306,6 +329,8 @@ void Server::Impl::route(const std::shared_ptr<Exchange>& ex) {
     case Route::Kind::Health: return ex->respond(200, health(), kJson);
     case Route::Kind::Models: return ex->respond(200, models_json(options.model_id, started), kJson);
     case Route::Kind::Props: return ex->respond(200, props, kJson);
+    case Route::Kind::Metrics: return ex->respond(200, metrics_text(metrics()), kPrometheusText);
+    case Route::Kind::Slots: return ex->respond(200, slots(), kJson);
     // Parsing and tokenizing take time in proportion to the body: a worker's, never the event loop's.
     default: return admit(ex, found->kind);
   }
@@ -322,18 +347,50 @@ bool Server::Impl::authorized(const Exchange& ex) const {
   return match;
 }
 
-std::string Server::Impl::health() const {
-  const SlotCounts c = pool.counts();
+// Admitted requests not generating: waiting for a worker, a render or a slot.
+size_t Server::Impl::requests_waiting(const SlotCounts& c) const {
   size_t in = 0;
   {
     std::lock_guard lock(work_mutex);
     in = admitted;
   }
+  return in > c.busy ? in - c.busy : 0;
+}
+
+std::string Server::Impl::health() const {
+  const SlotCounts c = pool.counts();
   return nlohmann::json{{"status", stopping.load() ? "stopping" : "ok"},
                         {"slots_idle", c.slots - c.busy},
                         {"slots_processing", c.busy},
-                        {"requests_waiting", in > c.busy ? in - c.busy : 0}}
+                        {"requests_waiting", requests_waiting(c)}}
       .dump();
+}
+
+MetricsSnapshot Server::Impl::metrics() const {
+  constexpr auto relaxed = std::memory_order_relaxed;
+  const SlotCounts c = pool.counts();
+  MetricsSnapshot m{.prompt_tokens = totals.prompt_tokens.load(relaxed),
+                    .prompt_seconds = totals.prompt_seconds.load(relaxed),
+                    .predicted_tokens = totals.predicted_tokens.load(relaxed),
+                    .predicted_seconds = totals.predicted_seconds.load(relaxed),
+                    .decode_steps = stepper.steps(),
+                    .requests_processing = c.busy,
+                    .requests_deferred = requests_waiting(c),
+                    .kv_cells = uint64_t{engine.plan.kv->n_ctx} * c.slots};
+  for (const SlotLoad& slot : pool.loads()) m.kv_cells_used += slot.cells;
+  return m;
+}
+
+std::string Server::Impl::slots() const {
+  std::vector<SlotState> out;
+  const std::vector<SlotLoad> loads = pool.loads();
+  for (size_t i = 0; i < loads.size(); ++i)
+    out.push_back({.id = i,
+                   .n_ctx = engine.plan.kv->n_ctx,
+                   .is_processing = loads[i].busy,
+                   .speculative = !options.drafters.empty(),
+                   .cached_tokens = loads[i].cells});
+  return slots_json(out);
 }
 
 void Server::Impl::admit(const std::shared_ptr<Exchange>& ex, Route::Kind kind) {

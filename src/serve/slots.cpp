@@ -35,7 +35,9 @@ SlotChoice choose_slot(std::span<const SlotCandidate> free_slots, size_t prompt_
   return {chosen.index, chosen.reusable, match ? SlotReason::LongestPrefix : SlotReason::LeastRecentlyUsed};
 }
 
-SlotPool::SlotPool(size_t slots, size_t queue_limit) : size_(slots), queue_limit_(queue_limit), last_used_(slots, 0) {
+SlotPool::SlotPool(size_t slots, size_t queue_limit)
+    : size_(slots), queue_limit_(queue_limit), last_used_(slots, 0), cells_(new std::atomic<uint32_t>[slots]) {
+  for (size_t i = 0; i < slots; ++i) cells_[i].store(0, std::memory_order_relaxed);
   if (slots == 0) throw InvalidArgument("a slot pool needs at least one slot");
   for (size_t i = 0; i < slots; ++i) free_.push_back(i);
 }
@@ -101,6 +103,18 @@ SlotCounts SlotPool::counts() const {
   std::lock_guard lock(mutex_);
   return {size_, size_ - free_.size(), queue_.size()};
 }
+
+std::vector<SlotLoad> SlotPool::loads() const {
+  std::vector<SlotLoad> out(size_, SlotLoad{.busy = true});
+  {
+    std::lock_guard lock(mutex_);
+    for (const size_t i : free_) out[i].busy = false;
+  }
+  for (size_t i = 0; i < size_; ++i) out[i].cells = cells_[i].load(std::memory_order_relaxed);
+  return out;
+}
+
+std::atomic<uint32_t>& SlotPool::Lease::cells() const noexcept { return pool_->cells_[choice_.index]; }
 
 SlotPool::Lease& SlotPool::Lease::operator=(Lease&& other) noexcept {
   if (this != &other) {

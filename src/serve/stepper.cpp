@@ -29,6 +29,7 @@ struct Handoff {
   const generate::Options* options = nullptr;
   generate::PrefixReuse reuse = generate::PrefixReuse::Reuse;
   generate::Drafter* drafter = nullptr;
+  std::atomic<uint32_t>* cells = nullptr;  // where the slot's cells in use are published (null: nowhere)
 
   std::mutex mutex;
   std::condition_variable changed;
@@ -56,10 +57,12 @@ struct Stepper::Impl {
   void take_in();
   void step();
   void finish(uint32_t i, std::string_view error = {});
+  void publish_cells(uint32_t i) const;
 
   const text::Tokenizer& tokenizer;
   generate::Batch batch;
-  std::vector<Handoff*> running;  // by batch slot; touched by the stepper thread only
+  std::vector<Handoff*> running;   // by batch slot; touched by the stepper thread only
+  std::atomic<uint64_t> steps{0};  // passes run, for /metrics
 
   std::mutex mutex;
   std::condition_variable wake;
@@ -90,6 +93,7 @@ void Stepper::Impl::take_in() {
     try {
       const uint32_t i = batch.add(*h->slot, h->prompt, *h->options, h->reuse, h->drafter);
       running[i] = h;
+      publish_cells(i);
       std::lock_guard lock(h->mutex);
       h->cached = batch.slot(i).cached;
     } catch (const std::exception& e) {
@@ -99,6 +103,11 @@ void Stepper::Impl::take_in() {
       h->changed.notify_all();
     }
   }
+}
+
+// The cells of slot i's cache that hold tokens are those before its next row's position.
+void Stepper::Impl::publish_cells(uint32_t i) const {
+  if (running[i]->cells) running[i]->cells->store(static_cast<uint32_t>(batch.slot(i).pos), std::memory_order_relaxed);
 }
 
 // Hands slot i's end to its caller: the batch will not touch its sequence again.
@@ -125,6 +134,7 @@ void Stepper::Impl::step() {
   }
   std::span<const generate::Batch::Sampled> sampled;
   try {
+    if (batch.active()) steps.fetch_add(1, std::memory_order_relaxed);
     sampled = batch.step();
   } catch (const std::exception& e) {
     // The pass failed for every sequence in it: each caller hears why, and the slots are free again.
@@ -141,8 +151,11 @@ void Stepper::Impl::step() {
     h->tokens.push_back(t.token);
     h->changed.notify_all();
   }
-  for (uint32_t i = 0; i < running.size(); ++i)
-    if (running[i] && !batch.slot(i).active) finish(i);
+  for (uint32_t i = 0; i < running.size(); ++i) {
+    if (!running[i]) continue;
+    publish_cells(i);
+    if (!batch.slot(i).active) finish(i);
+  }
 }
 
 Stepper::Stepper(generate::Engine& engine, int threads, uint32_t draft_max, uint32_t draft_min) {
@@ -160,9 +173,11 @@ Stepper::~Stepper() {
   impl_->thread.join();
 }
 
+uint64_t Stepper::steps() const noexcept { return impl_->steps.load(std::memory_order_relaxed); }
+
 generate::Stats Stepper::generate(Slot& slot, std::span<const int32_t> prompt, const generate::Options& options,
                                   const generate::TokenCallback& on_token, generate::PrefixReuse reuse,
-                                  generate::Drafter* drafter) {
+                                  generate::Drafter* drafter, std::atomic<uint32_t>* cells) {
   const auto start = Clock::now();
   Handoff h;
   h.slot = &slot;
@@ -170,6 +185,7 @@ generate::Stats Stepper::generate(Slot& slot, std::span<const int32_t> prompt, c
   h.options = &options;
   h.reuse = reuse;
   h.drafter = drafter;
+  h.cells = cells;
   h.tokens.reserve(size_t{slot.kv.n_ctx()} + 1);
   {
     std::lock_guard lock(impl_->mutex);

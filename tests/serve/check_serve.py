@@ -370,6 +370,80 @@ def cached_tokens(usage):
     return usage.prompt_tokens_details.cached_tokens
 
 
+def parse_metrics(text):
+    """{name: value} from Prometheus's text format; any line neither a comment nor `name value` fails."""
+    values = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name, value = line.split(" ")  # exactly two fields
+        values[name] = float(value)
+    return values
+
+
+class Metrics(ServedCase):
+    """GET /metrics (llama-server's names) and GET /slots (its shape) on two slots."""
+
+    server_args = ("--ctx", "256", "--slots", "2")
+
+    def metrics(self):
+        status, text = self.server.http("GET", "/metrics")
+        self.assertEqual(status, 200)
+        return parse_metrics(text)
+
+    def test_counters_equal_the_usage_of_the_requests(self):
+        before = self.metrics()
+        usages = [self.c.completions.create(model="m", prompt=p, max_tokens=8, temperature=0).usage
+                  for p in PROMPTS]
+        text, _, usage, _ = stream_text(
+            self.c.chat.completions.create(model="m", messages=[{"role": "user", "content": "Hi"}], max_tokens=5,
+                                           stream=True, stream_options={"include_usage": True}), "chat")
+        usages.append(usage)
+        # A worker counts its request out just after the answer went: idle a moment later.
+        deadline = time.monotonic() + 10
+        while True:
+            after = self.metrics()
+            idle = after["llamacpp:requests_processing"] == 0 and after["llamacpp:requests_deferred"] == 0
+            if idle or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        grew = {name: after[name] - before[name] for name in after}
+        # prompt_tokens_total counts what was computed: a prefix taken from a slot's cache is not.
+        self.assertEqual(grew["llamacpp:prompt_tokens_total"],
+                         sum(u.prompt_tokens - cached_tokens(u) for u in usages))
+        self.assertEqual(grew["llamacpp:tokens_predicted_total"], sum(u.completion_tokens for u in usages))
+        self.assertGreater(grew["llamacpp:n_decode_total"], 0)
+        self.assertGreater(grew["llamacpp:prompt_seconds_total"], 0)
+        self.assertGreater(grew["llamacpp:tokens_predicted_seconds_total"], 0)
+        self.assertGreater(after["llamacpp:predicted_tokens_seconds"], 0)
+        self.assertEqual(after["llamacpp:requests_processing"], 0, "idle")
+        self.assertEqual(after["llamacpp:requests_deferred"], 0, "idle")
+        ratio = after["llamacpp:kv_cache_usage_ratio"]
+        self.assertGreater(ratio, 0, "idle slots keep their last prompts")
+        self.assertLessEqual(ratio, 1)
+        for name in ("llamacpp:prompt_tokens_seconds", "llamacpp:predicted_tokens_seconds"):
+            self.assertIn(name, after)
+
+    def test_types_and_help(self):
+        status, text = self.server.http("GET", "/metrics")
+        self.assertEqual(status, 200)
+        for name in parse_metrics(text):
+            self.assertIn(f"# HELP {name} ", text)
+            self.assertRegex(text, rf"# TYPE {re.escape(name)} (counter|gauge)\n")
+
+    def test_slots(self):
+        self.c.completions.create(model="m", prompt=PROMPTS[0], max_tokens=4, temperature=0)
+        status, slots = self.server.http("GET", "/slots")
+        self.assertEqual(status, 200)
+        self.assertEqual([s["id"] for s in slots], [0, 1])
+        for s in slots:
+            self.assertEqual(s["n_ctx"], 256)
+            self.assertFalse(s["is_processing"])
+            self.assertLessEqual(s["n_cached_tokens"], 256)
+        self.assertGreater(max(s["n_cached_tokens"] for s in slots), 4, "the last request's tokens stay cached")
+        self.assertIn("skainet: GET /slots 200", self.server.log())
+
+
 class ApiKeys(ServedCase):
     """--api-key and --api-key-file: every endpoint but /health wants one of the keys (401 otherwise)."""
 
@@ -399,7 +473,7 @@ class ApiKeys(ServedCase):
                 self.client(key).models.list()
             self.assertEqual(caught.exception.status_code, 401)
             self.assertEqual(caught.exception.body["code"], "invalid_api_key")
-        for path in ("/v1/models", "/props"):
+        for path in ("/v1/models", "/props", "/metrics", "/slots"):
             status, err = self.server.http("GET", path)
             self.assertEqual(status, 401, path)
             self.assertIn("Authorization: Bearer", err["error"]["message"])

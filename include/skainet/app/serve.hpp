@@ -11,6 +11,7 @@
 //   serve::Request r = serve::parse_request(serve::Endpoint::Completions, R"({"prompt":"Hi","max_tokens":8})");
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -132,6 +133,33 @@ struct Props {
 };
 std::string props_json(const Props& props);
 
+// ---- metrics (metrics.cpp): GET /metrics and GET /slots, in llama-server's names and shapes ----
+
+// What /metrics shows, read at one moment. Totals are since the server started.
+struct MetricsSnapshot {
+  uint64_t prompt_tokens = 0;                             // computed (a slot's cached prefix is not)
+  double prompt_seconds = 0;                              // until each request's first token
+  uint64_t predicted_tokens = 0;                          // generated
+  double predicted_seconds = 0;                           // after each first token
+  uint64_t decode_steps = 0;                              // batched forward passes
+  size_t requests_processing = 0, requests_deferred = 0;  // busy slots; admitted requests waiting for one
+  uint64_t kv_cells_used = 0, kv_cells = 0;               // over all slots
+};
+// Prometheus's text exposition format: # HELP, # TYPE and `name value` for each metric.
+std::string metrics_text(const MetricsSnapshot& m);
+// The metrics as a Markdown table (name, type, meaning), for docs/serving.md.
+std::string metrics_markdown();
+
+// One slot as GET /slots shows it.
+struct SlotState {
+  size_t id = 0;
+  uint32_t n_ctx = 0;
+  bool is_processing = false;
+  bool speculative = false;
+  uint32_t cached_tokens = 0;  // tokens whose keys and values its cache holds
+};
+std::string slots_json(std::span<const SlotState> slots);
+
 // ---- responses (response.cpp) ----
 
 enum class FinishReason : uint8_t { Stop, Length };
@@ -181,6 +209,12 @@ struct SlotCounts {
   size_t slots = 0, busy = 0, waiting = 0;
 };
 
+// One slot's load, for /slots and /metrics.
+struct SlotLoad {
+  bool busy = false;
+  uint32_t cells = 0;  // cells of its KV cache holding tokens
+};
+
 // Which free slot a request gets (llama-server's cache_prompt): the one whose KV cache holds the longest
 // reusable prefix of its prompt (Sequence::reusable), when that prefix is a match, at least
 // kSlotMatchShare of the prompt (below it, most often a shared BOS alone, taking the slot would throw
@@ -222,6 +256,8 @@ class SlotPool {
     size_t index() const noexcept { return choice_.index; }
     const SlotChoice& choice() const noexcept { return choice_; }
     Slot& slot() const;  // the pool must have been built with an engine
+    // Where the slot's count of cells in use is kept: the Stepper writes it while the slot generates.
+    std::atomic<uint32_t>& cells() const noexcept;
 
    private:
     friend class SlotPool;
@@ -236,6 +272,7 @@ class SlotPool {
   // Wakes every waiter with nullopt and refuses new ones (shutdown).
   void close();
   SlotCounts counts() const;
+  std::vector<SlotLoad> loads() const;  // by slot index
   size_t size() const noexcept { return size_; }
 
  private:
@@ -250,6 +287,8 @@ class SlotPool {
 
   std::vector<size_t> free_;
   std::vector<uint64_t> last_used_;  // per slot: the release count when it was last handed back
+  // Per slot: its cells in use, read without the mutex by /metrics while the Stepper writes it.
+  std::unique_ptr<std::atomic<uint32_t>[]> cells_;
   uint64_t releases_ = 0;
   std::deque<uint64_t> queue_;  // tickets of waiting callers, first come first served
   uint64_t next_ticket_ = 0;
@@ -277,11 +316,14 @@ class Stepper {
   // `on_token` on this thread with each token's text (stop strings held back and cut as Generator
   // does). The slot must be lent to the caller, its sampler set (Sequence::sample_with); `drafter`, the
   // slot's own while it generates, drafts for it. What the batch refuses (a drafter where it does not
-  // speculate) and errors of its passes are thrown here.
+  // speculate) and errors of its passes are thrown here. `cells`, when given, is set after each step
+  // to the number of the slot's cache cells holding tokens (for /metrics: a store, no lock).
   generate::Stats generate(Slot& slot, std::span<const int32_t> prompt, const generate::Options& options,
                            const generate::TokenCallback& on_token,
                            generate::PrefixReuse reuse = generate::PrefixReuse::Reuse,
-                           generate::Drafter* drafter = nullptr);
+                           generate::Drafter* drafter = nullptr, std::atomic<uint32_t>* cells = nullptr);
+  // Batched forward passes run so far (llamacpp:n_decode_total).
+  uint64_t steps() const noexcept;
 
  private:
   struct Impl;
