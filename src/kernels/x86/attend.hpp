@@ -36,6 +36,23 @@ inline void prefetch_cell(const std::byte* cell, int64_t bytes) noexcept {
   for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(cell + o), _MM_HINT_T0);
 }
 
+// Both products read the cache a block at a time, converted to floats: 16 KiB, beside the query or
+// the probabilities in L1.
+inline constexpr int64_t kBlockFloats = 4096;
+
+// Cells [j0, j0 + m) of keys or values (cell j at base + j * a.kv_stride) as rows of hd floats in
+// out, each asking for the cell kPrefetchCells ahead while the task has one. D > 0: hd = D, unrolled.
+template <class W, int64_t D>
+void convert_cells(const Attend& a, const std::byte* base, int64_t j0, int64_t m, float* out) noexcept {
+  const int64_t hd = D > 0 ? D : a.head_dim;
+  for (int64_t j = 0; j < m; ++j) {
+    const std::byte* row = base + (j0 + j) * a.kv_stride;
+    if (j0 + j + kPrefetchCells < a.end) prefetch_cell(row + kPrefetchCells * a.kv_stride, hd * W::kBytes);
+    SKAINET_UNROLL
+    for (int64_t c = 0; c < hd; c += 8) _mm256_store_ps(out + j * hd + c, W::at(row + c * W::kBytes));
+  }
+}
+
 // The eight sums of a[0..8) as one vector, lane c holding a[c]'s: pairs added by hadd within each
 // 128-bit half twice, then the two halves' partial sums added across.
 [[gnu::always_inline]] inline __m256 sum8(const __m256 a[8]) noexcept {
@@ -63,22 +80,16 @@ template <int64_t D>
 }
 
 // The raw scores q_h · k_j of every head, eight cells at a time: a block of keys converted once into
-// floats (16 KiB beside the query in L1, the rows past the visible end zeroed), then each head's
+// floats (the rows past the visible end zeroed), then each head's
 // scores of eight cells summed in registers and stored as one vector. A score per cell and head, as
 // the per-head matmul gave, cost a horizontal sum and a scalar store a head's row apart.
 template <class W, int64_t D>
 void attend_scores(const Attend& a) noexcept {
-  constexpr int64_t kBlockFloats = 4096;
   alignas(32) float kb[kBlockFloats];
   const int64_t hd = D > 0 ? D : a.head_dim, block = kBlockFloats / hd / 8 * 8;
   for (int64_t j0 = a.begin; j0 < a.end; j0 += block) {
     const int64_t m = std::min(block, a.end - j0), padded = (m + 7) / 8 * 8;
-    for (int64_t j = 0; j < m; ++j) {
-      const std::byte* row = a.k + (j0 + j) * a.kv_stride;
-      if (j0 + j + kPrefetchCells < a.end) prefetch_cell(row + kPrefetchCells * a.kv_stride, hd * W::kBytes);
-      SKAINET_UNROLL
-      for (int64_t c = 0; c < hd; c += 8) _mm256_store_ps(kb + j * hd + c, W::at(row + c * W::kBytes));
-    }
+    convert_cells<W, D>(a, a.k, j0, m, kb);
     std::fill(kb + m * hd, kb + padded * hd, 0.0f);
     for (int64_t h = 0; h < a.heads; ++h) {
       float* s = a.scores + h * a.scores_stride + j0;
@@ -136,21 +147,16 @@ void attend_values_heads(const Attend& a, int64_t h, const float* vb, int64_t j0
   }
 }
 
-// out_h = sum_j p_h[j] value_j: the values converted to floats a block at a time (16 KiB, beside the
-// probabilities in L1), then read by every head two at a time.
+// out_h = sum_j p_h[j] value_j: the values converted to floats a block at a time, then read by every
+// head two at a time.
 template <class W>
 void attend_values(const Attend& a) noexcept {
-  constexpr int64_t kBlockFloats = 4096;
   alignas(32) float vb[kBlockFloats];
   const int64_t hd = a.head_dim, block = kBlockFloats / hd;
   std::fill(a.out, a.out + a.heads * hd, 0.0f);
   for (int64_t j0 = a.begin; j0 < a.end; j0 += block) {
     const int64_t m = std::min(block, a.end - j0);
-    for (int64_t j = 0; j < m; ++j) {
-      const std::byte* row = a.v + (j0 + j) * a.kv_stride;
-      if (j0 + j + kPrefetchCells < a.end) prefetch_cell(row + kPrefetchCells * a.kv_stride, hd * W::kBytes);
-      for (int64_t c = 0; c < hd; c += 8) _mm256_store_ps(vb + j * hd + c, W::at(row + c * W::kBytes));
-    }
+    convert_cells<W, 0>(a, a.v, j0, m, vb);
     int64_t h = 0;
     for (; h + 2 <= a.heads; h += 2) attend_values_heads<2>(a, h, vb, j0, m);
     if (h < a.heads) attend_values_heads<1>(a, h, vb, j0, m);
