@@ -142,7 +142,7 @@ std::vector<Result> measure(const BenchArgs& a, generate::Engine& e) {
 
 // What every output row repeats.
 struct BenchInfo {
-  std::string model_type, kv_type;
+  std::string model_type, type_k, type_v;
   uint64_t params = 0, size = 0, rss = 0;
 };
 
@@ -163,8 +163,8 @@ void print_json(const BenchArgs& a, const generate::Engine& e, const BenchInfo& 
                    {"n_batch", e.plan.prefill->tokens},
                    {"n_ubatch", e.plan.prefill->tokens},
                    {"n_threads", a.threads},
-                   {"type_k", b.kv_type},
-                   {"type_v", b.kv_type},
+                   {"type_k", b.type_k},
+                   {"type_v", b.type_v},
                    {"n_gpu_layers", 0},
                    {"n_prompt", r.n_prompt},
                    {"n_gen", r.n_gen},
@@ -216,7 +216,8 @@ int run(const BenchArgs& a) {
   b.model_type = fmt::format("{} {} {}", e->plan.model->architecture, human_count(b.params), dominant_type(e->header));
   b.size = e->plan.totals.file;
   b.rss = peak_rss_bytes();
-  b.kv_type = type_name(e->plan.kv->type);
+  b.type_k = type_name(e->plan.kv->k_type);
+  b.type_v = type_name(e->plan.kv->v_type);
   if (a.output == "json")
     print_json(a, *e, b, results);
   else if (a.output == "csv")

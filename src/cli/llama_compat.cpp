@@ -21,16 +21,6 @@ std::string_view long_name(const LlamaFlag& flag) {
   return llama_flag_names(flag).front();
 }
 
-std::string cache_type(const std::string& name, std::string_view flag) {
-  std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (lower != "f16" && lower != "f32")
-    throw CLI::ValidationError(std::string(flag), fmt::format("'{}': the KV cache can be f16 or f32 here (quantized "
-                                                              "caches such as q8_0 are not implemented)",
-                                                              name));
-  return lower;
-}
-
 }  // namespace
 
 std::string_view llama_long_name(std::string_view word) {
@@ -61,9 +51,6 @@ const LlamaFlag* find_llama_flag(std::string_view word) {
 }
 
 void add_placement_compat(CLI::App* cmd, CompatFlags& f) {
-  cmd->add_option("--cache-type-k", f.cache_type_k,
-                  "as llama.cpp's -ctk: KV cache type (f16 | f32; same as --kv-type)");
-  cmd->add_option("--cache-type-v", f.cache_type_v, "as llama.cpp's -ctv: must equal -ctk (one type for K and V)");
   cmd->add_flag("--no-mmap", f.no_mmap, "read every weight into memory instead of mapping the file (residency heap)");
   for (const LlamaFlag& flag : kLlamaFlags) {
     if (flag.answer != LlamaAnswer::Note) continue;
@@ -83,18 +70,6 @@ void add_placement_compat(CLI::App* cmd, CompatFlags& f) {
 }
 
 void apply_placement_compat(const CompatFlags& f, PlacementArgs& p) {
-  std::string kv = p.kv_type;
-  for (const auto& [value, flag] :
-       {std::pair{f.cache_type_k, "-ctk/--cache-type-k"}, std::pair{f.cache_type_v, "-ctv/--cache-type-v"}}) {
-    if (value.empty()) continue;
-    const std::string t = cache_type(value, flag);
-    if (!kv.empty() && kv != t)
-      throw CLI::ValidationError(flag, fmt::format("'{}' differs from the KV cache type already given ('{}'): this "
-                                                   "cache has one type for K and V",
-                                                   t, kv));
-    kv = t;
-  }
-  p.kv_type = kv;
   if (f.no_mmap) {
     if (p.weight_form.find("mapped") != std::string::npos)
       throw CLI::ValidationError("--no-mmap", fmt::format("contradicts --weight-form {}", p.weight_form));

@@ -2,7 +2,7 @@
 // which CLI11 would split into single letters (`-ngl 99` read as `-n gl`), mapped to our long names
 // before CLI11 sees them; its flags that change nothing here (-fa, -b, --mlock, -ngl, ...) accepted
 // with a note and those that would change the answer and are not implemented (--grammar, --mirostat,
-// ...) refused by name, both in kLlamaFlags; -ctk/-ctv/--no-mmap mapped onto the plan's options; the
+// ...) refused by name, both in kLlamaFlags; --no-mmap mapped onto the plan's options; the
 // model given as -m or as a positional in every command that reads one.
 //
 //   cli::llama_long_name("-ngl") == "--n-gpu-layers"            // read_command_line's rewriting
@@ -70,7 +70,7 @@ inline constexpr std::string_view kNoDownload =
 inline constexpr LlamaFlag kFlags[] = {
     {"-fa,--flash-attn", Switch, Note,
      "attention is one fused CPU kernel here (scores, softmax and values per KV-head group, no score matrix "
-     "kept), whatever this flag says"},
+     "kept), whatever this flag says; a quantized V cache (-ctv q8_0) needs no flag"},
     {"-b,--batch-size", One, Note, kNoBatch},
     {"-ub,--ubatch-size", One, Note, kNoBatch},
     {"--mlock", None, Note,
@@ -133,9 +133,8 @@ std::string_view llama_long_name(std::string_view word);
 // where it was.
 bool is_switch_value(std::string_view word);
 
-// -ctk/-ctv/--no-mmap and kLlamaFlags' notes for the commands that plan a model.
+// --no-mmap and kLlamaFlags' notes for the commands that plan a model (-ctk/-ctv are PlacementArgs').
 struct CompatFlags {
-  std::string cache_type_k, cache_type_v;
   bool no_mmap = false;
   struct Noted {
     const LlamaFlag* flag;
@@ -145,8 +144,8 @@ struct CompatFlags {
 };
 void add_placement_compat(CLI::App* cmd, CompatFlags& flags);
 // Folds them into the plan's options; CLI::ValidationError (exit code 2) for a combination the plan
-// cannot honour (-ctk f16 -ctv f32: one cache type for K and V) or a switch value that is not one of
-// kSwitchValues. Prints each given Note flag's note ("skainet: -ngl 99: CPU only: ignored").
+// cannot honour (--no-mmap with a mapped form) or a switch value that is not one of kSwitchValues. Prints each given
+// Note flag's note ("skainet: -ngl 99: CPU only: ignored").
 void apply_placement_compat(const CompatFlags& flags, PlacementArgs& placement);
 
 // -m/--model and a MODEL positional writing the same string; call require_model after parsing.

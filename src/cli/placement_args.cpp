@@ -5,12 +5,26 @@
 #include "skainet/io/arch.hpp"
 
 namespace skainet::cli {
+namespace {
+
+GgmlType kv_cache_type(const std::string& name, std::string_view flag) {
+  const std::optional<GgmlType> t = parse_type_name(name);
+  if (t && plan::is_kv_cache_type(*t)) return *t;
+  std::string list;
+  for (GgmlType c : plan::kv_cache_types()) list += fmt::format("{}{}", list.empty() ? "" : ", ", type_name(c));
+  throw InvalidArgument(fmt::format("{} '{}': a KV cache holds {}", flag, name, list));
+}
+
+}  // namespace
 
 void PlacementArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--profile", profile, "memory profile: default | low-memory | throughput | in-memory | strict");
   cmd->add_option("-c,--ctx,--ctx-size", n_ctx, "context length (default: the model's, at most 4096)");
   cmd->add_option("--budget", budget, "resident memory allowed, e.g. 2G");
-  cmd->add_option("--kv-type", kv_type, "KV cache type: f16 (default) or f32");
+  cmd->add_option("--kv-type", kv_type,
+                  "KV cache type of K and V: f16 (default), f32, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1");
+  cmd->add_option("--cache-type-k", k_type, "llama.cpp's -ctk: the K cache's type (as --kv-type, K only)");
+  cmd->add_option("--cache-type-v", v_type, "llama.cpp's -ctv: the V cache's type (as --kv-type, V only)");
   cmd->add_option("--prefill-chunk", prefill_chunk, "tokens per prefill step (default: the profile's)");
   cmd->add_option("--weight-form", weight_form, "uniform form for all weights, e.g. f32,heap");
   cmd->add_option("--override-tensor", overrides,
@@ -48,12 +62,9 @@ plan::PlanOptions PlacementArgs::plan_options() const {
   options.available_memory = base::available_memory();
   if (!budget.empty()) options.budget = placement::parse_bytes(budget);
   if (prefill_chunk) options.prefill_chunk = prefill_chunk;
-  if (!kv_type.empty()) {
-    const auto t = parse_type_name(kv_type);
-    if (!t || (*t != GgmlType::F16 && *t != GgmlType::F32))
-      throw InvalidArgument(fmt::format("--kv-type '{}': the KV cache can be f16 or f32", kv_type));
-    options.kv_type = *t;
-  }
+  if (!kv_type.empty()) options.k_type = options.v_type = kv_cache_type(kv_type, "--kv-type");
+  if (!k_type.empty()) options.k_type = kv_cache_type(k_type, "-ctk/--cache-type-k");
+  if (!v_type.empty()) options.v_type = kv_cache_type(v_type, "-ctv/--cache-type-v");
   return options;
 }
 

@@ -16,7 +16,8 @@ struct PlacementArgs {
   std::string profile = "default";
   uint32_t n_ctx = 0;
   std::string budget;
-  std::string kv_type;
+  std::string kv_type;         // K and V
+  std::string k_type, v_type;  // -ctk/-ctv (llama.cpp's), over --kv-type for their own cache
   uint32_t prefill_chunk = 0;
   std::string weight_form;
   std::vector<std::string> overrides;

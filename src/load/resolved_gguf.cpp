@@ -258,19 +258,21 @@ KvCacheStore::KvCacheStore(const plan::KvCachePlan& kv, Allocate&& allocate) : p
   v_.reserve(kv.layers);
   for (uint32_t l = 0; l < kv.layers; ++l)
     for (auto* list : {&k_, &v_})
-      list->push_back(allocate(shape, fmt::format("kv cache {} layer {}", list == &k_ ? "K" : "V", l)));
+      list->push_back(allocate(shape, list == &k_ ? kv.k_type : kv.v_type,
+                               fmt::format("kv cache {} layer {}", list == &k_ ? "K" : "V", l)));
 }
 
 KvCacheStore::KvCacheStore(memory::ModelScope& scope, const plan::KvCachePlan& kv)
-    : KvCacheStore(kv, [&](const Shape& shape, const std::string& origin) {
-        Tensor t = scope.allocate_in(kv.domain, shape, kv.type, origin);
+    : KvCacheStore(kv, [&](const Shape& shape, GgmlType type, const std::string& origin) {
+        Tensor t = scope.allocate_in(kv.domain, shape, type, origin);
         std::memset(t.mutable_bytes(), 0, t.nbytes());
         return t;
       }) {}
 
 KvCacheStore KvCacheStore::recorded(memory::Scope& scope, const plan::KvCachePlan& kv) {
-  return KvCacheStore(
-      kv, [&](const Shape& shape, const std::string& origin) { return scope.allocate(shape, kv.type, origin); });
+  return KvCacheStore(kv, [&](const Shape& shape, GgmlType type, const std::string& origin) {
+    return scope.allocate(shape, type, origin);
+  });
 }
 
 }  // namespace skainet::load

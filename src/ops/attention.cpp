@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ops/checks.hpp"
+#include "skainet/compute/kernels.hpp"
 
 namespace skainet::ops {
 
@@ -43,10 +44,17 @@ Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, con
     throw InvalidArgument(fmt::format("{}: {} heads over {} kv heads of size {}", kOp, p.heads, p.kv_heads, hd));
   if (q.rank() != 2 || q.dim(1) != p.heads * hd)
     throw InvalidArgument(fmt::format("{}: q {} should be [n, {}]", kOp, q.shape().to_string(), p.heads * hd));
-  for (const Tensor* t : {&keys, &values})
-    if (t->rank() != 2 || t->dim(1) != p.kv_heads * hd || t->dim(0) != keys.dim(0) || t->packed())
-      throw InvalidArgument(fmt::format("{}: keys {} and values {} should be dense [cells, {}]", kOp,
+  for (const Tensor* t : {&keys, &values}) {
+    if (t->rank() != 2 || t->dim(1) != p.kv_heads * hd || t->dim(0) != keys.dim(0))
+      throw InvalidArgument(fmt::format("{}: keys {} and values {} should be [cells, {}]", kOp,
                                         keys.shape().to_string(), values.shape().to_string(), p.kv_heads * hd));
+    // A quantized cache (-ctk/-ctv): a KV head's part of a cell must start a block.
+    if (t->packed() && (!kernels::ref::has_reference(t->type()) || hd % type_traits(t->type()).block_elements != 0))
+      throw InvalidArgument(
+          fmt::format("{}: a {} cache with heads of {} elements: needs a reference kernel and "
+                      "heads of whole {}-element blocks",
+                      kOp, type_name(t->type()), hd, type_traits(t->type()).block_elements));
+  }
   require_window(p.window, kOp);
   require_softcap(p.softcap, kOp, true);
   const int64_t n = q.dim(0), group = p.heads / p.kv_heads;
@@ -63,7 +71,18 @@ Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, con
   // whole cache). The softmax then counts positions from the first of them.
   const int64_t first = p.window > 0 ? std::max<int64_t>(0, p.offset - p.window + 1) : 0;
   const int64_t cells = p.offset + n - first;
-  const Tensor visible_keys = keys.rows(first, cells), visible_values = values.rows(first, cells);
+  // A decode step's kernel reads a quantized cache in its form; more queries than one go through the
+  // dense products, so their visible cells are converted to F32 once per call (the plan prices it:
+  // plan::StepRows::packed_caches).
+  const auto readable = [&](const Tensor& cache, const char* what) {
+    const Tensor visible = cache.rows(first, cells);
+    if (n == 1 || !visible.packed()) return visible;
+    Tensor dense = ctx.scope().allocate({cells, visible.dim(1)}, GgmlType::F32, what);
+    ctx.kernels().copy(visible, dense);
+    return dense;
+  };
+  const Tensor visible_keys = readable(keys, "quantized keys as F32");
+  const Tensor visible_values = readable(values, "quantized values as F32");
 
   const Tensor scores = ctx.scope().allocate({p.heads, n, cells}, GgmlType::F32, "attention scores");
   const kernels::KernelTable& k = ctx.kernels();

@@ -229,8 +229,13 @@ std::string to_json(const MemoryPlan& p) {
   j["tensors"] = json::array();
   for (const auto& d : p.tensors) j["tensors"].push_back(decision_json(d));
   if (p.kv)
-    j["kv_cache"] = {{"type", type_name(p.kv->type)},      {"layers", p.kv->layers},     {"ctx", p.kv->n_ctx},
-                     {"kv_heads", p.kv->kv_heads},         {"head_dim", p.kv->head_dim}, {"bytes", p.kv->bytes},
+    j["kv_cache"] = {{"type_k", type_name(p.kv->k_type)},
+                     {"type_v", type_name(p.kv->v_type)},
+                     {"layers", p.kv->layers},
+                     {"ctx", p.kv->n_ctx},
+                     {"kv_heads", p.kv->kv_heads},
+                     {"head_dim", p.kv->head_dim},
+                     {"bytes", p.kv->bytes},
                      {"domain", domain_name(p.kv->domain)}};
   if (p.decode) j["decode_slab"] = slab_json(*p.decode);
   j["slots"] = p.slots;
@@ -273,7 +278,8 @@ arch::ModelShape model_from(const json& m) {
 
 KvCachePlan kv_from(const json& k) {
   KvCachePlan kv;
-  kv.type = type_from(k.at("type"));
+  kv.k_type = type_from(k.at("type_k"));
+  kv.v_type = type_from(k.at("type_v"));
   kv.layers = number<uint32_t>(k, "layers");
   kv.n_ctx = number<uint32_t>(k, "ctx");
   kv.kv_heads = number<uint32_t>(k, "kv_heads");

@@ -18,17 +18,63 @@ bool looks_like_model(const gguf::Header& h) {
   return h.find(arch::key(std::get<std::string>(arch->scalar), arch::Key::BlockCount)) != nullptr;
 }
 
-KvCachePlan plan_kv(const arch::ModelShape& m, uint32_t n_ctx, GgmlType type, const placement::MemoryProfile& profile) {
+constexpr GgmlType kKvCacheTypes[] = {GgmlType::F32,  GgmlType::F16,    GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
+                                      GgmlType::Q4_1, GgmlType::IQ4_NL, GgmlType::Q5_0, GgmlType::Q5_1};
+
+KvCachePlan plan_kv(const arch::ModelShape& m, uint32_t n_ctx, GgmlType k_type, GgmlType v_type,
+                    const placement::MemoryProfile& profile) {
   KvCachePlan kv;
-  kv.type = type;
+  kv.k_type = k_type;
+  kv.v_type = v_type;
   kv.layers = m.layers;
   kv.n_ctx = n_ctx;
   kv.kv_heads = m.kv_heads;
   kv.head_dim = m.head_dim;
-  const uint64_t row = row_bytes(type, uint64_t{m.kv_heads} * m.head_dim);
-  kv.bytes = checked_mul(checked_mul<uint64_t>(2ull * m.layers, n_ctx, "kv cells"), row, "kv cache bytes");
+  const uint64_t width = uint64_t{m.kv_heads} * m.head_dim;
+  const uint64_t row = checked_add(row_bytes(k_type, width), row_bytes(v_type, width), "kv row bytes");
+  kv.bytes = checked_mul(checked_mul<uint64_t>(m.layers, n_ctx, "kv cells"), row, "kv cache bytes");
   kv.domain = kv.bytes >= profile.off_heap_threshold ? MemoryDomain::HostPages : MemoryDomain::HostHeap;
   return kv;
+}
+KvCachePlan plan_kv(const arch::ModelShape& m, uint32_t n_ctx, const KvCachePlan& types,
+                    const placement::MemoryProfile& profile) {
+  return plan_kv(m, n_ctx, types.k_type, types.v_type, profile);
+}
+
+// The next smaller cache type llama.cpp users reach for: f16 from f32, q8_0 (about half of f16) from
+// f16 or bf16 where the head size is whole q8_0 blocks; the others stay.
+GgmlType smaller_kv_type(GgmlType t, uint32_t head_dim) {
+  if (t == GgmlType::F32) return GgmlType::F16;
+  const bool halves = t == GgmlType::F16 || t == GgmlType::BF16;
+  return halves && head_dim % type_traits(GgmlType::Q8_0).block_elements == 0 ? GgmlType::Q8_0 : t;
+}
+
+// The command-line flags that ask for kv's types: --kv-type for one, -ctk/-ctv for two.
+std::string kv_type_flags(const KvCachePlan& kv) {
+  const auto lower = [](GgmlType t) {
+    std::string s(type_name(t));
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+    return s;
+  };
+  if (kv.k_type == kv.v_type) return fmt::format("--kv-type {}", lower(kv.k_type));
+  return fmt::format("-ctk {} -ctv {}", lower(kv.k_type), lower(kv.v_type));
+}
+
+// A cache type the engine holds, and for a packed one a head size of whole blocks: attention reads a
+// KV head's part of a cell, which must start a block.
+GgmlType checked_kv_type(const std::string& file, const arch::ModelShape& m, GgmlType type, std::string_view flag) {
+  if (!is_kv_cache_type(type)) {
+    std::string list;
+    for (GgmlType t : kv_cache_types()) list += fmt::format("{}{}", list.empty() ? "" : ", ", type_name(t));
+    throw InvalidArgument(fmt::format("{}: {} {}: a KV cache holds {}", file, flag, type_name(type), list));
+  }
+  const TypeTraits& t = type_traits(type);
+  if (m.head_dim % t.block_elements != 0)
+    throw InvalidArgument(
+        fmt::format("{}: {} {}: the head size {} is not a whole number of {}'s {}-element blocks, "
+                    "so a KV head's part of a cell would not start a block",
+                    file, flag, type_name(type), m.head_dim, type_name(type), t.block_elements));
+  return type;
 }
 
 void add_totals(MemoryPlan& p) {
@@ -54,19 +100,22 @@ void add_totals(MemoryPlan& p) {
 // unchanged): what the suggestions below weigh. A batch left at its default rows follows the chunk.
 uint64_t passes_at(const MemoryPlan& p, const placement::Platform& platform, uint32_t n_ctx, uint32_t chunk) {
   const arch::ModelShape& m = *p.model;
+  const uint32_t packed = p.kv->packed_caches();
   if (p.serves_batched()) {
     const bool default_rows = p.batch->tokens == p.prefill->tokens + p.slots - 1;
     const uint32_t rows = default_rows ? chunk + p.slots - 1 : p.batch->tokens;
     const ScratchPlan scratch = rows == p.batch->tokens ? p.batch_scratch : estimate_scratch(p.tensors, platform, rows);
     const bool drafts = p.batch->logit_rows == p.batch->tokens;
-    return estimate_slabs(m, rows, n_ctx, {.sequences = p.slots, .drafts = drafts}).total() + scratch.bytes;
+    return estimate_slabs(m, rows, n_ctx, {.sequences = p.slots, .packed_caches = packed, .drafts = drafts}).total() +
+           scratch.bytes;
   }
   std::optional<SlabPlan> verify;
-  if (p.verify) verify = estimate_slabs(m, p.verify->tokens, n_ctx, {.every_logit = true});
+  if (p.verify) verify = estimate_slabs(m, p.verify->tokens, n_ctx, {.every_logit = true, .packed_caches = packed});
   const uint32_t rows = std::max(chunk, p.verify ? p.verify->tokens : 0u);
   const ScratchPlan scratch = chunk == p.prefill->tokens ? p.scratch : estimate_scratch(p.tensors, platform, rows);
-  const SequencePlan s = SequencePlan::of(*p.kv, estimate_slabs(m, 1, n_ctx), estimate_slabs(m, chunk, n_ctx), scratch,
-                                          verify ? &*verify : nullptr);
+  const SequencePlan s =
+      SequencePlan::of(*p.kv, estimate_slabs(m, 1, n_ctx), estimate_slabs(m, chunk, n_ctx, {.packed_caches = packed}),
+                       scratch, verify ? &*verify : nullptr);
   return (s.slab_bytes() + s.scratch_bytes) * p.slots;
 }
 
@@ -77,17 +126,18 @@ void suggest(MemoryPlan& p, const placement::MemoryProfile& profile, const place
     const uint64_t passes = p.totals.slab + p.totals.scratch;
     // The largest power-of-two context (at least 256) whose savings cover the excess.
     for (uint32_t n_ctx = p.kv->n_ctx / 2; n_ctx >= 256; n_ctx /= 2) {
-      const uint64_t kv_saves = (p.kv->bytes - plan_kv(*p.model, n_ctx, p.kv->type, profile).bytes) * p.slots;
+      const uint64_t kv_saves = (p.kv->bytes - plan_kv(*p.model, n_ctx, *p.kv, profile).bytes) * p.slots;
       const uint64_t saves = kv_saves + (passes - std::min(passes, passes_at(p, platform, n_ctx, p.prefill->tokens)));
       if (saves >= over || n_ctx / 2 < 256) {
         p.suggestions.push_back({SuggestionKind::SmallerContext, fmt::format("--ctx {}", n_ctx), saves});
         break;
       }
     }
-    if (p.kv->type == GgmlType::F32) {
-      const KvCachePlan half = plan_kv(*p.model, p.kv->n_ctx, GgmlType::F16, profile);
-      p.suggestions.push_back({SuggestionKind::SmallerKvType, "--kv-type f16", (p.kv->bytes - half.bytes) * p.slots});
-    }
+    const KvCachePlan smaller = plan_kv(*p.model, p.kv->n_ctx, smaller_kv_type(p.kv->k_type, p.model->head_dim),
+                                        smaller_kv_type(p.kv->v_type, p.model->head_dim), profile);
+    if (smaller.bytes < p.kv->bytes)
+      p.suggestions.push_back(
+          {SuggestionKind::SmallerKvType, kv_type_flags(smaller), (p.kv->bytes - smaller.bytes) * p.slots});
     const uint64_t then = passes_at(p, platform, p.kv->n_ctx, 16);
     if (p.prefill->tokens > 16 && passes > then)
       p.suggestions.push_back({SuggestionKind::SmallerPrefillChunk, "--prefill-chunk 16", passes - then});
@@ -102,6 +152,14 @@ void suggest(MemoryPlan& p, const placement::MemoryProfile& profile, const place
 }
 
 }  // namespace
+
+std::span<const GgmlType> kv_cache_types() noexcept { return kKvCacheTypes; }
+bool is_kv_cache_type(GgmlType type) noexcept {
+  return std::find(std::begin(kKvCacheTypes), std::end(kKvCacheTypes), type) != std::end(kKvCacheTypes);
+}
+uint32_t KvCachePlan::packed_caches() const noexcept {
+  return uint32_t{type_traits(k_type).quantized} + uint32_t{type_traits(v_type).quantized};
+}
 
 MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile& profile,
                      const placement::Platform& platform, const placement::FormOverrides& overrides,
@@ -139,13 +197,17 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
     if (n_ctx == 0)
       throw InvalidArgument(fmt::format("{}: the model's {} is 0; give --ctx", p.file,
                                         arch::key(p.model->architecture, arch::Key::ContextLength)));
-    p.kv = plan_kv(*p.model, n_ctx, options.kv_type.value_or(profile.kv_type), profile);
+    p.kv = plan_kv(*p.model, n_ctx,
+                   checked_kv_type(p.file, *p.model, options.k_type.value_or(profile.kv_type), "the K cache type"),
+                   checked_kv_type(p.file, *p.model, options.v_type.value_or(profile.kv_type), "the V cache type"),
+                   profile);
+    const uint32_t packed = p.kv->packed_caches();
     p.decode = estimate_slabs(*p.model, 1, n_ctx);
     const uint32_t chunk = std::min(options.prefill_chunk.value_or(profile.prefill_chunk), n_ctx);
-    p.prefill = estimate_slabs(*p.model, chunk, n_ctx);
+    p.prefill = estimate_slabs(*p.model, chunk, n_ctx, {.packed_caches = packed});
     if (options.draft_max > 0) {
       const uint32_t rows = std::min(checked_add<uint32_t>(options.draft_max, 1, "--draft-max"), n_ctx);
-      p.verify = estimate_slabs(*p.model, rows, n_ctx, {.every_logit = true});
+      p.verify = estimate_slabs(*p.model, rows, n_ctx, {.every_logit = true, .packed_caches = packed});
     }
     p.scratch = estimate_scratch(p.tensors, platform, std::max(chunk, p.verify ? p.verify->tokens : 0));
     // By default a prefill chunk beside a decode row of every other slot, or, when drafts are priced,
@@ -156,7 +218,8 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
       throw InvalidArgument(
           fmt::format("{}: --batch {} is fewer rows than --slots {}: each slot decodes a row per step", p.file,
                       batch_rows, p.slots));
-    p.batch = estimate_slabs(*p.model, batch_rows, n_ctx, {.sequences = p.slots, .drafts = options.draft_max > 0});
+    p.batch = estimate_slabs(*p.model, batch_rows, n_ctx,
+                             {.sequences = p.slots, .packed_caches = packed, .drafts = options.draft_max > 0});
     p.batch_scratch = estimate_scratch(p.tensors, platform, batch_rows);
   }
   add_totals(p);

@@ -63,8 +63,9 @@ std::string render_text(const MemoryPlan& p) {
 
   out += "\n";
   if (p.kv)
-    out += fmt::format("kv cache  {} ({} x {} ctx x {} kv heads x {} dims, K and V, {})\n", format_bytes(p.kv->bytes),
-                       p.kv->layers, p.kv->n_ctx, p.kv->kv_heads, p.kv->head_dim, type_name(p.kv->type));
+    out += fmt::format("kv cache  {} ({} x {} ctx x {} kv heads x {} dims, K {}, V {})\n", format_bytes(p.kv->bytes),
+                       p.kv->layers, p.kv->n_ctx, p.kv->kv_heads, p.kv->head_dim, type_name(p.kv->k_type),
+                       type_name(p.kv->v_type));
   if (p.decode && p.prefill)
     out += fmt::format("slabs     decode {} (step {} + layer {}); prefill of {} tokens {}\n",
                        format_bytes(p.decode->total()), format_bytes(p.decode->step_bytes),

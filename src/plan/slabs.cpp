@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 
 #include <fmt/format.h>
@@ -69,6 +70,13 @@ SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_c
   }
   add_split(s.layer, s.layer_bytes, "q roped", n * q_width, sequences);
   add_split(s.layer, s.layer_bytes, "k roped", n * kv_width, sequences);
+  // Each sequence with more than one row converts its quantized caches' visible cells (ops::attention).
+  if (rows.packed_caches > 0 && n > seqs) {
+    const uint64_t converting = std::min<uint64_t>(seqs, n - seqs);
+    for (uint32_t c = 0; c < rows.packed_caches; ++c)
+      add_split(s.layer, s.layer_bytes, "quantized K or V cells as F32 [ctx, kv_heads*head_dim]",
+                converting * n_ctx * kv_width, static_cast<uint32_t>(converting));
+  }
   add_split(s.layer, s.layer_bytes, "attention scores/probs [heads, n, ctx]", uint64_t{m.heads} * n * n_ctx, sequences);
   add_split(s.layer, s.layer_bytes, "attention out [n, heads*head_dim]", n * q_width, sequences);
   if (seqs > 1) add(s.layer, s.layer_bytes, "attention out of the batch [n, heads*head_dim]", n * q_width);

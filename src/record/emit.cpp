@@ -28,7 +28,7 @@ std::string Lowering::run() {
   const EntrySpec& e = tape_.entry;
   const plan::KvCachePlan& kv = tape_.kv;
   const hlo::TensorType cache_type{{kv.layers, kv.n_ctx, static_cast<int64_t>(kv.kv_heads) * kv.head_dim},
-                                   elem_of(kv.type)};
+                                   elem_of(kv.k_type)};  // export_model: K and V share it
   // Arguments in a fixed order: tokens, [position], [K cache, V cache].
   std::string args = fmt::format("tokens: {}", hlo::TensorType{{e.tokens}, hlo::Elem::I32}.str());
   tokens_ = f_.argument({{e.tokens}, hlo::Elem::I32});

@@ -122,7 +122,7 @@ hlo::Value Lowering::engine_attention(const Node& n) {
                                      p.head_dim,
                                      keys.layer,
                                      static_cast<int64_t>(kv.n_ctx),
-                                     static_cast<int64_t>(kv.type),
+                                     static_cast<int64_t>(kv.k_type),  // export_model: K and V share it
                                      std::bit_cast<uint32_t>(p.scale),
                                      p.window,
                                      std::bit_cast<uint32_t>(p.softcap),

@@ -253,8 +253,12 @@ ExportReport export_model(const std::filesystem::path& gguf, const ExportOptions
   const plan::MemoryPlan plan = plan::make_plan(header, placement::MemoryProfile::preset(o.profile),
                                                 export_platform(o.kernels), o.overrides, o.plan);
   if (!plan.kv) throw Error(fmt::format("export {}: the plan has no KV cache", gguf.string()));
-  if (plan.kv->type != GgmlType::F16 && plan.kv->type != GgmlType::F32)
-    throw InvalidArgument(fmt::format("export: a {} KV cache is not exported (f16 or f32)", type_name(plan.kv->type)));
+  // The module's two cache arguments share one dense element type (and the plugin's attention one kv_type).
+  const auto exported = [](GgmlType t) { return t == GgmlType::F16 || t == GgmlType::F32; };
+  if (plan.kv->k_type != plan.kv->v_type || !exported(plan.kv->k_type))
+    throw InvalidArgument(
+        fmt::format("export: a KV cache of K {} and V {} is not exported (one type for both, f16 or f32)",
+                    type_name(plan.kv->k_type), type_name(plan.kv->v_type)));
 
   ExportReport report;
   report.gguf_bytes = header.file_size;

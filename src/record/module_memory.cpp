@@ -73,7 +73,8 @@ ModuleMemory module_memory(const std::vector<const ComputeGraph*>& functions, ui
   m.parameters = parameter_bytes;
   for (const ComputeGraph* g : functions) {
     const plan::KvCachePlan& kv = g->tape->kv;
-    m.caches = 2ull * kv.layers * kv.n_ctx * row_bytes(kv.type, static_cast<uint64_t>(kv.kv_heads) * kv.head_dim);
+    const uint64_t width = static_cast<uint64_t>(kv.kv_heads) * kv.head_dim;
+    m.caches = uint64_t{kv.layers} * kv.n_ctx * (row_bytes(kv.k_type, width) + row_bytes(kv.v_type, width));
     m.functions.push_back({g->tape->entry.name, transient_bytes(*g, form)});
   }
   return m;

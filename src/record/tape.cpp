@@ -67,7 +67,8 @@ Tape record_entry(model::Transformer& llama, const load::LoadedModel& weights, c
         fmt::format("record {}: {} tokens do not fit a context of {}", entry.name, entry.tokens, kv.n_ctx()));
   Tape tape;
   tape.entry = entry;
-  tape.kv = plan::KvCachePlan{.type = kv.type(),
+  tape.kv = plan::KvCachePlan{.k_type = kv.k_type(),
+                              .v_type = kv.v_type(),
                               .layers = llama.shape().layers,
                               .n_ctx = kv.n_ctx(),
                               .kv_heads = llama.shape().kv_heads,
@@ -77,9 +78,9 @@ Tape record_entry(model::Transformer& llama, const load::LoadedModel& weights, c
         .kind = SourceKind::Weight, .name = name, .shape = t.shape(), .type = t.type(), .order = t.block_order()};
   for (uint32_t l = 0; l < llama.shape().layers; ++l) {
     tape.sources[kv.k(l).storage().id()] =
-        Source{.kind = SourceKind::KCache, .layer = l, .shape = kv.k(l).shape(), .type = kv.type()};
+        Source{.kind = SourceKind::KCache, .layer = l, .shape = kv.k(l).shape(), .type = kv.k_type()};
     tape.sources[kv.v(l).storage().id()] =
-        Source{.kind = SourceKind::VCache, .layer = l, .shape = kv.v(l).shape(), .type = kv.type()};
+        Source{.kind = SourceKind::VCache, .layer = l, .shape = kv.v(l).shape(), .type = kv.v_type()};
   }
   // Token ids are only shapes here (a valid id, 0, fills them); positions start at 0 and, for a
   // dynamic-position entry, every op position is taken relative to the position argument.

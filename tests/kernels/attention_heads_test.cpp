@@ -2,10 +2,11 @@
 // reference table's, at odd head sizes (the fused kernel takes whole vectors of 8 up to 256; others go
 // head by head), odd cell counts, storage offsets that leave no vector aligned, partial runs of a
 // group's heads, windows and soft caps, F32 and F16 caches, caches longer than the fused kernel's
-// block of keys: within 1e-4 + 1e-5 |out| of the reference table's (values of order 1, scores up to
-// ~20: float sums in another order, the vector exp within ~2e-7 of libm's). The fused decode kernel
-// sums each score in its own order (x86/attend.hpp), so it is not compared bit for bit with the
-// table's head-by-head path.
+// block of keys, and every other cache type (-ctk/-ctv: BF16 and the quantized ones, K and V of
+// different types, heads of whole blocks): within 1e-4 + 1e-5 |out| of the reference table's (values
+// of order 1, scores up to ~20: float sums in another order, the vector exp within ~2e-7 of libm's).
+// The fused decode kernel sums each score in its own order (x86/attend.hpp), so it is not compared
+// bit for bit with the table's head-by-head path.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -21,19 +22,22 @@
 namespace skainet::kernels {
 namespace {
 
-// Floats at a storage offset of `offset` bytes, as `type` (F16 rounded on the way in).
+// Floats at a storage offset of `offset` bytes, as `type` (rounded or quantized on the way in, row
+// by row).
 struct Buffer {
   std::vector<std::byte> bytes;
   Tensor t;
 };
 Buffer make(const Shape& shape, GgmlType type, uint64_t offset, uint32_t seed, float spread) {
   Buffer b;
-  const int64_t n = shape.numel();
-  const std::vector<float> v = test::weights_like(static_cast<size_t>(n), seed);
-  const int64_t size = type == GgmlType::F16 ? 2 : 4;
-  b.bytes.assign(static_cast<size_t>(n * size) + offset, std::byte{0});
+  const int64_t n = shape.numel(), width = shape.back(), rows = n / width;
+  std::vector<float> v = test::weights_like(static_cast<size_t>(n), seed);
+  for (float& x : v) x *= spread;
+  const auto row = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(width)));
+  b.bytes.assign(static_cast<size_t>(rows * row) + offset, std::byte{0});
   b.t = Tensor(Storage::borrow(b.bytes.data(), b.bytes.size(), true, "buffer"), shape, type, offset);
-  for (int64_t i = 0; i < n; ++i) ref::detail::store(type, b.bytes.data() + offset + i * size, v[i] * spread);
+  for (int64_t r = 0; r < rows; ++r)
+    ref::quantize_row(type, v.data() + r * width, b.bytes.data() + offset + r * row, width);
   return b;
 }
 
@@ -48,10 +52,13 @@ struct Case {
   float softcap;
   GgmlType cache;
   int64_t n = 1;
+  GgmlType values = cache;  // V's type, when it differs from K's
+
   std::string name() const {
     return "hd=" + std::to_string(head_dim) + " cells=" + std::to_string(cells) + " group=" + std::to_string(group) +
            " heads=[" + std::to_string(h0) + "," + std::to_string(h1) + ") window=" + std::to_string(window) +
-           " softcap=" + std::to_string(softcap) + " " + std::string(type_name(cache)) + " n=" + std::to_string(n);
+           " softcap=" + std::to_string(softcap) + " K " + std::string(type_name(cache)) + " V " +
+           std::string(type_name(values)) + " n=" + std::to_string(n);
   }
 };
 
@@ -60,9 +67,10 @@ template <class Attend>
 std::vector<float> run(const Case& c, const Attend& attend) {
   const int64_t kv_heads = 2, heads = kv_heads * c.group, hd = c.head_dim;
   const Buffer q = make(Shape{c.n, heads * hd}, GgmlType::F32, 4, 11, 1.0f);
-  const uint64_t element = c.cache == GgmlType::F16 ? 2 : 4;  // one and three elements in: never 32-byte aligned
-  const Buffer k = make(Shape{c.cells, kv_heads * hd}, c.cache, element, 12, 1.0f);
-  const Buffer v = make(Shape{c.cells, kv_heads * hd}, c.cache, 3 * element, 13, 1.0f);
+  // One and three elements in (two and six bytes for a packed cache): never 32-byte aligned.
+  const auto in = [](GgmlType t) -> uint64_t { return type_traits(t).quantized ? 2 : type_traits(t).block_bytes; };
+  const Buffer k = make(Shape{c.cells, kv_heads * hd}, c.cache, in(c.cache), 12, 1.0f);
+  const Buffer v = make(Shape{c.cells, kv_heads * hd}, c.values, 3 * in(c.values), 13, 1.0f);
   Buffer out = make(Shape{c.n, heads * hd}, GgmlType::F32, 4, 14, 0.0f);
   std::fill(reinterpret_cast<float*>(out.bytes.data() + 4),
             reinterpret_cast<float*>(out.bytes.data() + 4) + c.n * heads * hd, std::numeric_limits<float>::quiet_NaN());
@@ -91,6 +99,14 @@ std::vector<Case> cases() {
     for (int64_t window : {0, 1, 5})
       for (float softcap : {0.0f, 0.9f}) all.push_back({64, 33, 4, 4, 8, window, softcap, cache});
   for (int64_t n : {2, 3}) all.push_back({64, 17, 4, 0, 4, 0, 0.0f, GgmlType::F16, n});  // prefill: head by head
+  // The other cache types (heads of whole 32-element blocks), K and V alike, then mixed.
+  for (GgmlType cache : {GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                         GgmlType::IQ4_NL})
+    for (int64_t hd : {32, 64, 96, 256})
+      for (int64_t cells : {1, 37, 150}) all.push_back({hd, cells, 4, 4, 8, 0, 0.0f, cache});
+  all.push_back({64, 150, 8, 9, 14, 5, 0.9f, GgmlType::Q8_0, 1, GgmlType::F16});
+  all.push_back({128, 37, 4, 0, 4, 0, 0.0f, GgmlType::F16, 1, GgmlType::Q4_0});
+  all.push_back({64, 17, 4, 0, 4, 0, 0.0f, GgmlType::Q8_0, 3, GgmlType::Q4_0});  // several queries: head by head
   return all;
 }
 

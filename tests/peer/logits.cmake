@@ -44,7 +44,9 @@ if(peer_ok)
   # prompt ids differ: "Once upon a time" is [7454, 2402, 257, 640] there, no BOS.
   # TYPE@peer cases: files llama-quantize makes from the F16 bigram synth (Q2_K, Q3_K_M, IQ4_NL, IQ4_XS,
   # each with llama.cpp's per-tensor mix, which our `quantize` must reproduce tensor for tensor).
-  # name; weights; top-1 rule; type; bound on max|dlogit|/max|logit|; on rms(dlogit)/max|logit| (per step)
+  # name; weights; top-1 rule; type; bound on max|dlogit|/max|logit|; on rms(dlogit)/max|logit| (per step);
+  # optionally the K and V caches' type (-ctk/-ctv; llama.cpp then runs with flash attention, which a
+  # quantized V needs there), the prompt repeated 20 times so the steps read 100-odd quantized cells.
   foreach(case "F32;bigram;strict;F32;1e-3;2.5e-4" "Q8_0;bigram;strict;Q8_0;3e-2;1e-2"
                "random_F32;random;near-ties;F32;2e-3;5e-4" "random_Q8_0;random;near-ties;Q8_0;5e-2;1.5e-2"
                "qwen2_F32;qwen2;strict;F32;1e-3;2.5e-4" "qwen2_Q8_0;qwen2;strict;Q8_0;3e-2;1e-2"
@@ -57,7 +59,9 @@ if(peer_ok)
                "gemma2_F32;gemma2;strict;F32;1e-3;2.5e-4" "gemma2_Q8_0;gemma2;strict;Q8_0;3e-2;1e-2"
                "gemma3_F32;gemma3;strict;F32;1e-3;2.5e-4" "gemma3_Q8_0;gemma3;strict;Q8_0;3e-2;1e-2"
                # llama-quantize's mix on the families' own tensors (fused qkv; a tied token_embd)
-               "phi3_Q4_K_M;phi3;strict;Q4_K_M@peer;5e-2;1.5e-2" "gemma2_Q4_K_M;gemma2;strict;Q4_K_M@peer;5e-2;1.5e-2")
+               "phi3_Q4_K_M;phi3;strict;Q4_K_M@peer;5e-2;1.5e-2" "gemma2_Q4_K_M;gemma2;strict;Q4_K_M@peer;5e-2;1.5e-2"
+               "kv_q8_0;bigram;strict;Q8_0;3e-2;1e-2;q8_0" "kv_q4_0;bigram;strict;Q8_0;5e-2;1.5e-2;q4_0"
+               "kv_q5_1;bigram;strict;Q8_0;5e-2;1.5e-2;q5_1")
     list(GET case 0 name)
     list(GET case 1 weights)
     list(GET case 2 top1)
@@ -67,6 +71,13 @@ if(peer_ok)
     set(shape ${SKAINET_LOGITS_SHAPE})
     set(vocab llama-spm)
     set(env "SKAINET_PEER_BIN=${SKAINET_PEER_BIN}")
+    set(work ${weights})
+    list(LENGTH case fields)
+    if(fields GREATER 6)
+      list(GET case 6 kv)
+      list(APPEND env "SKAINET_LOGITS_KV=${kv}" "SKAINET_LOGITS_REPEAT=20")
+      set(work ${weights}-kv-${kv})
+    endif()
     if(weights STREQUAL "bigram")
       list(APPEND shape --bigram)
     elseif(weights STREQUAL "qwen2")
@@ -102,7 +113,7 @@ if(peer_ok)
     add_test(NAME peer_logits_${name}
       COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_logits.sh $<TARGET_FILE:skainet> $<TARGET_FILE:peer_logits>
         $<TARGET_FILE:skainet_logits> ${SKAINET_VENV_PYTHON} ${SKAINET_SHARED_MODELS}/vocab/ggml-vocab-${vocab}.gguf
-        ${CMAKE_BINARY_DIR}/peer-logits/${weights} ${type} ${tol} ${rms_tol} ${top1} ${shape})
+        ${CMAKE_BINARY_DIR}/peer-logits/${work} ${type} ${tol} ${rms_tol} ${top1} ${shape})
     set_tests_properties(peer_logits_${name} PROPERTIES LABELS peer TIMEOUT 900 ENVIRONMENT "${env}")
     if(type MATCHES "@peer$")  # these share the F16 synth they quantize from
       set_tests_properties(peer_logits_${name} PROPERTIES RESOURCE_LOCK peer_logits_f16_synth)

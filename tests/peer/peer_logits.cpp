@@ -5,7 +5,9 @@
 //
 // The prompt ids go in as one batch; then one token per llama_decode, each the argmax of the previous
 // logits. KV cache in F16 (llama.cpp's default, and skainet's default profile), no flash attention, so
-// both engines do the same arithmetic up to summation order.
+// both engines do the same arithmetic up to summation order. SKAINET_LOGITS_KV=q8_0 (or q4_0, ...):
+// K and V caches of that type, with flash attention on, which llama.cpp needs for a quantized V.
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -53,6 +55,25 @@ int run(int argc, char** argv) {
   cp.n_threads = cp.n_threads_batch = threads;
   cp.type_k = cp.type_v = GGML_TYPE_F16;
   cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  if (const char* kv = std::getenv("SKAINET_LOGITS_KV")) {
+    const std::string name = kv;
+    const ggml_type types[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_BF16, GGML_TYPE_Q8_0,  GGML_TYPE_Q4_0,
+                               GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_IQ4_NL};
+    bool found = false;
+    for (ggml_type t : types) {
+      std::string tn = ggml_type_name(t);
+      for (char& c : tn) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (tn == name) {
+        cp.type_k = cp.type_v = t;
+        found = true;
+      }
+    }
+    if (!found) {
+      std::fprintf(stderr, "peer_logits: SKAINET_LOGITS_KV=%s is not a cache type\n", kv);
+      return 2;
+    }
+    cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED;
+  }
   cp.no_perf = true;
   llama_context* ctx = llama_init_from_model(model, cp);
   if (!ctx) {

@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <optional>
+#include <stdexcept>
 #include <span>
 #include <string>
 #include <vector>
@@ -38,6 +40,11 @@ int run(int argc, char** argv) {
   o.plan.n_ctx = static_cast<uint32_t>(prompt.size() + n_steps + 16);
   o.plan.prefill_chunk = static_cast<uint32_t>(std::max<size_t>(prompt.size(), 1));
   o.progress = false;
+  if (const char* kv = std::getenv("SKAINET_LOGITS_KV")) {  // as peer_logits: K and V of that type
+    const std::optional<GgmlType> t = parse_type_name(kv);
+    if (!t) throw std::runtime_error(std::string("SKAINET_LOGITS_KV: not a type: ") + kv);
+    o.plan.k_type = o.plan.v_type = *t;
+  }
   std::vector<int32_t> follow;
   if (argc > 7) {
     follow = skainet_peer::read_chosen(argv[7]);

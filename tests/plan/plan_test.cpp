@@ -71,7 +71,7 @@ TEST(Plan, InMemoryHoldsEverythingInProcessMemory) {
 
 TEST(Plan, BudgetDecidesFitsAndSuggestsWhatSaves) {
   PlanOptions opts;
-  opts.kv_type = GgmlType::F32;
+  opts.k_type = opts.v_type = GgmlType::F32;
   opts.budget = 1 << 20;  // 1 MiB: the F32 KV cache of 2048 cells alone is 3.1 MiB
   const MemoryPlan p = plan_stories(placement::MemoryProfile::preset("default"), opts);
   EXPECT_FALSE(p.fits);

@@ -98,7 +98,7 @@ std::vector<int32_t> prompt_ids(const fs::path& model) {
 EagerRun run_eager(const fs::path& model, bool dense_f32, GgmlType kv, const std::vector<int32_t>& ids, int32_t next) {
   generate::EngineOptions o;
   o.plan.n_ctx = kCtx;
-  o.plan.kv_type = kv;
+  o.plan.k_type = o.plan.v_type = kv;
   o.plan.prefill_chunk = static_cast<uint32_t>(ids.size());
   o.threads = 1;
   o.progress = false;

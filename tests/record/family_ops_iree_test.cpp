@@ -92,7 +92,8 @@ class Recorder final : public ops::Recorder {
 Tape record_program(const std::string& name, bool dynamic, bool neox) {
   Tape tape;
   tape.entry = {.name = name, .tokens = kTokens, .dynamic_position = dynamic, .logits = model::Logits::All};
-  tape.kv = plan::KvCachePlan{.type = GgmlType::F32, .layers = 1, .n_ctx = 1, .kv_heads = 1, .head_dim = 1};
+  tape.kv = plan::KvCachePlan{
+      .k_type = GgmlType::F32, .v_type = GgmlType::F32, .layers = 1, .n_ctx = 1, .kv_heads = 1, .head_dim = 1};
   SymbolicScope scope;
   std::map<std::string, Tensor> w;
   for (const Weight& x : weights()) {

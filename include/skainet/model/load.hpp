@@ -88,7 +88,7 @@ struct Placement {
   uint64_t bytes = 0;
 };
 
-// Per-layer K and V: tensors [ctx, kv_heads * head_dim] of the planned type, allocated in the
+// Per-layer K and V: tensors [ctx, kv_heads * head_dim] of the planned types, allocated in the
 // ModelScope in the planned domain and zero-filled (so their pages are resident from the start, as
 // the plan counts them).
 class KvCacheStore {
@@ -100,7 +100,8 @@ class KvCacheStore {
   const Tensor& k(uint32_t layer) const { return k_.at(layer); }
   const Tensor& v(uint32_t layer) const { return v_.at(layer); }
   uint32_t n_ctx() const noexcept { return plan_.n_ctx; }
-  GgmlType type() const noexcept { return plan_.type; }
+  GgmlType k_type() const noexcept { return plan_.k_type; }
+  GgmlType v_type() const noexcept { return plan_.v_type; }
   const Placement& placement() const noexcept { return placement_; }
 
  private:

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,11 +22,20 @@
 
 namespace skainet::plan {
 
+// The types a KV cache can hold, K and V each: llama.cpp's -ctk/-ctv list (f32, f16, bf16, q8_0, q4_0,
+// q4_1, iq4_nl, q5_0, q5_1). A packed type needs head_dim to be whole blocks, so that a KV head's
+// part of a cell starts a block (make_plan refuses the others, naming the head size).
+std::span<const GgmlType> kv_cache_types() noexcept;
+bool is_kv_cache_type(GgmlType type) noexcept;
+
 struct KvCachePlan {
-  GgmlType type = GgmlType::F16;
+  GgmlType k_type = GgmlType::F16, v_type = GgmlType::F16;
   uint32_t layers = 0, n_ctx = 0, kv_heads = 0, head_dim = 0;
-  uint64_t bytes = 0;  // K and V, all layers: 2 * layers * ctx * row_bytes(type, kv_heads * head_dim)
+  // K and V, all layers: layers * ctx * (row_bytes(k_type, kv_width) + row_bytes(v_type, kv_width)),
+  // kv_width = kv_heads * head_dim.
+  uint64_t bytes = 0;
   MemoryDomain domain = MemoryDomain::HostPages;
+  uint32_t packed_caches() const noexcept;  // how many of K and V are quantized (StepRows::packed_caches)
   friend bool operator==(const KvCachePlan&, const KvCachePlan&) = default;
 };
 
@@ -57,6 +67,10 @@ struct SlabPlan {
 struct StepRows {
   uint32_t sequences = 1;
   bool every_logit = false;
+  // Over a quantized K or V cache (KvCachePlan::packed_caches: 0, 1 or 2 of them) a sequence with more
+  // than one row (a prefill chunk, a verification) reads its visible cells converted to F32, at most
+  // [ctx, kv_heads * head_dim] for each quantized one (a decode row reads them in their form).
+  uint32_t packed_caches = 0;
   // A batch whose decode rows may carry drafts (speculative decoding in a generate::Batch): up to
   // every row's logits are kept, gathered per sequence.
   bool drafts = false;
@@ -132,8 +146,8 @@ std::string_view plan_warning_kind_name(PlanWarningKind k) noexcept;
 std::string describe(const PlanWarning& w);
 
 struct PlanOptions {
-  uint32_t n_ctx = 0;               // 0: the model's training context, at most 4096
-  std::optional<GgmlType> kv_type;  // overrides the profile's
+  uint32_t n_ctx = 0;                      // 0: the model's training context, at most 4096
+  std::optional<GgmlType> k_type, v_type;  // override the profile's kv_type
   std::optional<uint32_t> prefill_chunk;
   // Speculative decoding's longest draft (--draft-max): a verification step runs draft_max + 1 tokens
   // and keeps every row's logits, priced like a prefill chunk. 0: no speculation.

@@ -104,9 +104,30 @@ inline void store(GgmlType t, std::byte* p, float v) noexcept {
 inline float* f32(std::byte* p) noexcept { return reinterpret_cast<float*>(p); }
 inline const float* f32(const std::byte* p) noexcept { return reinterpret_cast<const float*>(p); }
 
-// ops::attention's heads one at a time on a table's own kernels: the scores q_h K_gᵀ as a matmul, the
-// softmax in place, then the probabilities times V_g as a matmul of the transposed values. The
-// reference table's attention, and the x86 tables' for the calls their fused kernel does not take.
+// out[t, :] = sum_j p[t, j] values[j, :] for values of a quantized type (a transposed view of packed
+// rows does not exist): each cell's blocks dequantized once, then added into every query's row.
+inline void probabilities_times_packed(const Tensor& p, const Tensor& values, const Tensor& out) noexcept {
+  const TypeTraits& type = type_traits(values.type());
+  const int64_t n = p.dim(0), cells = p.dim(1), blocks = values.dim(1) / type.block_elements;
+  const int64_t be = type.block_elements, os = inner_stride(out) / 4;
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t d = 0; d < values.dim(1); ++d) reinterpret_cast<float*>(out.raw_mut() + t * out.stride(0))[d * os] = 0;
+  float block[256];  // the largest block of any type (the K formats'); no allocation in a step
+  for (int64_t j = 0; j < cells; ++j)
+    for (int64_t b = 0; b < blocks; ++b) {
+      dequantize_row(values.type(), values.raw() + j * values.stride(0) + b * type.block_bytes, block, be);
+      for (int64_t t = 0; t < n; ++t) {
+        const float pj = reinterpret_cast<const float*>(p.raw() + t * p.stride(0))[j * (inner_stride(p) / 4)];
+        float* o = reinterpret_cast<float*>(out.raw_mut() + t * out.stride(0)) + b * be * os;
+        for (int64_t i = 0; i < be; ++i) o[i * os] += pj * block[i];
+      }
+    }
+}
+
+// ops::attention's heads one at a time on a table's own kernels: the scores q_h K_gᵀ as a matmul (a
+// quantized K read as a packed weight), the softmax in place, then the probabilities times V_g as a
+// matmul of the transposed values (a quantized V: probabilities_times_packed). The reference table's
+// attention, and the x86 tables' for the calls their fused kernel does not take.
 using MatmulFn = void (*)(const Tensor&, const Tensor&, const Tensor&, int64_t, int64_t) noexcept;
 using SoftmaxFn = void (*)(const Tensor&, const SoftmaxParams&, const Tensor&) noexcept;
 inline void attention_heads_by_parts(MatmulFn matmul, SoftmaxFn softmax, const Tensor& q, const Tensor& keys,
@@ -118,7 +139,10 @@ inline void attention_heads_by_parts(MatmulFn matmul, SoftmaxFn softmax, const T
     const Tensor s = scores.select(0, h - a.h0);
     matmul(q.narrow(1, h * hd, hd), keys.narrow(1, g * hd, hd), s, 0, cells);
     softmax(s, a.softmax, s);
-    matmul(s, values.narrow(1, g * hd, hd).transpose(0, 1), out.narrow(1, h * hd, hd), 0, hd);
+    if (values.packed())
+      probabilities_times_packed(s, values.narrow(1, g * hd, hd), out.narrow(1, h * hd, hd));
+    else
+      matmul(s, values.narrow(1, g * hd, hd).transpose(0, 1), out.narrow(1, h * hd, hd), 0, hd);
   }
 }
 

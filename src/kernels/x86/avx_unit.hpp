@@ -17,6 +17,7 @@
 #include "kernels/x86/rows.hpp"
 #include "kernels/x86/simd_iq4.hpp"
 #include "kernels/x86/simd_q23_k.hpp"
+#include "kernels/x86/attend.hpp"
 
 namespace skainet::kernels::x86 {
 namespace {
@@ -25,14 +26,32 @@ namespace {
 // headers' SKAINET_X86_VNNI choice. Q4_0 and IQ4_XS, and the dense types, have kernels of their own
 // at each level (the unit's rows).
 constexpr FormatKernels kSharedFormats[] = {
-    {.type = GgmlType::Q4_1, .act = Act::Q8x32, .gemv = gemm_legacy<Q4_1Dec, &dot_legacy<Q4_1Dec>>},
-    {.type = GgmlType::Q5_0, .act = Act::Q8x32, .gemv = gemm_legacy<Q5_0Dec, &dot_legacy<Q5_0Dec>>},
-    {.type = GgmlType::Q5_1, .act = Act::Q8x32, .gemv = gemm_legacy<Q5_1Dec, &dot_legacy<Q5_1Dec>>},
+    {.type = GgmlType::Q4_1,
+     .act = Act::Q8x32,
+     .gemv = gemm_legacy<Q4_1Dec, &dot_legacy<Q4_1Dec>>,
+     .attend_keys = &attend_keys<KvRef<GgmlType::Q4_1>>,
+     .attend_values = &attend_values<KvRef<GgmlType::Q4_1>>},
+    {.type = GgmlType::Q5_0,
+     .act = Act::Q8x32,
+     .gemv = gemm_legacy<Q5_0Dec, &dot_legacy<Q5_0Dec>>,
+     .attend_keys = &attend_keys<KvRef<GgmlType::Q5_0>>,
+     .attend_values = &attend_values<KvRef<GgmlType::Q5_0>>},
+    {.type = GgmlType::Q5_1,
+     .act = Act::Q8x32,
+     .gemv = gemm_legacy<Q5_1Dec, &dot_legacy<Q5_1Dec>>,
+     .attend_keys = &attend_keys<KvRef<GgmlType::Q5_1>>,
+     .attend_values = &attend_values<KvRef<GgmlType::Q5_1>>},
     {.type = GgmlType::Q8_0,
      .act = Act::Q8x32,
      .gemv = gemm_legacy<Q8_0Dec, &dot_q8_0>,
-     .feed = &gemm_feed<FeedQ8_0, &dot_q8_0>},
-    {.type = GgmlType::IQ4_NL, .act = Act::Q8x32, .gemv = gemm_legacy<IQ4_NLDec, &dot_iq4_nl>},
+     .feed = &gemm_feed<FeedQ8_0, &dot_q8_0>,
+     .attend_keys = &attend_keys<KvQ8_0>,
+     .attend_values = &attend_values<KvQ8_0>},
+    {.type = GgmlType::IQ4_NL,
+     .act = Act::Q8x32,
+     .gemv = gemm_legacy<IQ4_NLDec, &dot_iq4_nl>,
+     .attend_keys = &attend_keys<KvRef<GgmlType::IQ4_NL>>,
+     .attend_values = &attend_values<KvRef<GgmlType::IQ4_NL>>},
     {.type = GgmlType::Q2_K, .act = Act::Q8x256, .gemv = gemm_k<Q2_KDecode, &dot_q2_k>},
     {.type = GgmlType::Q3_K, .act = Act::Q8x256, .gemv = gemm_k<Q3_KDecode, &dot_q3_k>},
     {.type = GgmlType::Q4_K,

@@ -211,37 +211,56 @@ void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcep
   }
 }
 
-// One query (a decode step) over an F32 or F16 cache with contiguous rows goes to the level's fused
-// kernel for the cache's type (x86/attend.hpp: each cell read once for the task's heads, the per-head
-// path's numbers); prefill chunks and other layouts go head by head through this table's matmul and
-// softmax.
+// Whether each cell's elements are contiguous (packed rows always are; a narrowed packed view splits
+// only at blocks) and the bytes of a row's first `elements` (whole blocks).
+bool contiguous_cells(const Tensor& t) noexcept {
+  return t.packed() || inner_stride(t) == static_cast<int64_t>(t.element_size());
+}
+int64_t bytes_of(const Tensor& t, int64_t elements) noexcept {
+  const TypeTraits& traits = type_traits(t.type());
+  return elements / traits.block_elements * traits.block_bytes;
+}
+
+// One query (a decode step) over a cache with contiguous cells goes to the level's fused kernels for
+// the keys' and the values' types (x86/attend.hpp: each cell read and converted once for the task's
+// heads), the softmax between them here. Prefill chunks (ops::attention hands them dense caches) and
+// other layouts go head by head through this table's matmul and softmax; a quantized cache there
+// goes to the reference, whose products read its blocks exactly (this table's matmul would quantize
+// the query to 8 bits).
 template <IsaLevel L>
 void attention_heads(const Tensor& q, const Tensor& keys, const Tensor& values, const AttentionHeads& a,
                      const Tensor& scores, const Tensor& out) noexcept {
   const Level& K = level_of<L>();
-  const x86::AttendFn fn = K.row(keys.type()).attend;
-  const auto element = static_cast<int64_t>(keys.element_size());
+  const x86::AttendFn keys_fn = K.row(keys.type()).attend_keys, values_fn = K.row(values.type()).attend_values;
   const int64_t hd = a.head_dim, cells = keys.dim(0);
-  if (!fn || q.dim(0) != 1 || !x86::attend_takes(hd) || values.type() != keys.type() ||
-      values.stride(0) != keys.stride(0) || inner_stride(keys) != element || inner_stride(values) != element ||
-      inner_stride(q) != 4 || inner_stride(out) != 4 || inner_stride(scores) != 4)
+  if (!keys_fn || !values_fn || q.dim(0) != 1 || !x86::attend_takes(hd) || !contiguous_cells(keys) ||
+      !contiguous_cells(values) || inner_stride(q) != 4 || inner_stride(out) != 4 || inner_stride(scores) != 4) {
+    if (keys.packed() || values.packed()) return ref::attention_heads(q, keys, values, a, scores, out);
     return ref::detail::attention_heads_by_parts(&matmul<L>, &softmax<L>, q, keys, values, a, scores, out);
+  }
   const auto [begin, end] = softmax_visible(a.softmax, 0, 1, cells);
-  const int64_t g = a.h0 / a.group;
-  fn({.q = reinterpret_cast<const float*>(q.raw()) + a.h0 * hd,
-      .k = keys.raw() + g * hd * element,
-      .v = values.raw() + g * hd * element,
-      .kv_stride = keys.stride(0),
-      .begin = begin,
-      .end = end,
-      .cells = cells,
-      .heads = a.h1 - a.h0,
-      .head_dim = hd,
-      .scores = reinterpret_cast<float*>(scores.raw_mut()),
-      .scores_stride = scores.stride(0) / 4,
-      .out = reinterpret_cast<float*>(out.raw_mut()) + a.h0 * hd,
-      .scale = a.softmax.scale,
-      .softcap = a.softmax.softcap});
+  const int64_t g = a.h0 / a.group, heads = a.h1 - a.h0;
+  const x86::Attend task{.q = reinterpret_cast<const float*>(q.raw()) + a.h0 * hd,
+                         .k = keys.raw() + bytes_of(keys, g * hd),
+                         .v = values.raw() + bytes_of(values, g * hd),
+                         .k_stride = keys.stride(0),
+                         .v_stride = values.stride(0),
+                         .begin = begin,
+                         .end = end,
+                         .cells = cells,
+                         .heads = heads,
+                         .head_dim = hd,
+                         .scores = reinterpret_cast<float*>(scores.raw_mut()),
+                         .scores_stride = scores.stride(0) / 4,
+                         .out = reinterpret_cast<float*>(out.raw_mut()) + a.h0 * hd,
+                         .scale = a.softmax.scale,
+                         .softcap = a.softmax.softcap};
+  keys_fn(task);
+  for (int64_t h = 0; h < heads; ++h) {
+    float* s = task.scores + h * task.scores_stride;
+    K.isa->softmax_row(s, s, begin, end, cells, task.scale, task.softcap);
+  }
+  values_fn(task);
 }
 
 // F32 with contiguous rows of `shape` (the elementwise row kernels' condition; broadcasts, strided

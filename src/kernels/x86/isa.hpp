@@ -119,16 +119,17 @@ struct GemmT {
 
 using GemmTFn = void (*)(const GemmT&) noexcept;
 
-// One query's attention for `heads` adjacent query heads that share one KV head, over a dense KV cache
-// (ops::attention's decode): scores[h * scores_stride + j] = q_h · k_j for the visible cells j in
-// [begin, end), softmax_row over them in place (scale, softcap; 0 for the other j < cells), then
-// out_h = sum_j scores[h][j] v_j. q and out: `heads` rows of head_dim floats, one after the other;
-// cell j's key and value start at k + j * kv_stride and v + j * kv_stride.
+// One query's attention for `heads` adjacent query heads that share one KV head (ops::attention's
+// decode), in two kernels: attend_keys writes scores[h * scores_stride + j] = q_h · k_j for the visible
+// cells j in [begin, end); the dispatch runs softmax_row over them in place (scale, softcap; 0 for the
+// other j < cells); attend_values writes out_h = sum_j scores[h][j] v_j. q and out: `heads` rows of
+// head_dim floats, one after the other; cell j's key and value start at k + j * k_stride and
+// v + j * v_stride.
 struct Attend {
   const float* q = nullptr;
-  const std::byte* k = nullptr;
+  const std::byte* k = nullptr;  // the KV head's part of the first cell
   const std::byte* v = nullptr;
-  int64_t kv_stride = 0;
+  int64_t k_stride = 0, v_stride = 0;  // bytes from a cell to the next
   int64_t begin = 0, end = 0, cells = 0;
   int64_t heads = 0, head_dim = 0;
   float* scores = nullptr;
@@ -156,7 +157,10 @@ struct FormatKernels {
   GemvFn gemv = nullptr;         // BlockOrder::RowMajor weights
   GemvFn feed = nullptr;         // BlockOrder::Interleaved16 weights (feed_tiles.hpp), same act
   GemmTFn transposed = nullptr;  // dense: the weight viewed transposed (output dimension contiguous)
-  AttendFn attend = nullptr;     // dense: attention over a KV cache of this type
+  // One query over a KV cache of this type (attend.hpp): the scores from keys, and the probabilities
+  // (the scores after the softmax) times values.
+  AttendFn attend_keys = nullptr;
+  AttendFn attend_values = nullptr;
   // Dense: against x Act::Bf16Pairs (x row r of n written by IsaKernels::split_bf16_pairs).
   GemvFn tiles = nullptr;
 };

@@ -14,7 +14,8 @@ void lay_over(FormatKernels& row, const FormatKernels& over) noexcept {
   if (over.gemv) row.gemv = over.gemv;
   if (over.feed) row.feed = over.feed;
   if (over.transposed) row.transposed = over.transposed;
-  if (over.attend) row.attend = over.attend;
+  if (over.attend_keys) row.attend_keys = over.attend_keys;
+  if (over.attend_values) row.attend_values = over.attend_values;
   if (over.tiles) row.tiles = over.tiles;
 }
 

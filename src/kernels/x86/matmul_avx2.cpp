@@ -4,7 +4,6 @@
 
 #define SKAINET_X86_VNNI 0
 #include "kernels/x86/avx_unit.hpp"
-#include "kernels/x86/attend.hpp"
 
 namespace skainet::kernels::x86 {
 namespace {
@@ -149,16 +148,23 @@ constexpr FormatKernels kOwnFormats[] = {
     {.type = GgmlType::F32,
      .gemv = &gemm<&tile_dense<F32Load>, 2, 4, &dot_dense<F32Load>, Act::None>,
      .transposed = &gemm_t<F32Load>,
-     .attend = &attend<KvF32>},
+     .attend_keys = &attend_keys<KvF32>,
+     .attend_values = &attend_values<KvF32>},
     {.type = GgmlType::F16,
      .gemv = &gemm<&tile_dense<F16Load>, 2, 4, &dot_dense<F16Load>, Act::None>,
      .transposed = &gemm_t<F16Load>,
-     .attend = &attend<KvF16>},
-    {.type = GgmlType::BF16, .gemv = &gemm<&tile_dense<BF16Load>, 2, 4, &dot_dense<BF16Load>, Act::None>},
+     .attend_keys = &attend_keys<KvF16>,
+     .attend_values = &attend_values<KvF16>},
+    {.type = GgmlType::BF16,
+     .gemv = &gemm<&tile_dense<BF16Load>, 2, 4, &dot_dense<BF16Load>, Act::None>,
+     .attend_keys = &attend_keys<KvBF16>,
+     .attend_values = &attend_values<KvBF16>},
     {.type = GgmlType::Q4_0,
      .act = Act::Q8x32,
      .gemv = gemm_legacy<Q4_0Dec, &dot_legacy<Q4_0Dec>>,
-     .feed = &gemm_feed<FeedQ4_0, &dot_legacy<Q4_0Dec>>},
+     .feed = &gemm_feed<FeedQ4_0, &dot_legacy<Q4_0Dec>>,
+     .attend_keys = &attend_keys<KvQ4_0>,
+     .attend_values = &attend_values<KvQ4_0>},
     {.type = GgmlType::IQ4_XS, .act = Act::Q8x256, .gemv = &gemv<&dot_iq4_xs, Act::Q8x256>},
 };
 
