@@ -1,0 +1,127 @@
+// `skainet chat` at a real terminal: tmux runs it in a detached pane, the test types into it with
+// send-keys and reads the screen with capture-pane. A tmux server of its own (-L with a unique socket
+// name, -f /dev/null: no user configuration), killed at the end, so no other session is touched. A
+// missing tmux fails the test (scripts/setup.sh installs it); every wait polls with a deadline.
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli_support.hpp"
+
+using namespace skainet::cli_test;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Runs a shell command and returns its stdout and exit status.
+std::pair<std::string, int> shell(const std::string& command) {
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {"popen failed", -1};
+  std::string out;
+  std::array<char, 4096> buf;
+  while (const size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  return {out, ::pclose(pipe)};
+}
+
+class Tmux {
+ public:
+  Tmux() : socket_("skainet-chat-test-" + std::to_string(::getpid())) {}
+  ~Tmux() { shell(base() + " kill-server"); }
+
+  std::pair<std::string, int> run(const std::string& args) const { return shell(base() + " " + args); }
+  std::string screen() const { return run("capture-pane -p -t chat").first; }
+  std::string format(const std::string& f) const { return run("display-message -p -t chat " + quoted(f)).first; }
+
+  // Polls until `done(screen)` holds; false after `limit`.
+  bool wait_for(const std::function<bool(const std::string&)>& done,
+                std::chrono::milliseconds limit = std::chrono::seconds(10)) const {
+    for (const auto end = Clock::now() + limit; Clock::now() < end;) {
+      if (done(screen())) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+ private:
+  std::string base() const { return "tmux -L " + socket_ + " -f /dev/null"; }
+  std::string socket_;
+};
+
+// The screen's non-blank lines, trailing blanks removed (capture-pane keeps a prompt's trailing space
+// only while text follows it).
+std::vector<std::string> lines(const std::string& screen) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t end; start < screen.size(); start = end + 1) {
+    end = std::min(screen.find('\n', start), screen.size());
+    const std::string line = screen.substr(start, end - start);
+    if (const size_t last = line.find_last_not_of(' '); last != std::string::npos)
+      out.push_back(line.substr(0, last + 1));
+  }
+  return out;
+}
+
+std::string last_line(const std::string& screen) {
+  const std::vector<std::string> all = lines(screen);
+  return all.empty() ? std::string() : all.back();
+}
+
+// The prompt lines: "> what was typed", or ">" while empty.
+std::vector<std::string> prompts(const std::string& screen) {
+  std::vector<std::string> out;
+  for (const std::string& line : lines(screen))
+    if (line == ">" || line.starts_with("> ")) out.push_back(line);
+  return out;
+}
+
+}  // namespace
+
+TEST(ChatTerminal, UpRecallsTheLastMessageAndExitEndsWithCodeZero) {
+  ASSERT_EQ(shell("tmux -V").second, 0) << "tmux is missing (scripts/setup.sh installs it)";
+  Tmux tmux;
+  const std::string chat =
+      std::string(SKAINET_BINARY_DIR) + "/skainet chat -m " + quoted(kStories.string()) + " -c 256 --temp 0 -n 8";
+  // A placeholder first, so remain-on-exit is set before the chat can end: the pane then keeps its
+  // exit status for #{pane_dead_status}.
+  const auto [out, status] = tmux.run(
+      "new-session -d -s chat -x 160 -y 40 'exec sleep 60' \\; set-option -t chat "
+      "remain-on-exit on \\; respawn-pane -k -t chat " +
+      quoted(chat));
+  ASSERT_EQ(status, 0) << out;
+
+  ASSERT_TRUE(tmux.wait_for([](const std::string& s) { return last_line(s) == ">"; })) << tmux.screen();
+  tmux.run("send-keys -t chat -l 'Once upon a time'");
+  tmux.run("send-keys -t chat Enter");
+  // The reply, then an empty prompt again.
+  ASSERT_TRUE(tmux.wait_for([](const std::string& s) { return prompts(s).size() == 2 && last_line(s) == ">"; }))
+      << tmux.screen();
+
+  tmux.run("send-keys -t chat Up");
+  EXPECT_TRUE(tmux.wait_for([](const std::string& s) { return last_line(s) == "> Once upon a time"; }))
+      << tmux.screen();
+
+  // Ctrl-A Ctrl-K empties the recalled line; /exit must not reach the model.
+  tmux.run("send-keys -t chat C-a C-k");
+  ASSERT_TRUE(tmux.wait_for([](const std::string& s) { return last_line(s) == ">"; })) << tmux.screen();
+  tmux.run("send-keys -t chat -l /exit");
+  tmux.run("send-keys -t chat Enter");
+  ASSERT_TRUE(tmux.wait_for([&](const std::string&) { return tmux.format("#{pane_dead}").starts_with("1"); }))
+      << tmux.screen();
+  EXPECT_EQ(tmux.format("#{pane_dead_status}"), "0\n") << tmux.screen();
+  // The message, then /exit, which got no reply.
+  EXPECT_EQ(prompts(tmux.screen()), (std::vector<std::string>{"> Once upon a time", "> /exit"})) << tmux.screen();
+}
