@@ -1,11 +1,14 @@
 #include "chat_input.hpp"
 
+#include <langinfo.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <clocale>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <utility>
 
 #include <editline/readline.h>
@@ -78,6 +81,11 @@ class PlainSource final : public ChatInput::Source {
 class EditorSource final : public ChatInput::Source {
  public:
   EditorSource() {
+    // libedit reads and edits characters as the locale decodes them: in the "C" locale it drops every
+    // byte above 127, so "héllo" would arrive as "hllo". The chat is UTF-8 whatever the user's locale
+    // says (the models' text is); only LC_CTYPE, so numbers still print the same.
+    const char* ctype = std::setlocale(LC_CTYPE, "");
+    if (ctype == nullptr || std::string_view(nl_langinfo(CODESET)) != "UTF-8") std::setlocale(LC_CTYPE, "C.UTF-8");
     rl_readline_name = "skainet";  // ~/.editrc sections
     // libedit's own SIGINT handler would re-raise the signal to the whole process group; ours only
     // sets g_chat_interrupted, and read() returning EINTR ends readline.

@@ -90,7 +90,16 @@ std::vector<std::string> prompts(const std::string& screen) {
 
 }  // namespace
 
-TEST(ChatTerminal, UpRecallsTheLastMessageAndExitEndsWithCodeZero) {
+class ChatTerminal : public ScratchTest {
+ protected:
+  // Types `text` (literally: no key names) and Enter.
+  void type(const Tmux& tmux, const std::string& text) {
+    tmux.run("send-keys -t chat -l " + quoted(text));
+    tmux.run("send-keys -t chat Enter");
+  }
+};
+
+TEST_F(ChatTerminal, UpRecallsTheLastMessageAndExitEndsWithCodeZero) {
   ASSERT_EQ(shell("tmux -V").second, 0) << "tmux is missing (scripts/setup.sh installs it)";
   Tmux tmux;
   const std::string chat =
@@ -98,30 +107,45 @@ TEST(ChatTerminal, UpRecallsTheLastMessageAndExitEndsWithCodeZero) {
   // A placeholder first, so remain-on-exit is set before the chat can end: the pane then keeps its
   // exit status for #{pane_dead_status}.
   const auto [out, status] = tmux.run(
-      "new-session -d -s chat -x 160 -y 40 'exec sleep 60' \\; set-option -t chat "
+      "new-session -d -s chat -x 200 -y 50 'exec sleep 60' \\; set-option -t chat "
       "remain-on-exit on \\; respawn-pane -k -t chat " +
       quoted(chat));
   ASSERT_EQ(status, 0) << out;
+  const auto prompt_is = [](std::string line) {
+    return [line](const std::string& screen) { return last_line(screen) == line; };
+  };
+  ASSERT_TRUE(tmux.wait_for(prompt_is(">"))) << tmux.screen();
 
-  ASSERT_TRUE(tmux.wait_for([](const std::string& s) { return last_line(s) == ">"; })) << tmux.screen();
-  tmux.run("send-keys -t chat -l 'Once upon a time'");
-  tmux.run("send-keys -t chat Enter");
+  // At a terminal a bad command is a message and the chat goes on.
+  type(tmux, "/frobnicate");
+  ASSERT_TRUE(tmux.wait_for([](const std::string& s) {
+    return s.find("unknown command '/frobnicate'") != std::string::npos && last_line(s) == ">";
+  })) << tmux.screen();
+
+  // Not ASCII, so the line editor must decode UTF-8 whatever the environment's locale.
+  const std::string message = "Once upon a time in Zürich";
+  type(tmux, message);
   // The reply, then an empty prompt again.
-  ASSERT_TRUE(tmux.wait_for([](const std::string& s) { return prompts(s).size() == 2 && last_line(s) == ">"; }))
+  ASSERT_TRUE(tmux.wait_for([](const std::string& s) { return prompts(s).size() == 3 && last_line(s) == ">"; }))
       << tmux.screen();
 
   tmux.run("send-keys -t chat Up");
-  EXPECT_TRUE(tmux.wait_for([](const std::string& s) { return last_line(s) == "> Once upon a time"; }))
-      << tmux.screen();
+  EXPECT_TRUE(tmux.wait_for(prompt_is("> " + message))) << tmux.screen();
 
-  // Ctrl-A Ctrl-K empties the recalled line; /exit must not reach the model.
+  // Ctrl-A Ctrl-K empties the recalled line; /save and /exit must not reach the model.
   tmux.run("send-keys -t chat C-a C-k");
-  ASSERT_TRUE(tmux.wait_for([](const std::string& s) { return last_line(s) == ">"; })) << tmux.screen();
-  tmux.run("send-keys -t chat -l /exit");
-  tmux.run("send-keys -t chat Enter");
-  ASSERT_TRUE(tmux.wait_for([&](const std::string&) { return tmux.format("#{pane_dead}").starts_with("1"); }))
+  ASSERT_TRUE(tmux.wait_for(prompt_is(">"))) << tmux.screen();
+  const std::string file = path("terminal.json").string();
+  type(tmux, "/save " + file);
+  ASSERT_TRUE(tmux.wait_for(prompt_is(">"))) << tmux.screen();
+  type(tmux, "/exit");
+  // tmux marks the pane dead when its terminal closes, and records the status when it reaps the process.
+  ASSERT_TRUE(tmux.wait_for([&](const std::string&) { return tmux.format("#{pane_dead_status}") != "\n"; }))
       << tmux.screen();
   EXPECT_EQ(tmux.format("#{pane_dead_status}"), "0\n") << tmux.screen();
-  // The message, then /exit, which got no reply.
-  EXPECT_EQ(prompts(tmux.screen()), (std::vector<std::string>{"> Once upon a time", "> /exit"})) << tmux.screen();
+  EXPECT_EQ(prompts(tmux.screen()),
+            (std::vector<std::string>{"> /frobnicate", "> " + message, "> /save " + file, "> /exit"}))
+      << tmux.screen();
+  const std::string saved = read_bytes(file);
+  EXPECT_NE(saved.find("\"content\": \"" + message + "\""), std::string::npos) << saved;
 }
