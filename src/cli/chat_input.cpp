@@ -40,6 +40,8 @@ class ChatInput::Source {
  public:
   virtual ~Source() = default;
   virtual std::optional<std::string> read_line(const char* prompt) = 0;
+  // A line the user gave another way (-p), so that Up recalls it too.
+  virtual void remember(const std::string&) {}
 };
 
 namespace {
@@ -105,8 +107,12 @@ class EditorSource final : public ChatInput::Source {
     std::free(raw);  // NOLINT: readline's buffer is malloc'd
     if (g_chat_interrupted.load()) return std::nullopt;
     // Each line as typed, so Up recalls exactly what is on screen (a continued line keeps its `\`).
-    if (line.find_first_not_of(" \t") != std::string::npos) add_history(line.c_str());
+    remember(line);
     return line;
+  }
+
+  void remember(const std::string& line) override {
+    if (line.find_first_not_of(" \t") != std::string::npos) add_history(line.c_str());
   }
 };
 
@@ -129,6 +135,7 @@ std::optional<std::string> ChatInput::line(bool continued) {
 std::optional<ChatEntry> ChatInput::next() {
   if (first_) {
     if (terminal_) fmt::print("{}{}\n", kPrompt, *first_);
+    source_->remember(*first_);
     return ChatEntry{.text = *std::exchange(first_, std::nullopt), .from_command_line = true};
   }
   for (;;) {
