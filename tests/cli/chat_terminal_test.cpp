@@ -91,66 +91,90 @@ std::vector<std::string> prompts(const std::string& screen) {
 
 }  // namespace
 
+// Each test: tmux installed, a server of its own, and `skainet chat` on stories260K in its pane.
 class ChatTerminal : public ScratchTest {
  protected:
-  // Types `text` (literally: no key names) and Enter.
-  void type(const Tmux& tmux, const std::string& text) {
-    tmux.run("send-keys -t chat -l " + quoted(text));
-    tmux.run("send-keys -t chat Enter");
+  void SetUp() override {
+    ASSERT_EQ(shell("tmux -V").second, 0) << "tmux is missing (scripts/setup.sh installs it)";
+    // The shell writes the chat's exit status to a file (tmux's #{pane_dead_status} sometimes never
+    // comes: tmux 3.3 can leave the exited process unreaped). remain-on-exit keeps the screen to read
+    // afterwards; it is set while a placeholder runs, before the chat can end.
+    const std::string chat = std::string(SKAINET_BINARY_DIR) + "/skainet chat -m " + quoted(kStories.string()) +
+                             " -c 256 --temp 0 -n 8; echo $? > " + quoted(exit_file_);
+    const auto [out, status] = tmux_.run(
+        "new-session -d -s chat -x 200 -y 50 'exec sleep 60' \\; set-option -t chat remain-on-exit on \\; "
+        "respawn-pane -k -t chat " +
+        quoted("sh -c " + quoted(chat)));
+    ASSERT_EQ(status, 0) << out;
+    ASSERT_TRUE(tmux_.wait_for(prompt_is(">"))) << tmux_.screen();
   }
+
+  // Types `text` (literally: no key names) and Enter.
+  void type(const std::string& text) {
+    tmux_.run("send-keys -t chat -l " + quoted(text));
+    tmux_.run("send-keys -t chat Enter");
+  }
+  static std::function<bool(const std::string&)> prompt_is(std::string line) {
+    return [line](const std::string& screen) { return last_line(screen) == line; };
+  }
+  // The chat's exit status, once it has ended ("" if it has not within the deadline).
+  std::string exit_status() {
+    tmux_.wait_for([&](const std::string&) { return read_bytes(exit_file_).ends_with("\n"); });
+    return read_bytes(exit_file_);
+  }
+
+  Tmux tmux_{path("tmux.socket").string()};
+  const std::string exit_file_ = path("exit-status").string();
 };
 
 TEST_F(ChatTerminal, UpRecallsTheLastMessageAndExitEndsWithCodeZero) {
-  ASSERT_EQ(shell("tmux -V").second, 0) << "tmux is missing (scripts/setup.sh installs it)";
-  Tmux tmux(path("tmux.socket").string());
-  // The shell writes the chat's exit status to a file (tmux's #{pane_dead_status} sometimes never
-  // comes: tmux 3.3 can leave the exited process unreaped). remain-on-exit keeps the screen to read
-  // afterwards; it is set while a placeholder runs, before the chat can end.
-  const std::string exit_file = path("exit-status").string();
-  const std::string chat = std::string(SKAINET_BINARY_DIR) + "/skainet chat -m " + quoted(kStories.string()) +
-                           " -c 256 --temp 0 -n 8; echo $? > " + quoted(exit_file);
-  const auto [out, status] = tmux.run(
-      "new-session -d -s chat -x 200 -y 50 'exec sleep 60' \\; set-option -t chat remain-on-exit on \\; "
-      "respawn-pane -k -t chat " +
-      quoted("sh -c " + quoted(chat)));
-  ASSERT_EQ(status, 0) << out;
-  const auto prompt_is = [](std::string line) {
-    return [line](const std::string& screen) { return last_line(screen) == line; };
-  };
-  ASSERT_TRUE(tmux.wait_for(prompt_is(">"))) << tmux.screen();
-
   // At a terminal a bad command is a message and the chat goes on.
-  type(tmux, "/frobnicate");
-  ASSERT_TRUE(tmux.wait_for([](const std::string& s) {
+  type("/frobnicate");
+  ASSERT_TRUE(tmux_.wait_for([](const std::string& s) {
     return s.find("unknown command '/frobnicate'") != std::string::npos && last_line(s) == ">";
-  })) << tmux.screen();
+  })) << tmux_.screen();
 
   // Not ASCII, so the line editor must decode UTF-8 whatever the environment's locale.
   const std::string message = "Once upon a time in Zürich";
-  type(tmux, message);
+  type(message);
   // The reply, then an empty prompt again.
-  ASSERT_TRUE(tmux.wait_for([](const std::string& s) { return prompts(s).size() == 3 && last_line(s) == ">"; }))
-      << tmux.screen();
+  ASSERT_TRUE(tmux_.wait_for([](const std::string& s) { return prompts(s).size() == 3 && last_line(s) == ">"; }))
+      << tmux_.screen();
 
-  tmux.run("send-keys -t chat Up");
-  EXPECT_TRUE(tmux.wait_for(prompt_is("> " + message))) << tmux.screen();
+  tmux_.run("send-keys -t chat Up");
+  EXPECT_TRUE(tmux_.wait_for(prompt_is("> " + message))) << tmux_.screen();
 
   // Ctrl-A Ctrl-K empties the recalled line; /save and /exit must not reach the model.
-  tmux.run("send-keys -t chat C-a C-k");
-  ASSERT_TRUE(tmux.wait_for(prompt_is(">"))) << tmux.screen();
+  tmux_.run("send-keys -t chat C-a C-k");
+  ASSERT_TRUE(tmux_.wait_for(prompt_is(">"))) << tmux_.screen();
   const std::string file = path("terminal.json").string();
-  type(tmux, "/save " + file);
+  type("/save " + file);
   // Not the prompt alone: until the keys arrive the empty prompt of before is on the screen too.
-  ASSERT_TRUE(tmux.wait_for([](const std::string& s) {
+  ASSERT_TRUE(tmux_.wait_for([](const std::string& s) {
     return s.find("saved 2 messages") != std::string::npos && last_line(s) == ">";
-  })) << tmux.screen();
-  type(tmux, "/exit");
-  ASSERT_TRUE(tmux.wait_for([&](const std::string&) { return read_bytes(exit_file).ends_with("\n"); }))
-      << tmux.screen();
-  EXPECT_EQ(read_bytes(exit_file), "0\n") << tmux.screen();
-  EXPECT_EQ(prompts(tmux.screen()),
+  })) << tmux_.screen();
+  type("/exit");
+  EXPECT_EQ(exit_status(), "0\n") << tmux_.screen();
+  EXPECT_EQ(prompts(tmux_.screen()),
             (std::vector<std::string>{"> /frobnicate", "> " + message, "> /save " + file, "> /exit"}))
-      << tmux.screen();
+      << tmux_.screen();
   const std::string saved = read_bytes(file);
   EXPECT_NE(saved.find("\"content\": \"" + message + "\""), std::string::npos) << saved;
+}
+
+TEST_F(ChatTerminal, ABackslashContinuesTheMessageAndCtrlDEndsWithCodeZero) {
+  type("Once upon\\");
+  ASSERT_TRUE(tmux_.wait_for(prompt_is("..."))) << tmux_.screen();
+  type("a time");
+  ASSERT_TRUE(tmux_.wait_for([](const std::string& s) { return prompts(s).size() == 2 && last_line(s) == ">"; }))
+      << tmux_.screen();
+  const std::string file = path("continued.json").string();
+  type("/save " + file);
+  ASSERT_TRUE(tmux_.wait_for([](const std::string& s) {
+    return s.find("saved 2 messages") != std::string::npos && last_line(s) == ">";
+  })) << tmux_.screen();
+  tmux_.run("send-keys -t chat C-d");
+  EXPECT_EQ(exit_status(), "0\n") << tmux_.screen();
+  const std::string saved = read_bytes(file);
+  EXPECT_NE(saved.find(R"("content": "Once upon\na time")"), std::string::npos) << saved;
 }
