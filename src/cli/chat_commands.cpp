@@ -17,6 +17,8 @@ using Json = nlohmann::ordered_json;
 constexpr uint64_t kConversationFileMaxBytes = uint64_t{64} << 20;
 constexpr std::string_view kRoles[] = {"system", "user", "assistant"};
 
+std::string count_messages(size_t n) { return fmt::format("{} message{}", n, n == 1 ? "" : "s"); }
+
 CommandOutcome help(const std::string&, ChatSession&) {
   fmt::print(stderr, "{}", command_help());
   return CommandOutcome::Continue;
@@ -28,7 +30,7 @@ CommandOutcome exit_chat(const std::string&, ChatSession&) { return CommandOutco
 CommandOutcome clear(const std::string&, ChatSession& session) {
   const Json& messages = session.messages();
   Json kept = Json::array();
-  if (!messages.empty() && messages.front()["role"] == "system") kept.push_back(messages.front());
+  if (!messages.empty() && messages.front().value("role", "") == "system") kept.push_back(messages.front());
   session.replace(std::move(kept));
   fmt::print(stderr, "skainet: the conversation is cleared{}\n",
              session.messages().empty() ? "" : " (the system message kept)");
@@ -37,7 +39,7 @@ CommandOutcome clear(const std::string&, ChatSession& session) {
 
 CommandOutcome save(const std::string& file, ChatSession& session) {
   save_conversation(file, session.messages());
-  fmt::print(stderr, "skainet: saved {} messages to {}\n", session.messages().size(), file);
+  fmt::print(stderr, "skainet: saved {} to {}\n", count_messages(session.messages().size()), file);
   return CommandOutcome::Continue;
 }
 
@@ -45,7 +47,7 @@ CommandOutcome load(const std::string& file, ChatSession& session) {
   Json messages = load_conversation(file);
   const size_t n = messages.size();
   session.replace(std::move(messages));
-  fmt::print(stderr, "skainet: loaded {} messages from {}\n", n, file);
+  fmt::print(stderr, "skainet: loaded {} from {}\n", count_messages(n), file);
   return CommandOutcome::Continue;
 }
 
@@ -131,6 +133,8 @@ std::string command_help() {
 }
 
 void save_conversation(const std::filesystem::path& path, const nlohmann::ordered_json& messages) {
+  // Bytes that are not UTF-8 (a reply cut inside a character by Ctrl-C or -n) become U+FFFD: JSON
+  // holds only text, and a file /load cannot read back would be worse.
   const std::string text = messages.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
   try {
     base::AtomicFile file(path);
