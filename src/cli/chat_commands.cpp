@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include <fmt/format.h>
@@ -37,13 +38,23 @@ CommandOutcome clear(const std::string&, ChatSession& session) {
   return CommandOutcome::Continue;
 }
 
-CommandOutcome save(const std::string& file, ChatSession& session) {
+// A FILE argument: a leading `~/` is the home folder, as the shell would have it (no shell reads a
+// command typed at the chat's prompt).
+std::string expand_home(const std::string& file) {
+  const char* home = std::getenv("HOME");
+  if (file.starts_with("~/") && home != nullptr && *home != '\0') return std::string(home) + file.substr(1);
+  return file;
+}
+
+CommandOutcome save(const std::string& argument, ChatSession& session) {
+  const std::string file = expand_home(argument);
   save_conversation(file, session.messages());
   fmt::print(stderr, "skainet: saved {} to {}\n", count_messages(session.messages().size()), file);
   return CommandOutcome::Continue;
 }
 
-CommandOutcome load(const std::string& file, ChatSession& session) {
+CommandOutcome load(const std::string& argument, ChatSession& session) {
+  const std::string file = expand_home(argument);
   Json messages = load_conversation(file);
   const size_t n = messages.size();
   session.replace(std::move(messages));

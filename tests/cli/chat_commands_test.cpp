@@ -131,6 +131,13 @@ TEST_F(ChatConversationFiles, SaveThenLoadGoesOnAsTheSameConversation) {
   EXPECT_TRUE(has(loaded.err, "loaded 3 messages from " + file)) << loaded.err;
   EXPECT_EQ(saved.out + loaded.out, whole.out);
 
+  // A leading ~/ is the home folder, as a shell would read it.
+  const RunResult home =
+      run_skainet_env({"chat", "-m", kModel, "--temp", "0", "-n", "8", "-c", "512"}, {"HOME=" + path("").string()},
+                      "/load ~/conversation.json\n/save ~/home.json\n");
+  ASSERT_EQ(home.exit_code, 0) << home.err;
+  EXPECT_EQ(read_bytes(path("home.json")), read_bytes(file));
+
   // /load replaces what was said before it, in the middle of a chat too; saving again writes the
   // same file (and replaces the old one whole).
   const std::string again = path("again.json").string();
