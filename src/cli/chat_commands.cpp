@@ -152,7 +152,7 @@ void save_conversation(const std::filesystem::path& path, const nlohmann::ordere
     file.write(text.data(), text.size());
     file.commit();
   } catch (const Error& e) {
-    throw CommandError(fmt::format("/save {}: {}", path.string(), e.what()));
+    throw CommandError(fmt::format("/save: {}", e.what()));  // the message names the file
   }
 }
 
@@ -162,7 +162,7 @@ nlohmann::ordered_json load_conversation(const std::filesystem::path& path) {
   try {
     text = base::read_text_file(path, "conversation file", kConversationFileMaxBytes);
   } catch (const Error& e) {
-    throw CommandError(fmt::format("/load {}: {}", name, e.what()));
+    throw CommandError(fmt::format("/load: {}", e.what()));  // the message names the file
   }
   Json messages;
   try {

@@ -187,7 +187,7 @@ TEST_F(ChatConversationFiles, ABadFileIsAnErrorNamingItAndWhatIsWrong) {
   const std::string absent = path("absent.json").string();
   const RunResult missing = chat("/load " + absent + "\n");
   EXPECT_EQ(missing.exit_code, 1);
-  EXPECT_TRUE(has(missing.err, "/load " + absent + ": ")) << missing.err;
+  EXPECT_TRUE(has(missing.err, "/load: " + absent + ": cannot open the conversation file")) << missing.err;
   const RunResult directory = chat("/load " + path("").string() + "\n");
   EXPECT_EQ(directory.exit_code, 1);
   EXPECT_TRUE(has(directory.err, "not a regular file")) << directory.err;
@@ -196,5 +196,5 @@ TEST_F(ChatConversationFiles, ABadFileIsAnErrorNamingItAndWhatIsWrong) {
   const std::string nowhere = path("no/such/folder/c.json").string();
   const RunResult unsaved = chat("Hello\n/save " + nowhere + "\n");
   EXPECT_EQ(unsaved.exit_code, 1);
-  EXPECT_TRUE(has(unsaved.err, "/save " + nowhere + ": ")) << unsaved.err;
+  EXPECT_TRUE(has(unsaved.err, "/save: " + nowhere + ": ")) << unsaved.err;
 }
