@@ -5,6 +5,9 @@ pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 # GNU libmicrohttpd (Debian's libmicrohttpd-dev): the HTTP transport under `skainet serve`, chosen
 # over cpp-httplib for its event loop (docs/dependencies.md); only skainet_serve links it.
 pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
+# libedit (Debian's libedit-dev, BSD licence): the line editor of `skainet chat` at a terminal, through
+# its readline-compatible API (docs/cli.md, chat); only the skainet command links it.
+pkg_check_modules(EDIT REQUIRED IMPORTED_TARGET libedit)
 
 # skainet_layer_of(MODULE LAYER): MODULE's layer, one of SKAINET_LAYERS (the top CMakeLists.txt).
 function(skainet_layer_of name layer)

@@ -9,7 +9,8 @@ venv="${SKAINET_VENV:-$root/build/venv}"
 debian_packages=(
   build-essential cmake ninja-build clang libclang-rt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev libfmt-dev nlohmann-json3-dev libre2-dev libmicrohttpd-dev pkg-config
+  libcli11-dev libfmt-dev nlohmann-json3-dev libre2-dev libmicrohttpd-dev libedit-dev pkg-config
+  tmux
   python3 python3-venv
 )
 # IREE is the compiler and runtime the recorded path is tested against (docs/export.md); Jinja2 is the

@@ -1,12 +1,11 @@
 // `skainet chat` (and `skainet run -cnv`): an interactive conversation. Each turn renders the whole
 // conversation with the chat template (skainet::chat), tokenizes it, and processes only what follows
-// the longest prefix already in the KV cache; the reply streams to stdout and a stats line per turn
-// goes to stderr. Ctrl-C stops the current reply; Ctrl-C at the prompt, or end of input, ends the chat.
-#include <signal.h>
+// the longest prefix already in the KV cache; the reply streams to stdout, the turn's stats line goes
+// to stderr with --show-stats (always kept for /stats). The user's entries come from chat_input.hpp (a
+// line editor at a terminal), and the slash commands from chat_commands.hpp's table. Ctrl-C stops the
+// current reply; /exit, Ctrl-D (end of input) or Ctrl-C at the prompt ends the chat.
 #include <unistd.h>
 
-#include <atomic>
-#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +15,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "chat_commands.hpp"
+#include "chat_input.hpp"
 #include "cli.hpp"
 #include "generation_args.hpp"
 #include "skainet/core/base.hpp"
@@ -80,90 +81,6 @@ ChosenTemplate choose_template(const GenerationArgs& a, const gguf::Header& head
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
-
-// Without SA_RESTART, so a Ctrl-C at the prompt interrupts read() instead of waiting for a line.
-void install_sigint() {
-  struct sigaction sa {};
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;
-  ::sigaction(SIGINT, &sa, nullptr);
-}
-
-// One line from stdin (without its newline); nullopt at end of input or on Ctrl-C.
-class LineReader {
- public:
-  std::optional<std::string> next() {
-    for (;;) {
-      if (const size_t nl = buffer_.find('\n'); nl != std::string::npos) {
-        std::string line = buffer_.substr(0, nl);
-        buffer_.erase(0, nl + 1);
-        return line;
-      }
-      if (eof_) {
-        if (buffer_.empty()) return std::nullopt;
-        return std::exchange(buffer_, {});
-      }
-      char chunk[4096];
-      const ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
-      if (n < 0 && errno == EINTR) {
-        if (g_interrupted.load()) return std::nullopt;
-        continue;
-      }
-      if (n <= 0)
-        eof_ = true;
-      else
-        buffer_.append(chunk, static_cast<size_t>(n));
-    }
-  }
-
- private:
-  std::string buffer_;
-  bool eof_ = false;
-};
-
-// Where the user's turns come from: --prompt first, then stdin a line at a time, echoed and prompted
-// with "> " at a terminal.
-class UserInput {
- public:
-  explicit UserInput(const GenerationArgs& a)
-      : interactive_(::isatty(STDIN_FILENO) != 0),
-        first_(a.prompt.empty() ? std::nullopt : std::optional(a.prompt)),
-        escape_(a.escape) {}
-
-  bool interactive() const { return interactive_; }
-
-  // The next non-empty turn; nullopt at end of input or on Ctrl-C at the prompt.
-  std::optional<std::string> next() {
-    if (first_) {
-      if (interactive_) fmt::print("> {}\n", *first_);
-      return std::exchange(first_, std::nullopt);
-    }
-    for (;;) {
-      if (interactive_) {
-        fmt::print("> ");
-        std::fflush(stdout);
-      }
-      g_interrupted.store(false);
-      std::optional<std::string> line = reader_.next();
-      if (!line) {
-        if (interactive_) fmt::print("\n");
-        return std::nullopt;
-      }
-      if (escape_) *line = process_escapes(*line);
-      if (!line->empty()) return line;
-    }
-  }
-
- private:
-  bool interactive_;
-  std::optional<std::string> first_;
-  bool escape_;
-  LineReader reader_;
-};
-
 generate::Options reply_options(const GenerationArgs& a, const ChosenTemplate& chosen) {
   generate::Options options;
   options.max_tokens = a.n_predict;
@@ -174,8 +91,9 @@ generate::Options reply_options(const GenerationArgs& a, const ChosenTemplate& c
 }
 
 // The conversation so far against one sequence: each turn renders all of it, and the sequence processes
-// only what follows the longest prefix already in its KV cache (Sequence::generate).
-class Conversation {
+// only what follows the longest prefix already in its KV cache (Sequence::generate). That is also why
+// /clear and /load need no reset: the next turn reuses exactly the prefix the new messages share.
+class Conversation final : public ChatSession {
  public:
   Conversation(const text::Tokenizer& tok, const chat::Template& tmpl, generate::Sequence& seq,
                generate::Options options, bool special_in_content)
@@ -185,8 +103,14 @@ class Conversation {
     messages_.push_back({{"role", role}, {"content", content}});
   }
 
-  // The prompt with the user's turn added. At a terminal, a turn whose control-token text cannot stay
-  // text is refused (nullopt, the turn taken back), not the chat: the user can say it another way.
+  const nlohmann::ordered_json& messages() const override { return messages_; }
+  void replace(nlohmann::ordered_json messages) override { messages_ = std::move(messages); }
+  std::optional<std::string> last_stats() const override { return last_stats_; }
+  void set_last_stats(std::string line) { last_stats_ = std::move(line); }
+
+  // The prompt with the user's turn added. At a terminal, a turn the template or the tokenizer refuses
+  // (control-token text that cannot stay text, a template's raise_exception on a loaded conversation)
+  // is taken back (nullopt), not the chat: the user can say it another way or /clear.
   std::optional<std::vector<int32_t>> prompt_with(const std::string& user, bool interactive) {
     add("user", user);
     try {
@@ -194,7 +118,7 @@ class Conversation {
       return generate::tokenize_conversation(tmpl_, generate::conversation_context(messages_, tok_), tok_,
                                              {.special_in_content = special_in_content_})
           .ids;
-    } catch (const generate::ContentSpecialTokenError& e) {
+    } catch (const Error& e) {
       if (!interactive) throw;
       fmt::print(stderr, "skainet: {}\n", e.what());
       messages_.erase(messages_.end() - 1);
@@ -205,12 +129,12 @@ class Conversation {
   // Streams the reply to `ids` to stdout until it ends or Ctrl-C, and keeps it as the assistant's turn.
   generate::Stats reply(const std::vector<int32_t>& ids) {
     std::string reply;
-    g_interrupted.store(false);
+    g_chat_interrupted.store(false);
     const generate::Stats s = seq_.generate(ids, options_, [&](std::string_view piece, int32_t) {
       reply.append(piece);
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
-      return !g_interrupted.load();
+      return !g_chat_interrupted.load();
     });
     fmt::print("\n");
     std::fflush(stdout);
@@ -227,22 +151,35 @@ class Conversation {
   const generate::Options options_;
   const bool special_in_content_;
   nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
+  std::optional<std::string> last_stats_;
 };
 
-void print_turn_stats(int turn, size_t prompt_tokens, const generate::Stats& s, size_t cached, int64_t ctx_cells) {
+std::string turn_stats(int turn, size_t prompt_tokens, const generate::Stats& s, size_t cached, int64_t ctx_cells) {
   const bool interrupted = s.stop == generate::StopReason::Callback;
-  fmt::print(stderr,
-             "skainet: turn {}: prompt {} tokens ({} reused from the cache, {} processed, {:.1f} tokens/s) | "
-             "reply {} tokens, {:.1f} tokens/s | stop: {} | context {}/{}\n",
-             turn, prompt_tokens, s.cached_tokens, s.prompt_tokens, s.prompt_tokens_per_second(), s.generated_tokens,
-             s.decode_tokens_per_second(), interrupted ? "interrupted (Ctrl-C)" : generate::stop_reason_name(s.stop),
-             cached, ctx_cells);
+  std::string text = fmt::format(
+      "skainet: turn {}: prompt {} tokens ({} reused from the cache, {} processed, {:.1f} tokens/s) | "
+      "reply {} tokens, {:.1f} tokens/s | stop: {} | context {}/{}",
+      turn, prompt_tokens, s.cached_tokens, s.prompt_tokens, s.prompt_tokens_per_second(), s.generated_tokens,
+      s.decode_tokens_per_second(), interrupted ? "interrupted (Ctrl-C)" : generate::stop_reason_name(s.stop), cached,
+      ctx_cells);
   if (s.verify_steps > 0 || s.probes > 0)
-    fmt::print(stderr,
-               "skainet: turn {}: speculative: drafted {} tokens in {} verifications, accepted {} ({:.1f}%); {} "
-               "probes, {} hit\n",
-               turn, s.drafted_tokens, s.verify_steps, s.accepted_tokens, 100 * s.acceptance_rate(), s.probes,
-               s.probe_hits);
+    text += fmt::format(
+        "\nskainet: turn {}: speculative: drafted {} tokens in {} verifications, accepted {} ({:.1f}%); {} "
+        "probes, {} hit",
+        turn, s.drafted_tokens, s.verify_steps, s.accepted_tokens, 100 * s.acceptance_rate(), s.probes, s.probe_hits);
+  return text;
+}
+
+// A slash command; nullopt: the chat goes on. A bad one is a message at a terminal (the user types
+// again) and ends the chat with exit code 1 from a pipe or a file (a script should not run on past it).
+std::optional<int> run_slash_command(const SlashCommand& command, ChatSession& session, bool terminal) {
+  try {
+    if (run_command(command, session) == CommandOutcome::Exit) return 0;
+  } catch (const CommandError& e) {
+    if (!terminal) throw;
+    fmt::print(stderr, "skainet: {}\n", e.what());
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -260,16 +197,26 @@ int run_chat(GenerationArgs& a) {
   Conversation conversation(tok, tmpl, *engine->sequence, reply_options(a, chosen), a.special_in_content);
   if (!a.system_prompt.empty()) conversation.add("system", a.system_prompt);
 
-  UserInput input(a);
+  ChatInput input(::isatty(STDIN_FILENO) != 0, a.prompt.empty() ? std::nullopt : std::optional(a.prompt));
   fmt::print(stderr,
-             "skainet: chat with {} ({}; context {} tokens, seed {}). Ctrl-C stops a reply; Ctrl-C at the "
-             "prompt or end of input ends the chat.\n",
+             "skainet: chat with {} ({}; context {} tokens, seed {}). /help lists the commands; Ctrl-C stops a "
+             "reply; /exit, Ctrl-D or Ctrl-C at the prompt ends the chat.\n",
              a.model, chosen.description, ctx_cells, seed);
-  install_sigint();
+  install_chat_sigint();
   for (int turn = 1;;) {
-    const std::optional<std::string> user = input.next();
-    if (!user) return 0;
-    const std::optional<std::vector<int32_t>> ids = conversation.prompt_with(*user, input.interactive());
+    const std::optional<ChatEntry> entry = input.next();
+    if (!entry) return 0;
+    ParsedEntry parsed = entry->from_command_line ? ParsedEntry{.command = std::nullopt, .message = entry->text}
+                                                  : parse_entry(entry->text);
+    if (parsed.command) {
+      if (const std::optional<int> code = run_slash_command(*parsed.command, conversation, input.terminal()))
+        return *code;
+      continue;
+    }
+    // -e applies to what the user types, not to a command's file name (-p's text had it in finish_parse).
+    const bool escape = a.escape && !entry->from_command_line;
+    const std::string user = escape ? process_escapes(parsed.message) : std::move(parsed.message);
+    const std::optional<std::vector<int32_t>> ids = conversation.prompt_with(user, input.terminal());
     if (!ids) continue;
     if (static_cast<int64_t>(ids->size()) >= ctx_cells) {
       fmt::print(stderr,
@@ -279,7 +226,8 @@ int run_chat(GenerationArgs& a) {
       return 1;
     }
     const generate::Stats s = conversation.reply(*ids);
-    print_turn_stats(turn++, ids->size(), s, conversation.cached_tokens(), ctx_cells);
+    conversation.set_last_stats(turn_stats(turn++, ids->size(), s, conversation.cached_tokens(), ctx_cells));
+    if (a.show_stats) fmt::print(stderr, "{}\n", *conversation.last_stats());
     if (s.stop == generate::StopReason::ContextFull) {
       fmt::print(stderr,
                  "skainet: the context of {} tokens is full; the conversation ends here (raise --ctx for longer "

@@ -120,6 +120,9 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   cmd->add_flag("--special-in-content", special_in_content,
                 "control-token text in a message (\"<|im_end|>\") becomes the token, as in the template's own text; "
                 "default: it stays text, so a message cannot forge turn boundaries");
+  if (!serve)
+    cmd->add_flag("--show-stats", show_stats,
+                  "in a conversation, a stats line on stderr after every reply (default: only on /stats)");
   cmd->add_flag("--ignore-eos", ignore_eos, "keep generating past end of text");
   cmd->add_flag("--check-tensors", check_tensors, "decode every tensor first and refuse NaN or infinity");
   cmd->add_flag("--force", force, "load even when the plan exceeds the memory available now (MemAvailable)");
@@ -135,8 +138,9 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
     require_model(model);
     const bool chat_command = command != Command::Run;  // serve renders chat requests with the template
     if (!chat_command && !conversation && !prompt_given) throw CLI::RequiredError("-p,--prompt (or -f FILE)");
-    if (!chat_command && !conversation && (!system_prompt.empty() || !chat_template.empty() || special_in_content))
-      throw CLI::ValidationError("-sys/--system-prompt, --chat-template and --special-in-content",
+    if (!chat_command && !conversation &&
+        (!system_prompt.empty() || !chat_template.empty() || special_in_content || show_stats))
+      throw CLI::ValidationError("-sys/--system-prompt, --chat-template, --special-in-content and --show-stats",
                                  "only in a conversation (-cnv, or skainet chat)");
     apply_placement_compat(compat, placement);
     check_sampling(cmd, sampling);

@@ -41,6 +41,8 @@ struct GenerationArgs {
   std::string chat_template;
   // Control-token text in a message's content becomes the token (the old behaviour; default: text).
   bool special_in_content = false;
+  // A stats line on stderr after every reply (default: only on /stats).
+  bool show_stats = false;
   // Speculative decoding (--spec-type, -md, --draft-max/--draft-min, --spec-ngram-size-n/-m).
   std::string spec_type = "none";
   generate::SpecOptions spec;

@@ -1,5 +1,6 @@
 // `skainet chat` and `skainet run -cnv` without a terminal: user turns on stdin, replies on stdout,
-// a stats line per turn on stderr. stories260K has no chat template, so the built-in ChatML is used.
+// a stats line per turn on stderr with --show-stats. stories260K has no chat template, so the built-in
+// ChatML is used. Slash commands, `\` and the terminal: chat_commands_test.cpp, chat_terminal_test.cpp.
 #include <algorithm>
 #include <fstream>
 #include <regex>
@@ -38,7 +39,8 @@ std::vector<TurnStats> turn_stats(const std::string& err) {
 }  // namespace
 
 TEST(ChatCommand, RepliesEqualRunOnTheRenderedPromptsAndLaterTurnsProcessOnlyNewTokens) {
-  const RunResult chat = run_skainet({"chat", "-m", kModel, "--temp", "0", "-n", "16"}, "Hello\nTell me a story\n");
+  const RunResult chat =
+      run_skainet({"chat", "-m", kModel, "--temp", "0", "-n", "16", "--show-stats"}, "Hello\nTell me a story\n");
   ASSERT_EQ(chat.exit_code, 0) << chat.err;
   EXPECT_NE(chat.err.find("has no tokenizer.chat_template; using the built-in chatml template"), std::string::npos)
       << chat.err;
@@ -107,7 +109,7 @@ TEST_F(ChatFiles, TemplateFromAFileAndAFullContext) {
 
   // The ChatML prompt for "Hello" is 44 tokens: the reply fills the other 20 cells.
   const RunResult full =
-      run_skainet({"chat", kModel, "-c", "64", "--temp", "0", "-n", "-1", "--ignore-eos"}, "Hello\n");
+      run_skainet({"chat", kModel, "-c", "64", "--temp", "0", "-n", "-1", "--ignore-eos", "--show-stats"}, "Hello\n");
   EXPECT_EQ(full.exit_code, 1);
   EXPECT_NE(full.err.find("stop: context-full | context 64/64"), std::string::npos) << full.err;
   EXPECT_NE(full.err.find("the context of 64 tokens is full"), std::string::npos) << full.err;
@@ -128,13 +130,14 @@ TEST(ChatCommand, ControlTokenTextInAMessageIsTextUnlessSpecialInContent) {
     return static_cast<int>(std::count(r.out.begin(), r.out.end(), ',')) + 1;
   };
 
-  const RunResult safe = run_skainet({"chat", kModel, "--temp", "0", "-n", "8"}, "Hi</s>\n");
+  const RunResult safe = run_skainet({"chat", kModel, "--temp", "0", "-n", "8", "--show-stats"}, "Hi</s>\n");
   ASSERT_EQ(safe.exit_code, 0) << safe.err;
   const std::vector<TurnStats> safe_turns = turn_stats(safe.err);
   ASSERT_EQ(safe_turns.size(), 1u) << safe.err;
   EXPECT_EQ(safe_turns[0].prompt, token_count(false));
 
-  const RunResult trusted = run_skainet({"chat", kModel, "--temp", "0", "-n", "8", "--special-in-content"}, "Hi</s>\n");
+  const RunResult trusted =
+      run_skainet({"chat", kModel, "--temp", "0", "-n", "8", "--special-in-content", "--show-stats"}, "Hi</s>\n");
   ASSERT_EQ(trusted.exit_code, 0) << trusted.err;
   const std::vector<TurnStats> trusted_turns = turn_stats(trusted.err);
   ASSERT_EQ(trusted_turns.size(), 1u) << trusted.err;

@@ -27,7 +27,8 @@ RunResult run_skainet(const std::vector<std::string>& args, const std::string& i
   return run_skainet_with(args, input, environ);
 }
 
-RunResult run_skainet_env(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+RunResult run_skainet_env(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                          const std::string& input) {
   // Ours replace an inherited variable of the same name (getenv would return whichever comes first).
   auto name_of = [](std::string_view v) { return v.substr(0, v.find('=')); };
   std::vector<char*> envp;
@@ -38,7 +39,7 @@ RunResult run_skainet_env(const std::vector<std::string>& args, const std::vecto
   }
   for (const std::string& v : env) envp.push_back(const_cast<char*>(v.c_str()));
   envp.push_back(nullptr);
-  return run_skainet_with(args, "", envp.data());
+  return run_skainet_with(args, input, envp.data());
 }
 
 namespace {

@@ -33,7 +33,8 @@ inline std::vector<std::string> greedy(std::vector<std::string> extra) {
 RunResult run_skainet(const std::vector<std::string>& args);
 RunResult run_skainet(const std::vector<std::string>& args, const std::string& input);
 // The same with `env` ("NAME=value") added to this process's environment (a later entry wins).
-RunResult run_skainet_env(const std::vector<std::string>& args, const std::vector<std::string>& env);
+RunResult run_skainet_env(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                          const std::string& input = "");
 
 // A fresh directory for one test (gtest makes a fixture object per test), removed afterwards.
 class ScratchTest : public ::testing::Test {
