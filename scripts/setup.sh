@@ -11,6 +11,7 @@ debian_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libre2-dev libmicrohttpd-dev pkg-config
   python3 python3-venv
+  chromium
 )
 # IREE is the compiler and runtime the recorded path is tested against (docs/export.md); Jinja2 is the
 # reference renderer for chat templates; openai is the real client the server's tests drive it with.
