@@ -6,6 +6,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="${SKAINET_VENV:-$root/build/venv}"
 
+# Chromium (headless) is the browser the plan's SVG is opened in by tests/plan/svg_in_chromium.py.
 debian_packages=(
   build-essential cmake ninja-build clang libclang-rt-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -29,8 +29,8 @@ void write_svg(const PlanArgs& a, const gguf::Header& header, const placement::M
   // AtomicFile renames over its target: never over the model being described.
   std::error_code ec;
   if (std::filesystem::equivalent(a.file, a.svg, ec) && !ec)
-    throw InvalidArgument(fmt::format("--svg {} is the model file {} (same device and inode); write to another path",
-                                      a.svg, a.file));
+    throw InvalidArgument(
+        fmt::format("--svg {} is the model file {} (same device and inode); write to another path", a.svg, a.file));
   std::vector<uint32_t> slots{1, 2, 4, 8};
   if (std::find(slots.begin(), slots.end(), p.slots) == slots.end()) slots.push_back(p.slots);
   std::sort(slots.begin(), slots.end());

@@ -247,10 +247,14 @@ std::string to_json(const MemoryPlan& p) {
   j["totals"] = {{"file", t.file}, {"mapped", t.mapped}, {"heap", t.heap},       {"pages", t.pages},
                  {"kv", t.kv},     {"slab", t.slab},     {"scratch", t.scratch}, {"resident", t.resident()}};
   const ResidentSplit split_ = split(p);
-  j["resident_split"] = {{"pinned", split_.pinned},       {"evictable", split_.evictable},
-                         {"kv", split_.kv},               {"slabs", split_.slabs},
-                         {"scratch", split_.scratch},     {"total", split_.total()},
-                         {"pinned_tensors", split_.pinned_tensors}, {"evictable_tensors", split_.evictable_tensors}};
+  j["resident_split"] = {{"pinned", split_.pinned},
+                         {"evictable", split_.evictable},
+                         {"kv", split_.kv},
+                         {"slabs", split_.slabs},
+                         {"scratch", split_.scratch},
+                         {"total", split_.total()},
+                         {"pinned_tensors", split_.pinned_tensors},
+                         {"evictable_tensors", split_.evictable_tensors}};
   j["layers"] = json::array();
   for (const LayerGroup& g : group_by_layer(p)) {
     json forms = json::object();

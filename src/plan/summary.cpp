@@ -110,7 +110,7 @@ std::vector<std::string> summary_lines(const MemoryPlan& p) {
                           format_bytes(resident), format_bytes(resident - *p.budget));
   else if (p.budget)
     verdict = fmt::format("fits the budget of {}: {} resident, {} to spare", format_bytes(*p.budget),
-                          format_bytes(resident), format_bytes(*p.budget - resident));
+                          format_bytes(resident), format_bytes(*p.budget - std::min(*p.budget, resident)));
   else
     verdict = fmt::format("{} resident; no budget given (--budget SIZE checks one)", format_bytes(resident));
   if (short_of_memory)
@@ -122,11 +122,11 @@ std::vector<std::string> summary_lines(const MemoryPlan& p) {
                               format_bytes(resident), format_bytes(s.pinned), format_bytes(s.evictable),
                               format_bytes(s.kv), format_bytes(s.slabs), format_bytes(s.scratch)));
 
-  lines.push_back(fmt::format(
-      "weights   pinned {} ({} copied into memory) + evictable {} ({} mapped from the file, pages the "
-      "kernel can drop and read back)\n",
-      format_bytes(s.pinned), plural(s.pinned_tensors, "tensor"), format_bytes(s.evictable),
-      plural(s.evictable_tensors, "tensor")));
+  lines.push_back(
+      fmt::format("weights   pinned {} ({} copied into memory) + evictable {} ({} mapped from the file, pages the "
+                  "kernel can drop and read back)\n",
+                  format_bytes(s.pinned), plural(s.pinned_tensors, "tensor"), format_bytes(s.evictable),
+                  plural(s.evictable_tensors, "tensor")));
 
   std::string biggest;
   for (const Consumer& c : biggest_consumers(p, 3)) {
@@ -137,8 +137,7 @@ std::vector<std::string> summary_lines(const MemoryPlan& p) {
   lines.push_back(fmt::format("biggest   {}\n", biggest.empty() ? "nothing" : biggest));
 
   std::string context;
-  if (p.kv)
-    context = fmt::format("; ctx {} x {}", p.kv->n_ctx, plural(p.slots, "slot"));
+  if (p.kv) context = fmt::format("; ctx {} x {}", p.kv->n_ctx, plural(p.slots, "slot"));
   if (p.model) {
     const arch::ModelShape& m = *p.model;
     lines.push_back(fmt::format("model     {}, {} layers, dim {}, vocab {}, trained ctx {}; profile {}{}\n",

@@ -89,8 +89,8 @@ std::string split_bar(const MemoryPlan& p, double top) {
   for (size_t i = 0; i < std::size(parts); ++i) {
     const double lx = kLeft + static_cast<double>(i % 3) * 360, ly = top + 70 + static_cast<double>(i / 3) * 22;
     out += rect(lx, ly, 14, 14, parts[i].colour);
-    out += text(lx + 20, ly + 12, fmt::format("{} {}", parts[i].label, format_bytes(parts[i].bytes)),
-                "font-size=\"13\"");
+    out +=
+        text(lx + 20, ly + 12, fmt::format("{} {}", parts[i].label, format_bytes(parts[i].bytes)), "font-size=\"13\"");
   }
   return out;
 }
@@ -98,7 +98,8 @@ std::string split_bar(const MemoryPlan& p, double top) {
 // One column per layer (and one for the tensors outside the layers), pinned below evictable.
 std::string layer_strip(const MemoryPlan& p, double top, double height) {
   const std::vector<LayerGroup> groups = group_by_layer(p);
-  std::string out = text(kLeft, top - 10, "Weights by layer (pinned / evictable)", "font-size=\"16\" font-weight=\"bold\"");
+  std::string out =
+      text(kLeft, top - 10, "Weights by layer (pinned / evictable)", "font-size=\"16\" font-weight=\"bold\"");
   if (groups.empty()) return out;
   uint64_t largest = 1;
   for (const auto& g : groups) largest = std::max(largest, g.bytes);
@@ -118,16 +119,16 @@ std::string layer_strip(const MemoryPlan& p, double top, double height) {
       out += text(x + bar / 2, top + height + 16, g.layer ? std::to_string(*g.layer) : "other",
                   "font-size=\"11\" text-anchor=\"middle\"");
   }
-  out += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#333\"/>\n", kLeft, top + height,
-                     kRight);
+  out += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#333\"/>\n", kLeft,
+                     top + height, kRight);
   out += text(kLeft - 8, top + 10, format_bytes(largest), "font-size=\"11\" text-anchor=\"end\"");
   return out;
 }
 
 // Resident memory against the context (log scale), one line per slot count.
 std::string context_chart(const MemoryPlan& p, const std::vector<ResidentPoint>& curve, double top, double height) {
-  std::string out = text(kLeft, top - 10, "Resident memory against --ctx, for each --slots",
-                         "font-size=\"16\" font-weight=\"bold\"");
+  std::string out =
+      text(kLeft, top - 10, "Resident memory against --ctx, for each --slots", "font-size=\"16\" font-weight=\"bold\"");
   if (curve.empty()) return out + text(kLeft, top + 20, "no model: no KV cache to price", "font-size=\"13\"");
   uint32_t lo = UINT32_MAX, hi = 0;
   uint64_t top_bytes = p.budget.value_or(0);
@@ -152,12 +153,13 @@ std::string context_chart(const MemoryPlan& p, const std::vector<ResidentPoint>&
   for (const auto& pt : curve) ticks[pt.n_ctx] = true;
   for (const auto& [n_ctx, _] : ticks)
     out += text(px(n_ctx), top + height + 16, std::to_string(n_ctx), "font-size=\"11\" text-anchor=\"middle\"");
-  out += text(kLeft + width / 2, top + height + 34, "context (tokens, --ctx)", "font-size=\"12\" text-anchor=\"middle\"");
+  out +=
+      text(kLeft + width / 2, top + height + 34, "context (tokens, --ctx)", "font-size=\"12\" text-anchor=\"middle\"");
   out += text(kLeft - 6, top + height + 4, "0", "font-size=\"11\" text-anchor=\"end\"");
   for (int i = 1; i <= 4; ++i) {
     const uint64_t b = top_bytes / 4 * static_cast<uint64_t>(i);
-    out += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>\n", kLeft, py(b),
-                       kLeft + width);
+    out += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>\n", kLeft,
+                       py(b), kLeft + width);
     out += text(kLeft - 6, py(b) + 4, format_bytes(b), "font-size=\"11\" text-anchor=\"end\"");
   }
   if (p.budget) {
@@ -182,7 +184,8 @@ std::string context_chart(const MemoryPlan& p, const std::vector<ResidentPoint>&
                          escape(fmt::format("--ctx {} --slots {}: {}", pt->n_ctx, slots, format_bytes(pt->resident))));
     const double ly = top + 10 + 22 * static_cast<double>(line);
     out += rect(kLeft + width + 20, ly, 14, 14, colour);
-    out += text(kLeft + width + 40, ly + 12, fmt::format("{} slot{}", slots, slots == 1 ? "" : "s"), "font-size=\"13\"");
+    out +=
+        text(kLeft + width + 40, ly + 12, fmt::format("{} slot{}", slots, slots == 1 ? "" : "s"), "font-size=\"13\"");
     ++line;
   }
   // The plan itself, marked.
