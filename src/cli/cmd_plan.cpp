@@ -50,6 +50,7 @@ int run_plan(const PlanArgs& a) {
   const plan::MemoryPlan p =
       plan::make_plan(header, profile, platform, a.placement.form_overrides(), a.placement.plan_options());
 
+  if (!a.svg.empty()) write_svg(a, header, profile, platform, p);
   if (!a.explain.empty()) {
     for (const auto& d : p.tensors)
       if (d.tensor == a.explain) {
@@ -65,7 +66,6 @@ int run_plan(const PlanArgs& a) {
       }
     throw InvalidArgument(fmt::format("{}: no tensor named '{}'", a.file, a.explain));
   }
-  if (!a.svg.empty()) write_svg(a, header, profile, platform, p);
   fmt::print("{}", a.json ? plan::to_json(p) + "\n" : plan::render_text(p, a.tensors));
   if (a.check_tensors) {
     // Reads every payload byte, unlike the rest of plan: the summary says what that cost.

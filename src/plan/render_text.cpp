@@ -26,8 +26,9 @@ std::string render_text(const MemoryPlan& p, bool tensors) {
     out += fmt::format("shape     {}/{} heads (head dim {}), ffn {}\n", m.heads, m.kv_heads, m.head_dim, m.ffn);
   }
 
-  out += fmt::format("\nby layer{}\n", tensors ? "" : " (--tensors for every tensor)");
-  for (const LayerGroup& g : group_by_layer(p)) {
+  const std::vector<LayerGroup> groups = group_by_layer(p);
+  if (!groups.empty()) out += fmt::format("\nby layer{}\n", tensors ? "" : " (--tensors for every tensor)");
+  for (const LayerGroup& g : groups) {
     std::string forms;
     for (const auto& [form, count] : g.forms) forms += fmt::format("{}{} x {}", forms.empty() ? "" : ", ", form, count);
     std::string held;
