@@ -193,7 +193,11 @@ std::string context_chart(const MemoryPlan& p, const std::vector<ResidentPoint>&
     out += fmt::format(
         "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"8\" fill=\"none\" stroke=\"#c0392b\" stroke-width=\"2\"/>\n",
         px(p.kv->n_ctx), py(p.totals.resident()));
-    out += text(kLeft + width + 20, top + 10 + 22 * static_cast<double>(line) + 12, "o this plan", "font-size=\"13\"");
+    const double ly = top + 10 + 22 * static_cast<double>(line);
+    out += fmt::format(
+        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"7\" fill=\"none\" stroke=\"#c0392b\" stroke-width=\"2\"/>\n",
+        kLeft + width + 27, ly + 7);
+    out += text(kLeft + width + 40, ly + 12, "this plan", "font-size=\"13\"");
   }
   return out;
 }

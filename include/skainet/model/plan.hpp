@@ -227,8 +227,9 @@ struct Consumer {
 std::vector<Consumer> biggest_consumers(const MemoryPlan& plan, size_t n);
 
 // The summary's five lines, each ending in '\n': the verdict (fits the budget or not, and by how
-// much; or the memory available now when no budget is given), the resident split, the weights'
-// split in plain words, the biggest consumers, and the model with its profile.
+// much, or the resident total when there is no budget; and whether it exceeds the memory available
+// now, when the plan carries that warning), the resident split, the weights' split in plain words,
+// the biggest consumers, and the model with its profile.
 std::vector<std::string> summary_lines(const MemoryPlan& plan);
 
 // The resident total the same plan would have at other contexts and slot counts: make_plan again
