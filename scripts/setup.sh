@@ -6,12 +6,14 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="${SKAINET_VENV:-$root/build/venv}"
 
+# Chromium (headless) is the browser the plan's SVG is opened in by tests/plan/svg_in_chromium.py.
 debian_packages=(
   build-essential cmake ninja-build clang libclang-rt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libre2-dev libmicrohttpd-dev libedit-dev pkg-config
   tmux
   python3 python3-venv
+  chromium
 )
 # IREE is the compiler and runtime the recorded path is tested against (docs/export.md); Jinja2 is the
 # reference renderer for chat templates; openai is the real client the server's tests drive it with.

@@ -1,4 +1,7 @@
 // `skainet plan`: the memory plan from the header alone. Exit code 3 when it does not fit the budget.
+#include <algorithm>
+#include <filesystem>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -14,9 +17,31 @@ struct PlanArgs {
   PlacementArgs placement;
   CompatFlags compat;
   std::string explain;
+  std::string svg;
   bool json = false;
+  bool tensors = false;
   bool check_tensors = false;
 };
+
+// The drawing, with the resident total re-priced at other contexts and slot counts.
+void write_svg(const PlanArgs& a, const gguf::Header& header, const placement::MemoryProfile& profile,
+               const placement::Platform& platform, const plan::MemoryPlan& p) {
+  // AtomicFile renames over its target: never over the model being described.
+  std::error_code ec;
+  if (std::filesystem::equivalent(a.file, a.svg, ec) && !ec)
+    throw InvalidArgument(
+        fmt::format("--svg {} is the model file {} (same device and inode); write to another path", a.svg, a.file));
+  std::vector<uint32_t> slots{1, 2, 4, 8};
+  if (std::find(slots.begin(), slots.end(), p.slots) == slots.end()) slots.push_back(p.slots);
+  std::sort(slots.begin(), slots.end());
+  const plan::PlanOptions options = a.placement.plan_options();
+  const std::vector<plan::ResidentPoint> curve = plan::resident_by_context(
+      header, profile, platform, a.placement.form_overrides(), options, plan::context_steps(p), slots);
+  const std::string svg = plan::render_svg(p, curve);
+  base::AtomicFile out(a.svg);
+  out.write(svg.data(), svg.size());
+  out.commit();
+}
 
 int run_plan(const PlanArgs& a) {
   const placement::MemoryProfile profile = placement::MemoryProfile::preset(a.placement.profile);
@@ -25,6 +50,7 @@ int run_plan(const PlanArgs& a) {
   const plan::MemoryPlan p =
       plan::make_plan(header, profile, platform, a.placement.form_overrides(), a.placement.plan_options());
 
+  if (!a.svg.empty()) write_svg(a, header, profile, platform, p);
   if (!a.explain.empty()) {
     for (const auto& d : p.tensors)
       if (d.tensor == a.explain) {
@@ -40,7 +66,7 @@ int run_plan(const PlanArgs& a) {
       }
     throw InvalidArgument(fmt::format("{}: no tensor named '{}'", a.file, a.explain));
   }
-  fmt::print("{}", a.json ? plan::to_json(p) + "\n" : plan::render_text(p));
+  fmt::print("{}", a.json ? plan::to_json(p) + "\n" : plan::render_text(p, a.tensors));
   if (a.check_tensors) {
     // Reads every payload byte, unlike the rest of plan: the summary says what that cost.
     std::fflush(stdout);
@@ -68,6 +94,10 @@ Subcommand add_plan(CLI::App& app) {
   });
   cmd->add_option("--explain", args->explain, "print one tensor's full decision");
   cmd->add_flag("--json", args->json, "machine-readable plan");
+  cmd->add_flag("--tensors", args->tensors, "list every tensor under its layer (default: one line per layer)");
+  cmd->add_option("--svg", args->svg,
+                  "also draw the plan into this SVG file: the resident split, the layers, and resident memory "
+                  "against --ctx and --slots (written atomically)");
   cmd->add_flag("--check-tensors", args->check_tensors,
                 "also decode every tensor and fail on NaN or infinity (reads the whole file; prints what it cost)");
   return {cmd, [args] { return run_plan(*args); }};

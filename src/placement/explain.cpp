@@ -56,6 +56,56 @@ std::string explain(const Decision& d) {
                      base::format_bytes(d.spec.bytes), why(d));
 }
 
+WeightForm held_form(const Decision& d) {
+  WeightForm held = d.form;
+  held.residency = d.spec.domain == MemoryDomain::MappedFile ? WeightResidency::Mapped : WeightResidency::Heap;
+  held.order = d.held_order == BlockOrder::RowMajor ? WeightOrder::AsStored : WeightOrder::KernelFeed;
+  return held;
+}
+
+bool is_pinned(const Decision& d) noexcept { return d.spec.domain != MemoryDomain::MappedFile; }
+
+std::string_view held_how(const Decision& d) noexcept {
+  switch (d.reason) {
+    case PlacementReason::MappedFileBytes: return "mapped";
+    case PlacementReason::FormAsksHeap: return "copy asked for";
+    case PlacementReason::PlatformCannotMap:
+    case PlacementReason::FileTooLargeToMap: return "copy (cannot map)";
+    case PlacementReason::CopyDequantized: return "dequantized copy";
+    case PlacementReason::CopyRequantized: return "requantized copy";
+    case PlacementReason::CopyRepacked: return "repacked copy";
+    case PlacementReason::CopyAmidCopies: return "small copy beside copies";
+  }
+  return "?";
+}
+
+std::string plain_words(const Decision& d) {
+  const auto held = type_name(d.held_type);
+  if (!is_pinned(d)) {
+    const std::string how = d.role == TensorRole::Embedding ? fmt::format("rows of {} decoded on lookup", held)
+                            : d.role == TensorRole::Vector  ? std::string("read in place as F32")
+                                                            : fmt::format("the kernel reads {} in file order", held);
+    return "mapped from the file (evictable): " + how;
+  }
+  std::string how;
+  switch (d.reason) {
+    case PlacementReason::MappedFileBytes: break;  // not pinned
+    case PlacementReason::FormAsksHeap: how = fmt::format("{} asks for process memory", who_decided(d)); break;
+    case PlacementReason::PlatformCannotMap: how = "this platform cannot map files"; break;
+    case PlacementReason::FileTooLargeToMap: how = "the file is larger than this process can map"; break;
+    case PlacementReason::CopyDequantized:
+    case PlacementReason::CopyRequantized:
+    case PlacementReason::CopyRepacked: how = why(d); break;
+    case PlacementReason::CopyAmidCopies:
+      how = "small, beside copied weights whose dropped file pages a mapped read of it would bring back";
+      break;
+  }
+  // why() ends the copies' texts with the consequence that "pinned" already says.
+  constexpr std::string_view kTail = "; a copy cannot be paged from the file";
+  if (how.ends_with(kTail)) how.resize(how.size() - kTail.size());
+  return "copied into memory (pinned): " + how;
+}
+
 std::string explain_long(const Decision& d, const MemoryProfile& profile, const Platform& platform) {
   std::string shape;
   for (size_t i = 0; i < d.shape.size(); ++i) shape += (i ? " x " : "") + std::to_string(d.shape[i]);
@@ -67,21 +117,35 @@ std::string explain_long(const Decision& d, const MemoryProfile& profile, const 
                               d.spec.bytes >= d.off_heap_threshold ? "is at or above" : "is below",
                               base::format_bytes(d.off_heap_threshold),
                               d.spec.domain == MemoryDomain::HostPages ? "dedicated pages" : "heap");
+  // The form line is the form as held, the one the placement line describes; what was asked follows.
+  const WeightForm held = held_form(d);
+  std::string asked;
+  if (held != d.form) {
+    std::string differs;
+    if (held.residency != d.form.residency)
+      differs = fmt::format("held in memory, not mapped: {}", placement_reason_name(d.reason));
+    if (held.order != d.form.order)
+      differs += fmt::format("{}no kernel-feed order for {} here: file order", differs.empty() ? "" : "; ",
+                             type_name(d.held_type));
+    asked = fmt::format("asked       {} ({})\n", d.form.to_string(), differs);
+  }
   return fmt::format(
       "tensor      {}\n"
+      "in short    {}\n"
       "role        {}\n"
       "file        {} [{}], {} at offset {}\n"
       "form        {} (decided by {}: {})\n"
+      "{}"
       "held as     {} in {}, {}\n"
       "placement   {} ({})\n"
       "domain      {}\n"
       "alignment   {} bytes, {}\n"
       "profile     {}; platform: {}, mapping {}\n",
-      d.tensor, role_name(d.role), type_name(d.file_type), shape, base::format_bytes(d.file_bytes), d.file_offset,
-      d.form.to_string(), decided_by_name(d.decided_by), form_reason_name(d.form_reason), type_name(d.held_type),
-      order_words(d.held_order), base::format_bytes(d.spec.bytes), placement_reason_name(d.reason), why(d), domain_rule,
-      d.spec.alignment, d.spec.mutable_ ? "mutable" : "read-only", profile.name, platform.isa_summary(),
-      platform.can_map ? "available" : "unavailable");
+      d.tensor, plain_words(d), role_name(d.role), type_name(d.file_type), shape, base::format_bytes(d.file_bytes),
+      d.file_offset, held.to_string(), decided_by_name(d.decided_by), form_reason_name(d.form_reason), asked,
+      type_name(d.held_type), order_words(d.held_order), base::format_bytes(d.spec.bytes),
+      placement_reason_name(d.reason), why(d), domain_rule, d.spec.alignment, d.spec.mutable_ ? "mutable" : "read-only",
+      profile.name, platform.isa_summary(), platform.can_map ? "available" : "unavailable");
 }
 
 std::string_view form_reason_name(FormReason r) noexcept {

@@ -169,6 +169,7 @@ json decision_json(const Decision& d) {
           {"file_offset", d.file_offset},
           {"file_bytes", d.file_bytes},
           {"form", form_json(d.form)},
+          {"held_form", form_json(held_form(d))},
           {"form_reason", form_reason_name(d.form_reason)},
           {"decided_by", decided_by_name(d.decided_by)},
           {"override_index", d.override_index},
@@ -180,6 +181,8 @@ json decision_json(const Decision& d) {
           {"mutable", d.spec.mutable_},
           {"reason", placement_reason_name(d.reason)},
           {"off_heap_threshold", d.off_heap_threshold},
+          {"residency", is_pinned(d) ? "pinned" : "evictable"},
+          {"plain", plain_words(d)},
           {"explain", explain(d)}};
 }
 
@@ -248,6 +251,30 @@ std::string to_json(const MemoryPlan& p) {
   const Totals& t = p.totals;
   j["totals"] = {{"file", t.file}, {"mapped", t.mapped}, {"heap", t.heap},       {"pages", t.pages},
                  {"kv", t.kv},     {"slab", t.slab},     {"scratch", t.scratch}, {"resident", t.resident()}};
+  const ResidentSplit split_ = split(p);
+  j["resident_split"] = {{"pinned", split_.pinned},
+                         {"evictable", split_.evictable},
+                         {"kv", split_.kv},
+                         {"slabs", split_.slabs},
+                         {"scratch", split_.scratch},
+                         {"total", split_.total()},
+                         {"pinned_tensors", split_.pinned_tensors},
+                         {"evictable_tensors", split_.evictable_tensors}};
+  j["layers"] = json::array();
+  for (const LayerGroup& g : group_by_layer(p)) {
+    json forms = json::object();
+    for (const auto& [form, count] : g.forms) forms[form] = count;
+    j["layers"].push_back({{"name", g.name()},
+                           {"layer", g.layer ? json(*g.layer) : json(nullptr)},
+                           {"tensors", g.tensors.size()},
+                           {"bytes", g.bytes},
+                           {"pinned", g.pinned},
+                           {"evictable", g.evictable},
+                           {"forms", forms}});
+  }
+  j["biggest"] = json::array();
+  for (const Consumer& c : biggest_consumers(p, 3))
+    j["biggest"].push_back({{"name", c.name}, {"tensors", c.tensors}, {"bytes", c.bytes}});
   j["budget"] = p.budget ? json(*p.budget) : json(nullptr);
   j["fits"] = p.fits;
   j["suggestions"] = json::array();

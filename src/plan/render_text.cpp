@@ -1,6 +1,3 @@
-#include <map>
-#include <tuple>
-
 #include <fmt/format.h>
 
 #include "skainet/model/plan.hpp"
@@ -16,48 +13,37 @@ std::string shape_text(const std::vector<uint64_t>& shape) {
   return "[" + s + "]";
 }
 
-// The reason text of a group is the one-line explanation with the tensor name and size stripped.
-std::string group_reason(const placement::Decision& d) {
-  std::string line = placement::explain(d);
-  const size_t open = line.find(" (");
-  return open == std::string::npos ? line : line.substr(open + 2, line.size() - open - 3);
-}
-
 }  // namespace
 
-std::string render_text(const MemoryPlan& p) {
+std::string render_text(const MemoryPlan& p, bool tensors) {
+  // The answer first: the verdict and the split in five lines, then where each layer's bytes go.
   std::string out;
-  out += fmt::format("file      {} ({}, {} tensors; plan read {} of header)\n", p.file, format_bytes(p.file_size),
+  for (const std::string& line : summary_lines(p)) out += line;
+  out += fmt::format("\nfile      {} ({}, {} tensors; plan read {} of header)\n", p.file, format_bytes(p.file_size),
                      p.tensors.size(), format_bytes(p.header_bytes_read));
-  out += fmt::format("profile   {}\n", p.profile);
   if (p.model) {
     const arch::ModelShape& m = *p.model;
-    out += fmt::format("model     {}: {} layers, dim {}, {}/{} heads (head dim {}), ffn {}, vocab {}, trained ctx {}\n",
-                       m.architecture, m.layers, m.dim, m.heads, m.kv_heads, m.head_dim, m.ffn, m.vocab, m.ctx_train);
+    out += fmt::format("shape     {}/{} heads (head dim {}), ffn {}\n", m.heads, m.kv_heads, m.head_dim, m.ffn);
   }
 
-  // Group by (domain, held type, reason text), keeping first-seen order.
-  using Key = std::tuple<int, std::string, std::string>;
-  std::map<Key, std::vector<const placement::Decision*>> groups;
-  std::vector<Key> order;
-  for (const auto& d : p.tensors) {
-    Key k{static_cast<int>(d.spec.domain), std::string(type_name(d.held_type)), group_reason(d)};
-    auto [it, inserted] = groups.try_emplace(k);
-    if (inserted) order.push_back(k);
-    it->second.push_back(&d);
-  }
-  for (const Key& k : order) {
-    const auto& members = groups[k];
-    uint64_t bytes = 0;
-    for (const auto* d : members) bytes += d->spec.bytes;
-    out += fmt::format("\n{} {}  {} tensor{}, {}  ({})\n", domain_name(members.front()->spec.domain), std::get<1>(k),
-                       members.size(), members.size() == 1 ? "" : "s", format_bytes(bytes), std::get<2>(k));
-    for (const auto* d : members) {
-      const std::string by = d->decided_by == placement::DecidedBy::Resolver
+  const std::vector<LayerGroup> groups = group_by_layer(p);
+  if (!groups.empty()) out += fmt::format("\nby layer{}\n", tensors ? "" : " (--tensors for every tensor)");
+  for (const LayerGroup& g : groups) {
+    std::string forms;
+    for (const auto& [form, count] : g.forms) forms += fmt::format("{}{} x {}", forms.empty() ? "" : ", ", form, count);
+    std::string held;
+    if (g.pinned > 0) held = "pinned " + format_bytes(g.pinned);
+    if (g.evictable > 0) held += (held.empty() ? "" : ", ") + ("evictable " + format_bytes(g.evictable));
+    out += fmt::format("  {:<18} {:>3} tensor{} {:>10}  ({})  {}\n", g.name(), g.tensors.size(),
+                       g.tensors.size() == 1 ? " " : "s", format_bytes(g.bytes), held, forms);
+    if (!tensors) continue;
+    for (const size_t i : g.tensors) {
+      const placement::Decision& d = p.tensors[i];
+      const std::string by = d.decided_by == placement::DecidedBy::Resolver
                                  ? ""
-                                 : fmt::format("  [{}]", placement::decided_by_name(d->decided_by));
-      out += fmt::format("  {:<32} {:<5} {:<18} {:>10}{}\n", d->tensor, type_name(d->file_type), shape_text(d->shape),
-                         format_bytes(d->spec.bytes), by);
+                                 : fmt::format("  [{}]", placement::decided_by_name(d.decided_by));
+      out += fmt::format("    {:<32} {:<5} {:<18} {:>10}  {}{}\n", d.tensor, type_name(d.file_type),
+                         shape_text(d.shape), format_bytes(d.spec.bytes), placement::plain_words(d), by);
     }
   }
 
@@ -88,15 +74,8 @@ std::string render_text(const MemoryPlan& p) {
                        format_bytes(p.totals.scratch / p.slots),
                        format_bytes(p.totals.kv + p.totals.slab + p.totals.scratch));
   const Totals& t = p.totals;
-  out += fmt::format("totals    mapped {} | heap {} | pages {} | kv {} | slab {} | scratch {}\n",
-                     format_bytes(t.mapped), format_bytes(t.heap), format_bytes(t.pages), format_bytes(t.kv),
-                     format_bytes(t.slab), format_bytes(t.scratch));
-  out += fmt::format("resident  {}", format_bytes(t.resident()));
-  if (p.budget)
-    out +=
-        fmt::format("  budget {}: {}", format_bytes(*p.budget),
-                    p.fits ? "fits" : fmt::format("does NOT fit (over by {})", format_bytes(t.resident() - *p.budget)));
-  out += "\n";
+  out += fmt::format("domains   weights mapped {} | copied to the heap {} | copied to dedicated pages {}\n",
+                     format_bytes(t.mapped), format_bytes(t.heap), format_bytes(t.pages));
   for (const auto& s : p.suggestions)
     out += fmt::format("  suggestion: {:<40} saves {}\n", s.action, format_bytes(s.saves));
   for (const auto& w : p.warnings) out += fmt::format("warning: {}\n", describe(w));

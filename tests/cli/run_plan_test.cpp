@@ -53,6 +53,142 @@ TEST(PlanCommand, ExplainAndOverrides) {
   EXPECT_NE(missing.err.find("no.such.tensor"), std::string::npos);
 }
 
+// Issue 28: the answer first. The first five lines are the verdict, the resident split (pinned,
+// evictable, KV cache, slabs, scratch), the weights in plain words, the biggest consumers and the model.
+TEST(PlanCommand, FirstFiveLinesGiveTheVerdictAndTheSplit) {
+  const RunResult r = run_skainet({"plan", kModel, "--ctx", "256", "--budget", "1M", "--override-tensor",
+                                   "ffn=keep,heap", "--override-tensor", ".=keep,mapped"});
+  ASSERT_EQ(r.exit_code, 3) << r.err;
+  std::vector<std::string> lines;
+  std::istringstream in(r.out);
+  for (std::string line; lines.size() < 5 && std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u) << r.out;
+  const json j = json::parse(run_skainet({"plan", kModel, "--ctx", "256", "--budget", "1M", "--override-tensor",
+                                          "ffn=keep,heap", "--override-tensor", ".=keep,mapped", "--json"})
+                                 .out);
+  const json& s = j["resident_split"];
+  EXPECT_GT(s["pinned"].get<uint64_t>(), 0u);
+  EXPECT_GT(s["evictable"].get<uint64_t>(), 0u);
+  EXPECT_EQ(s["total"], j["totals"]["resident"]);
+  EXPECT_EQ(s["pinned"].get<uint64_t>(), j["totals"]["heap"].get<uint64_t>() + j["totals"]["pages"].get<uint64_t>());
+  EXPECT_EQ(s["evictable"], j["totals"]["mapped"]);
+  EXPECT_TRUE(lines[0].starts_with("verdict   does NOT fit the budget of 1.0 MiB: ")) << lines[0];
+  EXPECT_NE(lines[0].find("over by"), std::string::npos) << lines[0];
+  EXPECT_TRUE(lines[1].starts_with("resident  ")) << lines[1];
+  for (const std::string part : {"pinned ", "evictable ", "kv cache ", "slabs ", "scratch "})
+    EXPECT_NE(lines[1].find(part), std::string::npos) << part << " in " << lines[1];
+  EXPECT_TRUE(lines[2].starts_with("weights   pinned")) << lines[2];
+  EXPECT_NE(lines[2].find("copied into memory"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[2].find("mapped from the file"), std::string::npos) << lines[2];
+  EXPECT_TRUE(lines[3].starts_with("biggest   ")) << lines[3];
+  EXPECT_TRUE(lines[4].starts_with("model     llama, 5 layers")) << lines[4];
+
+  const RunResult fits = run_skainet({"plan", kModel, "--ctx", "256", "--budget", "1G"});
+  ASSERT_EQ(fits.exit_code, 0) << fits.err;
+  EXPECT_TRUE(fits.out.starts_with("verdict   fits the budget of 1.0 GiB: ")) << fits.out;
+}
+
+TEST(PlanCommand, PerTensorLinesOnlyWithTensors) {
+  const RunResult grouped = run_skainet({"plan", kModel, "--ctx", "256"});
+  ASSERT_EQ(grouped.exit_code, 0) << grouped.err;
+  EXPECT_NE(grouped.out.find("\n  layer 4 "), std::string::npos) << grouped.out;
+  EXPECT_NE(grouped.out.find("\n  outside the layers "), std::string::npos) << grouped.out;
+  EXPECT_EQ(grouped.out.find("blk.0.attn_q.weight"), std::string::npos) << grouped.out;
+  const RunResult all = run_skainet({"plan", kModel, "--ctx", "256", "--tensors"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  const json j = json::parse(run_skainet({"plan", kModel, "--ctx", "256", "--json"}).out);
+  for (const auto& t : j["tensors"])
+    EXPECT_NE(all.out.find("    " + t["name"].get<std::string>() + " "), std::string::npos) << t["name"];
+  EXPECT_LT(grouped.out.size(), all.out.size());
+}
+
+// --explain describes the decision the placement made, in the same words: the form line's residency
+// is the placement's (a copy is never "mapped"), and its "in short" line is the tensor's line in
+// `plan --tensors`. Checked for every tensor under profiles and overrides that copy, map and repack.
+class PlanExplain : public ScratchTest {};
+TEST_F(PlanExplain, AgreesWithThePlacement) {
+  const std::string q4 = path("q4.gguf").string();
+  ASSERT_EQ(run_skainet({"synth", q4, "--type", "Q4_0"}).exit_code, 0);
+  const std::vector<std::vector<std::string>> setups{{kModel},
+                                                     {kModel, "--override-tensor", "attn_q=q8_0,heap"},
+                                                     {kModel, "--profile", "in-memory"},
+                                                     {q4},
+                                                     {q4, "--profile", "low-memory"}};
+  for (const auto& setup : setups) {
+    std::vector<std::string> args{"plan", "--ctx", "256"};
+    args.insert(args.end(), setup.begin(), setup.end());
+    auto with = [&](std::vector<std::string> extra) {
+      std::vector<std::string> a = args;
+      a.insert(a.end(), extra.begin(), extra.end());
+      return run_skainet(a);
+    };
+    const RunResult listed = with({"--tensors"});
+    ASSERT_EQ(listed.exit_code, 0) << listed.err;
+    const json j = json::parse(with({"--json"}).out);
+    for (const auto& t : j["tensors"]) {
+      const std::string name = t["name"];
+      const bool mapped = t["domain"] == "mapped";
+      EXPECT_EQ(t["held_form"]["residency"] == "mapped", mapped) << name;
+      EXPECT_EQ(t["residency"], mapped ? "evictable" : "pinned") << name;
+      const RunResult e = with({"--explain", name});
+      ASSERT_EQ(e.exit_code, 0) << e.err;
+      const std::string plain = t["plain"];
+      EXPECT_NE(e.out.find("in short    " + plain + "\n"), std::string::npos) << setup[0] << " " << e.out;
+      const size_t line = listed.out.find("    " + name + " ");
+      ASSERT_NE(line, std::string::npos) << name;
+      EXPECT_NE(listed.out.substr(line, listed.out.find('\n', line) - line).find(plain), std::string::npos) << name;
+      const size_t form = e.out.find("form        ");
+      ASSERT_NE(form, std::string::npos) << e.out;
+      const std::string form_line = e.out.substr(form, e.out.find('\n', form) - form);
+      EXPECT_EQ(form_line.find(",mapped ") != std::string::npos, mapped) << e.out;
+      EXPECT_NE(e.out.find(std::string("placement   ") + t["reason"].get<std::string>()), std::string::npos) << e.out;
+    }
+  }
+}
+
+TEST_F(PlanExplain, SvgIsWellFormedAndNeverWritesOverTheModel) {
+  const std::string svg = path("plan.svg").string();
+  const RunResult r = run_skainet({"plan", kModel, "--ctx", "256", "--svg", svg});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("verdict")) << "the text is printed too";
+  const std::string text = read_bytes(svg);
+  ASSERT_TRUE(text.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg ")) << text.substr(0, 200);
+  // Well-formed: every element closed in order, attributes quoted (tests/plan/svg_in_chromium.py also
+  // parses it with Python's XML parser and opens it in Chromium).
+  std::vector<std::string> open;
+  size_t elements = 0;
+  for (size_t at = text.find('<'); at != std::string::npos; at = text.find('<', at + 1)) {
+    const size_t end = text.find('>', at);
+    ASSERT_NE(end, std::string::npos);
+    const std::string tag = text.substr(at + 1, end - at - 1);
+    if (tag.starts_with("?")) continue;
+    const std::string name = tag.substr(tag.starts_with("/") ? 1 : 0, tag.find_first_of(" />", 1) - (tag[0] == '/'));
+    if (tag.starts_with("/")) {
+      ASSERT_FALSE(open.empty()) << tag;
+      ASSERT_EQ(open.back(), name) << "at byte " << at;
+      open.pop_back();
+    } else if (!tag.ends_with("/")) {
+      open.push_back(name);
+    }
+    ++elements;
+  }
+  EXPECT_TRUE(open.empty());
+  EXPECT_GT(elements, 50u);
+  EXPECT_NE(text.find("Resident memory against --ctx"), std::string::npos);
+
+  // The model itself, or a link to it, is refused before anything is written.
+  const std::string before = read_bytes(kModel);
+  const std::string link = path("model-link.gguf").string();
+  std::filesystem::create_symlink(std::filesystem::absolute(kModel), link);
+  for (const std::string& target : {kModel, link}) {
+    const RunResult over = run_skainet({"plan", kModel, "--svg", target});
+    EXPECT_EQ(over.exit_code, 1) << target;
+    EXPECT_NE(over.err.find("is the model file"), std::string::npos) << over.err;
+  }
+  EXPECT_EQ(read_bytes(kModel), before);
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+}
+
 TEST(RunCommand, GreedyTextEqualsLlamaCppAndStatsGoToStderr) {
   const RunResult r = run_skainet(
       {"run", "-m", kModel, "-p", "Once upon a time", "-n", "128", "--temp", "0", "-c", "256", "--no-display-prompt"});

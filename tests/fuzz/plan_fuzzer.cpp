@@ -39,6 +39,12 @@ void plan_and_explain(const gguf::Header& h, const placement::MemoryProfile& pro
                       const placement::Platform& platform, const plan::PlanOptions& options) {
   const plan::MemoryPlan p = plan::make_plan(h, profile, platform, {}, options);
   (void)plan::render_text(p);
+  (void)plan::render_text(p, true);
+  // The drawing with the plan itself as its only point: re-pricing every context would multiply the
+  // fuzzer's cost without reaching code the one point does not.
+  std::vector<plan::ResidentPoint> here;
+  if (p.kv) here.push_back({p.kv->n_ctx, p.slots, p.totals.resident(), p.totals.kv});
+  (void)plan::render_svg(p, here);
   const std::string json = plan::to_json(p);
   std::string back;
   try {

@@ -348,6 +348,45 @@ TEST(Explain, RendersTheDecision) {
   EXPECT_NE(long_text.find("copy-repacked"), std::string::npos);
 }
 
+// Issue 28: --explain's form line is the form as held, the same decision the placement line and the
+// plain words describe; a repacked copy asked "mapped" is held in memory and says so.
+TEST(Explain, HeldFormAgreesWithThePlacement) {
+  const Decision mapped = resolve(big_q4, MemoryProfile::preset("default"), kAll);
+  EXPECT_EQ(held_form(mapped), mapped.form);
+  EXPECT_FALSE(is_pinned(mapped));
+  EXPECT_EQ(held_how(mapped), "mapped");
+  EXPECT_EQ(plain_words(mapped), "mapped from the file (evictable): the kernel reads Q4_0 in file order");
+
+  const Decision repacked = resolve(big_q4, MemoryProfile::preset("default"), with_repack());
+  ASSERT_EQ(repacked.reason, PlacementReason::CopyRepacked);
+  EXPECT_EQ(repacked.form.residency, WeightResidency::Mapped) << "the resolver asked for the mapping";
+  const WeightForm held = held_form(repacked);
+  EXPECT_EQ(held.residency, WeightResidency::Heap);
+  EXPECT_EQ(held.order, WeightOrder::KernelFeed);
+  EXPECT_TRUE(is_pinned(repacked));
+  EXPECT_EQ(held_how(repacked), "repacked copy");
+  EXPECT_TRUE(plain_words(repacked).starts_with("copied into memory (pinned): repacked to 16-row interleave"))
+      << plain_words(repacked);
+  const std::string text = explain_long(repacked, MemoryProfile::preset("default"), with_repack());
+  EXPECT_NE(text.find("form        keep,kernel-feed,heap (decided by resolver"), std::string::npos) << text;
+  EXPECT_NE(text.find("asked       keep,kernel-feed,mapped (held in memory, not mapped: copy-repacked)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("in short    " + plain_words(repacked) + "\n"), std::string::npos) << text;
+
+  // A uniform kernel-feed order with no repack for the type falls back to file order in the form itself.
+  FormOverrides uniform;
+  uniform.uniform = WeightForm::parse("keep,kernel-feed,mapped");
+  const Decision q8 = resolve(tensor("blk.0.attn_q.weight", {4096, 768}, GgmlType::Q8_0),
+                              MemoryProfile::preset("default"), with_repack(), uniform);
+  EXPECT_EQ(held_form(q8), q8.form);
+  EXPECT_EQ(explain_long(q8, MemoryProfile::preset("default"), with_repack()).find("asked "), std::string::npos);
+
+  const Decision dense = resolve(big_q4, MemoryProfile::preset("in-memory"), kAll);
+  EXPECT_EQ(held_how(dense), "copy asked for");
+  EXPECT_EQ(plain_words(dense), "copied into memory (pinned): the profile asks for process memory");
+}
+
 TEST(PlatformDetect, ReadsEveryReferenceEncodingInFileOrder) {
   const Platform p = Platform::detect();
   EXPECT_GE(p.page_size, 4096u);

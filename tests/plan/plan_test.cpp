@@ -115,13 +115,23 @@ TEST(Plan, JsonRoundTripsIntoTheSameDecisions) {
   EXPECT_THROW(from_json("{\"file\": 3}"), InvalidArgument);
 }
 
-TEST(Plan, TextGroupsByDecision) {
-  const std::string text = render_text(plan_stories(placement::MemoryProfile::preset("default")));
-  EXPECT_NE(text.find("mapped F32  36 tensors, 1013.0 KiB  (file bytes, kernel reads F32 in file order)"),
+TEST(Plan, TextLeadsWithTheVerdictThenOneLinePerLayer) {
+  const MemoryPlan p = plan_stories(placement::MemoryProfile::preset("default"));
+  const std::string text = render_text(p);
+  const std::vector<std::string> summary = summary_lines(p);
+  ASSERT_EQ(summary.size(), 5u);
+  std::string head;
+  for (const auto& line : summary) head += line;
+  EXPECT_TRUE(text.starts_with(head)) << text;
+  EXPECT_NE(text.find("  layer 0              9 tensors  177.5 KiB  (evictable 177.5 KiB)  mapped F32 x 9\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("mapped F32  1 tensor, 128.0 KiB"), std::string::npos) << text;
-  EXPECT_NE(text.find("resident"), std::string::npos);
+  EXPECT_EQ(text.find("blk.0.attn_q.weight"), std::string::npos) << "no per-tensor lines without --tensors";
+  const std::string all = render_text(p, true);
+  EXPECT_NE(all.find("    blk.0.attn_q.weight              F32   [64 x 64]            16.0 KiB  mapped from the file "
+                     "(evictable): the kernel reads F32 in file order\n"),
+            std::string::npos)
+      << all;
 }
 
 // A vocabulary-only file has hyper-parameters but no tensors.

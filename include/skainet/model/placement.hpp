@@ -237,7 +237,23 @@ Decision decide(const gguf::TensorInfo& info, const FileFacts& file, const Memor
 void copy_small_amid_copies(std::vector<Decision>& decisions, const MemoryProfile& profile, const Platform& platform);
 
 std::string explain(const Decision& d);  // one line: name, format -> where, size, (why)
+// --explain: every field of the decision. Its "form" line is the form as held (held_form), the one
+// the placement line describes; the form asked for follows it when they differ.
 std::string explain_long(const Decision& d, const MemoryProfile& profile, const Platform& platform);
+
+// The form the bytes are held in, which can differ from the form asked for (Decision::form): a repacked
+// or dequantized copy asked "mapped" is held in memory, and a kernel-feed order with no repack stays
+// in file order. Its residency is mapped exactly when the placement serves the file's bytes.
+WeightForm held_form(const Decision& d);
+
+// The decision in plain words, the same wherever `plan` prints it (its per-layer and per-tensor lines,
+// --explain's "in short" line). Pinned: a copy in process memory, only swap can move it out;
+// evictable: file pages the kernel can drop under pressure and read back from the file.
+bool is_pinned(const Decision& d) noexcept;  // every domain but MappedFile
+// A short name for how the bytes are held: "mapped", "repacked copy", "dequantized copy", ...
+std::string_view held_how(const Decision& d) noexcept;
+// "copied into memory (pinned): repacked to 16-row interleave for the kernel"
+std::string plain_words(const Decision& d);
 
 std::string_view form_reason_name(FormReason r) noexcept;
 std::string_view decided_by_name(DecidedBy d) noexcept;

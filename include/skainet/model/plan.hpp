@@ -5,7 +5,8 @@
 //   plan::PlanOptions opts; opts.n_ctx = 2048;
 //   plan::MemoryPlan p = plan::make_plan(h, placement::MemoryProfile::preset("default"),
 //                                        placement::Platform::detect(), {}, opts);
-//   std::cout << plan::render_text(p);        // table grouped by decision, totals, fits?
+//   std::cout << plan::render_text(p);        // five-line summary, then one line per layer
+//   plan::ResidentSplit s = plan::split(p);   // pinned / evictable / KV cache / slabs / scratch
 //   if (!p.fits) return 1;
 #pragma once
 
@@ -203,7 +204,71 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
                      const placement::Platform& platform, const placement::FormOverrides& overrides,
                      const PlanOptions& options);
 
-std::string render_text(const MemoryPlan& plan);
+// ---- The plan summed up: what `skainet plan` prints and draws -----------------------------------
+
+// The resident total split by what can leave memory: pinned bytes (weights copied into process
+// memory: only swap moves them out) against evictable ones (weights mapped from the file: pages the
+// kernel may drop and read back), then the KV cache, the activation slabs and the matmul scratch. From
+// the placement decisions (their domains), never estimated; total() equals totals.resident().
+struct ResidentSplit {
+  uint64_t pinned = 0, evictable = 0, kv = 0, slabs = 0, scratch = 0;
+  uint32_t pinned_tensors = 0, evictable_tensors = 0;
+  uint64_t total() const noexcept { return pinned + evictable + kv + slabs + scratch; }
+  friend bool operator==(const ResidentSplit&, const ResidentSplit&) = default;
+};
+ResidentSplit split(const MemoryPlan& plan);
+
+// The tensors of one layer ("blk.N."), or of everything outside the layers (layer unset), with how
+// their bytes are held: held_how (placement::held_how) -> tensor count, in first-seen order.
+struct LayerGroup {
+  std::optional<uint32_t> layer;
+  std::vector<size_t> tensors;  // indexes into MemoryPlan::tensors, in file order
+  uint64_t bytes = 0, pinned = 0, evictable = 0;
+  std::vector<std::pair<std::string, uint32_t>> forms;  // "repacked copy Q4_0" -> 7
+  std::string name() const;                             // "layer 3" or "outside the layers"
+};
+// Layers in order, then the tensors outside them (when any).
+std::vector<LayerGroup> group_by_layer(const MemoryPlan& plan);
+
+// A tensor kind across the layers ("ffn_gate.weight" x 22), a tensor outside them, or the KV cache.
+struct Consumer {
+  std::string name;
+  uint32_t tensors = 0;  // 0 for the KV cache
+  uint64_t bytes = 0;
+  friend bool operator==(const Consumer&, const Consumer&) = default;
+};
+// The `n` largest consumers of resident memory, largest first (ties: first seen).
+std::vector<Consumer> biggest_consumers(const MemoryPlan& plan, size_t n);
+
+// The summary's five lines, each ending in '\n': the verdict (fits the budget or not, and by how
+// much, or the resident total when there is no budget; and whether it exceeds the memory available
+// now, when the plan carries that warning), the resident split, the weights' split in plain words,
+// the biggest consumers, and the model with its profile.
+std::vector<std::string> summary_lines(const MemoryPlan& plan);
+
+// The resident total the same plan would have at other contexts and slot counts: make_plan again
+// with only n_ctx and slots changed (a --batch below the slots is dropped).
+struct ResidentPoint {
+  uint32_t n_ctx = 0, slots = 1;
+  uint64_t resident = 0, kv = 0;
+  friend bool operator==(const ResidentPoint&, const ResidentPoint&) = default;
+};
+std::vector<ResidentPoint> resident_by_context(const gguf::Header& header, const placement::MemoryProfile& profile,
+                                               const placement::Platform& platform,
+                                               const placement::FormOverrides& overrides, const PlanOptions& options,
+                                               const std::vector<uint32_t>& contexts,
+                                               const std::vector<uint32_t>& slots);
+// Powers of two from 128 up to the larger of the planned and the trained context (and the planned
+// one itself); empty without a model.
+std::vector<uint32_t> context_steps(const MemoryPlan& plan);
+
+// `plan --svg`: a standalone SVG (no scripts, no external references) of the split as a stacked bar,
+// a strip of the layers' bytes (pinned / evictable), and resident memory against the context for
+// each slot count in `curve`, with the budget when there is one.
+std::string render_svg(const MemoryPlan& plan, const std::vector<ResidentPoint>& curve);
+
+// Without `tensors`, one line per layer; with it, every tensor's line under its layer.
+std::string render_text(const MemoryPlan& plan, bool tensors = false);
 std::string to_json(const MemoryPlan& plan);        // everything, decisions as enum names + numbers
 std::string to_json(const placement::Decision& d);  // one tensor's decision, as in the plan's "tensors"
 MemoryPlan from_json(std::string_view json);        // InvalidArgument on malformed JSON
