@@ -10,9 +10,7 @@ namespace {
 GgmlType kv_cache_type(const std::string& name, std::string_view flag) {
   const std::optional<GgmlType> t = parse_type_name(name);
   if (t && plan::is_kv_cache_type(*t)) return *t;
-  std::string list;
-  for (GgmlType c : plan::kv_cache_types()) list += fmt::format("{}{}", list.empty() ? "" : ", ", type_name(c));
-  throw InvalidArgument(fmt::format("{} '{}': a KV cache holds {}", flag, name, list));
+  throw InvalidArgument(fmt::format("{} '{}': a KV cache holds {}", flag, name, plan::kv_cache_type_list()));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 
@@ -63,11 +64,8 @@ std::string kv_type_flags(const KvCachePlan& kv) {
 // A cache type the engine holds, and for a packed one a head size of whole blocks: attention reads a
 // KV head's part of a cell, which must start a block.
 GgmlType checked_kv_type(const std::string& file, const arch::ModelShape& m, GgmlType type, std::string_view flag) {
-  if (!is_kv_cache_type(type)) {
-    std::string list;
-    for (GgmlType t : kv_cache_types()) list += fmt::format("{}{}", list.empty() ? "" : ", ", type_name(t));
-    throw InvalidArgument(fmt::format("{}: {} {}: a KV cache holds {}", file, flag, type_name(type), list));
-  }
+  if (!is_kv_cache_type(type))
+    throw InvalidArgument(fmt::format("{}: {} {}: a KV cache holds {}", file, flag, type_name(type), kv_cache_type_list()));
   const TypeTraits& t = type_traits(type);
   if (m.head_dim % t.block_elements != 0)
     throw InvalidArgument(
@@ -153,9 +151,13 @@ void suggest(MemoryPlan& p, const placement::MemoryProfile& profile, const place
 
 }  // namespace
 
-std::span<const GgmlType> kv_cache_types() noexcept { return kKvCacheTypes; }
 bool is_kv_cache_type(GgmlType type) noexcept {
   return std::find(std::begin(kKvCacheTypes), std::end(kKvCacheTypes), type) != std::end(kKvCacheTypes);
+}
+std::string kv_cache_type_list() {
+  std::string list;
+  for (GgmlType t : kKvCacheTypes) list += fmt::format("{}{}", list.empty() ? "" : ", ", type_name(t));
+  return list;
 }
 uint32_t KvCachePlan::packed_caches() const noexcept {
   return uint32_t{type_traits(k_type).quantized} + uint32_t{type_traits(v_type).quantized};

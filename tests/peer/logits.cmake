@@ -60,8 +60,11 @@ if(peer_ok)
                "gemma3_F32;gemma3;strict;F32;1e-3;2.5e-4" "gemma3_Q8_0;gemma3;strict;Q8_0;3e-2;1e-2"
                # llama-quantize's mix on the families' own tensors (fused qkv; a tied token_embd)
                "phi3_Q4_K_M;phi3;strict;Q4_K_M@peer;5e-2;1.5e-2" "gemma2_Q4_K_M;gemma2;strict;Q4_K_M@peer;5e-2;1.5e-2"
-               "kv_q8_0;bigram;strict;Q8_0;3e-2;1e-2;q8_0" "kv_q4_0;bigram;strict;Q8_0;5e-2;1.5e-2;q4_0"
-               "kv_q5_1;bigram;strict;Q8_0;5e-2;1.5e-2;q5_1")
+               # Quantized caches: each engine rounds its own K and V rows, which differ in the last bits,
+               # so a coarse cache's rounding parts them by its step (measured: q4_0 moves either engine's
+               # logits 8.6e-2 from its F16 cache's, and the two engines 1.2e-1 apart; q8_0 1.7e-2 and 1.6e-2).
+               "kv_q8_0;bigram;strict;Q8_0;3e-2;1e-2;q8_0" "kv_q4_0;bigram;strict;Q8_0;2e-1;5e-2;q4_0"
+               "kv_q5_1;bigram;strict;Q8_0;8e-2;2e-2;q5_1")
     list(GET case 0 name)
     list(GET case 1 weights)
     list(GET case 2 top1)

@@ -12,7 +12,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,8 +25,8 @@ namespace skainet::plan {
 // The types a KV cache can hold, K and V each: llama.cpp's -ctk/-ctv list (f32, f16, bf16, q8_0, q4_0,
 // q4_1, iq4_nl, q5_0, q5_1). A packed type needs head_dim to be whole blocks, so that a KV head's
 // part of a cell starts a block (make_plan refuses the others, naming the head size).
-std::span<const GgmlType> kv_cache_types() noexcept;
 bool is_kv_cache_type(GgmlType type) noexcept;
+std::string kv_cache_type_list();  // "F32, F16, BF16, Q8_0, ..." for an error message
 
 struct KvCachePlan {
   GgmlType k_type = GgmlType::F16, v_type = GgmlType::F16;
