@@ -64,6 +64,21 @@ void resolve_speculation(GenerationArgs& a) {
                                fmt::format("{} is above --draft-max {}", a.spec.draft_min, a.spec.draft_max));
 }
 
+// The sampler's options (their values checked after parsing: check_sampling).
+void add_sampling(CLI::App* cmd, text::SamplerConfig& sampling) {
+  cmd->add_option("--temp", sampling.temperature, "temperature, finite (0 or below: greedy)");
+  cmd->add_option("--top-k", sampling.top_k, "top-k, 0 or more (0: off)");
+  cmd->add_option("--top-p", sampling.top_p, "top-p, from 0 to 1 (1: off)");
+  cmd->add_option("--min-p", sampling.min_p, "min-p, from 0 to 1 (0: off)");
+  cmd->add_option("--repeat-penalty", sampling.repeat_penalty, "repetition penalty, finite and above 0 (1: off)");
+  cmd->add_option("--repeat-last-n", sampling.repeat_last_n,
+                  "tokens the penalties look back over (0: off, -1: the whole context, as llama.cpp)");
+  cmd->add_option("--presence-penalty", sampling.presence_penalty,
+                  "subtracted from each token among the last --repeat-last-n (0: off)");
+  cmd->add_option("--frequency-penalty", sampling.frequency_penalty,
+                  "subtracted per occurrence of each token among the last --repeat-last-n (0: off)");
+}
+
 }  // namespace
 
 void GenerationArgs::add_to(CLI::App* cmd, Command command) {
@@ -92,17 +107,7 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
                         : "threads (default: the physical cores this process may use)")
       ->check(CLI::Range(1, 256));
   if (!serve) cmd->add_option("-s,--seed", seed, "sampling seed (-1: random)");
-  cmd->add_option("--temp", sampling.temperature, "temperature, finite (0 or below: greedy)");
-  cmd->add_option("--top-k", sampling.top_k, "top-k, 0 or more (0: off)");
-  cmd->add_option("--top-p", sampling.top_p, "top-p, from 0 to 1 (1: off)");
-  cmd->add_option("--min-p", sampling.min_p, "min-p, from 0 to 1 (0: off)");
-  cmd->add_option("--repeat-penalty", sampling.repeat_penalty, "repetition penalty, finite and above 0 (1: off)");
-  cmd->add_option("--repeat-last-n", sampling.repeat_last_n,
-                  "tokens the penalties look back over (0: off, -1: the whole context, as llama.cpp)");
-  cmd->add_option("--presence-penalty", sampling.presence_penalty,
-                  "subtracted from each token among the last --repeat-last-n (0: off)");
-  cmd->add_option("--frequency-penalty", sampling.frequency_penalty,
-                  "subtracted per occurrence of each token among the last --repeat-last-n (0: off)");
+  add_sampling(cmd, sampling);
   // One option for the three spellings: two options bound to one vector would each assign it, and the
   // later would drop the other's strings (`-r a --stop b`).
   cmd->add_option("-r,--reverse-prompt,--stop", stops,

@@ -65,7 +65,8 @@ std::string kv_type_flags(const KvCachePlan& kv) {
 // KV head's part of a cell, which must start a block.
 GgmlType checked_kv_type(const std::string& file, const arch::ModelShape& m, GgmlType type, std::string_view flag) {
   if (!is_kv_cache_type(type))
-    throw InvalidArgument(fmt::format("{}: {} {}: a KV cache holds {}", file, flag, type_name(type), kv_cache_type_list()));
+    throw InvalidArgument(
+        fmt::format("{}: {} {}: a KV cache holds {}", file, flag, type_name(type), kv_cache_type_list()));
   const TypeTraits& t = type_traits(type);
   if (m.head_dim % t.block_elements != 0)
     throw InvalidArgument(
