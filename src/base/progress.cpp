@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -63,7 +64,29 @@ std::string progress_done_text(const ProgressLine& p) {
   return s;
 }
 
-Progress::Progress(std::string label, uint64_t total) : Progress(std::move(label), total, Options{}) {}
+namespace {
+
+// Seconds between a piped job's lines: SKAINET_PROGRESS_EVERY (a positive decimal) or 5. Read once; a
+// value that is not a positive number gives one warning on stderr naming the variable, and 5.
+double progress_log_every_default() {
+  static const double seconds = [] {
+    constexpr double kDefault = 5.0;
+    const char* text = std::getenv("SKAINET_PROGRESS_EVERY");
+    if (text == nullptr) return kDefault;
+    char* end = nullptr;
+    const double v = std::strtod(text, &end);
+    if (end != text && *end == '\0' && std::isfinite(v) && v > 0) return v;
+    fmt::print(stderr, "skainet: warning: SKAINET_PROGRESS_EVERY='{}' is not a positive number of seconds; using {}\n",
+               text, kDefault);
+    return kDefault;
+  }();
+  return seconds;
+}
+
+}  // namespace
+
+Progress::Progress(std::string label, uint64_t total)
+    : Progress(std::move(label), total, Options{.log_every_seconds = progress_log_every_default()}) {}
 
 Progress::Progress(std::string label, uint64_t total, Options options)
     : label_(std::move(label)),

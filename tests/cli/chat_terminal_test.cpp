@@ -1,8 +1,5 @@
-// `skainet chat` at a real terminal: tmux runs it in a detached pane, the test types into it with
-// send-keys and reads the screen with capture-pane. A tmux server of its own (-S with a socket in the
-// test's scratch folder, -f /dev/null: no user configuration), killed at the end, so no other session
-// is touched and nothing is left behind. A missing tmux fails the test (scripts/setup.sh installs it);
-// every wait polls with a deadline.
+// `skainet chat` at a real terminal, in a tmux pane (tmux.hpp). A missing tmux fails the test
+// (scripts/setup.sh installs it).
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,52 +12,11 @@
 #include <vector>
 
 #include "cli_support.hpp"
+#include "tmux.hpp"
 
 using namespace skainet::cli_test;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-std::string quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// Runs a shell command and returns its stdout and exit status.
-std::pair<std::string, int> shell(const std::string& command) {
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {"popen failed", -1};
-  std::string out;
-  std::array<char, 4096> buf;
-  while (const size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  return {out, ::pclose(pipe)};
-}
-
-class Tmux {
- public:
-  explicit Tmux(std::string socket) : socket_(std::move(socket)) {}
-  ~Tmux() { shell(base() + " kill-server"); }
-
-  std::pair<std::string, int> run(const std::string& args) const { return shell(base() + " " + args); }
-  std::string screen() const { return run("capture-pane -p -t chat").first; }
-  std::string format(const std::string& f) const { return run("display-message -p -t chat " + quoted(f)).first; }
-
-  // Polls until `done(screen)` holds; false after `limit`.
-  bool wait_for(const std::function<bool(const std::string&)>& done,
-                std::chrono::milliseconds limit = std::chrono::seconds(10)) const {
-    for (const auto end = Clock::now() + limit; Clock::now() < end;) {
-      if (done(screen())) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
-  }
-
- private:
-  std::string base() const { return "tmux -S " + quoted(socket_) + " -f /dev/null"; }
-  std::string socket_;
-};
 
 // The screen's non-blank lines, trailing blanks removed (capture-pane keeps a prompt's trailing space
 // only while text follows it).
