@@ -12,7 +12,7 @@ debian_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libre2-dev libmicrohttpd-dev libedit-dev pkg-config
   tmux
-  python3 python3-venv
+  python3 python3-venv haproxy
   chromium
 )
 # IREE is the compiler and runtime the recorded path is tested against (docs/export.md); Jinja2 is the

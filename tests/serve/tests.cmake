@@ -6,6 +6,11 @@ if(TARGET skainet)
            COMMAND ${SKAINET_VENV_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_serve.py
                    $<TARGET_FILE:skainet> ${SKAINET_SHARED_MODELS}/stories260K.gguf)
   set_tests_properties(serve.openai_client PROPERTIES LABELS serve TIMEOUT 600 ENVIRONMENT PYTHONDONTWRITEBYTECODE=1)
+  # Two replicas behind HAProxy (docs/deploy.md), one killed under load: every later request answered.
+  add_test(NAME serve.load_balancer_failover
+           COMMAND ${SKAINET_VENV_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_failover.py
+                   $<TARGET_FILE:skainet> ${SKAINET_SHARED_MODELS}/stories260K.gguf)
+  set_tests_properties(serve.load_balancer_failover PROPERTIES LABELS serve TIMEOUT 300)
 endif()
 
 # The request-parsing fuzz target is also replayed in the default suite (fuzz_replay_test.cpp).
