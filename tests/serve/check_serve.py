@@ -52,6 +52,14 @@ class Server:
     def log(self):
         return "".join(self.lines)
 
+    def log_with(self, text, timeout=10):
+        """The log once it holds `text`: a request's line is written after its answer, and read here by
+        another thread, so it may come a moment after the client has the answer."""
+        deadline = time.time() + timeout
+        while text not in self.log() and time.time() < deadline:
+            time.sleep(0.02)
+        return self.log()
+
     def stop(self):
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -441,7 +449,7 @@ class Metrics(ServedCase):
             self.assertFalse(s["is_processing"])
             self.assertLessEqual(s["n_cached_tokens"], 256)
         self.assertGreater(max(s["n_cached_tokens"] for s in slots), 4, "the last request's tokens stay cached")
-        self.assertIn("skainet: GET /slots 200", self.server.log())
+        self.assertIn("skainet: GET /slots 200", self.server.log_with("skainet: GET /slots 200"))
 
 
 class ApiKeys(ServedCase):
