@@ -74,15 +74,11 @@ Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, con
   // A decode step's kernel reads a quantized cache in its form; more queries than one go through the
   // dense products, so their visible cells are converted to F32 once per call (the plan prices it:
   // plan::StepRows::packed_caches).
-  const auto readable = [&](const Tensor& cache, const char* what) {
+  const auto readable = [&](const Tensor& cache) {
     const Tensor visible = cache.rows(first, cells);
-    if (n == 1 || !visible.packed()) return visible;
-    Tensor dense = ctx.scope().allocate({cells, visible.dim(1)}, GgmlType::F32, what);
-    ctx.kernels().copy(visible, dense);
-    return dense;
+    return n == 1 || !visible.packed() ? visible : convert(ctx, visible, GgmlType::F32);
   };
-  const Tensor visible_keys = readable(keys, "quantized keys as F32");
-  const Tensor visible_values = readable(values, "quantized values as F32");
+  const Tensor visible_keys = readable(keys), visible_values = readable(values);
 
   const Tensor scores = ctx.scope().allocate({p.heads, n, cells}, GgmlType::F32, "attention scores");
   const kernels::KernelTable& k = ctx.kernels();
