@@ -193,6 +193,7 @@ int run_chat(GenerationArgs& a) {
   const uint64_t seed = a.resolve_seed();
   const int64_t ctx_cells = engine->plan.kv->n_ctx;
   generate::Generator& gen = engine->sequence->sample_with(a.sampling);
+  constrain_output(a, *engine, *engine->sequence);
   const generate::Speculation speculation = start_speculation(a, *engine, gen);
   Conversation conversation(tok, tmpl, *engine->sequence, reply_options(a, chosen), a.special_in_content);
   if (!a.system_prompt.empty()) conversation.add("system", a.system_prompt);

@@ -65,6 +65,7 @@ int run(GenerationArgs& a) {
   auto engine = open_engine(a);
   const uint64_t seed = a.resolve_seed();
   generate::Generator& gen = engine->sequence->sample_with(a.sampling);
+  constrain_output(a, *engine, *engine->sequence);
   const generate::Speculation speculation = start_speculation(a, *engine, gen);
 
   if (!a.no_display_prompt) {

@@ -6,8 +6,10 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "skainet/core/base.hpp"
+#include "skainet/text/grammar.hpp"
 
 namespace skainet::cli {
 
@@ -65,6 +67,19 @@ void resolve_speculation(GenerationArgs& a) {
 }
 
 // The sampler's options (their values checked after parsing: check_sampling).
+void add_output_grammar(CLI::App* cmd, GenerationArgs& a) {
+  auto* g = cmd->add_option("--grammar", a.grammar_text, "GBNF grammar the output must follow (llama.cpp's dialect)");
+  auto* gf = cmd->add_option("--grammar-file", a.grammar_file, "read the GBNF grammar from this file")->check(CLI::ExistingFile);
+  auto* j = cmd->add_option("-j,--json-schema", a.json_schema,
+                            "JSON Schema the output must be valid against (e.g. '{}' for any JSON value)");
+  auto* jf = cmd->add_option("--json-schema-file", a.json_schema_file, "as llama.cpp's -jf: read the JSON Schema from this file")
+                 ->check(CLI::ExistingFile);
+  const std::vector<CLI::Option*> all{g, gf, j, jf};
+  for (CLI::Option* o : all)
+    for (CLI::Option* other : all)
+      if (o != other) o->excludes(other);
+}
+
 void add_sampling(CLI::App* cmd, text::SamplerConfig& sampling) {
   cmd->add_option("--temp", sampling.temperature, "temperature, finite (0 or below: greedy)");
   cmd->add_option("--top-k", sampling.top_k, "top-k, 0 or more (0: off)");
@@ -134,6 +149,7 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   placement.add_to(cmd);
   add_placement_compat(cmd, compat);
   add_speculation(cmd, *this);
+  if (!serve) add_output_grammar(cmd, *this);
   cmd->parse_complete_callback([this, command, cmd] {
     bool prompt_given = false;  // serve: requests bring the prompts
     if (command != Command::Serve) {
@@ -153,7 +169,37 @@ void GenerationArgs::add_to(CLI::App* cmd, Command command) {
   });
 }
 
+namespace {
+
+// A GrammarError names the line and column, or the schema path; the option is named here.
+std::shared_ptr<const grammar::Grammar> compile_output_grammar(const GenerationArgs& a) {
+  const auto file = [](const std::string& path, const char* what) {
+    return base::read_text_file(path, what, kGrammarFileMaxBytes);
+  };
+  const char* option = "--grammar";
+  try {
+    if (!a.grammar_text.empty()) return std::make_shared<const grammar::Grammar>(grammar::Grammar::parse(a.grammar_text));
+    option = "--grammar-file";
+    if (!a.grammar_file.empty())
+      return std::make_shared<const grammar::Grammar>(grammar::Grammar::parse(file(a.grammar_file, "grammar file")));
+    option = "--json-schema";
+    std::string schema = a.json_schema;
+    if (!a.json_schema_file.empty()) option = "--json-schema-file", schema = file(a.json_schema_file, "JSON schema file");
+    if (schema.empty()) return nullptr;
+    const auto parsed = nlohmann::ordered_json::parse(schema);  // key order kept: the output follows it
+    return std::make_shared<const grammar::Grammar>(grammar::Grammar::parse(grammar::json_schema_gbnf(parsed)));
+  } catch (const nlohmann::json::exception& e) {
+    throw InvalidArgument(std::string(option) + ": not JSON: " + e.what());
+  } catch (Error& e) {
+    e.add_context(option);
+    throw;
+  }
+}
+
+}  // namespace
+
 void GenerationArgs::finish_parse() {
+  output_grammar = compile_output_grammar(*this);
   if (!prompt_file.empty()) {
     prompt = base::read_text_file(prompt_file, "prompt file", kPromptFileMaxBytes);
   }
@@ -180,6 +226,12 @@ generate::Speculation start_speculation(const GenerationArgs& a, const generate:
   generate::Speculation s = generate::open_speculation(a.spec, a.model, engine, a.engine_options());
   gen.speculate_with(s.drafter(), a.spec.draft_max, a.spec.draft_min);
   return s;
+}
+
+void constrain_output(const GenerationArgs& a, const generate::Engine& engine, generate::Sequence& sequence) {
+  if (!a.output_grammar) return;
+  sequence.sampler.constrain(std::make_unique<grammar::Matcher>(
+      a.output_grammar, std::make_shared<const grammar::Vocabulary>(*engine.tokenizer)));
 }
 
 uint64_t GenerationArgs::resolve_seed() {

@@ -13,6 +13,7 @@
 #include "placement_args.hpp"
 #include "skainet/model/engine.hpp"
 #include "skainet/model/speculative.hpp"
+#include "skainet/text/grammar.hpp"
 
 namespace skainet::cli {
 
@@ -46,6 +47,10 @@ struct GenerationArgs {
   // Speculative decoding (--spec-type, -md, --draft-max/--draft-min, --spec-ngram-size-n/-m).
   std::string spec_type = "none";
   generate::SpecOptions spec;
+  // Output constrained to a grammar: --grammar, --grammar-file, -j/--json-schema, -jf/--json-schema-file
+  // (llama.cpp's spellings); compiled by finish_parse.
+  std::string grammar_text, grammar_file, json_schema, json_schema_file;
+  std::shared_ptr<const grammar::Grammar> output_grammar;
   CLI::Option* prompt_option = nullptr;
   CLI::Option* n_predict_option = nullptr;
 
@@ -64,6 +69,8 @@ std::unique_ptr<generate::Engine> open_engine(const GenerationArgs& args);
 // The drafter the speculation options ask for (none: an empty Speculation), set on `gen`.
 generate::Speculation start_speculation(const GenerationArgs& args, const generate::Engine& engine,
                                         generate::Generator& gen);
+// The sampler of `sequence` held to --grammar/--json-schema where one was given (after sample_with).
+void constrain_output(const GenerationArgs& args, const generate::Engine& engine, generate::Sequence& sequence);
 // run's stats lines on stderr (the speculation's when it drafted).
 void print_run_stats(const generate::Engine& e, const generate::Stats& s, uint64_t seed);
 
@@ -71,6 +78,7 @@ void print_run_stats(const generate::Engine& e, const generate::Stats& s, uint64
 // FILE) and a prompt file (-f FILE). Larger ones, and anything not a regular file, are refused.
 inline constexpr uint64_t kChatTemplateMaxBytes = uint64_t{1} << 20;  // 1 MiB
 inline constexpr uint64_t kPromptFileMaxBytes = uint64_t{64} << 20;   // 64 MiB
+inline constexpr uint64_t kGrammarFileMaxBytes = uint64_t{1} << 20;   // 1 MiB: --grammar-file, -jf
 
 // The chat template a conversation renders with: --chat-template (a file or a built-in name), else the
 // model's, else the built-in chatml; end_of_turn is a stop string for a built-in one (cmd_chat.cpp).

@@ -30,7 +30,7 @@ struct LlamaAlias {
 inline constexpr LlamaAlias kLlamaAliases[] = {
     {"-cnv", "--conversation"}, {"-sys", "--system-prompt"},   {"-ctk", "--cache-type-k"},
     {"-ctv", "--cache-type-v"}, {"-ot", "--override-tensor"},  {"-no-cnv", "--no-conversation"},
-    {"-np", "--parallel"},      {"-md", "--spec-draft-model"},
+    {"-np", "--parallel"},      {"-md", "--spec-draft-model"}, {"-jf", "--json-schema-file"},
 };
 
 // What skainet does with a llama.cpp flag that has no option of its own here.

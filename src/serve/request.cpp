@@ -10,6 +10,7 @@
 
 #include "fields.hpp"
 #include "json_body.hpp"
+#include "output_format.hpp"
 
 namespace skainet::serve {
 namespace {
@@ -277,6 +278,7 @@ Request parse_request(Endpoint endpoint, std::string_view body, const RequestLim
   if (auto n = integer_in(j, "repeat_last_n", -1, std::numeric_limits<int32_t>::max()))
     r.repeat_last_n = static_cast<int32_t>(*n);
   if (field(j, "ignore_eos")) r.ignore_eos = boolean(j, "ignore_eos");
+  r.grammar = output_grammar(j, body);
   return r;
 }
 

@@ -43,6 +43,7 @@ struct Job {
   bool stream = false;
   bool include_usage = false;
   generate::PrefixReuse reuse = generate::PrefixReuse::Reuse;
+  std::shared_ptr<const grammar::Grammar> grammar;  // nullptr: free text
 };
 
 FinishReason finish_of(generate::StopReason r) {
@@ -160,7 +161,8 @@ struct Server::Impl {
                           .n_predict = options.max_tokens,
                           .sampling = options.sampling,
                           .ignore_eos = options.ignore_eos,
-                          .stop = options.stop})) {}
+                          .stop = options.stop})),
+        grammar_vocabulary(std::make_shared<const grammar::Vocabulary>(*e.tokenizer)) {}
 
   Job prepare(const Request& r) const;
   generate::Stats generate(const SlotPool::Lease& lease, const Job& job, const generate::TokenCallback& on_token);
@@ -200,6 +202,8 @@ struct Server::Impl {
     std::atomic<double> prompt_seconds{0}, predicted_seconds{0};
   } totals;
   std::string props;  // GET /props: fixed at the start
+  // The vocabulary as grammars read it (response_format, grammar, json_schema), built once.
+  std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary;
 
   // Admitted requests, oldest first, and the workers that take them.
   struct Admitted {
@@ -273,6 +277,7 @@ Job Server::Impl::prepare(const Request& r) const {
   job.stream = r.stream;
   job.include_usage = r.include_usage;
   job.reuse = r.cache_prompt ? generate::PrefixReuse::Reuse : generate::PrefixReuse::Recompute;
+  job.grammar = r.grammar;
   return job;
 }
 
@@ -281,6 +286,7 @@ generate::Stats Server::Impl::generate(const SlotPool::Lease& lease, const Job& 
   // A sampler's settings are fixed when it is made: a new one per request (its buffers are sized
   // here, not per token). The slot computes only what its cache does not hold of the prompt.
   lease.slot().sample_with(job.sampling);
+  if (job.grammar) lease.slot().sampler.constrain(std::make_unique<grammar::Matcher>(job.grammar, grammar_vocabulary));
   generate::Drafter* drafter = options.drafters.empty() ? nullptr : options.drafters.at(lease.index());
   const generate::Stats s =
       stepper.generate(lease.slot(), job.ids, job.generation, on_token, job.reuse, drafter, &lease.cells());

@@ -22,6 +22,19 @@ uint64_t splitmix64(uint64_t& x) noexcept {
 
 uint64_t rotl(uint64_t x, int k) noexcept { return (x << k) | (x >> (64 - k)); }
 
+// The candidate where the cumulative probability passes u (the last one when rounding left u above
+// the total). A masked candidate has p = 0 and is never drawn.
+int32_t draw(std::span<const Candidate> c, double u) noexcept {
+  double cum = 0.0;
+  for (const Candidate& x : c) {
+    cum += x.p;
+    if (u < cum) return x.id;
+  }
+  for (size_t i = c.size(); i-- > 0;)
+    if (c[i].p > 0.0f) return c[i].id;
+  return c.back().id;
+}
+
 }  // namespace
 
 void Rng::reseed(uint64_t seed) noexcept {
@@ -163,9 +176,25 @@ void Sampler::accept(int32_t id) noexcept {
   history_size_ = std::min(history_size_ + 1, history_.size());
 }
 
-void Sampler::reset() noexcept {
+void Sampler::reset() {
   history_size_ = history_head_ = 0;
   rng_.reseed(config_.seed);
+  if (constraint_) constraint_->reset();
+}
+
+// Greedy under a constraint: the best candidates are tried one by one (a token's check is a few
+// steps of the grammar's automaton), and only when the first few are all refused is the whole mask
+// worked out. The answer is the same either way: the best allowed token.
+int32_t Sampler::greedy_allowed(std::span<Candidate> c) {
+  constexpr int kTries = 8;
+  for (int i = 0; i < kTries; ++i) {
+    const int32_t id = sampling::greedy(c);
+    if (c[id].logit == -std::numeric_limits<float>::infinity()) break;
+    if (constraint_->allows(id)) return id;
+    c[id].logit = -std::numeric_limits<float>::infinity();
+  }
+  constraint_->mask(c);
+  return sampling::greedy(c);
 }
 
 int32_t Sampler::sample(std::span<const float> logits) {
@@ -183,11 +212,13 @@ int32_t Sampler::sample(std::span<const float> logits) {
                      {config_.repeat_penalty, config_.frequency_penalty, config_.presence_penalty}, counts_);
 
   if (sampling::greedy_temperature(c, config_.temperature)) {
-    const int32_t id = sampling::greedy(c);
+    const int32_t id = constraint_ ? greedy_allowed(c) : sampling::greedy(c);
     std::swap(cand_[0], cand_[id]);  // cand_ is in id order: id is its index
     kept_ = 1;
+    if (constraint_) constraint_->accept(id);
     return id;
   }
+  if (constraint_) constraint_->mask(c);
 
   // Sorting is only needed by the filters; with none of them on, draw from the whole vocabulary as is.
   size_t n = c.size();
@@ -199,13 +230,9 @@ int32_t Sampler::sample(std::span<const float> logits) {
   sampling::softmax(c);
   kept_ = n;
 
-  const double u = rng_.uniform();
-  double cum = 0.0;
-  for (const Candidate& x : c) {
-    cum += x.p;
-    if (u < cum) return x.id;
-  }
-  return c.back().id;  // rounding left u above the total
+  const int32_t id = draw(c, rng_.uniform());
+  if (constraint_) constraint_->accept(id);
+  return id;
 }
 
 }  // namespace skainet::text

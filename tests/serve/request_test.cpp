@@ -103,8 +103,17 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{kText, R"({"prompt":"p","frequency_penalty":"x"})", "'frequency_penalty' must be a number"},
         Bad{kText, R"({"prompt":"p","ignore_eos":1})", "'ignore_eos' must be true or false"},
         Bad{kText, R"({"prompt":"p","logprobs":2})", "'logprobs' is not implemented"},
-        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})",
-            "'response_format' is not implemented"},
+        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"xml"}})",
+            "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", not \"xml\""},
+        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a"}}})",
+            "'response_format.json_schema.schema' is missing"},
+        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"string","pattern":"a+"}}}})",
+            "'response_format': json schema at '/': 'pattern' is not supported"},
+        Bad{kText, R"({"prompt":"p","grammar":"root ::= item"})", "'grammar': grammar rule 'item' is used but never defined"},
+        Bad{kText, R"({"prompt":"p","grammar":7})", "'grammar' must be a string of GBNF rules"},
+        Bad{kText, R"({"prompt":"p","json_schema":{"properties":{"n":{"type":"integer","minimum":1}}}})",
+            "'json_schema': json schema at '/properties/n': 'minimum' is not supported"},
+        Bad{kText, R"({"prompt":"p","grammar":"root ::= \"a\"","json_schema":{}})", "each constrain the output: send one"},
         Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})",
             "'tools' is not implemented"},
         Bad{kText, R"({"prompt":""})", "'prompt' must not be empty"},
@@ -146,6 +155,20 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{kChat, R"({"messages":[{"role":"user","content":7}]})", "messages[0].content"},
         Bad{kChat, R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})",
             "only parts of type \"text\""}));
+
+// Each way of asking for constrained output gives a compiled grammar; text asks for none.
+TEST(ServeRequest, OutputFormatsCompileToAGrammar) {
+  EXPECT_EQ(chat(R"({"messages":[{"role":"user","content":"x"}]})").grammar, nullptr);
+  EXPECT_EQ(chat(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"text"}})").grammar, nullptr);
+  for (const char* format : {R"({"type":"json_object"})", R"({"type":"json_object","schema":{"type":"integer"}})",
+                             R"({"type":"json_schema","json_schema":{"name":"n","strict":true,"schema":{"type":"object",
+                                 "properties":{"b":{"type":"string"},"a":{"type":"integer"}},"required":["b","a"]}}})"}) {
+    const Request r = chat(std::string(R"({"messages":[{"role":"user","content":"x"}],"response_format":)") + format + "}");
+    EXPECT_NE(r.grammar, nullptr) << format;
+  }
+  EXPECT_NE(completion(R"({"prompt":"p","grammar":"root ::= [0-9]+"})").grammar, nullptr);
+  EXPECT_NE(completion(R"({"prompt":"p","json_schema":{"enum":[1,2]}})").grammar, nullptr);
+}
 
 TEST(ServeRequest, MessageCountIsBounded) {
   std::string body = R"({"messages":[)";

@@ -27,6 +27,7 @@
 
 #include "skainet/core/base.hpp"
 #include "skainet/model/engine.hpp"
+#include "skainet/text/grammar.hpp"
 
 namespace skainet::serve {
 
@@ -58,6 +59,8 @@ struct Request {
   std::optional<float> repeat_penalty, frequency_penalty, presence_penalty;
   std::optional<int32_t> repeat_last_n;  // -1: the whole context
   std::optional<bool> ignore_eos;
+  // response_format / grammar / json_schema, compiled (nullptr: free text).
+  std::shared_ptr<const grammar::Grammar> grammar;
 };
 
 // What the server does with each request field a client may send (fields.cpp): the one table that

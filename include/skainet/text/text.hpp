@@ -239,6 +239,19 @@ class Rng {
   uint64_t s_[4];
 };
 
+// What may come next besides the sampler's settings: a grammar (grammar::Matcher). The sampler masks
+// the candidates with it after the penalties and before the filters, and tells it each token drawn.
+class TokenConstraint {
+ public:
+  virtual ~TokenConstraint() = default;
+  // Sets the logit of every candidate it does not allow to -inf (by_id: the whole vocabulary in id
+  // order). Throws where it allows no token at all.
+  virtual void mask(std::span<Candidate> by_id) = 0;
+  virtual bool allows(int32_t id) = 0;  // one token, without working out the whole mask
+  virtual void accept(int32_t id) = 0;  // the token drawn
+  virtual void reset() = 0;             // back to the start of a generation
+};
+
 struct SamplerConfig {
   float temperature = 1.0f;        // <= 0, or so small that max logit / t overflows: greedy (after the penalty)
   int32_t top_k = 0;               // <= 0: off
@@ -260,9 +273,14 @@ class Sampler {
   // the plan whatever --repeat-last-n says. 0: the ring is repeat_last_n long.
   Sampler(int32_t vocab_size, SamplerConfig config, uint32_t max_history = 0);
 
-  int32_t sample(std::span<const float> logits);  // logits.size() must be vocab_size
-  void accept(int32_t id) noexcept;               // records id for the repetition penalty
-  void reset() noexcept;                          // forgets history, reseeds
+  // logits.size() must be vocab_size. With a constraint, the token drawn is one it allows, and it is
+  // told of it (a sampled token is always kept: speculative verification stops at the first miss).
+  int32_t sample(std::span<const float> logits);
+  void accept(int32_t id) noexcept;  // records id for the repetition penalty (prompt tokens too)
+  void reset();                      // forgets history, reseeds, and resets the constraint
+  // From the next sample() on (nullptr: none). Reset with the sampler, kept until replaced.
+  void constrain(std::unique_ptr<TokenConstraint> constraint) noexcept { constraint_ = std::move(constraint); }
+  bool constrained() const noexcept { return constraint_ != nullptr; }
   const SamplerConfig& config() const noexcept { return config_; }
   // The candidates that survived the filters in the last sample() call, best first.
   std::span<const Candidate> last_candidates() const noexcept { return {cand_.data(), kept_}; }
@@ -276,6 +294,9 @@ class Sampler {
   std::vector<uint32_t> counts_;  // per id: occurrences in the ring while penalizing, else 0
   size_t kept_ = 0;
   Rng rng_;
+  std::unique_ptr<TokenConstraint> constraint_;
+
+  int32_t greedy_allowed(std::span<Candidate> c);
 };
 
 }  // namespace skainet::text
