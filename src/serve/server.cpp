@@ -359,9 +359,9 @@ Job Server::Impl::prepare(const Request& r) const {
   job.generation.logprobs = r.top_logprobs.value_or(-1);
   // Each choice generates in its own slot, all at once.
   if (static_cast<size_t>(r.n) > options.slots)
-    throw RequestError(400, "invalid_request_error",
-                       fmt::format("'n' is {}, but this server generates at most {} choices at once (--slots)", r.n,
-                                   options.slots));
+    throw RequestError(
+        400, "invalid_request_error",
+        fmt::format("'n' is {}, but this server generates at most {} choices at once (--slots)", r.n, options.slots));
   job.choices = static_cast<size_t>(r.n);
   return job;
 }
@@ -375,8 +375,8 @@ generate::Stats Server::Impl::generate(const SlotPool::Lease& lease, const Job& 
   sampling.seed = choice_seed(job.sampling.seed, choice);
   lease.slot().sample_with(sampling);
   generate::Drafter* drafter = options.drafters.empty() ? nullptr : options.drafters.at(lease.index());
-  const generate::Stats s = stepper.generate(lease.slot(), job.ids, job.generation, on_token, job.reuse, drafter,
-                                             &lease.cells(), logprobs);
+  const generate::Stats s =
+      stepper.generate(lease.slot(), job.ids, job.generation, on_token, job.reuse, drafter, &lease.cells(), logprobs);
   count(s);
   return s;
 }
@@ -606,7 +606,8 @@ generate::Stats Server::Impl::stream_choice(ChunkSender& out, const Job& job, co
         // Text held back by a stop-string match arrives later as one piece.
         if (piece.empty()) return true;
         const Logprobs logprobs = with_logprobs ? Logprobs(reader.take(raw, raw.size())) : std::nullopt;
-        const bool sent = out.send(chunk_json(head, piece, std::exchange(first, false), std::nullopt, {}, choice, logprobs));
+        const bool sent =
+            out.send(chunk_json(head, piece, std::exchange(first, false), std::nullopt, {}, choice, logprobs));
         // false: the client is gone (or the server stops), so stop and free the slot
         return sent && !stopping.load(std::memory_order_relaxed);
       },

@@ -34,13 +34,15 @@ struct Handoff {
   std::mutex mutex;
   std::condition_variable changed;
   std::vector<int32_t> tokens;  // sampled, in order
-  std::vector<generate::TokenLogprobs> logprobs;  // each token's, when options->logprobs >= 0
   int64_t cached = 0;           // prompt tokens taken from the slot's cache
   int64_t drafted = 0, accepted = 0;
   bool done = false;  // the batch no longer touches the slot
   generate::StopReason stop = generate::StopReason::MaxTokens;
   std::string error;  // a pass failed (or the request was refused by the batch): what
   bool stop_asked = false;
+
+  // Each token's log-probabilities, when options->logprobs >= 0 (reserved as `tokens` is).
+  std::vector<generate::TokenLogprobs> logprobs;
 };
 
 }  // namespace

@@ -156,7 +156,8 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{kText, R"({"prompt":"p","cache_prompt":1})", "'cache_prompt' must be true or false"},
         Bad{kText, R"({"prompt":"p","stop":5})", "'stop'"}, Bad{kText, R"({"prompt":"p","stop":["a",1]})", "stop[1]"},
         Bad{kText, R"({"prompt":"p","stop":["a","b","c","d","e"]})", "at most 4"},
-        Bad{kText, R"({"prompt":"p","stop":""})", "empty"}, Bad{kText, R"({"prompt":"p","n":0})", "'n' must be an integer from 1"},
+        Bad{kText, R"({"prompt":"p","stop":""})", "empty"},
+        Bad{kText, R"({"prompt":"p","n":0})", "'n' must be an integer from 1"},
         Bad{kText, R"({"prompt":"p","model":3})", "'model'"}, Bad{kChat, R"({"prompt":"p"})", "'messages' is required"},
         Bad{kChat, R"({"messages":{}})", "'messages' must be a list"}, Bad{kChat, R"({"messages":[]})", "at least one"},
         Bad{kChat, R"({"messages":["hi"]})", "messages[0] must be an object"},
@@ -253,7 +254,8 @@ TEST(ServeResponse, InvalidUtf8InGeneratedTextIsReplacedNotThrown) {
 
 TEST(ServeResponse, LogprobsInBothShapes) {
   using nlohmann::json;
-  const ResponseHead chat{Endpoint::ChatCompletions, "chatcmpl-1", 1, "m"}, text{Endpoint::Completions, "cmpl-1", 1, "m"};
+  const ResponseHead chat{Endpoint::ChatCompletions, "chatcmpl-1", 1, "m"},
+      text{Endpoint::Completions, "cmpl-1", 1, "m"};
   const std::vector<TokenLogprobs> tokens = {
       {.sampled = {5, " a", -0.5f}, .top = {{5, " a", -0.5f}, {7, "b", -1.5f}}, .text_offset = 0},
       {.sampled = {9, "c", -0.25f}, .top = {}, .text_offset = 2}};
