@@ -20,6 +20,7 @@
 #include <deque>
 #include <mutex>
 #include <random>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -71,8 +72,14 @@ void for_each_choice(size_t n, const std::function<void(size_t)>& choice) {
     }
   };
   std::vector<std::thread> others;
-  for (size_t i = 1; i < n; ++i) others.emplace_back(run, i);
+  size_t started = 1;
+  try {
+    for (; started < n; ++started) others.emplace_back(run, started);
+  } catch (const std::system_error&) {
+    // No thread to be had: the choices left run here, one after another (their slots are held anyway).
+  }
   run(0);
+  for (size_t i = started; i < n; ++i) run(i);
   for (std::thread& t : others) t.join();
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
