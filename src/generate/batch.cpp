@@ -1,6 +1,7 @@
 #include "skainet/model/batch.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include <fmt/format.h>
@@ -17,6 +18,30 @@ plan::BatchPlan batch_of(const plan::MemoryPlan& p) {
 }
 
 }  // namespace
+
+void log_probabilities(std::span<const float> logits, int32_t token, int32_t top, TokenLogprobs& out) noexcept {
+  const auto n_top = static_cast<size_t>(std::clamp(top, 0, kMaxTopLogprobs));
+  float max = -INFINITY;
+  for (const float l : logits) max = std::max(max, l);
+  double sum = 0;
+  out.n_top = 0;
+  // The best n_top so far, kept sorted by insertion: a logit below the last kept is dropped at once,
+  // so the pass is about one comparison per token.
+  auto better = [](const TokenLogprob& a, const TokenLogprob& b) { return a.logprob > b.logprob; };
+  for (size_t id = 0; id < logits.size(); ++id) {
+    sum += std::exp(static_cast<double>(logits[id] - max));
+    if (n_top == 0 || (out.n_top == static_cast<int32_t>(n_top) && logits[id] <= out.top[n_top - 1].logprob)) continue;
+    const TokenLogprob t{static_cast<int32_t>(id), logits[id]};
+    auto end = out.top.begin() + out.n_top;
+    auto at = std::upper_bound(out.top.begin(), end, t, better);  // after equals: the lower id stays first
+    if (out.n_top < static_cast<int32_t>(n_top)) ++out.n_top, ++end;
+    std::move_backward(at, end - 1, end);
+    *at = t;
+  }
+  const auto log_sum = static_cast<float>(std::log(sum));
+  for (int32_t k = 0; k < out.n_top; ++k) out.top[k].logprob = out.top[k].logprob - max - log_sum;
+  out.sampled = {token, logits[static_cast<size_t>(token)] - max - log_sum};
+}
 
 Batch::Batch(const plan::MemoryPlan& p, const load::LoadedModel& loaded, const text::Tokenizer& tokenizer, int threads)
     : plan_(batch_of(p)),
@@ -74,6 +99,7 @@ uint32_t Batch::add(Sequence& seq, std::span<const int32_t> prompt, const Option
            .max_tokens = options.max_tokens,
            .stop_at_eos = options.stop_at_eos,
            .active = true,
+           .logprobs = options.logprobs,
            .drafter = drafter};
   free->pacing.reset(draft_max_);
   return i;
@@ -155,10 +181,15 @@ void Batch::gather_rows() {
 
 // A token slot i sampled: handed out, and the slot stops as Generator would (end of generation, max
 // tokens, context).
-void Batch::emit(uint32_t i, int32_t token) {
+// `logits`: the row the token was sampled from, for its log-probabilities when the slot asked for them.
+void Batch::emit(uint32_t i, int32_t token, std::span<const float> logits) {
   Slot& s = slots_[i];
   ++s.generated;
-  sampled_[n_sampled_++] = {.slot = i, .token = token};
+  Sampled& out = sampled_[n_sampled_++];
+  out.slot = i;
+  out.token = token;
+  out.has_logprobs = s.logprobs >= 0;
+  if (out.has_logprobs) log_probabilities(logits, token, s.logprobs, out.logprobs);
   s.next = token;
   if (s.drafter) contexts_[i].push_back(token);
   auto finish = [&](StopReason why) {
@@ -187,8 +218,9 @@ void Batch::sample(const Tensor& logits) {
     const model::BatchEntry& entry = entries_[e];
     const int32_t* run = std::exchange(row, row + entry.rows);
     const float* kept = std::exchange(logit_row, logit_row + entry.logits * vocab);
+    auto row_logits = [&](int64_t r) { return std::span(kept + r * vocab, vocab); };
     auto sample_at = [&](int64_t r) {
-      const int32_t t = s.seq->sampler.sample(std::span(kept + r * vocab, vocab));
+      const int32_t t = s.seq->sampler.sample(row_logits(r));
       s.seq->sampler.accept(t);
       return t;
     };
@@ -202,7 +234,7 @@ void Batch::sample(const Tensor& logits) {
         s.active = false;
         continue;
       }
-      emit(i, sample_at(0));
+      emit(i, sample_at(0), row_logits(0));
       continue;
     }
     const int64_t drafted = entry.rows - 1;
@@ -212,7 +244,7 @@ void Batch::sample(const Tensor& logits) {
       s.seq->ran(std::span(run + r, 1));  // row r's inputs were all accepted: its cell holds the truth
       ++s.pos;
       const int32_t t = sample_at(r);
-      emit(i, t);
+      emit(i, t, row_logits(r));
       if (r == 0 && probe >= 0) {
         ++s.probes;
         s.probe_hits += t == probe ? 1 : 0;

@@ -1,8 +1,8 @@
 // Every request field a client of /v1/chat/completions or /v1/completions may send (OpenAI's and
 // llama-server's names), and what this server does with it. A field that would change the answer and
 // that the server does not implement is refused with a 400 rather than ignored: a client asking for
-// JSON, log-probabilities or tool calls must learn it did not get them. The same values that ask for
-// nothing (logprobs: false, tools: [], response_format {"type":"text"}) are accepted, since clients send
+// JSON or tool calls must learn it did not get them. The same values that ask for
+// nothing (tools: [], response_format {"type":"text"}) are accepted, since clients send
 // them by default. parse_request consults this table; docs/serving.md carries its rendering
 // (request_fields_markdown), which a test keeps equal.
 #include <algorithm>
@@ -43,7 +43,9 @@ constexpr RequestField kFields[] = {
     {"ignore_eos", Implemented, "", "true: generation goes on past the end-of-generation token"},
     {"json_schema", Implemented, "", "llama.cpp's: the output is JSON valid against the schema (the keywords docs/serving.md lists)"},
     {"logit_bias", Refused, "[{},[]]", "per-token logit bias is not implemented"},
-    {"logprobs", Refused, "[false,0]", "log-probabilities are not returned"},
+    {"logprobs", Implemented, "",
+     "log-probabilities of the raw logits: completions, an integer 0 to 20 (alternatives per token; 0: none); "
+     "chat, true or false"},
     {"lora", Refused, "[[]]", "per-request LoRA adapters are not implemented"},
     {"max_completion_tokens", Implemented, "", "the chat API's newer name for max_tokens"},
     {"max_tokens", Implemented, "", "the most tokens to generate (absent: the server's -n)"},
@@ -56,14 +58,15 @@ constexpr RequestField kFields[] = {
     {"mirostat_tau", NoEffect, "", "only matters with mirostat, which is refused"},
     {"modalities", Refused, R"([["text"]])", "only text output is generated"},
     {"model", NoEffect, "", "one model is served; any name is accepted and responses name the served one"},
-    {"n", Implemented, "", "must be 1: one choice per request"},
+    {"n", Implemented, "", "choices to generate, each in its own slot: at most the server's --slots"},
     {"n_indent", Refused, "[0]", "a minimum line indentation is not implemented"},
     {"n_keep", NoEffect, "",
      "tokens kept when the context shifts; it never shifts here (a full context ends the answer)"},
     {"n_predict", Implemented, "", "llama.cpp's name for max_tokens; -1: no limit"},
-    {"n_probs", Refused, "[0]", "token probabilities are not returned"},
+    {"n_probs", Implemented, "", "llama.cpp's: log-probabilities with this many alternatives per token, 0 to 20"},
     {"parallel_tool_calls", NoEffect, "", "only matters with tools, which are refused"},
-    {"post_sampling_probs", NoEffect, "", "only matters with n_probs, which is refused"},
+    {"post_sampling_probs", Refused, "[false]",
+     "log-probabilities are those of the raw logits, before penalties, temperature and filters"},
     {"prediction", NoEffect, "", "a latency hint (predicted output); the answer does not depend on it"},
     {"presence_penalty", Implemented, "", "-2 to 2: minus the penalty for each token among the last repeat_last_n"},
     {"prompt", Implemented, "", "completions: one string, or one list of token ids (each below the vocabulary size)"},
@@ -91,7 +94,7 @@ constexpr RequestField kFields[] = {
      "tool calling is not implemented (\"none\" and \"auto\" without tools ask for nothing)"},
     {"tools", Refused, "[[]]", "tool calling is not implemented"},
     {"top_k", Implemented, "", "top-k filter; 0: off"},
-    {"top_logprobs", Refused, "[0]", "log-probabilities are not returned"},
+    {"top_logprobs", Implemented, "", "chat, with logprobs true: alternatives per token, 0 to 20"},
     {"top_p", Implemented, "", "top-p (nucleus) filter, 0 to 1"},
     {"typical_p", Refused, "[1]", "locally typical sampling is not implemented"},
     {"user", NoEffect, "", "an end-user id for abuse monitoring; it does not change the answer"},

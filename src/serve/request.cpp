@@ -2,6 +2,7 @@
 // HTTP, so the fuzz target drives exactly what the server runs. Every refusal is a RequestError
 // naming the field and what was wrong with it. Which fields are implemented, accepted without effect
 // or refused is the field table's to say (fields.cpp), not this file's.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -57,7 +58,7 @@ std::optional<int64_t> integer_in(const json& body, std::string_view key, int64_
   if (!v->is_number_integer()) bad(fmt::format("'{}' must be an integer, not {}", key, type_of(*v)));
   if (v->is_number_unsigned()) {
     const uint64_t u = v->get<uint64_t>();
-    if (u > static_cast<uint64_t>(hi))
+    if (u > static_cast<uint64_t>(hi) || static_cast<int64_t>(u) < lo)  // JSON's 0 is unsigned, below n's 1
       bad(fmt::format("'{}' must be an integer from {} to {}, not {}", key, lo, hi, u));
     return static_cast<int64_t>(u);
   }
@@ -160,6 +161,28 @@ void prompt_of(const json& body, Request& r, int32_t vocab_size) {
   if ((*v)[0].is_string() || (*v)[0].is_array())
     bad("'prompt' must be one string or one list of token ids (several prompts at once are not supported)");
   r.prompt_ids = token_ids_of(*v, "prompt", vocab_size);
+}
+
+// How many alternatives per token the request asks log-probabilities for (nullopt: none). The
+// completions API says it with an integer `logprobs` (0: none, as llama-server takes it); chat with
+// `logprobs: true` and `top_logprobs`; llama.cpp's `n_probs` works on both (0: none).
+std::optional<int32_t> top_logprobs_of(const json& body, Endpoint endpoint) {
+  constexpr int64_t kMax = generate::kMaxTopLogprobs;
+  std::optional<int32_t> asked;
+  if (auto n = integer_in(body, "n_probs", 0, kMax); n && *n > 0) asked = static_cast<int32_t>(*n);
+  if (endpoint == Endpoint::Completions) {
+    const json* v = field(body, "logprobs");
+    if (v && v->is_boolean() && !v->get<bool>()) return asked;
+    if (auto n = integer_in(body, "logprobs", 0, kMax); n && *n > 0)
+      asked = std::max(asked.value_or(0), static_cast<int32_t>(*n));
+    return asked;
+  }
+  const auto top = integer_in(body, "top_logprobs", 0, kMax);
+  if (!boolean(body, "logprobs")) {
+    if (top && *top > 0) bad("'top_logprobs' needs 'logprobs': true");
+    return asked;
+  }
+  return std::max(asked.value_or(0), static_cast<int32_t>(top.value_or(0)));
 }
 
 }  // namespace
@@ -266,8 +289,8 @@ Request parse_request(Endpoint endpoint, std::string_view body, const RequestLim
   for (const char* key : {"max_tokens", "max_completion_tokens"})
     if (auto n = integer_in(j, key, 0, kMaxTokens)) r.max_tokens = static_cast<int32_t>(*n);
   if (auto n = integer_in(j, "n_predict", -1, kMaxTokens)) r.max_tokens = static_cast<int32_t>(*n);
-  if (auto n = integer_in(j, "n", 1, kMaxTokens); n && *n != 1)
-    bad(fmt::format("'n' must be 1 (one choice per request), not {}", *n));
+  if (auto n = integer_in(j, "n", 1, kMaxTokens)) r.n = static_cast<int32_t>(*n);  // the server bounds it by its slots
+  r.top_logprobs = top_logprobs_of(j, endpoint);
   r.stop = stops_of(j, limits);
   // llama.cpp's penalty divides positive logits by it: 0 or below has no meaning (the sampler refuses it).
   r.repeat_penalty = number_in(j, "repeat_penalty", 0, 100);

@@ -39,6 +39,52 @@ json timings_json(const Timings& t) {
   return j;
 }
 
+json bytes_json(std::string_view text) {
+  json out = json::array();
+  for (const char c : text) out.push_back(static_cast<unsigned char>(c));
+  return out;
+}
+
+// Chat's shape: {"content": [{id, token, logprob, bytes, top_logprobs: [{id, token, logprob, bytes}]}]}
+// (the id is llama-server's addition).
+json chat_logprobs_json(std::span<const TokenLogprobs> tokens) {
+  auto entry = [](const TokenProb& t) {
+    return json{{"id", t.id}, {"token", t.text}, {"logprob", t.logprob}, {"bytes", bytes_json(t.text)}};
+  };
+  json content = json::array();
+  for (const TokenLogprobs& t : tokens) {
+    json e = entry(t.sampled);
+    e["top_logprobs"] = json::array();
+    for (const TokenProb& alt : t.top) e["top_logprobs"].push_back(entry(alt));
+    content.push_back(std::move(e));
+  }
+  return json{{"content", std::move(content)}, {"refusal", nullptr}};
+}
+
+// The completions API's legacy shape: parallel lists, the alternatives as {text: logprob} objects.
+json completion_logprobs_json(std::span<const TokenLogprobs> tokens) {
+  json texts = json::array(), logprobs = json::array(), tops = json::array(), offsets = json::array();
+  for (const TokenLogprobs& t : tokens) {
+    texts.push_back(t.sampled.text);
+    logprobs.push_back(t.sampled.logprob);
+    json top = json::object();
+    // Two tokens may have the same text (a byte and its piece): the more likely one's is shown.
+    for (const TokenProb& alt : t.top)
+      if (!top.contains(alt.text)) top[alt.text] = alt.logprob;
+    tops.push_back(std::move(top));
+    offsets.push_back(t.text_offset);
+  }
+  return json{{"tokens", std::move(texts)},
+              {"token_logprobs", std::move(logprobs)},
+              {"top_logprobs", std::move(tops)},
+              {"text_offset", std::move(offsets)}};
+}
+
+json logprobs_json(const ResponseHead& h, const Logprobs& logprobs) {
+  if (!logprobs) return nullptr;
+  return is_chat(h) ? chat_logprobs_json(*logprobs) : completion_logprobs_json(*logprobs);
+}
+
 // Generated text need not be valid UTF-8 (a model may stop inside a character): replace bad bytes
 // rather than fail the response.
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -47,35 +93,45 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 std::string_view finish_reason_name(FinishReason r) noexcept { return r == FinishReason::Stop ? "stop" : "length"; }
 
-std::string completion_json(const ResponseHead& head, std::string_view text, FinishReason finish, const Usage& usage,
+std::string completion_json(const ResponseHead& head, std::span<const Choice> choices, const Usage& usage,
                             const Timings& timings) {
   json j = head_json(head, false);
-  json choice{{"index", 0}};
-  if (is_chat(head)) {
-    choice["message"] = json{{"role", "assistant"}, {"content", std::string(text)}};
-  } else {
-    choice["text"] = std::string(text);
-    choice["logprobs"] = nullptr;
+  j["choices"] = json::array();
+  for (const Choice& c : choices) {
+    json choice{{"index", c.index}};
+    if (is_chat(head))
+      choice["message"] = json{{"role", "assistant"}, {"content", c.text}};
+    else
+      choice["text"] = c.text;
+    // Chat leaves it out unless asked for, as OpenAI does; completions always has it (null).
+    if (!is_chat(head) || c.logprobs) choice["logprobs"] = logprobs_json(head, c.logprobs);
+    choice["finish_reason"] = finish_reason_name(c.finish);
+    j["choices"].push_back(std::move(choice));
   }
-  choice["finish_reason"] = finish_reason_name(finish);
-  j["choices"] = json::array({choice});
   j["usage"] = usage_json(usage);
   j["timings"] = timings_json(timings);
   return dump(j);
 }
 
+std::string completion_json(const ResponseHead& head, std::string_view text, FinishReason finish, const Usage& usage,
+                            const Timings& timings) {
+  const Choice one{.text = std::string(text), .finish = finish, .logprobs = std::nullopt};
+  return completion_json(head, std::span(&one, 1), usage, timings);
+}
+
 std::string chunk_json(const ResponseHead& head, std::string_view delta, bool first, std::optional<FinishReason> finish,
-                       const Timings& timings) {
+                       const Timings& timings, size_t index, const Logprobs& logprobs) {
   json j = head_json(head, true);
-  json choice{{"index", 0}};
+  json choice{{"index", index}};
   if (is_chat(head)) {
     json d = json::object();
     if (first) d["role"] = "assistant";
     if (!delta.empty() || !finish) d["content"] = std::string(delta);
     choice["delta"] = d;
+    if (logprobs) choice["logprobs"] = logprobs_json(head, logprobs);
   } else {
     choice["text"] = std::string(delta);
-    choice["logprobs"] = nullptr;
+    choice["logprobs"] = logprobs_json(head, logprobs);
   }
   choice["finish_reason"] = finish ? json(finish_reason_name(*finish)) : json(nullptr);
   j["choices"] = json::array({choice});

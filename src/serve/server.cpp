@@ -10,13 +10,17 @@
 // stops the generation at its next step and frees the slot.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <exception>
+#include <functional>
 #include <chrono>
 #include <condition_variable>
 #include <ctime>
 #include <deque>
 #include <mutex>
 #include <random>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -44,6 +48,86 @@ struct Job {
   bool include_usage = false;
   generate::PrefixReuse reuse = generate::PrefixReuse::Reuse;
   std::shared_ptr<const grammar::Grammar> grammar;  // nullptr: free text
+  size_t choices = 1;  // n
+};
+
+// Choice i's seed: the request's own for the first (so n = 1 answers as it always did), splitmix64 of
+// it and i for the others, so that choices sampled at temperature > 0 differ yet repeat with the seed.
+uint64_t choice_seed(uint64_t seed, size_t i) {
+  if (i == 0) return seed;
+  uint64_t z = seed + i * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Runs choice(i) for each of n choices at once, the first on this thread (each blocks while its slot
+// generates in the shared batch); the first exception any threw is rethrown once all are done.
+void for_each_choice(size_t n, const std::function<void(size_t)>& choice) {
+  std::vector<std::exception_ptr> errors(n);
+  auto run = [&](size_t i) {
+    try {
+      choice(i);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> others;
+  size_t started = 1;
+  try {
+    for (; started < n; ++started) others.emplace_back(run, started);
+  } catch (const std::system_error&) {
+    // No thread to be had: the choices left run here, one after another (their slots are held anyway).
+  }
+  run(0);
+  for (size_t i = started; i < n; ++i) run(i);
+  for (std::thread& t : others) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// A stream's events ("data: ...\n\n"), one at a time whichever thread a choice generates on; once a
+// send fails (the client is gone) none is tried again.
+class ChunkSender {
+ public:
+  explicit ChunkSender(Exchange& ex) : ex_(ex) {}
+  bool send(std::string_view data) {
+    std::lock_guard lock(mutex_);
+    if (alive_.load() && !ex_.send(fmt::format("data: {}\n\n", data))) alive_.store(false);
+    return alive_.load();
+  }
+  bool alive() const { return alive_.load(); }
+
+ private:
+  Exchange& ex_;
+  std::mutex mutex_;
+  std::atomic<bool> alive_{true};
+};
+
+// The engine's log-probabilities of a choice's tokens as a response shows them: each token's text, and
+// where it starts among the texts of those before it. Each call takes the tokens after the last taken.
+class LogprobsReader {
+ public:
+  explicit LogprobsReader(const text::Tokenizer& tok) : tok_(tok) {}
+  std::vector<TokenLogprobs> take(std::span<const generate::TokenLogprobs> raw, size_t upto) {
+    std::vector<TokenLogprobs> out;
+    for (; taken_ < upto && taken_ < raw.size(); ++taken_) {
+      const generate::TokenLogprobs& t = raw[taken_];
+      TokenLogprobs shown{.sampled = prob(t.sampled), .top = {}, .text_offset = offset_};
+      for (int32_t k = 0; k < t.n_top; ++k) shown.top.push_back(prob(t.top[static_cast<size_t>(k)]));
+      offset_ += static_cast<int64_t>(shown.sampled.text.size());
+      out.push_back(std::move(shown));
+    }
+    return out;
+  }
+
+ private:
+  TokenProb prob(const generate::TokenLogprob& t) const {
+    return {t.token, tok_.token_to_piece(t.token, /*render_special=*/true), t.logprob};
+  }
+  const text::Tokenizer& tok_;
+  size_t taken_ = 0;
+  int64_t offset_ = 0;
 };
 
 FinishReason finish_of(generate::StopReason r) {
@@ -54,9 +138,12 @@ FinishReason finish_of(generate::StopReason r) {
   }
 }
 
-// prompt_tokens is the whole prompt, whether computed or taken from the slot's cache (as OpenAI counts).
-Usage usage_of(const Job& job, const generate::Stats& s) {
-  return {static_cast<int64_t>(job.ids.size()), s.generated_tokens, s.cached_tokens};
+// prompt_tokens is the whole prompt, whether computed or taken from the slot's cache (as OpenAI counts),
+// once however many choices read it; completion_tokens those of every choice.
+Usage usage_of(const Job& job, std::span<const generate::Stats> choices) {
+  Usage u{static_cast<int64_t>(job.ids.size()), 0, choices.front().cached_tokens};
+  for (const generate::Stats& s : choices) u.completion_tokens += s.generated_tokens;
+  return u;
 }
 
 Timings timings_of(const generate::Stats& s, bool speculating) {
@@ -165,8 +252,10 @@ struct Server::Impl {
         grammar_vocabulary(std::make_shared<const grammar::Vocabulary>(*e.tokenizer)) {}
 
   Job prepare(const Request& r) const;
-  generate::Stats generate(const SlotPool::Lease& lease, const Job& job, const generate::TokenCallback& on_token);
-  std::optional<SlotPool::Lease> lease_for(const Job& job);
+  generate::Stats generate(const SlotPool::Lease& lease, const Job& job, size_t choice,
+                           const generate::TokenCallback& on_token,
+                           std::vector<generate::TokenLogprobs>* logprobs = nullptr);
+  std::vector<SlotPool::Lease> lease_for(const Job& job);
   void route(const std::shared_ptr<Exchange>& ex);
   bool authorized(const Exchange& ex) const;
   void admit(const std::shared_ptr<Exchange>& ex, Route::Kind kind);
@@ -175,7 +264,8 @@ struct Server::Impl {
   void complete(Exchange& ex, Endpoint endpoint);
   void tokenize(Exchange& ex) const;
   void detokenize(Exchange& ex) const;
-  void stream(Exchange& ex, Job job, SlotPool::Lease lease);
+  void stream(Exchange& ex, Job job, std::vector<SlotPool::Lease> leases);
+  generate::Stats stream_choice(ChunkSender& out, const Job& job, const SlotPool::Lease& lease, size_t choice);
   std::string health() const;
   size_t requests_waiting(const SlotCounts& c) const;
   MetricsSnapshot metrics() const;
@@ -278,18 +368,28 @@ Job Server::Impl::prepare(const Request& r) const {
   job.include_usage = r.include_usage;
   job.reuse = r.cache_prompt ? generate::PrefixReuse::Reuse : generate::PrefixReuse::Recompute;
   job.grammar = r.grammar;
+  job.generation.logprobs = r.top_logprobs.value_or(-1);
+  // Each choice generates in its own slot, all at once.
+  if (static_cast<size_t>(r.n) > options.slots)
+    throw RequestError(
+        400, "invalid_request_error",
+        fmt::format("'n' is {}, but this server generates at most {} choices at once (--slots)", r.n, options.slots));
+  job.choices = static_cast<size_t>(r.n);
   return job;
 }
 
-generate::Stats Server::Impl::generate(const SlotPool::Lease& lease, const Job& job,
-                                       const generate::TokenCallback& on_token) {
+generate::Stats Server::Impl::generate(const SlotPool::Lease& lease, const Job& job, size_t choice,
+                                       const generate::TokenCallback& on_token,
+                                       std::vector<generate::TokenLogprobs>* logprobs) {
   // A sampler's settings are fixed when it is made: a new one per request (its buffers are sized
   // here, not per token). The slot computes only what its cache does not hold of the prompt.
-  lease.slot().sample_with(job.sampling);
+  text::SamplerConfig sampling = job.sampling;
+  sampling.seed = choice_seed(job.sampling.seed, choice);
+  lease.slot().sample_with(sampling);
   if (job.grammar) lease.slot().sampler.constrain(std::make_unique<grammar::Matcher>(job.grammar, grammar_vocabulary));
   generate::Drafter* drafter = options.drafters.empty() ? nullptr : options.drafters.at(lease.index());
   const generate::Stats s =
-      stepper.generate(lease.slot(), job.ids, job.generation, on_token, job.reuse, drafter, &lease.cells());
+      stepper.generate(lease.slot(), job.ids, job.generation, on_token, job.reuse, drafter, &lease.cells(), logprobs);
   count(s);
   return s;
 }
@@ -302,10 +402,11 @@ void Server::Impl::count(const generate::Stats& s) {
   totals.predicted_seconds.fetch_add(s.decode_seconds, relaxed);
 }
 
-std::optional<SlotPool::Lease> Server::Impl::lease_for(const Job& job) {
+std::vector<SlotPool::Lease> Server::Impl::lease_for(const Job& job) {
   // Without reuse any slot will do: the least recently used one, whose cache is worth least.
-  return pool.acquire(job.reuse == generate::PrefixReuse::Reuse ? std::span<const int32_t>(job.ids)
-                                                                : std::span<const int32_t>());
+  return pool.acquire(
+      job.reuse == generate::PrefixReuse::Reuse ? std::span<const int32_t>(job.ids) : std::span<const int32_t>(),
+      job.choices);
 }
 
 void Server::Impl::route(const std::shared_ptr<Exchange>& ex) {
@@ -470,63 +571,94 @@ void Server::Impl::complete(Exchange& ex, Endpoint endpoint) {
   } catch (const RequestError& e) {
     return send_error(ex, e.status(), e.type(), e.message());
   }
-  std::optional<SlotPool::Lease> lease = lease_for(job);
-  if (!lease) return shutting_down(ex);  // the pool closes only when the server stops
-  if (job.stream) return stream(ex, std::move(job), std::move(*lease));
+  std::vector<SlotPool::Lease> leases = lease_for(job);
+  if (leases.empty()) return shutting_down(ex);  // the pool closes only when the server stops
+  if (job.stream) return stream(ex, std::move(job), std::move(leases));
 
-  std::string text;
-  const generate::Stats s = generate(*lease, job, [&](std::string_view piece, int32_t) {
-    text.append(piece);
-    return !stopping.load(std::memory_order_relaxed);
+  std::vector<Choice> choices(job.choices);
+  std::vector<generate::Stats> stats(job.choices);
+  const bool with_logprobs = job.generation.logprobs >= 0;
+  for_each_choice(job.choices, [&](size_t i) {
+    std::vector<generate::TokenLogprobs> raw;
+    size_t shown = 0;  // tokens whose text was shown: those of a stop string, held back and cut, are not
+    stats[i] = generate(
+        leases[i], job, i,
+        [&](std::string_view piece, int32_t) {
+          choices[i].text.append(piece);
+          if (!piece.empty()) shown = raw.size();
+          return !stopping.load(std::memory_order_relaxed);
+        },
+        with_logprobs ? &raw : nullptr);
+    choices[i].index = i;
+    choices[i].finish = finish_of(stats[i].stop);
+    if (with_logprobs) choices[i].logprobs = LogprobsReader(*engine.tokenizer).take(raw, shown);
   });
-  lease.reset();
-  ex.set_tokens(static_cast<int64_t>(job.ids.size()), s.generated_tokens);
-  if (s.stop == generate::StopReason::Callback) return ex.respond(503, cut_off(s.generated_tokens), kJson);
-  ex.respond(
-      200,
-      completion_json(job.head, text, finish_of(s.stop), usage_of(job, s), timings_of(s, !options.drafters.empty())),
-      kJson);
+  leases.clear();
+  const Usage usage = usage_of(job, stats);
+  ex.set_tokens(usage.prompt_tokens, usage.completion_tokens);
+  for (const generate::Stats& s : stats)
+    if (s.stop == generate::StopReason::Callback) return ex.respond(503, cut_off(usage.completion_tokens), kJson);
+  // The timings are the first choice's (each streamed choice carries its own).
+  ex.respond(200, completion_json(job.head, choices, usage, timings_of(stats.front(), !options.drafters.empty())),
+             kJson);
 }
 
-void Server::Impl::stream(Exchange& ex, Job job, SlotPool::Lease lease) {
+// One choice of a stream, on its own thread: its pieces (each with its tokens' log-probabilities when
+// asked for), then its finish. Tokens whose text a stop string held back and cut are not sent.
+generate::Stats Server::Impl::stream_choice(ChunkSender& out, const Job& job, const SlotPool::Lease& lease,
+                                            size_t choice) {
+  if (!out.alive()) return {};
+  const ResponseHead& head = job.head;
+  const bool with_logprobs = job.generation.logprobs >= 0;
+  std::vector<generate::TokenLogprobs> raw;
+  LogprobsReader reader(*engine.tokenizer);
+  bool first = head.endpoint != Endpoint::ChatCompletions;  // a chat choice opened with its role
+  const generate::Stats s = generate(
+      lease, job, choice,
+      [&](std::string_view piece, int32_t) {
+        // Text held back by a stop-string match arrives later as one piece.
+        if (piece.empty()) return true;
+        const Logprobs logprobs = with_logprobs ? Logprobs(reader.take(raw, raw.size())) : std::nullopt;
+        const bool sent =
+            out.send(chunk_json(head, piece, std::exchange(first, false), std::nullopt, {}, choice, logprobs));
+        // false: the client is gone (or the server stops), so stop and free the slot
+        return sent && !stopping.load(std::memory_order_relaxed);
+      },
+      with_logprobs ? &raw : nullptr);
+  if (s.stop != generate::StopReason::Callback)
+    out.send(chunk_json(head, "", first, finish_of(s.stop), timings_of(s, !options.drafters.empty()), choice));
+  return s;
+}
+
+void Server::Impl::stream(Exchange& ex, Job job, std::vector<SlotPool::Lease> leases) {
   const ResponseHead& head = job.head;
   ex.start_stream("text/event-stream");
-  auto send = [&](std::string_view data) { return ex.send(fmt::format("data: {}\n\n", data)); };
-  bool alive = true;
-  bool first = true;
-  // The chat API opens with the role; the completions API has none.
-  if (head.endpoint == Endpoint::ChatCompletions) {
-    alive = send(chunk_json(head, "", true, std::nullopt));
-    first = false;
-  }
+  ChunkSender out(ex);
+  // The chat API opens each choice with the role; the completions API has none.
+  if (head.endpoint == Endpoint::ChatCompletions)
+    for (size_t i = 0; i < job.choices; ++i) out.send(chunk_json(head, "", true, std::nullopt, {}, i));
   try {
-    const generate::Stats s =
-        alive ? generate(lease, job,
-                         [&](std::string_view piece, int32_t) {
-                           // Text held back by a stop-string match arrives later as one piece.
-                           if (piece.empty()) return true;
-                           alive = send(chunk_json(head, piece, std::exchange(first, false), std::nullopt));
-                           // false: the client is gone (or the server stops), so stop and free the slot
-                           return alive && !stopping.load(std::memory_order_relaxed);
-                         })
-              : generate::Stats{};
-    const size_t slot_index = lease.index();
-    ex.set_tokens(static_cast<int64_t>(job.ids.size()), s.generated_tokens);
-    { SlotPool::Lease done = std::move(lease); }  // the slot is free before the last bytes go out
-    if (!alive) {
+    std::vector<generate::Stats> stats(job.choices);
+    for_each_choice(job.choices, [&](size_t i) { stats[i] = stream_choice(out, job, leases[i], i); });
+    const size_t slot_index = leases.front().index();
+    const Usage usage = usage_of(job, stats);
+    ex.set_tokens(usage.prompt_tokens, usage.completion_tokens);
+    leases.clear();  // the slots are free before the last bytes go out
+    const bool cut = std::any_of(stats.begin(), stats.end(),
+                                 [](const generate::Stats& s) { return s.stop == generate::StopReason::Callback; });
+    if (!out.alive()) {
       fmt::print(stderr, "skainet: {}: the client went away after {} tokens; slot {} is free again\n", head.id,
-                 s.generated_tokens, slot_index);
-    } else if (s.stop == generate::StopReason::Callback) {
-      send(cut_off(s.generated_tokens));
+                 usage.completion_tokens, slot_index);
+    } else if (cut) {
+      out.send(cut_off(static_cast<int32_t>(usage.completion_tokens)));
     } else {
-      alive = send(chunk_json(head, "", first, finish_of(s.stop), timings_of(s, !options.drafters.empty())));
-      if (alive && job.include_usage) alive = send(usage_chunk_json(head, usage_of(job, s)));
-      if (alive) send("[DONE]");
+      if (job.include_usage) out.send(usage_chunk_json(head, usage));
+      out.send("[DONE]");
     }
   } catch (const std::exception& e) {
     // The status line went out with the first chunk: the error travels as an event instead.
-    { SlotPool::Lease done = std::move(lease); }
-    if (alive) send(error_json(fmt::format("generation failed: {}", e.what()), "server_error"));
+    leases.clear();
+    out.send(error_json(fmt::format("generation failed: {}", e.what()), "server_error"));
   }
   ex.finish();
 }

@@ -62,24 +62,37 @@ SlotChoice SlotPool::choose(std::span<const int32_t> prompt) const {
 }
 
 std::optional<SlotPool::Lease> SlotPool::acquire(std::span<const int32_t> prompt) {
+  std::vector<Lease> one = acquire(prompt, 1);
+  if (one.empty()) return std::nullopt;
+  return std::move(one.front());
+}
+
+std::vector<SlotPool::Lease> SlotPool::acquire(std::span<const int32_t> prompt, size_t count) {
+  if (count == 0 || count > size_)
+    throw InvalidArgument(fmt::format("{} slots asked for at once; the pool holds {}", count, size_));
   std::unique_lock lock(mutex_);
-  if (closed_) return std::nullopt;
-  // The queue holds only callers that must wait: one who finds a free slot and nobody ahead takes it.
-  if ((free_.empty() || !queue_.empty()) && queue_.size() >= queue_limit_) return std::nullopt;
+  if (closed_) return {};
+  // The queue holds only callers that must wait: one who finds the slots free and nobody ahead takes them.
+  if ((free_.size() < count || !queue_.empty()) && queue_.size() >= queue_limit_) return {};
   const uint64_t ticket = next_ticket_++;
   queue_.push_back(ticket);
-  turn_.wait(lock, [&] { return closed_ || (queue_.front() == ticket && !free_.empty()); });
+  turn_.wait(lock, [&] { return closed_ || (queue_.front() == ticket && free_.size() >= count); });
   if (closed_) {
     queue_.erase(std::find(queue_.begin(), queue_.end(), ticket));
-    return std::nullopt;
+    return {};
   }
   queue_.pop_front();
-  // A free slot's cache is read here under the mutex: nobody generates on it until it is lent.
-  const SlotChoice choice = choose(prompt);
-  free_.erase(std::find(free_.begin(), free_.end(), choice.index));
+  std::vector<Lease> leases;
+  leases.reserve(count);
+  for (size_t k = 0; k < count; ++k) {
+    // A free slot's cache is read here under the mutex: nobody generates on it until it is lent.
+    const SlotChoice choice = choose(prompt);
+    free_.erase(std::find(free_.begin(), free_.end(), choice.index));
+    leases.push_back(Lease(this, choice));
+  }
   // The next in line may find a slot free too.
   turn_.notify_all();
-  return Lease(this, choice);
+  return leases;
 }
 
 void SlotPool::release(size_t index) {

@@ -40,6 +40,9 @@ struct Handoff {
   generate::StopReason stop = generate::StopReason::MaxTokens;
   std::string error;  // a pass failed (or the request was refused by the batch): what
   bool stop_asked = false;
+
+  // Each token's log-probabilities, when options->logprobs >= 0 (reserved as `tokens` is).
+  std::vector<generate::TokenLogprobs> logprobs;
 };
 
 }  // namespace
@@ -149,6 +152,7 @@ void Stepper::Impl::step() {
     Handoff* h = running[t.slot];
     std::lock_guard lock(h->mutex);
     h->tokens.push_back(t.token);
+    if (t.has_logprobs) h->logprobs.push_back(t.logprobs);
     h->changed.notify_all();
   }
   for (uint32_t i = 0; i < running.size(); ++i) {
@@ -177,7 +181,8 @@ uint64_t Stepper::steps() const noexcept { return impl_->steps.load(std::memory_
 
 generate::Stats Stepper::generate(Slot& slot, std::span<const int32_t> prompt, const generate::Options& options,
                                   const generate::TokenCallback& on_token, generate::PrefixReuse reuse,
-                                  generate::Drafter* drafter, std::atomic<uint32_t>* cells) {
+                                  generate::Drafter* drafter, std::atomic<uint32_t>* cells,
+                                  std::vector<generate::TokenLogprobs>* logprobs) {
   const auto start = Clock::now();
   Handoff h;
   h.slot = &slot;
@@ -187,6 +192,8 @@ generate::Stats Stepper::generate(Slot& slot, std::span<const int32_t> prompt, c
   h.drafter = drafter;
   h.cells = cells;
   h.tokens.reserve(size_t{slot.kv.n_ctx()} + 1);
+  // Sized for the whole context too, and only when asked: ~170 bytes a token.
+  if (options.logprobs >= 0) h.logprobs.reserve(size_t{slot.kv.n_ctx()} + 1);
   {
     std::lock_guard lock(impl_->mutex);
     if (impl_->closing) throw InvalidArgument("the server is shutting down");
@@ -204,10 +211,15 @@ generate::Stats Stepper::generate(Slot& slot, std::span<const int32_t> prompt, c
     if (read == h.tokens.size()) break;  // done, and every token read
     const int32_t token = h.tokens[read++];
     if (!reading) continue;
+    const bool has_logprobs = read <= h.logprobs.size();
+    const generate::TokenLogprobs token_logprobs = has_logprobs ? h.logprobs[read - 1] : generate::TokenLogprobs{};
     lock.unlock();
     if (++s.generated_tokens == 1)
       s.first_token_seconds = s.prompt_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     const bool end_of_text = options.stop_at_eos && impl_->tokenizer.is_eog(token);
+    // Before the callback hears the token's text: a token whose text is never shown (the end of
+    // generation) has none here either.
+    if (logprobs && has_logprobs && !end_of_text) logprobs->push_back(token_logprobs);
     const bool keep = end_of_text || text.push(token);
     lock.lock();
     if (!keep) {

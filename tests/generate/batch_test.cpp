@@ -245,7 +245,8 @@ TEST(Batch, BatchedStepsOfFourSequencesMakeNoHeapAllocations) {
   for (uint64_t i = 0; i < 4; ++i) {
     seqs.push_back(e->new_sequence(1));
     seqs.back()->sample_with({.temperature = 0.8f, .top_k = 40, .top_p = 0.9f, .repeat_penalty = 1.1f, .seed = i});
-    batch.add(*seqs.back(), prompt, {.max_tokens = -1, .stop_at_eos = false});
+    // Half of them ask for log-probabilities: computing them allocates nothing either.
+    batch.add(*seqs.back(), prompt, {.max_tokens = -1, .stop_at_eos = false, .logprobs = i % 2 ? 20 : -1});
   }
   for (int i = 0; i < 6; ++i) batch.step();  // warm: prompts, the thread pool
   const uint64_t before = test::allocation_count();
@@ -255,6 +256,52 @@ TEST(Batch, BatchedStepsOfFourSequencesMakeNoHeapAllocations) {
   EXPECT_EQ(sampled, 4u * 32u);
   EXPECT_EQ(batch.step_stats().total_overflow_count, 0u);
   EXPECT_EQ(batch.layer_stats().total_overflow_count, 0u);
+}
+
+// Log-probabilities: the log-softmax of the raw logits at the sampled token and at the best N, best
+// first, ties to the lower id, N clamped to kMaxTopLogprobs; in a batch, what the greedy token's is.
+TEST(Batch, LogProbabilitiesAreTheLogSoftmaxAndItsBest) {
+  std::vector<float> logits(100);
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = std::sin(static_cast<float>(i) * 1.7f) * 8.0f;
+  logits[41] = logits[7] = 9.5f;  // a tie for the best
+  double sum = 0;
+  for (const float l : logits) sum += std::exp(static_cast<double>(l) - 9.5);
+  auto log_softmax = [&](size_t i) { return static_cast<double>(logits[i]) - 9.5 - std::log(sum); };
+  generate::TokenLogprobs out;
+  generate::log_probabilities(logits, 3, 5, out);
+  EXPECT_EQ(out.sampled.token, 3);
+  EXPECT_NEAR(out.sampled.logprob, log_softmax(3), 1e-5);
+  ASSERT_EQ(out.n_top, 5);
+  std::vector<size_t> order(logits.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return logits[a] > logits[b]; });
+  for (size_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(out.top[k].token, static_cast<int32_t>(order[k])) << k;
+    EXPECT_NEAR(out.top[k].logprob, log_softmax(order[k]), 1e-5) << k;
+  }
+  EXPECT_EQ(out.top[0].token, 7) << "ties: the lower id first";
+  generate::log_probabilities(logits, 3, 0, out);
+  EXPECT_EQ(out.n_top, 0);
+  generate::log_probabilities(logits, 3, 1000, out);
+  EXPECT_EQ(out.n_top, generate::kMaxTopLogprobs);
+
+  auto e = open(kStories, 1, 8, false);
+  generate::Batch batch(e->plan, e->loaded, *e->tokenizer, 2);
+  auto seq = e->new_sequence(1);
+  seq->sample_with({.temperature = 0.0f});
+  const std::vector<int32_t> prompt = e->tokenizer->encode("Once upon a time", true);  // the batch reads it
+  batch.add(*seq, prompt, {.max_tokens = 4, .logprobs = 3});
+  size_t seen = 0;
+  while (batch.active())
+    for (const generate::Batch::Sampled& t : batch.step()) {
+      ASSERT_TRUE(t.has_logprobs);
+      EXPECT_EQ(t.logprobs.n_top, 3);
+      EXPECT_EQ(t.logprobs.top[0].token, t.token) << "greedy: the best token is the one sampled";
+      EXPECT_EQ(t.logprobs.top[0].logprob, t.logprobs.sampled.logprob);
+      EXPECT_LE(t.logprobs.sampled.logprob, 0.0f);
+      ++seen;
+    }
+  EXPECT_EQ(seen, 4u);
 }
 
 // Speculative decoding in a batch: three sequences drafting (n-grams of a prompt that repeats itself,

@@ -7,6 +7,7 @@ it at the end whatever happens. A missing `openai` package fails the test (Impor
 """
 import http.client
 import json
+import math
 import os
 import re
 import socket
@@ -228,8 +229,7 @@ class OneSlot(ServedCase):
             ("response_format", dict(response_format={"type": "json_object"})),
             ("response_format", dict(response_format={"type": "json_schema",
                                                         "json_schema": {"name": "x", "schema": {"type": "object"}}})),
-            ("logprobs", dict(logprobs=True)),
-            ("top_logprobs", dict(logprobs=False, top_logprobs=3)),
+            ("post_sampling_probs", dict(logprobs=True, extra_body={"post_sampling_probs": True})),
             ("tools", dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])),
             ("tool_choice", dict(tool_choice="required")),
             ("grammar", dict(extra_body={"grammar": "root ::= \"yes\""})),
@@ -243,8 +243,8 @@ class OneSlot(ServedCase):
             self.assertEqual(body["type"], "invalid_request_error", name)
             self.assertIn(f"'{name}' is not implemented", body["message"])
         with self.assertRaises(openai.BadRequestError) as caught:
-            self.c.completions.create(model="m", prompt="x", max_tokens=4, logprobs=2)
-        self.assertIn("'logprobs' is not implemented", str(caught.exception))
+            self.c.chat.completions.create(model="m", messages=msgs, max_tokens=4, logprobs=False, top_logprobs=3)
+        self.assertIn("'top_logprobs' needs 'logprobs': true", str(caught.exception))
         # What clients send by default asks for nothing, and fields that change nothing are accepted.
         r = self.c.chat.completions.create(model="m", messages=msgs, max_tokens=4, response_format={"type": "text"},
                                            logprobs=False, tools=[], tool_choice="none", n=1, presence_penalty=0,
@@ -594,6 +594,149 @@ class Speculative(unittest.TestCase):
             self.assertNotIn("draft_n", r.model_extra["timings"])
         finally:
             server.stop()
+
+
+def assert_close(test, a, b, tol=1e-4):
+    """Logprobs of the same tokens from two requests: a prompt whose start a slot's cache held ran in other
+    passes (fewer rows), whose sums round differently in the last bits."""
+    test.assertEqual(len(a), len(b))
+    for x, y in zip(a, b):
+        test.assertLess(abs(x - y), tol, (a, b))
+
+
+def check_top(test, top, sampled, greedy):
+    """Alternatives as (token, logprob) pairs: finite, best first; the sampled token's logprob among them
+    where it is one of them; greedy, it is the first."""
+    logprobs = [lp for _, lp in top]
+    test.assertTrue(all(math.isfinite(lp) and lp <= 0 for lp in logprobs), top)
+    test.assertEqual(logprobs, sorted(logprobs, reverse=True), top)
+    test.assertTrue(math.isfinite(sampled[1]) and sampled[1] <= 0, sampled)
+    if greedy:
+        test.assertEqual(top[0][0], sampled[0])
+        test.assertAlmostEqual(top[0][1], sampled[1], places=6)
+    for token, lp in top:
+        if token == sampled[0]:
+            test.assertAlmostEqual(lp, sampled[1], places=6)
+
+
+def completion_logprobs(test, lp, text, top_n, greedy):
+    """Checks the completions API's legacy logprobs object against the choice's text; the tokens."""
+    test.assertEqual("".join(lp.tokens), text)
+    test.assertEqual(len(lp.token_logprobs), len(lp.tokens))
+    test.assertEqual(lp.text_offset, [sum(len(t) for t in lp.tokens[:i]) for i in range(len(lp.tokens))])
+    for token, sampled, top in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs):
+        test.assertEqual(len(top), top_n)
+        check_top(test, list(top.items()), (token, sampled), greedy)
+    return lp.tokens
+
+
+def chat_logprobs(test, content, text, top_n, greedy):
+    """Checks chat's logprobs.content against the message's text; the tokens."""
+    test.assertEqual("".join(e.token for e in content), text)
+    for e in content:
+        test.assertEqual(bytes(e.bytes), e.token.encode())
+        test.assertEqual(len(e.top_logprobs), top_n)
+        check_top(test, [(t.token, t.logprob) for t in e.top_logprobs], (e.token, e.logprob), greedy)
+    return [(e.token, e.logprob) for e in content]
+
+
+class LogprobsAndChoices(ServedCase):
+    server_args = ("--ctx", "256", "--slots", "3")
+    msgs = [{"role": "user", "content": "Tell a story about a cat."}]
+
+    def test_completion_logprobs_plain_and_streamed(self):
+        args = dict(model="m", prompt=PROMPTS[0], max_tokens=16, temperature=0, logprobs=5)
+        r = self.c.completions.create(**args)
+        lp = r.choices[0].logprobs
+        tokens = completion_logprobs(self, lp, r.choices[0].text, 5, greedy=True)
+        self.assertEqual(len(tokens), r.usage.completion_tokens)
+        streamed = {"tokens": [], "token_logprobs": []}
+        for chunk in self.c.completions.create(stream=True, **args):
+            for choice in chunk.choices:
+                if choice.logprobs is not None:
+                    streamed["tokens"] += choice.logprobs.tokens
+                    streamed["token_logprobs"] += choice.logprobs.token_logprobs
+        self.assertEqual(streamed["tokens"], lp.tokens)
+        assert_close(self, streamed["token_logprobs"], lp.token_logprobs)
+        # llama.cpp's n_probs asks the same; without logprobs the field is null.
+        n_probs = self.c.completions.create(model="m", prompt=PROMPTS[0], max_tokens=16, temperature=0,
+                                            extra_body={"n_probs": 5})
+        assert_close(self, n_probs.choices[0].logprobs.token_logprobs, lp.token_logprobs)
+        plain = self.c.completions.create(model="m", prompt=PROMPTS[0], max_tokens=4, temperature=0)
+        self.assertIsNone(plain.choices[0].logprobs)
+
+    def test_chat_logprobs_plain_and_streamed(self):
+        args = dict(model="m", messages=self.msgs, max_tokens=16, temperature=0, logprobs=True, top_logprobs=3)
+        r = self.c.chat.completions.create(**args)
+        content = r.choices[0].logprobs.content
+        tokens = chat_logprobs(self, content, r.choices[0].message.content, 3, greedy=True)
+        streamed = []
+        for chunk in self.c.chat.completions.create(stream=True, **args):
+            for choice in chunk.choices:
+                if choice.logprobs is not None:
+                    streamed += [(e.token, e.logprob) for e in choice.logprobs.content]
+        self.assertEqual([t for t, _ in streamed], [t for t, _ in tokens])
+        assert_close(self, [lp for _, lp in streamed], [lp for _, lp in tokens])
+        bare = self.c.chat.completions.create(model="m", messages=self.msgs, max_tokens=4, logprobs=True)
+        chat_logprobs(self, bare.choices[0].logprobs.content, bare.choices[0].message.content, 0, greedy=False)
+
+    def test_sampled_logprobs_are_the_raw_distributions(self):
+        # At a temperature the sampled token need not be the best, but its logprob is the raw one: the
+        # same token at the same position has the same logprob as the greedy answer gives it.
+        r = self.c.chat.completions.create(model="m", messages=self.msgs, max_tokens=16, temperature=1.5, seed=9,
+                                           logprobs=True, top_logprobs=20)
+        chat_logprobs(self, r.choices[0].logprobs.content, r.choices[0].message.content, 20, greedy=False)
+        greedy = self.c.chat.completions.create(model="m", messages=self.msgs, max_tokens=1, temperature=0,
+                                                logprobs=True, top_logprobs=20).choices[0].logprobs.content[0]
+        first = r.choices[0].logprobs.content[0]
+        alternatives = {t.token: t.logprob for t in greedy.top_logprobs}
+        if first.token in alternatives:
+            self.assertAlmostEqual(first.logprob, alternatives[first.token], places=5)
+
+    def test_n_choices(self):
+        args = dict(model="m", prompt=PROMPTS[1], max_tokens=8, temperature=0.9, seed=5, n=3,
+                    extra_body={"ignore_eos": True})
+        r = self.c.completions.create(**args)
+        self.assertEqual([c.index for c in r.choices], [0, 1, 2])
+        self.assertTrue(all(c.finish_reason == "length" for c in r.choices))
+        self.assertEqual(r.usage.completion_tokens, 24)
+        texts = [c.text for c in r.choices]
+        self.assertGreater(len(set(texts)), 1, f"choices with derived seeds should differ: {texts}")
+        self.assertEqual([c.text for c in self.c.completions.create(**args).choices], texts, "same seed, same choices")
+        one = self.c.completions.create(**{**args, "n": 1})
+        self.assertEqual(one.choices[0].text, texts[0], "choice 0 uses the request's own seed")
+        streamed = ["", "", ""]
+        for chunk in self.c.completions.create(stream=True, **args):
+            for choice in chunk.choices:
+                streamed[choice.index] += choice.text
+        self.assertEqual(streamed, texts)
+        greedy = self.c.completions.create(model="m", prompt=PROMPTS[1], max_tokens=8, temperature=0, n=2)
+        self.assertEqual(greedy.choices[0].text, greedy.choices[1].text)
+
+    def test_n_chat_streamed_with_logprobs(self):
+        args = dict(model="m", messages=self.msgs, max_tokens=6, temperature=0.9, seed=11, n=2, logprobs=True,
+                    top_logprobs=2)
+        r = self.c.chat.completions.create(**args)
+        self.assertEqual([c.index for c in r.choices], [0, 1])
+        for c in r.choices:
+            chat_logprobs(self, c.logprobs.content, c.message.content, 2, greedy=False)
+        texts, finishes = ["", ""], [None, None]
+        stream = self.c.chat.completions.create(stream=True, stream_options={"include_usage": True}, **args)
+        usage = None
+        for chunk in stream:
+            usage = chunk.usage or usage
+            for choice in chunk.choices:
+                texts[choice.index] += choice.delta.content or ""
+                finishes[choice.index] = choice.finish_reason or finishes[choice.index]
+        self.assertEqual(texts, [c.message.content for c in r.choices])
+        self.assertEqual(finishes, [c.finish_reason for c in r.choices])
+        self.assertEqual(usage.completion_tokens, r.usage.completion_tokens)
+
+    def test_n_beyond_the_slots_is_400(self):
+        with self.assertRaises(openai.BadRequestError) as caught:
+            self.c.completions.create(model="m", prompt="x", max_tokens=2, n=4)
+        self.assertIn("'n' is 4", str(caught.exception))
+        self.assertIn("--slots", str(caught.exception))
 
 
 class ThreeSlots(unittest.TestCase):

@@ -23,6 +23,18 @@ RequestError refusal(Endpoint e, std::string_view body) {
   return RequestError(0, "", "");
 }
 
+TEST(ServeRequest, LogprobsAndChoicesAreRead) {
+  const Endpoint kChat = Endpoint::ChatCompletions, kText = Endpoint::Completions;
+  EXPECT_EQ(parse_request(kText, R"({"prompt":"p","logprobs":3,"n":2})").top_logprobs, 3);
+  EXPECT_EQ(parse_request(kText, R"({"prompt":"p","logprobs":3,"n":2})").n, 2);
+  EXPECT_FALSE(parse_request(kText, R"({"prompt":"p","logprobs":0})").top_logprobs) << "llama-server: 0 asks for none";
+  EXPECT_EQ(parse_request(kText, R"({"prompt":"p","n_probs":5})").top_logprobs, 5);
+  const std::string chat = R"({"messages":[{"role":"user","content":"x"}],)";
+  EXPECT_EQ(parse_request(kChat, chat + R"("logprobs":true})").top_logprobs, 0);
+  EXPECT_EQ(parse_request(kChat, chat + R"("logprobs":true,"top_logprobs":4})").top_logprobs, 4);
+  EXPECT_FALSE(parse_request(kChat, chat + R"("logprobs":false,"top_logprobs":0})").top_logprobs);
+}
+
 TEST(ServeRequest, ChatWithEveryField) {
   const Request r = chat(R"({"model":"m","messages":[{"role":"system","content":"Be brief."},
       {"role":"user","content":[{"type":"text","text":"Hi "},{"type":"text","text":"there"}]}],
@@ -102,7 +114,6 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{kText, R"({"prompt":"p","presence_penalty":2.5})", "'presence_penalty' must be from -2 to 2"},
         Bad{kText, R"({"prompt":"p","frequency_penalty":"x"})", "'frequency_penalty' must be a number"},
         Bad{kText, R"({"prompt":"p","ignore_eos":1})", "'ignore_eos' must be true or false"},
-        Bad{kText, R"({"prompt":"p","logprobs":2})", "'logprobs' is not implemented"},
         Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"xml"}})",
             "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", not \"xml\""},
         Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a"}}})",
@@ -114,6 +125,14 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{kText, R"({"prompt":"p","json_schema":{"properties":{"n":{"type":"integer","minimum":1}}}})",
             "'json_schema': json schema at '/properties/n': 'minimum' is not supported"},
         Bad{kText, R"({"prompt":"p","grammar":"root ::= \"a\"","json_schema":{}})", "each constrain the output: send one"},
+        Bad{kText, R"({"prompt":"p","logprobs":21})", "'logprobs' must be an integer from 0 to 20"},
+        Bad{kText, R"({"prompt":"p","logprobs":true})", "'logprobs' must be an integer"},
+        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"logprobs":2})", "'logprobs' must be true or false"},
+        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":3})", "needs 'logprobs': true"},
+        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21})",
+            "'top_logprobs' must be an integer from 0 to 20"},
+        Bad{kText, R"({"prompt":"p","n_probs":-1})", "'n_probs'"},
+        Bad{kText, R"({"prompt":"p","post_sampling_probs":true})", "'post_sampling_probs' is not implemented"},
         Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})",
             "'tools' is not implemented"},
         Bad{kText, R"({"prompt":""})", "'prompt' must not be empty"},
@@ -146,7 +165,8 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{kText, R"({"prompt":"p","cache_prompt":1})", "'cache_prompt' must be true or false"},
         Bad{kText, R"({"prompt":"p","stop":5})", "'stop'"}, Bad{kText, R"({"prompt":"p","stop":["a",1]})", "stop[1]"},
         Bad{kText, R"({"prompt":"p","stop":["a","b","c","d","e"]})", "at most 4"},
-        Bad{kText, R"({"prompt":"p","stop":""})", "empty"}, Bad{kText, R"({"prompt":"p","n":2})", "'n' must be 1"},
+        Bad{kText, R"({"prompt":"p","stop":""})", "empty"},
+        Bad{kText, R"({"prompt":"p","n":0})", "'n' must be an integer from 1"},
         Bad{kText, R"({"prompt":"p","model":3})", "'model'"}, Bad{kChat, R"({"prompt":"p"})", "'messages' is required"},
         Bad{kChat, R"({"messages":{}})", "'messages' must be a list"}, Bad{kChat, R"({"messages":[]})", "at least one"},
         Bad{kChat, R"({"messages":["hi"]})", "messages[0] must be an object"},
@@ -253,6 +273,33 @@ TEST(ServeResponse, InvalidUtf8InGeneratedTextIsReplacedNotThrown) {
   const std::string cut = "caf\xC3";  // a model may stop inside a character
   const nlohmann::json j = nlohmann::json::parse(completion_json(head, cut, FinishReason::Length, {}));
   EXPECT_EQ(j["choices"][0]["text"], "caf\xEF\xBF\xBD");
+}
+
+TEST(ServeResponse, LogprobsInBothShapes) {
+  using nlohmann::json;
+  const ResponseHead chat{Endpoint::ChatCompletions, "chatcmpl-1", 1, "m"},
+      text{Endpoint::Completions, "cmpl-1", 1, "m"};
+  const std::vector<TokenLogprobs> tokens = {
+      {.sampled = {5, " a", -0.5f}, .top = {{5, " a", -0.5f}, {7, "b", -1.5f}}, .text_offset = 0},
+      {.sampled = {9, "c", -0.25f}, .top = {}, .text_offset = 2}};
+  const Choice choice{.index = 1, .text = " ac", .finish = FinishReason::Length, .logprobs = tokens};
+  const json c = json::parse(completion_json(chat, std::span(&choice, 1), {3, 2}))["choices"][0];
+  EXPECT_EQ(c["index"], 1);
+  const json& first = c["logprobs"]["content"][0];
+  EXPECT_EQ(first["token"], " a");
+  EXPECT_EQ(first["logprob"], -0.5);
+  EXPECT_EQ(first["bytes"], json::array({32, 97}));
+  EXPECT_EQ(first["top_logprobs"][1]["token"], "b");
+  EXPECT_EQ(c["logprobs"]["content"][1]["top_logprobs"], json::array());
+  const json t = json::parse(completion_json(text, std::span(&choice, 1), {3, 2}))["choices"][0]["logprobs"];
+  EXPECT_EQ(t["tokens"], json::array({" a", "c"}));
+  EXPECT_EQ(t["token_logprobs"], json::array({-0.5, -0.25}));
+  EXPECT_EQ(t["top_logprobs"][0]["b"], -1.5);
+  EXPECT_EQ(t["text_offset"], json::array({0, 2}));
+  EXPECT_TRUE(json::parse(completion_json(text, "x", FinishReason::Stop, {}))["choices"][0]["logprobs"].is_null());
+  const json chunk = json::parse(chunk_json(chat, "c", false, std::nullopt, {}, 2, tokens));
+  EXPECT_EQ(chunk["choices"][0]["index"], 2);
+  EXPECT_EQ(chunk["choices"][0]["logprobs"]["content"].size(), 2u);
 }
 
 }  // namespace

@@ -23,6 +23,27 @@ void wait_for(Pred pred) {
   }
 }
 
+// A request's n choices take n slots at once, in the same line: one waits until as many are free.
+TEST(ServeSlots, SeveralSlotsAreTakenTogether) {
+  SlotPool pool(3, 4);
+  EXPECT_THROW(pool.acquire({}, 4), InvalidArgument) << "more than the pool holds would wait forever";
+  EXPECT_THROW(pool.acquire({}, 0), InvalidArgument);
+  std::optional<SlotPool::Lease> one = pool.acquire();
+  std::vector<SlotPool::Lease> two = pool.acquire({}, 2);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_NE(two[0].index(), two[1].index());
+  EXPECT_EQ(pool.counts().busy, 3u);
+  two.clear();
+  std::vector<SlotPool::Lease> three;
+  std::thread waiter([&] { three = pool.acquire({}, 3); });
+  wait_for([&] { return pool.counts().waiting == 1; });
+  EXPECT_EQ(pool.counts().busy, 1u) << "two free slots are not taken while the request needs three";
+  one.reset();
+  waiter.join();
+  EXPECT_EQ(three.size(), 3u);
+  EXPECT_EQ(pool.counts().busy, 3u);
+}
+
 TEST(ServeSlots, CountsBusyAndRefusesPastTheQueueLimit) {
   SlotPool pool(2, 1);
   EXPECT_EQ(pool.counts().busy, 0u);

@@ -23,3 +23,13 @@ endif()
 if(TARGET test_serve)
   target_compile_definitions(test_serve PRIVATE SKAINET_DOCS_DIR="${PROJECT_SOURCE_DIR}/docs")
 endif()
+
+# Log-probabilities against the peer's llama-server on the same files (check_logprobs_peer.py): only
+# with SKAINET_PEER_BIN, as tests/peer/tests.cmake's checks.
+if(SKAINET_PEER_BIN AND TARGET skainet)
+  add_test(NAME serve.logprobs_peer
+           COMMAND ${SKAINET_VENV_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_logprobs_peer.py
+                   $<TARGET_FILE:skainet> ${SKAINET_PEER_BIN} ${SKAINET_SHARED_MODELS}
+                   ${CMAKE_BINARY_DIR}/peer-logprobs)
+  set_tests_properties(serve.logprobs_peer PROPERTIES LABELS peer TIMEOUT 300 ENVIRONMENT PYTHONDONTWRITEBYTECODE=1)
+endif()

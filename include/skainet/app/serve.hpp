@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "skainet/core/base.hpp"
+#include "skainet/model/batch.hpp"
 #include "skainet/model/engine.hpp"
 #include "skainet/text/grammar.hpp"
 
@@ -61,6 +62,10 @@ struct Request {
   std::optional<bool> ignore_eos;
   // response_format / grammar / json_schema, compiled (nullptr: free text).
   std::shared_ptr<const grammar::Grammar> grammar;
+  // Log-probabilities asked for (completions' logprobs: N, chat's logprobs: true with top_logprobs: N,
+  // llama.cpp's n_probs: N): N alternatives per token, 0 to 20; absent: none.
+  std::optional<int32_t> top_logprobs;
+  int32_t n = 1;  // choices to generate (at most the server's slots: the server checks)
 };
 
 // What the server does with each request field a client may send (fields.cpp): the one table that
@@ -168,6 +173,31 @@ std::string slots_json(std::span<const SlotState> slots);
 enum class FinishReason : uint8_t { Stop, Length };
 std::string_view finish_reason_name(FinishReason r) noexcept;
 
+// One token as a response's logprobs show it: its id (llama-server adds it), its text and log-probability.
+struct TokenProb {
+  int32_t id = -1;
+  std::string text;
+  float logprob = 0;
+};
+// One generated token's log-probabilities: its own and its position's most likely tokens', best first;
+// `text_offset`: where its text starts in its choice's text (as the tokens' texts join).
+struct TokenLogprobs {
+  TokenProb sampled;
+  std::vector<TokenProb> top;
+  int64_t text_offset = 0;
+};
+// The logprobs object of a choice (or of a chunk's tokens): chat's {"content": [...]}, or the
+// completions API's {tokens, token_logprobs, top_logprobs, text_offset}; nullopt: not asked for (null).
+using Logprobs = std::optional<std::vector<TokenLogprobs>>;
+
+// One of a response's choices.
+struct Choice {
+  size_t index = 0;
+  std::string text;
+  FinishReason finish = FinishReason::Stop;
+  Logprobs logprobs;
+};
+
 struct Usage {
   int64_t prompt_tokens = 0, completion_tokens = 0;
   int64_t cached_tokens = 0;  // of prompt_tokens, those whose keys and values a slot's cache held (not computed)
@@ -190,13 +220,17 @@ struct ResponseHead {
   std::string model;
 };
 
+std::string completion_json(const ResponseHead& head, std::span<const Choice> choices, const Usage& usage,
+                            const Timings& timings = {});
+// One choice (index 0) without logprobs.
 std::string completion_json(const ResponseHead& head, std::string_view text, FinishReason finish, const Usage& usage,
                             const Timings& timings = {});
 // One server-sent chunk's JSON (without "data: "): the first chat chunk carries the role; a chunk with
 // a finish reason ends the choice; with `usage` it is the usage-only chunk (empty choices).
-// The chunk with the finish reason carries the timings too, as llama-server's does.
+// The chunk with the finish reason carries the timings too, as llama-server's does. `index`: the
+// choice it belongs to; `logprobs`: those of the tokens whose text it carries.
 std::string chunk_json(const ResponseHead& head, std::string_view delta, bool first, std::optional<FinishReason> finish,
-                       const Timings& timings = {});
+                       const Timings& timings = {}, size_t index = 0, const Logprobs& logprobs = std::nullopt);
 std::string usage_chunk_json(const ResponseHead& head, const Usage& usage);
 // `code`: OpenAI's machine-readable code ("invalid_api_key"); empty: null.
 std::string error_json(std::string_view message, std::string_view type, std::string_view code = {});
@@ -272,6 +306,10 @@ class SlotPool {
   // `prompt`: the request's tokens, to find the slot whose cache holds most of them (empty: the least
   // recently used slot).
   std::optional<Lease> acquire(std::span<const int32_t> prompt = {});
+  // `count` slots at once (a request's n choices), each chosen as acquire() chooses one; waits in the
+  // same line until that many are free, so two such requests never hold part of what both need.
+  // Empty as acquire() answers nullopt; InvalidArgument when count is 0 or more than the pool holds.
+  std::vector<Lease> acquire(std::span<const int32_t> prompt, size_t count);
   // Wakes every waiter with nullopt and refuses new ones (shutdown).
   void close();
   SlotCounts counts() const;
@@ -321,10 +359,13 @@ class Stepper {
   // slot's own while it generates, drafts for it. What the batch refuses (a drafter where it does not
   // speculate) and errors of its passes are thrown here. `cells`, when given, is set after each step
   // to the number of the slot's cache cells holding tokens (for /metrics: a store, no lock).
+  // `logprobs`, when given with options.logprobs >= 0, gets each token's log-probabilities before
+  // `on_token` hears its text (the end-of-generation token, never shown, has none).
   generate::Stats generate(Slot& slot, std::span<const int32_t> prompt, const generate::Options& options,
                            const generate::TokenCallback& on_token,
                            generate::PrefixReuse reuse = generate::PrefixReuse::Reuse,
-                           generate::Drafter* drafter = nullptr, std::atomic<uint32_t>* cells = nullptr);
+                           generate::Drafter* drafter = nullptr, std::atomic<uint32_t>* cells = nullptr,
+                           std::vector<generate::TokenLogprobs>* logprobs = nullptr);
   // Batched forward passes run so far (llamacpp:n_decode_total).
   uint64_t steps() const noexcept;
 

@@ -13,6 +13,7 @@
 //     for (const generate::Batch::Sampled& t : batch.step()) out[t.slot].push_back(t.token);
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -21,12 +22,33 @@
 
 namespace skainet::generate {
 
+// OpenAI's most alternatives per token (top_logprobs), and so the most a response may ask for.
+constexpr int32_t kMaxTopLogprobs = 20;
+
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0;
+};
+// One sampled token's log-probability and its position's most likely tokens', from the log-softmax of
+// the model's raw logits (before penalties, temperature and filters: llama-server's default, its
+// post_sampling_probs false). Fixed size, so handing it on allocates nothing.
+struct TokenLogprobs {
+  TokenLogprob sampled;
+  int32_t n_top = 0;
+  std::array<TokenLogprob, kMaxTopLogprobs> top{};  // best first, ties: lowest id
+};
+// `logits`' log-softmax at `token`, and its `top` best (clamped to kMaxTopLogprobs) into `out`. Two
+// passes over the vocabulary and no allocation.
+void log_probabilities(std::span<const float> logits, int32_t token, int32_t top, TokenLogprobs& out) noexcept;
+
 class Batch {
  public:
   // A token a sequence sampled in a step; `slot` is what add() returned for it.
   struct Sampled {
     uint32_t slot = 0;
     int32_t token = -1;
+    bool has_logprobs = false;  // the slot's Options::logprobs >= 0
+    TokenLogprobs logprobs;
   };
   // Where one sequence stands. The prompt is the caller's and must outlive the generation.
   struct Slot {
@@ -38,6 +60,7 @@ class Batch {
     int32_t next = -1;        // the token its next decode row runs
     int32_t generated = 0, max_tokens = 0;
     bool stop_at_eos = true, active = false;
+    int32_t logprobs = -1;                    // Options::logprobs
     StopReason stop = StopReason::MaxTokens;  // why it finished, once it has
     Drafter* drafter = nullptr;               // speculative decoding (speculate()); null: none
     DraftPacing pacing;                       // as Generator's: probes first, pauses while drafts miss
@@ -58,7 +81,8 @@ class Batch {
   // cache holds (Sequence::start; none with Recompute), keeping the sequence's record of its cache
   // (Sequence::cached) as Sequence::generate does. InvalidArgument when every slot is busy, the
   // prompt is empty or leaves its context no room, or the sequence is already in the batch. The batch
-  // works in tokens: of `options` it reads max_tokens and stop_at_eos (text, stop strings: the caller's).
+  // works in tokens: of `options` it reads max_tokens, stop_at_eos and logprobs (text, stop strings: the
+  // caller's).
   uint32_t add(Sequence& seq, std::span<const int32_t> prompt, const Options& options,
                PrefixReuse reuse = PrefixReuse::Reuse, Drafter* drafter = nullptr);
   // Speculative decoding for sequences added with a drafter: before a step, each decoding one may
@@ -87,7 +111,7 @@ class Batch {
   void gather_rows();
   uint32_t draft(uint32_t i, size_t free_rows);
   void sample(const Tensor& logits);
-  void emit(uint32_t i, int32_t token);
+  void emit(uint32_t i, int32_t token, std::span<const float> logits);
 
   plan::BatchPlan plan_;
   const text::Tokenizer& tokenizer_;

@@ -70,6 +70,9 @@ struct Options {
   // from the stop string on is not passed to the callback. Text that could be the start of a stop
   // string is held back until it is known not to be one, so pieces may arrive a few tokens late.
   std::vector<std::string> stop_strings = {};
+  // generate::Batch only: >= 0 hands each sampled token's log-probability under the raw logits with it,
+  // and that many of the most likely tokens' (at most kMaxTopLogprobs; Batch::Sampled::logprobs).
+  int32_t logprobs = -1;
 };
 
 enum class StopReason : uint8_t { MaxTokens, EndOfGeneration, ContextFull, Callback, StopString };
