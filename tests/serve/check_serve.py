@@ -17,8 +17,11 @@ import threading
 import time
 import unittest
 
+import jsonschema  # the reference validator for structured output (scripts/setup.sh)
 import openai  # the real client: scripts/setup.sh installs it into the venv
+import pydantic
 from openai import OpenAI
+from prometheus_client.parser import text_string_to_metric_families
 
 SKAINET, MODEL = sys.argv[1], sys.argv[2]
 PROMPTS = ["Once upon a time", "The cat sat on", "Lily wanted to play with"]
@@ -226,14 +229,9 @@ class OneSlot(ServedCase):
     def test_unimplemented_fields_are_400_never_ignored(self):
         msgs = [{"role": "user", "content": "Tell a story."}]
         refused = [
-            ("response_format", dict(response_format={"type": "json_object"})),
-            ("response_format", dict(response_format={"type": "json_schema",
-                                                        "json_schema": {"name": "x", "schema": {"type": "object"}}})),
             ("post_sampling_probs", dict(logprobs=True, extra_body={"post_sampling_probs": True})),
             ("tools", dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])),
             ("tool_choice", dict(tool_choice="required")),
-            ("grammar", dict(extra_body={"grammar": "root ::= \"yes\""})),
-            ("json_schema", dict(extra_body={"json_schema": {"type": "object"}})),
         ]
         for name, kwargs in refused:
             with self.assertRaises(openai.BadRequestError, msg=name) as caught:
@@ -379,14 +377,8 @@ def cached_tokens(usage):
 
 
 def parse_metrics(text):
-    """{name: value} from Prometheus's text format; any line neither a comment nor `name value` fails."""
-    values = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        name, value = line.split(" ")  # exactly two fields
-        values[name] = float(value)
-    return values
+    """{sample name: value}, read by Prometheus's own Python parser (it raises on malformed text)."""
+    return {s.name: s.value for family in text_string_to_metric_families(text) for s in family.samples}
 
 
 class Metrics(ServedCase):
@@ -737,6 +729,79 @@ class LogprobsAndChoices(ServedCase):
             self.c.completions.create(model="m", prompt="x", max_tokens=2, n=4)
         self.assertIn("'n' is 4", str(caught.exception))
         self.assertIn("--slots", str(caught.exception))
+
+
+SCHEMAS = json.load(open(os.path.join(os.path.dirname(__file__), "..", "grammar", "data", "schemas.json"),
+                        encoding="utf-8"))
+
+
+class Tale(pydantic.BaseModel):
+    hero: str = pydantic.Field(max_length=12)
+    friends: int
+    happy: bool
+
+
+class StructuredOutput(ServedCase):
+    """response_format (json_schema, json_object), json_schema and grammar on stories260K: the answers
+    parse and validate with jsonschema. Bounded schemas must finish; unbounded ones (free strings) may
+    be cut by max_tokens, but never go outside the grammar."""
+
+    server_args = ("--ctx", "512", "--slots", "1")
+    msgs = [{"role": "user", "content": "Tell me about the little dog."}]
+
+    def check(self, schema, text, finish, bounded=True):
+        if finish == "length" and not bounded:
+            return
+        self.assertEqual(finish, "stop", text)
+        jsonschema.Draft202012Validator(schema).validate(json.loads(text))
+
+    def test_every_schema_through_response_format(self):
+        for i, case in enumerate(SCHEMAS):
+            with self.subTest(case["name"]):
+                r = self.c.chat.completions.create(
+                    model="m", messages=self.msgs, max_tokens=300, temperature=0.7 if i % 2 else 0, seed=i,
+                    response_format={"type": "json_schema",
+                                     "json_schema": {"name": case["name"], "schema": case["schema"], "strict": True}})
+                self.check(case["schema"], r.choices[0].message.content, r.choices[0].finish_reason, case["bounded"])
+
+    def test_parse_with_a_pydantic_model(self):
+        r = self.c.chat.completions.parse(model="m", messages=self.msgs, response_format=Tale, max_tokens=200,
+                                          temperature=0)
+        tale = r.choices[0].message.parsed
+        self.assertIsInstance(tale, Tale)
+        self.assertLessEqual(len(tale.hero), 12)
+
+    def test_llama_server_fields_and_streaming(self):
+        schema = {"type": "object", "properties": {"n": {"type": "integer"}, "ok": {"type": "boolean"}},
+                  "required": ["n", "ok"]}
+        r = self.c.completions.create(model="m", prompt="Once upon a time", max_tokens=100, temperature=0,
+                                      extra_body={"json_schema": schema})
+        self.check(schema, r.choices[0].text, r.choices[0].finish_reason)
+        stream = self.c.completions.create(model="m", prompt="Once upon a time", max_tokens=100, temperature=0,
+                                           stream=True, extra_body={"json_schema": schema})
+        self.assertEqual(stream_text(stream, "text")[0], r.choices[0].text)
+        r = self.c.completions.create(model="m", prompt="The cat", max_tokens=20, temperature=1, seed=5,
+                                      extra_body={"grammar": 'root ::= ("yes" | "no") "." [ ]?'})
+        self.assertRegex(r.choices[0].text, r"^(yes|no)\. ?$")
+        r = self.c.chat.completions.create(model="m", messages=self.msgs, max_tokens=300, temperature=0,
+                                           response_format={"type": "json_object"})
+        if r.choices[0].finish_reason == "stop":
+            self.assertIsInstance(json.loads(r.choices[0].message.content), dict)
+        else:
+            self.assertTrue(r.choices[0].message.content.lstrip().startswith("{"))
+
+    def test_what_cannot_be_followed_is_400(self):
+        for kwargs, message in [
+            (dict(response_format={"type": "json_schema", "json_schema": {"name": "p", "schema": {
+                "type": "string", "pattern": "^a+$"}}}), "'pattern' is not supported"),
+            (dict(extra_body={"grammar": "root ::= \"a\" | b"}), "grammar rule 'b' is used but never defined"),
+            (dict(extra_body={"grammar": "root ::= root \"a\""}), "left-recursive"),
+            (dict(response_format={"type": "json_object"}, extra_body={"grammar": "root ::= \"a\""}),
+             "send one of them"),
+        ]:
+            with self.assertRaises(openai.BadRequestError, msg=message) as caught:
+                self.c.chat.completions.create(model="m", messages=self.msgs, max_tokens=4, **kwargs)
+            self.assertIn(message, caught.exception.body["message"])
 
 
 class ThreeSlots(unittest.TestCase):
