@@ -200,12 +200,14 @@ struct Matcher::Automaton {
     return false;
   }
 
-  // One byte of text from (s, p); false where the grammar refuses it.
+  // One byte of text from (s, p); false where the grammar refuses it. A character begun is refused
+  // as soon as no code point it may still become can follow, so a token walk and the trie walk stop
+  // at the same byte (and meet the same transitions, all cached once a state's mask is known).
   bool step(uint32_t& s, Partial& p, uint8_t b) {
     if (p.remaining > 0) {
       if ((b & 0xC0) != 0x80) return false;
       p.value = p.value << 6 | (b & 0x3Fu);
-      if (--p.remaining > 0) return true;
+      if (--p.remaining > 0) return may_finish(s, p);
       if (p.value < p.smallest() || p.value > base::kMaxCodePoint) return false;
       s = advance(s, p.value);
       p = {};
@@ -219,13 +221,13 @@ struct Matcher::Automaton {
     else if ((b & 0xF0) == 0xE0) p = {b & 0x0Fu, 2, 3};
     else if ((b & 0xF8) == 0xF0) p = {b & 0x07u, 3, 4};
     else return false;
-    return true;
+    return may_finish(s, p);
   }
 
   bool walk(std::string_view bytes, uint32_t& s, Partial& p) {
     for (const char c : bytes)
       if (!step(s, p, static_cast<uint8_t>(c))) return false;
-    return p.remaining == 0 || may_finish(s, p);
+    return true;
   }
 
   bool is_eog(int32_t id) const {
@@ -267,7 +269,7 @@ struct Matcher::Automaton {
       uint32_t s = frames.empty() ? state : frames.back().state;
       Partial p = frames.empty() ? partial : frames.back().partial;
       const Vocabulary::Node& node = nodes[i];
-      if (!step(s, p, node.byte) || (p.remaining > 0 && !may_finish(s, p))) {
+      if (!step(s, p, node.byte)) {
         i = node.subtree_end;
         continue;
       }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "alloc_counter.hpp"
 #include "skainet/text/grammar.hpp"
 
 namespace skainet::grammar {
@@ -93,6 +94,37 @@ TEST(TokenMask, SamplerDrawsOnlyAllowedTokensGreedyOrNot) {
       const std::string text = tok.decode(ids, {.strip_leading_space = false});
       EXPECT_TRUE(text == "yes!" || text == "no!") << "temperature " << temperature << ": '" << text << "'";
     }
+  }
+}
+
+// Once the states a generation moves between have been met, a constrained sample allocates nothing:
+// the transitions and masks are cached. (A new state allocates: its stacks, its mask.)
+TEST(TokenMask, AStateMetAgainAllocatesNothing) {
+  const text::Tokenizer tok = text::Tokenizer::from_file(std::string(SKAINET_SHARED_MODELS) + "/stories260K.gguf");
+  const auto grammar = std::make_shared<const Grammar>(Grammar::parse("root ::= \"\\\"\" [a-z ]* \"\\\"\""));
+  std::vector<float> logits(static_cast<size_t>(tok.vocab_size()));
+  text::Rng rng(11);
+  for (const float temperature : {0.0f, 0.8f}) {
+    text::Sampler s(tok.vocab_size(), {.temperature = temperature, .seed = 1});
+    auto matcher = std::make_unique<Matcher>(grammar, std::make_shared<const Vocabulary>(tok));
+    Matcher& m = *matcher;
+    s.constrain(std::move(matcher));
+    s.reset();
+    ASSERT_TRUE(m.accept_text("\"a"));
+    // Greedy tries a few tokens per step; the state's whole mask, worked out once, meets every token.
+    std::vector<text::Candidate> all(static_cast<size_t>(tok.vocab_size()));
+    for (int32_t id = 0; id < tok.vocab_size(); ++id) all[static_cast<size_t>(id)] = {id, 0.0f, 0.0f};
+    m.mask(all);
+    uint64_t allocations = 0;
+    for (int i = 0; i < 100; ++i) {
+      for (float& l : logits) l = static_cast<float>(rng.uniform() * 4.0);
+      for (int32_t id = 0; id < tok.vocab_size(); ++id)  // stay inside the string
+        if (tok.token_to_piece(id).find('"') != std::string::npos) logits[static_cast<size_t>(id)] = -100.0f;
+      const uint64_t before = test::allocation_count();
+      s.sample(logits);
+      allocations += test::allocation_count() - before;
+    }
+    EXPECT_EQ(allocations, 0u) << "temperature " << temperature;
   }
 }
 
