@@ -1,7 +1,7 @@
 // llama.cpp's command-line habits, in one place: its multi-letter short flags (-ngl, -cnv, -ctk, ...),
 // which CLI11 would split into single letters (`-ngl 99` read as `-n gl`), mapped to our long names
 // before CLI11 sees them; its flags that change nothing here (-fa, -b, --mlock, -ngl, ...) accepted
-// with a note and those that would change the answer and are not implemented (--grammar, --mirostat,
+// with a note and those that would change the answer and are not implemented (--mirostat, --typical,
 // ...) refused by name, both in kLlamaFlags; --no-mmap mapped onto the plan's options; the
 // model given as -m or as a positional in every command that reads one.
 //
@@ -81,10 +81,6 @@ inline constexpr LlamaFlag kFlags[] = {
     {"--color,-co", Switch, Note, "the output is never coloured here"},
     {"-v,--verbose", None, Note, "nothing more is printed here (skainet plan shows where every tensor lives)"},
     {"--verbose-prompt", None, Note, "the prompt's tokens are not printed here (skainet tokenize -p TEXT shows them)"},
-    {"--grammar", One, Refuse, "grammar-constrained sampling"},
-    {"--grammar-file", One, Refuse, "grammar-constrained sampling"},
-    {"-j,--json-schema", One, Refuse, "JSON-schema-constrained sampling"},
-    {"-jf,--json-schema-file", One, Refuse, "JSON-schema-constrained sampling"},
     {"--mirostat", One, Refuse, kNotSampled},
     {"--mirostat-lr", One, Refuse, kNotSampled},
     {"--mirostat-ent", One, Refuse, kNotSampled},
