@@ -152,11 +152,13 @@ ContentSpecialTokenError::ContentSpecialTokenError(size_t message_index, std::st
       role_(std::move(role)),
       token_text_(std::move(token_text)) {}
 
-Json conversation_context(Json messages, const text::Tokenizer& tokenizer) {
-  return Json{{"messages", std::move(messages)},
-              {"add_generation_prompt", true},
-              {"bos_token", special_text(tokenizer, tokenizer.bos())},
-              {"eos_token", special_text(tokenizer, tokenizer.eos())}};
+Json conversation_context(Json messages, const text::Tokenizer& tokenizer, Json tools) {
+  Json context{{"messages", std::move(messages)},
+               {"add_generation_prompt", true},
+               {"bos_token", special_text(tokenizer, tokenizer.bos())},
+               {"eos_token", special_text(tokenizer, tokenizer.eos())}};
+  if (tools.is_array()) context["tools"] = std::move(tools);
+  return context;
 }
 
 TokenizedConversation tokenize_conversation(const chat::Template& tmpl, const Json& context,

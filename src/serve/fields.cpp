@@ -1,8 +1,8 @@
 // Every request field a client of /v1/chat/completions or /v1/completions may send (OpenAI's and
 // llama-server's names), and what this server does with it. A field that would change the answer and
 // that the server does not implement is refused with a 400 rather than ignored: a client asking for
-// JSON, log-probabilities or tool calls must learn it did not get them. The same values that ask for
-// nothing (logprobs: false, tools: [], response_format {"type":"text"}) are accepted, since clients send
+// JSON or log-probabilities must learn it did not get them. The same values that ask for
+// nothing (logprobs: false, response_format {"type":"text"}) are accepted, since clients send
 // them by default. parse_request consults this table; docs/serving.md carries its rendering
 // (request_fields_markdown), which a test keeps equal.
 #include <algorithm>
@@ -36,8 +36,8 @@ constexpr RequestField kFields[] = {
     {"frequency_penalty", Implemented, "",
      "-2 to 2: minus count x penalty for each token among the last repeat_last_n"},
     {"function_call", Refused, R"(["none","auto"])",
-     "function calling (the deprecated form of tool_choice) is not implemented"},
-    {"functions", Refused, "[[]]", "function calling (the deprecated form of tools) is not implemented"},
+     "the deprecated form of tool_choice: send tools and tool_choice instead"},
+    {"functions", Refused, "[[]]", "the deprecated form of tools: send tools instead"},
     {"grammar", Refused, R"([""])", "grammar-constrained sampling is not implemented"},
     {"id_slot", Refused, "[-1]", "a slot is chosen by the server (the one whose cache holds most of the prompt)"},
     {"ignore_eos", Implemented, "", "true: generation goes on past the end-of-generation token"},
@@ -62,7 +62,8 @@ constexpr RequestField kFields[] = {
      "tokens kept when the context shifts; it never shifts here (a full context ends the answer)"},
     {"n_predict", Implemented, "", "llama.cpp's name for max_tokens; -1: no limit"},
     {"n_probs", Refused, "[0]", "token probabilities are not returned"},
-    {"parallel_tool_calls", NoEffect, "", "only matters with tools, which are refused"},
+    {"parallel_tool_calls", Implemented, "",
+     "false: only the reply's first tool call is returned (the model is not kept from writing more)"},
     {"post_sampling_probs", NoEffect, "", "only matters with n_probs, which is refused"},
     {"prediction", NoEffect, "", "a latency hint (predicted output); the answer does not depend on it"},
     {"presence_penalty", Implemented, "", "-2 to 2: minus the penalty for each token among the last repeat_last_n"},
@@ -87,9 +88,12 @@ constexpr RequestField kFields[] = {
     {"temperature", Implemented, "", "0 to 100; 0: greedy"},
     {"tfs_z", Refused, "[1]", "tail-free sampling is not implemented"},
     {"timings_per_token", Refused, "[false]", "timings are sent with the last chunk only"},
-    {"tool_choice", Refused, R"(["none","auto"])",
-     "tool calling is not implemented (\"none\" and \"auto\" without tools ask for nothing)"},
-    {"tools", Refused, "[[]]", "tool calling is not implemented"},
+    {"tool_choice", Implemented, "",
+     "\"auto\" (default); \"none\": the tools are not shown and the reply not parsed; \"required\" or a named "
+     "function: 400, a call cannot be enforced without constrained sampling"},
+    {"tools", Implemented, "",
+     "chat: functions shown to the chat template (its `tools`); calls in the reply parsed in the template's format "
+     "into message.tool_calls; 400 when the template has none"},
     {"top_k", Implemented, "", "top-k filter; 0: off"},
     {"top_logprobs", Refused, "[0]", "log-probabilities are not returned"},
     {"top_p", Implemented, "", "top-p (nucleus) filter, 0 to 1"},

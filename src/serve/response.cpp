@@ -39,20 +39,42 @@ json timings_json(const Timings& t) {
   return j;
 }
 
+// OpenAI's tool_calls list; in a stream each entry carries its index.
+json tool_calls_json(std::span<const ToolCall> calls, bool indexed) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json call = indexed ? json{{"index", i}} : json::object();
+    call["id"] = calls[i].id;
+    call["type"] = "function";
+    call["function"] = json{{"name", calls[i].name}, {"arguments", calls[i].arguments}};
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
 // Generated text need not be valid UTF-8 (a model may stop inside a character): replace bad bytes
 // rather than fail the response.
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace
 
-std::string_view finish_reason_name(FinishReason r) noexcept { return r == FinishReason::Stop ? "stop" : "length"; }
+std::string_view finish_reason_name(FinishReason r) noexcept {
+  switch (r) {
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::ToolCalls: return "tool_calls";
+  }
+  return "stop";
+}
 
 std::string completion_json(const ResponseHead& head, std::string_view text, FinishReason finish, const Usage& usage,
-                            const Timings& timings) {
+                            const Timings& timings, std::span<const ToolCall> tool_calls) {
   json j = head_json(head, false);
   json choice{{"index", 0}};
   if (is_chat(head)) {
-    choice["message"] = json{{"role", "assistant"}, {"content", std::string(text)}};
+    const bool no_content = !tool_calls.empty() && text.empty();
+    choice["message"] = json{{"role", "assistant"}, {"content", no_content ? json(nullptr) : json(std::string(text))}};
+    if (!tool_calls.empty()) choice["message"]["tool_calls"] = tool_calls_json(tool_calls, false);
   } else {
     choice["text"] = std::string(text);
     choice["logprobs"] = nullptr;
@@ -80,6 +102,15 @@ std::string chunk_json(const ResponseHead& head, std::string_view delta, bool fi
   choice["finish_reason"] = finish ? json(finish_reason_name(*finish)) : json(nullptr);
   j["choices"] = json::array({choice});
   if (finish) j["timings"] = timings_json(timings);
+  return dump(j);
+}
+
+std::string tool_calls_chunk_json(const ResponseHead& head, std::span<const ToolCall> calls, bool first) {
+  json j = head_json(head, true);
+  json delta = json::object();
+  if (first) delta["role"] = "assistant";
+  delta["tool_calls"] = tool_calls_json(calls, true);
+  j["choices"] = json::array({json{{"index", 0}, {"delta", delta}, {"finish_reason", nullptr}}});
   return dump(j);
 }
 

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "http.hpp"
+#include "tool_reply.hpp"
 #include "skainet/text/chat.hpp"
 #include "skainet/model/conversation.hpp"
 #include "skainet/app/serve.hpp"
@@ -43,6 +44,8 @@ struct Job {
   bool stream = false;
   bool include_usage = false;
   generate::PrefixReuse reuse = generate::PrefixReuse::Reuse;
+  const generate::ToolCallFormat* tools = nullptr;  // the reply is parsed for calls in this format
+  bool parallel_tool_calls = true;
 };
 
 FinishReason finish_of(generate::StopReason r) {
@@ -143,6 +146,8 @@ struct Server::Impl {
       : engine(e),
         options(std::move(o)),
         tmpl(chat_template),
+        tool_format(generate::detect_tool_call_format(chat_template)),
+        template_reads_tools(generate::template_uses_tools(chat_template)),
         end_of_turn(std::move(eot)),
         // Admission bounds who waits (--queue); the pool's own limit is never the one reached.
         pool(e, options.slots, options.slots + options.queue_limit),
@@ -183,6 +188,8 @@ struct Server::Impl {
   generate::Engine& engine;
   ServerOptions options;
   chat::Template tmpl;
+  const generate::ToolCallFormat* tool_format;  // the template's, or nullptr (tools refused)
+  bool template_reads_tools;
   std::string end_of_turn;
   SlotPool pool;
   Stepper stepper;  // advances every busy slot in one batch
@@ -222,12 +229,14 @@ Job Server::Impl::prepare(const Request& r) const {
                           next_id.fetch_add(1) & 0xffffff),
               now_seconds(), options.model_id};
   if (r.endpoint == Endpoint::ChatCompletions) {
-    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-    for (const auto& m : r.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
+    job.tools = reply_format(r, tool_format, template_reads_tools);
+    job.parallel_tool_calls = r.parallel_tool_calls;
+    nlohmann::ordered_json tools = job.tools ? nlohmann::ordered_json::parse(r.tools) : nlohmann::ordered_json();
     try {
       // A message's content stays text: a client's "<|im_end|>" must not end or forge a turn.
-      job.ids = generate::tokenize_conversation(tmpl, generate::conversation_context(std::move(messages), tok), tok,
-                                                {.special_in_content = options.special_in_content})
+      job.ids = generate::tokenize_conversation(
+                    tmpl, generate::conversation_context(template_messages(r.messages), tok, std::move(tools)), tok,
+                    {.special_in_content = options.special_in_content})
                     .ids;
     } catch (const chat::TemplateError& e) {
       // Templates refuse conversations they do not accept (raise_exception: roles must alternate, ...),
@@ -476,10 +485,16 @@ void Server::Impl::complete(Exchange& ex, Endpoint endpoint) {
   lease.reset();
   ex.set_tokens(static_cast<int64_t>(job.ids.size()), s.generated_tokens);
   if (s.stop == generate::StopReason::Callback) return ex.respond(503, cut_off(s.generated_tokens), kJson);
-  ex.respond(
-      200,
-      completion_json(job.head, text, finish_of(s.stop), usage_of(job, s), timings_of(s, !options.drafters.empty())),
-      kJson);
+  const Timings timings = timings_of(s, !options.drafters.empty());
+  if (job.tools) {
+    const ToolReply reply = tool_reply(*job.tools, text, job.parallel_tool_calls);
+    if (!reply.calls.empty())
+      return ex.respond(200,
+                        completion_json(job.head, reply.content, FinishReason::ToolCalls, usage_of(job, s), timings,
+                                        reply.calls),
+                        kJson);
+  }
+  ex.respond(200, completion_json(job.head, text, finish_of(s.stop), usage_of(job, s), timings), kJson);
 }
 
 void Server::Impl::stream(Exchange& ex, Job job, SlotPool::Lease lease) {
@@ -488,6 +503,7 @@ void Server::Impl::stream(Exchange& ex, Job job, SlotPool::Lease lease) {
   auto send = [&](std::string_view data) { return ex.send(fmt::format("data: {}\n\n", data)); };
   bool alive = true;
   bool first = true;
+  HeldReply held(job.tools);  // with tools, text that may be a call waits for the end
   // The chat API opens with the role; the completions API has none.
   if (head.endpoint == Endpoint::ChatCompletions) {
     alive = send(chunk_json(head, "", true, std::nullopt));
@@ -498,8 +514,9 @@ void Server::Impl::stream(Exchange& ex, Job job, SlotPool::Lease lease) {
         alive ? generate(lease, job,
                          [&](std::string_view piece, int32_t) {
                            // Text held back by a stop-string match arrives later as one piece.
-                           if (piece.empty()) return true;
-                           alive = send(chunk_json(head, piece, std::exchange(first, false), std::nullopt));
+                           const std::string_view out = held.next(piece);
+                           if (out.empty()) return !stopping.load(std::memory_order_relaxed);
+                           alive = send(chunk_json(head, out, std::exchange(first, false), std::nullopt));
                            // false: the client is gone (or the server stops), so stop and free the slot
                            return alive && !stopping.load(std::memory_order_relaxed);
                          })
@@ -513,7 +530,14 @@ void Server::Impl::stream(Exchange& ex, Job job, SlotPool::Lease lease) {
     } else if (s.stop == generate::StopReason::Callback) {
       send(cut_off(s.generated_tokens));
     } else {
-      alive = send(chunk_json(head, "", first, finish_of(s.stop), timings_of(s, !options.drafters.empty())));
+      FinishReason finish = finish_of(s.stop);
+      const ToolReply rest = held.finish(job.parallel_tool_calls);
+      if (!rest.content.empty()) alive = send(chunk_json(head, rest.content, std::exchange(first, false), std::nullopt));
+      if (alive && !rest.calls.empty()) {
+        alive = send(tool_calls_chunk_json(head, rest.calls, std::exchange(first, false)));
+        finish = FinishReason::ToolCalls;
+      }
+      if (alive) alive = send(chunk_json(head, "", first, finish, timings_of(s, !options.drafters.empty())));
       if (alive && job.include_usage) alive = send(usage_chunk_json(head, usage_of(job, s)));
       if (alive) send("[DONE]");
     }

@@ -58,10 +58,13 @@ class ContentSpecialTokenError : public InvalidArgument {
   std::string token_text_;
 };
 
-// The template variables for the assistant's next turn of `messages` (an array of {role, content}):
-// messages, add_generation_prompt (true), and bos_token / eos_token, the text of the vocabulary's BOS
-// and EOS tokens ("" where it has none).
-nlohmann::ordered_json conversation_context(nlohmann::ordered_json messages, const text::Tokenizer& tokenizer);
+// The template variables for the assistant's next turn of `messages` (an array of {role, content},
+// an assistant's tool_calls, a tool's tool_call_id and name): messages, add_generation_prompt (true),
+// and bos_token / eos_token, the text of the vocabulary's BOS and EOS tokens ("" where it has none);
+// `tools` (OpenAI's list of {type: "function", function: {name, description, parameters}}) as the
+// variable `tools` when it is a list, as HuggingFace's apply_chat_template and llama.cpp pass it.
+nlohmann::ordered_json conversation_context(nlohmann::ordered_json messages, const text::Tokenizer& tokenizer,
+                                            nlohmann::ordered_json tools = nullptr);
 
 // Renders `tmpl` over `context` (the template variables: messages, add_generation_prompt, bos_token,
 // ...) and tokenizes the text. Throws chat::TemplateError from the render, ContentSpecialTokenError
