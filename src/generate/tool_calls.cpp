@@ -42,9 +42,6 @@ constexpr ToolCallFormat kFormats[] = {
     // Granite 3.x: <|tool_call|>[{"name": ..., "arguments": {...}}]
     {"granite", {"<|tool_call|>", ""}, JsonList, "<|tool_call|>", "", "name", {"arguments", "parameters"}, "",
      {"<|tool_call|>", ""}},
-    // FireFunction v2: functools[{"name": ..., "arguments": {...}}]
-    {"firefunction_v2", {"functools[", ""}, JsonList, "functools", "", "name", {"arguments", "parameters"}, "",
-     {"functools", ""}},
     // Command R7B: <|START_ACTION|>[{"tool_call_id": "0", "tool_name": ..., "parameters": {...}}]<|END_ACTION|>
     {"command_r7b", {"<|START_ACTION|>", ""}, JsonList, "<|START_ACTION|>", "<|END_ACTION|>", "tool_name",
      {"parameters", "arguments"}, "", {"<|START_ACTION|>", ""}},
@@ -356,7 +353,18 @@ ParsedReply parse_json_tail(const ToolCallFormat& f, std::string_view s) {
 
 std::span<const ToolCallFormat> tool_call_formats() noexcept { return kFormats; }
 
-bool template_uses_tools(std::string_view source) noexcept { return source.find("tools") != std::string_view::npos; }
+// `tools` as a word of its own: FireFunction's "functools" marker is not the variable (that template
+// takes its functions in a variable of its own, `functions`, which no client sends).
+bool template_uses_tools(std::string_view source) noexcept {
+  constexpr std::string_view kWord = "tools";
+  const auto part_of_name = [](char c) { return is_name_char(c) && c != '.' && c != '-'; };
+  for (size_t at = source.find(kWord); at != std::string_view::npos; at = source.find(kWord, at + 1)) {
+    const size_t end = at + kWord.size();
+    if ((at == 0 || !part_of_name(source[at - 1])) && (end == source.size() || !part_of_name(source[end])))
+      return true;
+  }
+  return false;
+}
 
 const ToolCallFormat* detect_tool_call_format(std::string_view source) noexcept {
   if (!template_uses_tools(source)) return nullptr;

@@ -72,7 +72,6 @@ const std::map<std::string, std::string> kExpected = {
     {"deepseek-ai-DeepSeek-V3.2", ""},
     {"deepseek-ai-DeepSeek-V4-Flash-0731", ""},
     {"deepseek-ai-DeepSeek-V4", ""},
-    {"fireworks-ai-llama-3-firefunction-v2", "firefunction_v2"},
     {"google-gemma-4-31B-it-interleaved", ""},
     {"google-gemma-4-31B-it", ""},
     {"ibm-granite-granite-3.3-2B-Instruct", "granite"},
