@@ -243,6 +243,8 @@ Job Server::Impl::prepare(const Request& r) const {
       // and every render is held to its budget of bytes, steps and time.
       throw RequestError(400, "invalid_request_error",
                          fmt::format("the chat template refused the messages: {}", e.what()));
+    } catch (const generate::ControlTextOutsideContentError& e) {
+      throw RequestError(400, "invalid_request_error", e.what());
     } catch (const generate::ContentSpecialTokenError& e) {
       throw RequestError(400, "invalid_request_error", e.what());
     }
