@@ -15,43 +15,47 @@ using Json = nlohmann::ordered_json;
 using enum CallSyntax;
 
 // First match wins: a template holding a more specific marker (Qwen3-Coder's "<parameter=" beside
-// "<tool_call>", Apriel's "<tool_calls>") is tried before the general one.
+// "<tool_call>", Apriel's "<tool_calls>") is tried before the general one. Columns: name,
+// recognized_by, syntax, open, close, name_key, arguments_keys, separator, starts.
+// clang-format off
 constexpr ToolCallFormat kFormats[] = {
     // ByteDance Seed-OSS: <seed:tool_call><function=NAME><parameter=K>V</parameter></function></seed:tool_call>
-    {"seed_oss", {"<seed:tool_call>", "<function="}, FunctionTags, "<seed:tool_call>", "</seed:tool_call>", "", {},
-     "", {"<seed:tool_call>", "<function="}},
+    {"seed_oss", {"<seed:tool_call>", "<function="}, FunctionTags, "<seed:tool_call>", "</seed:tool_call>",
+     "", {}, "", {"<seed:tool_call>", "<function="}},
     // Qwen3-Coder, Qwen3.5, Nemotron 3, StepFun: <tool_call>\n<function=NAME>\n<parameter=K>\nV\n</parameter>...
-    {"qwen3_coder_xml", {"<function=", "<parameter="}, FunctionTags, "<tool_call>", "</tool_call>", "", {}, "",
-     {"<tool_call>", "<function="}},
+    {"qwen3_coder_xml", {"<function=", "<parameter="}, FunctionTags, "<tool_call>", "</tool_call>",
+     "", {}, "", {"<tool_call>", "<function="}},
     // GLM 4.5+, Ling, Spark, Laguna: <tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>
-    {"glm_arg_key", {"<tool_call>", "<arg_key>"}, ArgKeyValue, "<tool_call>", "</tool_call>", "", {}, "",
-     {"<tool_call>", ""}},
-    // Apriel 1.5 (a list), MiniMax-M1 (one object per line) inside <tool_calls>...</tool_calls>
-    {"tool_calls_block", {"<tool_calls>", ""}, JsonList, "<tool_calls>", "</tool_calls>", "name",
-     {"arguments", "parameters"}, "", {"<tool_calls>", ""}},
+    {"glm_arg_key", {"<tool_call>", "<arg_key>"}, ArgKeyValue, "<tool_call>", "</tool_call>",
+     "", {}, "", {"<tool_call>", ""}},
+    // Apriel 1.5/1.6 (a list), MiniMax-M1 (one object per line) inside <tool_calls>...</tool_calls>
+    {"tool_calls_block", {"<tool_calls>", ""}, JsonList, "<tool_calls>", "</tool_calls>",
+     "name", {"arguments", "parameters"}, "", {"<tool_calls>", ""}},
     // Hermes 2 Pro/3, Qwen 2.5/3, QwQ, Granite 4, MiMo, Bielik: <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>
     // (a JSON call names its function under "name": MiniMax-M3's <tool_call> wraps XML instead)
-    {"hermes", {"<tool_call>", "\"name\""}, JsonInTags, "<tool_call>", "</tool_call>", "name", {"arguments", "parameters"},
-     "", {"<tool_call>", ""}},
+    {"hermes", {"<tool_call>", "\"name\""}, JsonInTags, "<tool_call>", "</tool_call>",
+     "name", {"arguments", "parameters"}, "", {"<tool_call>", ""}},
     // Mistral Small 3.2, Devstral, Ministral 3: [TOOL_CALLS]NAME[ARGS]{...} (a [CALL_ID]ID may precede [ARGS])
-    {"mistral_name_args", {"[TOOL_CALLS]", "[ARGS]"}, NameThenJson, "[TOOL_CALLS]", "", "", {}, "[ARGS]",
-     {"[TOOL_CALLS]", ""}},
+    {"mistral_name_args", {"[TOOL_CALLS]", "[ARGS]"}, NameThenJson, "[TOOL_CALLS]", "",
+     "", {}, "[ARGS]", {"[TOOL_CALLS]", ""}},
     // Mistral Nemo: [TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}]
-    {"mistral_nemo", {"[TOOL_CALLS]", ""}, JsonList, "[TOOL_CALLS]", "", "name", {"arguments", "parameters"}, "",
-     {"[TOOL_CALLS]", ""}},
+    {"mistral_nemo", {"[TOOL_CALLS]", ""}, JsonList, "[TOOL_CALLS]", "",
+     "name", {"arguments", "parameters"}, "", {"[TOOL_CALLS]", ""}},
     // Granite 3.x: <|tool_call|>[{"name": ..., "arguments": {...}}]
-    {"granite", {"<|tool_call|>", ""}, JsonList, "<|tool_call|>", "", "name", {"arguments", "parameters"}, "",
-     {"<|tool_call|>", ""}},
+    {"granite", {"<|tool_call|>", ""}, JsonList, "<|tool_call|>", "",
+     "name", {"arguments", "parameters"}, "", {"<|tool_call|>", ""}},
     // Command R7B: <|START_ACTION|>[{"tool_call_id": "0", "tool_name": ..., "parameters": {...}}]<|END_ACTION|>
-    {"command_r7b", {"<|START_ACTION|>", ""}, JsonList, "<|START_ACTION|>", "<|END_ACTION|>", "tool_name",
-     {"parameters", "arguments"}, "", {"<|START_ACTION|>", ""}},
+    {"command_r7b", {"<|START_ACTION|>", ""}, JsonList, "<|START_ACTION|>", "<|END_ACTION|>",
+     "tool_name", {"parameters", "arguments"}, "", {"<|START_ACTION|>", ""}},
     // Functionary v3.1 (Llama 3.1): <function=NAME>{...}</function>
-    {"functionary_v3_1", {"<function=", ""}, FunctionTags, "<function=", "", "", {}, "", {"<function=", ""}},
+    {"functionary_v3_1", {"<function=", ""}, FunctionTags, "<function=", "",
+     "", {}, "", {"<function=", ""}},
     // Llama 3.1/3.2/3.3: {"name": ..., "parameters": {...}}, after <|python_tag|> or not; the tool's
     // answers come back as role ipython, which is how the template is known.
-    {"llama3_json", {"ipython", ""}, JsonTail, "<|python_tag|>", "", "name", {"parameters", "arguments"}, "",
-     {"<|python_tag|>", "{"}, false},
+    {"llama3_json", {"ipython", ""}, JsonTail, "<|python_tag|>", "",
+     "name", {"parameters", "arguments"}, "", {"<|python_tag|>", "{"}},
 };
+// clang-format on
 
 constexpr std::string_view kSpace = " \t\r\n";
 constexpr size_t kMaxJsonDepth = 64;  // model output nested deeper is not a call (and is not parsed)
@@ -75,8 +79,10 @@ size_t json_end(std::string_view s, size_t at) {
   for (size_t i = at; i < s.size(); ++i) {
     const char c = s[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
@@ -177,8 +183,7 @@ Parsed json_list(const ToolCallFormat& f, std::string_view s, size_t at) {
 }
 
 bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-         c == '.';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
 }
 
 // NAME[CALL_ID]ID[ARGS]{...}: the id a model writes is dropped (the server gives each call its own).
@@ -360,8 +365,7 @@ bool template_uses_tools(std::string_view source) noexcept {
   const auto part_of_name = [](char c) { return is_name_char(c) && c != '.' && c != '-'; };
   for (size_t at = source.find(kWord); at != std::string_view::npos; at = source.find(kWord, at + 1)) {
     const size_t end = at + kWord.size();
-    if ((at == 0 || !part_of_name(source[at - 1])) && (end == source.size() || !part_of_name(source[end])))
-      return true;
+    if ((at == 0 || !part_of_name(source[at - 1])) && (end == source.size() || !part_of_name(source[end]))) return true;
   }
   return false;
 }

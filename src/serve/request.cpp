@@ -232,7 +232,8 @@ ToolChoice tool_choice_of(const json& body) {
   if (!v || *v == "auto") return ToolChoice::Auto;
   if (*v == "none") return ToolChoice::None;
   if (*v == "required" || v->is_object())
-    bad(fmt::format("'tool_choice' {} is not implemented by this server: the model cannot be made to call a tool "
+    bad(
+        fmt::format("'tool_choice' {} is not implemented by this server: the model cannot be made to call a tool "
                     "without grammar-constrained sampling (accepted values: null, \"auto\", \"none\")",
                     v->dump()));
   bad(fmt::format("'tool_choice' must be \"auto\", \"none\", \"required\" or a named function, not {}", v->dump()));

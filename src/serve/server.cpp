@@ -491,10 +491,10 @@ void Server::Impl::complete(Exchange& ex, Endpoint endpoint) {
   if (job.tools) {
     const ToolReply reply = tool_reply(*job.tools, text, job.parallel_tool_calls);
     if (!reply.calls.empty())
-      return ex.respond(200,
-                        completion_json(job.head, reply.content, FinishReason::ToolCalls, usage_of(job, s), timings,
-                                        reply.calls),
-                        kJson);
+      return ex.respond(
+          200,
+          completion_json(job.head, reply.content, FinishReason::ToolCalls, usage_of(job, s), timings, reply.calls),
+          kJson);
   }
   ex.respond(200, completion_json(job.head, text, finish_of(s.stop), usage_of(job, s), timings), kJson);
 }
@@ -534,7 +534,8 @@ void Server::Impl::stream(Exchange& ex, Job job, SlotPool::Lease lease) {
     } else {
       FinishReason finish = finish_of(s.stop);
       const ToolReply rest = held.finish(job.parallel_tool_calls);
-      if (!rest.content.empty()) alive = send(chunk_json(head, rest.content, std::exchange(first, false), std::nullopt));
+      if (!rest.content.empty())
+        alive = send(chunk_json(head, rest.content, std::exchange(first, false), std::nullopt));
       if (alive && !rest.calls.empty()) {
         alive = send(tool_calls_chunk_json(head, rest.calls, std::exchange(first, false)));
         finish = FinishReason::ToolCalls;

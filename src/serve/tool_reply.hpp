@@ -27,7 +27,7 @@ const generate::ToolCallFormat* reply_format(const Request& r, const generate::T
                                              bool reads_tools);
 
 struct ToolReply {
-  std::string content;  // the text outside the calls
+  std::string content;          // the text outside the calls
   std::vector<ToolCall> calls;  // each with a fresh id
 };
 // `parallel` false: the first call only (parallel_tool_calls).

@@ -241,11 +241,12 @@ TEST(TokenizeConversation, ControlTokenTextInToolsOrToolCallsIsRefused) {
   const chat::Template tmpl(real_template("Qwen-Qwen2.5-7B-Instruct"));
   const Json tools = Json::parse(R"([{"type":"function","function":{"name":"f","description":"d","parameters":{}}}])");
   Json messages = conversation({{"user", "hi"}});
-  messages.push_back(Json{{"role", "assistant"},
-                          {"content", ""},
-                          {"tool_calls", Json::array({Json{{"id", "abcdefghi"},
-                                                           {"type", "function"},
-                                                           {"function", {{"name", "f"}, {"arguments", {{"x", "1"}}}}}}})}});
+  messages.push_back(Json{
+      {"role", "assistant"},
+      {"content", ""},
+      {"tool_calls",
+       Json::array({Json{
+           {"id", "abcdefghi"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", {{"x", "1"}}}}}}})}});
   const Json ok = generate::conversation_context(messages, tok, tools);
   EXPECT_EQ(ok.at("tools"), tools);
   const generate::TokenizedConversation c = generate::tokenize_conversation(tmpl, ok, tok);

@@ -134,15 +134,17 @@ void expect_calls(const ParsedReply& r, std::string_view content,
 }
 
 TEST(ParseToolCalls, HermesOneCallWithTextBefore) {
-  expect_calls(generate::parse_tool_calls(format("hermes"), "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", "
-                                                            "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"),
+  expect_calls(generate::parse_tool_calls(format("hermes"),
+                                          "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", "
+                                          "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"),
                "Let me look.", {{"get_weather", R"({"city":"Paris"})"}});
 }
 
 TEST(ParseToolCalls, HermesSeveralCallsAndAMissingLastClose) {
-  expect_calls(generate::parse_tool_calls(format("hermes"), "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n"
-                                                            "</tool_call>\n<tool_call>\n{\"name\": \"b\", "
-                                                            "\"arguments\": {\"x\": [1, 2]}}\n"),
+  expect_calls(generate::parse_tool_calls(format("hermes"),
+                                          "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n"
+                                          "</tool_call>\n<tool_call>\n{\"name\": \"b\", "
+                                          "\"arguments\": {\"x\": [1, 2]}}\n"),
                "", {{"a", "{}"}, {"b", R"({"x":[1,2]})"}});
 }
 
@@ -153,9 +155,10 @@ TEST(ParseToolCalls, MalformedJsonStaysContent) {
   const std::string bad = "<tool_call>{\"arguments\": {}}</tool_call>";
   expect_calls(generate::parse_tool_calls(format("hermes"), bad + "<tool_call>{\"name\": \"b\"}</tool_call>"), bad,
                {{"b", "{}"}});
-  expect_calls(generate::parse_tool_calls(format("llama3_json"), "{\"name\": \"a\", \"parameters\": {"), "{\"name\": "
-                                                                                                        "\"a\", "
-                                                                                                        "\"parameters\": {",
+  expect_calls(generate::parse_tool_calls(format("llama3_json"), "{\"name\": \"a\", \"parameters\": {"),
+               "{\"name\": "
+               "\"a\", "
+               "\"parameters\": {",
                {});
 }
 
@@ -169,9 +172,9 @@ TEST(ParseToolCalls, ArgumentsAsAnObjectOrAString) {
 }
 
 TEST(ParseToolCalls, Llama3JsonWithAndWithoutPythonTag) {
-  expect_calls(generate::parse_tool_calls(format("llama3_json"),
-                                          R"({"name": "get_weather", "parameters": {"city": "Paris"}})"),
-               "", {{"get_weather", R"({"city":"Paris"})"}});
+  expect_calls(
+      generate::parse_tool_calls(format("llama3_json"), R"({"name": "get_weather", "parameters": {"city": "Paris"}})"),
+      "", {{"get_weather", R"({"city":"Paris"})"}});
   expect_calls(generate::parse_tool_calls(format("llama3_json"),
                                           "<|python_tag|>{\"type\": \"function\", \"name\": \"f\", \"parameters\": "
                                           "{}}; {\"name\": \"g\", \"parameters\": {\"n\": 2}}"),
@@ -215,10 +218,10 @@ TEST(ParseToolCalls, FunctionaryAndListFormats) {
                {{"f", R"({"a":1})"}});
   expect_calls(generate::parse_tool_calls(format("granite"), R"(<|tool_call|>[{"name": "f", "arguments": {}}])"), "",
                {{"f", "{}"}});
-  expect_calls(generate::parse_tool_calls(format("command_r7b"),
-                                          R"(<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "f", )"
-                                          R"("parameters": {"a": 1}}]<|END_ACTION|>)"),
-               "", {{"f", R"({"a":1})"}});
+  expect_calls(
+      generate::parse_tool_calls(format("command_r7b"), R"(<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "f", )"
+                                                        R"("parameters": {"a": 1}}]<|END_ACTION|>)"),
+      "", {{"f", R"({"a":1})"}});
   expect_calls(generate::parse_tool_calls(format("tool_calls_block"),
                                           "<tool_calls>\n{\"name\": \"f\", \"arguments\": {}}\n{\"name\": \"g\", "
                                           "\"arguments\": {}}\n</tool_calls>"),
@@ -226,8 +229,8 @@ TEST(ParseToolCalls, FunctionaryAndListFormats) {
 }
 
 TEST(ParseToolCalls, DeepNestingIsNotParsed) {
-  std::string deep = "<tool_call>{\"name\": \"f\", \"arguments\": " + std::string(100, '[') + std::string(100, ']') +
-                     "}</tool_call>";
+  std::string deep =
+      "<tool_call>{\"name\": \"f\", \"arguments\": " + std::string(100, '[') + std::string(100, ']') + "}</tool_call>";
   expect_calls(generate::parse_tool_calls(format("hermes"), deep), deep, {});
 }
 

@@ -119,9 +119,11 @@ INSTANTIATE_TEST_SUITE_P(
             "tools[0].function.parameters must be an object"},
         Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})",
             "without grammar-constrained sampling"},
-        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"tool_choice":{"type":"function","function":{"name":"f"}}})",
+        Bad{kChat,
+            R"({"messages":[{"role":"user","content":"x"}],"tool_choice":{"type":"function","function":{"name":"f"}}})",
             "without grammar-constrained sampling"},
-        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"sometimes"})", "'tool_choice' must be"},
+        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"sometimes"})",
+            "'tool_choice' must be"},
         Bad{kChat, R"({"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"arguments":"{}"}}]}]})",
             "messages[0].tool_calls[0].function.name is required"},
         Bad{kChat, R"({"messages":[{"role":"assistant","tool_calls":{}}]})", "messages[0].tool_calls must be a list"},
@@ -254,7 +256,6 @@ TEST(ServeResponse, InvalidUtf8InGeneratedTextIsReplacedNotThrown) {
   EXPECT_EQ(j["choices"][0]["text"], "caf\xEF\xBF\xBD");
 }
 
-
 TEST(ParseRequest, ToolsKeepTheClientsKeyOrderAndMessagesCarryCalls) {
   const Request r = parse_request(kChat, R"({"messages":[{"role":"user","content":"weather?"},
       {"role":"assistant","content":null,"tool_calls":[{"id":"abcdefghi","type":"function",
@@ -262,7 +263,9 @@ TEST(ParseRequest, ToolsKeepTheClientsKeyOrderAndMessagesCarryCalls) {
       {"role":"tool","tool_call_id":"abcdefghi","name":"get_weather","content":"sunny"}],
     "tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"},"description":"d"}}],
     "tool_choice":"auto","parallel_tool_calls":false})");
-  EXPECT_EQ(r.tools, R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"},"description":"d"}}])");
+  EXPECT_EQ(
+      r.tools,
+      R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"},"description":"d"}}])");
   EXPECT_EQ(r.tool_choice, ToolChoice::Auto);
   EXPECT_FALSE(r.parallel_tool_calls);
   ASSERT_EQ(r.messages.size(), 3u);

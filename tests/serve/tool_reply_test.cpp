@@ -69,8 +69,9 @@ TEST(ToolReply, FormatForARequest) {
 }
 
 TEST(ToolReply, CallsGetIdsAndParallelFalseKeepsTheFirst) {
-  const std::string text = "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call>"
-                           "<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>";
+  const std::string text =
+      "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call>"
+      "<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>";
   const ToolReply both = tool_reply(hermes(), text, true);
   ASSERT_EQ(both.calls.size(), 2u);
   EXPECT_EQ(both.calls[0].id.size(), 9u);
@@ -110,13 +111,18 @@ TEST(ToolReply, ResponseShapes) {
   const Json& choice = j.at("choices").at(0);
   EXPECT_EQ(choice.at("finish_reason"), "tool_calls");
   EXPECT_TRUE(choice.at("message").at("content").is_null());
-  EXPECT_EQ(choice.at("message").at("tool_calls").dump(),
-            R"([{"id":"a1b2c3d4e","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}])");
+  EXPECT_EQ(
+      choice.at("message").at("tool_calls").dump(),
+      R"([{"id":"a1b2c3d4e","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}])");
   const Json chunk = Json::parse(tool_calls_chunk_json(head, calls, false));
-  EXPECT_EQ(chunk.at("choices").at(0).at("delta").dump(),
-            R"({"tool_calls":[{"index":0,"id":"a1b2c3d4e","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]})");
-  EXPECT_EQ(Json::parse(completion_json(head, "hi", FinishReason::Stop, Usage{})).at("choices").at(0).at("message").at(
-                "content"),
+  EXPECT_EQ(
+      chunk.at("choices").at(0).at("delta").dump(),
+      R"({"tool_calls":[{"index":0,"id":"a1b2c3d4e","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]})");
+  EXPECT_EQ(Json::parse(completion_json(head, "hi", FinishReason::Stop, Usage{}))
+                .at("choices")
+                .at(0)
+                .at("message")
+                .at("content"),
             "hi");
 }
 

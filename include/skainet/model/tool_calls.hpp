@@ -38,14 +38,13 @@ struct ToolCallFormat {
   // Every one of these occurs in a template's source that writes calls this way (an empty one: none).
   std::string_view recognized_by[2];
   CallSyntax syntax;
-  std::string_view open, close;       // the text around a call or the calls (close may be empty)
-  std::string_view name_key;          // JSON syntaxes: the key of the function's name
-  std::string_view arguments_keys[2]; // JSON syntaxes: the key of its arguments, the first found
-  std::string_view separator;         // NameThenJson: between the name and the arguments
+  std::string_view open, close;        // the text around a call or the calls (close may be empty)
+  std::string_view name_key;           // JSON syntaxes: the key of the function's name
+  std::string_view arguments_keys[2];  // JSON syntaxes: the key of its arguments, the first found
+  std::string_view separator;          // NameThenJson: between the name and the arguments
   // Where a call may begin in the text, as the model writes it: streamed text is held back from the
   // first of these on (and while the text's end could be the start of one).
   std::string_view starts[2];
-  bool several = true;  // whether the format can hold several calls in one reply
 };
 
 // Every known format, in the order detection tries them (a more specific marker first).
