@@ -253,3 +253,54 @@ TEST(TemplateToolCall, ArgumentsBecomeTheObjectTheyHold) {
 }
 
 }  // namespace
+
+namespace {
+
+// A reply as each format writes two calls, with text before.
+std::string sample_reply(const ToolCallFormat& f) {
+  const std::string args = R"({"city": "Paris", "days": [1, 2]})";
+  switch (f.syntax) {
+    case generate::CallSyntax::JsonInTags:
+      return "ok " + std::string(f.open) + R"({"name": "a", "arguments": )" + args + "}" + std::string(f.close) +
+             std::string(f.open) + R"({"name": "b", "arguments": {}})" + std::string(f.close);
+    case generate::CallSyntax::JsonList:
+      return "ok " + std::string(f.open) + "[{\"" + std::string(f.name_key) + "\": \"a\", \"" +
+             std::string(f.arguments_keys[0]) + "\": " + args + "}]" + std::string(f.close);
+    case generate::CallSyntax::JsonTail:
+      return "ok\n" + std::string(f.open) + R"({"name": "a", "parameters": )" + args + "}";
+    case generate::CallSyntax::NameThenJson: return "ok " + std::string(f.open) + "a" + std::string(f.separator) + args;
+    case generate::CallSyntax::FunctionTags:
+      return "ok " + std::string(f.open) + (f.open == "<function=" ? "" : "<function=") + "a>\n" +
+             "<parameter=city>\nParis\n</parameter>\n</function>" + std::string(f.close);
+    case generate::CallSyntax::ArgKeyValue:
+      return "ok " + std::string(f.open) + "a<arg_key>city</arg_key><arg_value>Paris</arg_value>" +
+             std::string(f.close);
+  }
+  return {};
+}
+
+}  // namespace
+
+// Every format on its own sample: the calls parse with the text before as content, and every prefix
+// of the reply (a stream cut anywhere, a reply cut by max_tokens) parses without throwing, never
+// yields content beyond the text, and what may be streamed of it never shrinks as it grows.
+TEST(ParseToolCalls, EveryFormatsSampleAndEveryPrefixOfIt) {
+  for (const ToolCallFormat& f : generate::tool_call_formats()) {
+    const std::string reply = sample_reply(f);
+    const ParsedReply whole = generate::parse_tool_calls(f, reply);
+    EXPECT_EQ(whole.content, "ok") << f.name;
+    ASSERT_FALSE(whole.calls.empty()) << f.name << ": " << reply;
+    EXPECT_EQ(whole.calls[0].name, "a") << f.name;
+    size_t streamable = 0;
+    for (size_t n = 0; n <= reply.size(); ++n) {
+      const std::string_view prefix = std::string_view(reply).substr(0, n);
+      const ParsedReply r = generate::parse_tool_calls(f, prefix);
+      EXPECT_LE(r.content.size(), n) << f.name;
+      const size_t now = generate::streamable_prefix(f, prefix);
+      EXPECT_LE(now, n) << f.name;
+      EXPECT_GE(now, streamable) << f.name << " at " << n;
+      streamable = now;
+    }
+    EXPECT_LE(streamable, 3u) << f.name << ": the call itself is never streamed as text";
+  }
+}
