@@ -403,6 +403,23 @@ size_t streamable_prefix(const ToolCallFormat& format, std::string_view text) no
   return limit;
 }
 
+std::vector<int32_t> tool_call_marker_tokens(const ToolCallFormat& format, const text::Tokenizer& tokenizer) {
+  // Beside each format's own, the markers the parsers read inside a call.
+  constexpr std::string_view kInner[] = {"[CALL_ID]",  "<function=",  "</function>", "<arg_key>",
+                                         "</arg_key>", "<arg_value>", "</arg_value>"};
+  std::vector<std::string_view> markers = {format.open, format.close, format.separator, format.starts[0],
+                                           format.starts[1]};
+  markers.insert(markers.end(), std::begin(kInner), std::end(kInner));
+  std::vector<int32_t> ids;
+  for (std::string_view marker : markers) {
+    if (marker.empty()) continue;
+    const auto found = tokenizer.find_special_text(marker);
+    if (!found || found->offset != 0 || tokenizer.token_to_piece(found->id, true) != marker) continue;
+    if (std::find(ids.begin(), ids.end(), found->id) == ids.end()) ids.push_back(found->id);
+  }
+  return ids;
+}
+
 nlohmann::ordered_json template_tool_call(std::string_view id, std::string_view name, std::string_view arguments) {
   Json args = std::string(arguments);
   if (auto j = json_at(arguments, skip_space(arguments, 0));

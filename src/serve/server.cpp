@@ -231,6 +231,7 @@ Job Server::Impl::prepare(const Request& r) const {
   if (r.endpoint == Endpoint::ChatCompletions) {
     job.tools = reply_format(r, tool_format, template_reads_tools);
     job.parallel_tool_calls = r.parallel_tool_calls;
+    if (job.tools) job.generation.shown_control_tokens = generate::tool_call_marker_tokens(*job.tools, tok);
     nlohmann::ordered_json tools = job.tools ? nlohmann::ordered_json::parse(r.tools) : nlohmann::ordered_json();
     try {
       // A message's content stays text: a client's "<|im_end|>" must not end or forge a turn.

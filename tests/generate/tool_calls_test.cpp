@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "skainet/model/generate.hpp"
 #include "skainet/model/tool_calls.hpp"
 
 namespace fs = std::filesystem;
@@ -302,5 +303,39 @@ TEST(ParseToolCalls, EveryFormatsSampleAndEveryPrefixOfIt) {
       streamable = now;
     }
     EXPECT_LE(streamable, 3u) << f.name << ": the call itself is never streamed as text";
+  }
+}
+
+// A format's marker that is a control token in the vocabulary (Llama 3.1's "<|python_tag|>",
+// Mistral's "[TOOL_CALLS]") is shown in generated text only when asked, and the markers ask for it
+// (llama.cpp's preserved tokens). The vocabulary here is Llama 3.0's, where Llama 3.1's python tag
+// (id 128010) is still a reserved control token: a row like llama3_json's opens with its text.
+TEST(ToolCallMarkerTokens, ControlTokenMarkersAreShownInTheGeneratedText) {
+  const text::Tokenizer tok =
+      text::Tokenizer::from_file(fs::path(SKAINET_SHARED_MODELS) / "vocab" / "ggml-vocab-llama-bpe.gguf");
+  const std::string marker = tok.token_to_piece(128010, /*render_special=*/true);
+  ASSERT_TRUE(tok.token_to_piece(128010).empty()) << marker << " is not a control token";
+  ToolCallFormat f = format("llama3_json");
+  f.open = f.starts[0] = marker;
+  const auto python_tag = tok.find_special_text(marker);
+  ASSERT_TRUE(python_tag);
+  const std::vector<int32_t> markers = generate::tool_call_marker_tokens(f, tok);
+  EXPECT_EQ(markers, (std::vector<int32_t>{128010}));
+  EXPECT_TRUE(generate::tool_call_marker_tokens(format("hermes"), tok).empty());  // no such token here
+
+  std::vector<int32_t> reply = {python_tag->id};
+  for (int32_t id : tok.encode(R"({"name": "f", "parameters": {}})", false)) reply.push_back(id);
+  for (const bool shown : {false, true}) {
+    std::string text;
+    const generate::TokenCallback collect = [&](std::string_view piece, int32_t) {
+      text.append(piece);
+      return true;
+    };
+    generate::TextStream stream(tok, {}, {}, collect,
+                                shown ? std::span<const int32_t>(markers) : std::span<const int32_t>());
+    for (int32_t id : reply) stream.push(id);
+    stream.finish();
+    EXPECT_EQ(text.starts_with(marker), shown) << text;
+    EXPECT_EQ(generate::parse_tool_calls(f, text).calls.size(), 1u) << text;
   }
 }

@@ -70,6 +70,9 @@ struct Options {
   // from the stop string on is not passed to the callback. Text that could be the start of a stop
   // string is held back until it is known not to be one, so pieces may arrive a few tokens late.
   std::vector<std::string> stop_strings = {};
+  // Control tokens whose text the generated text shows (otherwise a control token shows nothing): the
+  // markers a chat reply's tool calls are parsed by (generate::tool_call_markers).
+  std::vector<int32_t> shown_control_tokens = {};
 };
 
 enum class StopReason : uint8_t { MaxTokens, EndOfGeneration, ContextFull, Callback, StopString };
@@ -142,7 +145,8 @@ class TextStream {
  public:
   // `stop_strings` and `on_token` must outlive the stream; `on_token` may be empty.
   TextStream(const text::Tokenizer& tokenizer, std::span<const int32_t> prompt,
-             std::span<const std::string> stop_strings, const TokenCallback& on_token);
+             std::span<const std::string> stop_strings, const TokenCallback& on_token,
+             std::span<const int32_t> shown_control_tokens = {});
   // Shows token `id`'s text; false to stop: the callback returned false, or a stop string appeared
   // (stopped_by_string()).
   bool push(int32_t id);

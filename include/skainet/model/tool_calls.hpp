@@ -21,6 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "skainet/text/text.hpp"
+
 namespace skainet::generate {
 
 // How the calls of one format are written (each syntax is one parser in tool_calls.cpp).
@@ -72,6 +74,11 @@ ParsedReply parse_tool_calls(const ToolCallFormat& format, std::string_view text
 // How much of `text` (a reply so far) may be sent as content while more is generated: all of it up
 // to where a call could begin.
 size_t streamable_prefix(const ToolCallFormat& format, std::string_view text) noexcept;
+
+// The control tokens among the format's markers in this vocabulary ("[TOOL_CALLS]" is one in
+// Mistral's, "<|python_tag|>" in Llama 3's): a control token's text is not shown in generated text
+// unless asked (generate::Options::shown_control_tokens), and the calls are parsed by it.
+std::vector<int32_t> tool_call_marker_tokens(const ToolCallFormat& format, const text::Tokenizer& tokenizer);
 
 // An assistant message's tool call as a template reads it: {"id", "type": "function", "function":
 // {"name", "arguments"}}. `arguments` (OpenAI's JSON text) becomes the JSON object it holds: the
