@@ -15,6 +15,7 @@
 #include "cli.hpp"
 #include "generation_args.hpp"
 #include "skainet/app/serve.hpp"
+#include "skainet/model/tool_calls.hpp"
 
 namespace skainet::cli {
 namespace {
@@ -58,6 +59,15 @@ std::vector<std::string> api_keys_of(const ServeArgs& a) {
   return keys;
 }
 
+// What the listening line says of tools: the format the template's calls are parsed in, or why
+// requests with tools are refused.
+std::string tool_support(const std::string& template_source) {
+  if (const generate::ToolCallFormat* f = generate::detect_tool_call_format(template_source))
+    return fmt::format("tool calls: {}", f->name);
+  return generate::template_uses_tools(template_source) ? "tool calls: a format not parsed (tools refused)"
+                                                        : "tool calls: none (tools refused)";
+}
+
 // The server's options from the command line, the opened engine and its template.
 serve::ServerOptions server_options(const ServeArgs& a, const generate::Engine& engine, const ChosenTemplate& chosen,
                                     std::vector<std::string> api_keys) {
@@ -77,13 +87,13 @@ serve::ServerOptions server_options(const ServeArgs& a, const generate::Engine& 
   so.ignore_eos = a.gen.ignore_eos;
   // Copies of what it prints: the options are returned by value and the engine outlives the server.
   so.on_listening = [id = so.model_id, host = so.host, slots = so.slots, threads = so.threads, p = &engine.plan,
-                     description = chosen.description](int port) {
+                     description = chosen.description, tools = tool_support(chosen.source)](int port) {
     // The tests read this line for the port (--port 0 picks a free one).
     fmt::print(stderr,
                "skainet: serving {} on http://{}:{} | {} slots x context {}, batched | {} threads | plan "
-               "resident {} (kv {}, slab {}) | chat template: {}\n",
+               "resident {} (kv {}, slab {}) | chat template: {} | {}\n",
                id, host, port, slots, p->kv->n_ctx, threads, base::format_bytes(p->totals.resident()),
-               base::format_bytes(p->totals.kv), base::format_bytes(p->totals.slab), description);
+               base::format_bytes(p->totals.kv), base::format_bytes(p->totals.slab), description, tools);
     std::fflush(stderr);
   };
   return so;

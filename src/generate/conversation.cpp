@@ -152,11 +152,43 @@ ContentSpecialTokenError::ContentSpecialTokenError(size_t message_index, std::st
       role_(std::move(role)),
       token_text_(std::move(token_text)) {}
 
-Json conversation_context(Json messages, const text::Tokenizer& tokenizer) {
-  return Json{{"messages", std::move(messages)},
-              {"add_generation_prompt", true},
-              {"bos_token", special_text(tokenizer, tokenizer.bos())},
-              {"eos_token", special_text(tokenizer, tokenizer.eos())}};
+ControlTextOutsideContentError::ControlTextOutsideContentError(std::string where, std::string token_text)
+    : InvalidArgument(fmt::format("{} holds \"{}\", the text of a control token, outside a message's content, where "
+                                  "it cannot be kept as text: remove it, or allow special tokens in content "
+                                  "(--special-in-content)",
+                                  where, token_text)) {}
+
+namespace {
+
+// Every string of the context the template may write that is not a message's content: the tools,
+// and each message's fields beside role and content (tool_calls, tool_call_id, name).
+void refuse_control_text_outside_contents(const Json& context, const text::Tokenizer& tokenizer) {
+  const auto check = [&](const Json& value, const std::string& where) {
+    for_each_string(value, [&](const std::string& s) {
+      if (auto found = tokenizer.find_special_text(s))
+        throw ControlTextOutsideContentError(where, tokenizer.vocab().tokens[found->id]);
+    });
+  };
+  if (auto tools = context.find("tools"); tools != context.end()) check(*tools, "a tool's definition");
+  auto messages = context.find("messages");
+  if (messages == context.end() || !messages->is_array()) return;
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const Json& m = (*messages)[i];
+    if (!m.is_object()) continue;
+    for (auto it = m.begin(); it != m.end(); ++it)
+      if (it.key() != "role" && it.key() != "content") check(it.value(), fmt::format("message {}'s {}", i, it.key()));
+  }
+}
+
+}  // namespace
+
+Json conversation_context(Json messages, const text::Tokenizer& tokenizer, Json tools) {
+  Json context{{"messages", std::move(messages)},
+               {"add_generation_prompt", true},
+               {"bos_token", special_text(tokenizer, tokenizer.bos())},
+               {"eos_token", special_text(tokenizer, tokenizer.eos())}};
+  if (tools.is_array()) context["tools"] = std::move(tools);
+  return context;
 }
 
 TokenizedConversation tokenize_conversation(const chat::Template& tmpl, const Json& context,
@@ -166,6 +198,7 @@ TokenizedConversation tokenize_conversation(const chat::Template& tmpl, const Js
   const std::string bos_text = special_text(tokenizer, tokenizer.bos());
   out.add_special = bos_text.empty() || !out.text.starts_with(bos_text);
 
+  if (!options.special_in_content) refuse_control_text_outside_contents(context, tokenizer);
   auto messages = context.find("messages");
   std::vector<Message> assessed;
   if (!options.special_in_content && messages != context.end() && messages->is_array()) {

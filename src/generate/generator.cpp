@@ -166,7 +166,7 @@ Stats Generator::continue_ids(std::span<const int32_t> prompt, int64_t cached, c
   s.prompt_tokens = static_cast<int32_t>(prompt.size() - static_cast<size_t>(cached));
   sampler_.reset();
   for (int32_t t : prompt.first(static_cast<size_t>(cached))) sampler_.accept(t);  // the penalty sees them all
-  TextStream text(tokenizer_, prompt, options.stop_strings, on_token);
+  TextStream text(tokenizer_, prompt, options.stop_strings, on_token, options.shown_control_tokens);
 
   const auto start = Clock::now();
   int32_t next = prefill(prompt.subspan(static_cast<size_t>(cached)), cached);
@@ -214,9 +214,23 @@ Stats Generator::continue_ids(std::span<const int32_t> prompt, int64_t cached, c
   return s;
 }
 
+namespace {
+
+text::DecodeOptions showing(std::span<const int32_t> control_tokens) {
+  text::DecodeOptions options;
+  options.shown_tokens.assign(control_tokens.begin(), control_tokens.end());
+  return options;
+}
+
+}  // namespace
+
 TextStream::TextStream(const text::Tokenizer& tokenizer, std::span<const int32_t> prompt,
-                       std::span<const std::string> stop_strings, const TokenCallback& on_token)
-    : decoder_(tokenizer), stop_strings_(stop_strings), on_token_(on_token), stops_(stop_strings) {
+                       std::span<const std::string> stop_strings, const TokenCallback& on_token,
+                       std::span<const int32_t> shown_control_tokens)
+    : decoder_(tokenizer, showing(shown_control_tokens)),
+      stop_strings_(stop_strings),
+      on_token_(on_token),
+      stops_(stop_strings) {
   // Primed with the prompt, so the first generated piece joins it as the tokenizer joins text.
   if (on_token_ || !stop_strings_.empty())
     for (int32_t t : prompt) decoder_.push(t);

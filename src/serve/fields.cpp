@@ -1,8 +1,8 @@
 // Every request field a client of /v1/chat/completions or /v1/completions may send (OpenAI's and
 // llama-server's names), and what this server does with it. A field that would change the answer and
 // that the server does not implement is refused with a 400 rather than ignored: a client asking for
-// JSON or tool calls must learn it did not get them. The same values that ask for
-// nothing (tools: [], response_format {"type":"text"}) are accepted, since clients send
+// a sampler it does not have must learn it did not get it. The same values that ask for
+// nothing (logprobs: false, mirostat: 0) are accepted, since clients send
 // them by default. parse_request consults this table; docs/serving.md carries its rendering
 // (request_fields_markdown), which a test keeps equal.
 #include <algorithm>
@@ -36,8 +36,8 @@ constexpr RequestField kFields[] = {
     {"frequency_penalty", Implemented, "",
      "-2 to 2: minus count x penalty for each token among the last repeat_last_n"},
     {"function_call", Refused, R"(["none","auto"])",
-     "function calling (the deprecated form of tool_choice) is not implemented"},
-    {"functions", Refused, "[[]]", "function calling (the deprecated form of tools) is not implemented"},
+     "the deprecated form of tool_choice: send tools and tool_choice instead"},
+    {"functions", Refused, "[[]]", "the deprecated form of tools: send tools instead"},
     {"grammar", Implemented, "", "llama.cpp's GBNF: every token drawn keeps the output a prefix of the grammar's language"},
     {"id_slot", Refused, "[-1]", "a slot is chosen by the server (the one whose cache holds most of the prompt)"},
     {"ignore_eos", Implemented, "", "true: generation goes on past the end-of-generation token"},
@@ -64,7 +64,8 @@ constexpr RequestField kFields[] = {
      "tokens kept when the context shifts; it never shifts here (a full context ends the answer)"},
     {"n_predict", Implemented, "", "llama.cpp's name for max_tokens; -1: no limit"},
     {"n_probs", Implemented, "", "llama.cpp's: log-probabilities with this many alternatives per token, 0 to 20"},
-    {"parallel_tool_calls", NoEffect, "", "only matters with tools, which are refused"},
+    {"parallel_tool_calls", Implemented, "",
+     "false: only the reply's first tool call is returned (the model is not kept from writing more)"},
     {"post_sampling_probs", Refused, "[false]",
      "log-probabilities are those of the raw logits, before penalties, temperature and filters"},
     {"prediction", NoEffect, "", "a latency hint (predicted output); the answer does not depend on it"},
@@ -90,9 +91,12 @@ constexpr RequestField kFields[] = {
     {"temperature", Implemented, "", "0 to 100; 0: greedy"},
     {"tfs_z", Refused, "[1]", "tail-free sampling is not implemented"},
     {"timings_per_token", Refused, "[false]", "timings are sent with the last chunk only"},
-    {"tool_choice", Refused, R"(["none","auto"])",
-     "tool calling is not implemented (\"none\" and \"auto\" without tools ask for nothing)"},
-    {"tools", Refused, "[[]]", "tool calling is not implemented"},
+    {"tool_choice", Implemented, "",
+     "\"auto\" (default); \"none\": the tools are not shown and the reply not parsed; \"required\" or a named "
+     "function: 400, a call cannot be enforced without constrained sampling"},
+    {"tools", Implemented, "",
+     "chat: functions shown to the chat template (its `tools`); calls in the reply parsed in the template's format "
+     "into message.tool_calls; 400 when the template has none"},
     {"top_k", Implemented, "", "top-k filter; 0: off"},
     {"top_logprobs", Implemented, "", "chat, with logprobs true: alternatives per token, 0 to 20"},
     {"top_p", Implemented, "", "top-p (nucleus) filter, 0 to 1"},

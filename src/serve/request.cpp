@@ -89,6 +89,38 @@ std::string content_of(const json& v, size_t index) {
   return text;
 }
 
+std::string string_in(const json& object, std::string_view key, const std::string& where, bool required) {
+  const json* v = field(object, key);
+  if (!v) {
+    if (required) bad(fmt::format("{}.{} is required", where, key));
+    return {};
+  }
+  if (!v->is_string()) bad(fmt::format("{}.{} must be a string, not {}", where, key, type_of(*v)));
+  return v->get<std::string>();
+}
+
+// An assistant message's tool_calls: [{id, type: "function", function: {name, arguments (JSON text)}}].
+std::vector<ToolCall> tool_calls_of(const json& message, size_t index) {
+  const json* v = field(message, "tool_calls");
+  if (!v) return {};
+  if (!v->is_array()) bad(fmt::format("messages[{}].tool_calls must be a list, not {}", index, type_of(*v)));
+  std::vector<ToolCall> out;
+  for (size_t c = 0; c < v->size(); ++c) {
+    const std::string where = fmt::format("messages[{}].tool_calls[{}]", index, c);
+    const json& call = (*v)[c];
+    if (!call.is_object()) bad(fmt::format("{} must be an object, not {}", where, type_of(call)));
+    if (const json* type = field(call, "type"); type && *type != "function")
+      bad(fmt::format("{}.type must be \"function\"", where));
+    const json* function = field(call, "function");
+    if (!function || !function->is_object()) bad(fmt::format("{}.function must be an object", where));
+    ToolCall t{string_in(call, "id", where, false), string_in(*function, "name", where + ".function", true),
+               string_in(*function, "arguments", where + ".function", false)};
+    if (t.arguments.empty()) t.arguments = "{}";
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 std::vector<Message> messages_of(const json& body, const RequestLimits& limits) {
   const json* v = field(body, "messages");
   if (!v) bad("'messages' is required");
@@ -108,7 +140,16 @@ std::vector<Message> messages_of(const json& body, const RequestLimits& limits) 
       bad(fmt::format("messages[{}].role '{}' is not one of system, developer, user, assistant, tool", i, r));
     const json* content = field(m, "content");
     // An assistant message may carry no content (a tool call); as text that is the empty string.
-    out.push_back({r, content ? content_of(*content, i) : std::string()});
+    Message message;
+    message.role = r;
+    message.content = content ? content_of(*content, i) : std::string();
+    const std::string where = fmt::format("messages[{}]", i);
+    if (r == "assistant") message.tool_calls = tool_calls_of(m, i);
+    if (r == "tool") {
+      message.tool_call_id = string_in(m, "tool_call_id", where, false);
+      message.name = string_in(m, "name", where, false);
+    }
+    out.push_back(std::move(message));
   }
   return out;
 }
@@ -185,6 +226,43 @@ std::optional<int32_t> top_logprobs_of(const json& body, Endpoint endpoint) {
   return std::max(asked.value_or(0), static_cast<int32_t>(top.value_or(0)));
 }
 
+// tools: [{type: "function", function: {name, description?, parameters?}}], kept as JSON text in the
+// client's key order (the body parsed again, order kept: templates print the tools with tojson).
+std::string tools_of(const json& body, std::string_view text) {
+  const json* v = field(body, "tools");
+  if (!v) return {};
+  if (!v->is_array()) bad(fmt::format("'tools' must be a list, not {}", type_of(*v)));
+  if (v->empty()) return {};
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& tool = (*v)[i];
+    const std::string where = fmt::format("tools[{}]", i);
+    if (!tool.is_object()) bad(fmt::format("{} must be an object, not {}", where, type_of(tool)));
+    if (string_in(tool, "type", where, true) != "function")
+      bad(fmt::format("{}.type must be \"function\" (the only kind of tool)", where));
+    const json* function = field(tool, "function");
+    if (!function || !function->is_object()) bad(fmt::format("{}.function must be an object", where));
+    if (string_in(*function, "name", where + ".function", true).empty())
+      bad(fmt::format("{}.function.name must not be empty", where));
+    if (const json* p = field(*function, "parameters"); p && !p->is_object())
+      bad(fmt::format("{}.function.parameters must be an object (a JSON schema), not {}", where, type_of(*p)));
+  }
+  return nlohmann::ordered_json::parse(text).at("tools").dump();
+}
+
+// "auto" and "none"; "required" and a named function would need the model held to a call, which
+// sampling here cannot do.
+ToolChoice tool_choice_of(const json& body) {
+  const json* v = field(body, "tool_choice");
+  if (!v || *v == "auto") return ToolChoice::Auto;
+  if (*v == "none") return ToolChoice::None;
+  if (*v == "required" || v->is_object())
+    bad(
+        fmt::format("'tool_choice' {} is not implemented by this server: the model cannot be made to call a tool "
+                    "without grammar-constrained sampling (accepted values: null, \"auto\", \"none\")",
+                    v->dump()));
+  bad(fmt::format("'tool_choice' must be \"auto\", \"none\", \"required\" or a named function, not {}", v->dump()));
+}
+
 }  // namespace
 
 void bad_request(std::string message) { throw RequestError(400, "invalid_request_error", std::move(message)); }
@@ -259,10 +337,15 @@ Request parse_request(Endpoint endpoint, std::string_view body, const RequestLim
     if (!m->is_string()) bad(fmt::format("'model' must be a string, not {}", type_of(*m)));
     r.model = m->get<std::string>();
   }
-  if (endpoint == Endpoint::ChatCompletions)
+  if (endpoint == Endpoint::ChatCompletions) {
     r.messages = messages_of(j, limits);
-  else
+    r.tools = tools_of(j, body);
+    r.tool_choice = tool_choice_of(j);
+    r.parallel_tool_calls = boolean(j, "parallel_tool_calls", true);
+  } else {
     prompt_of(j, r, limits.vocab_size);
+    if (!tools_of(j, body).empty()) bad("'tools' are for /v1/chat/completions: a completion has no chat template");
+  }
 
   r.stream = boolean(j, "stream");
   if (const json* so = field(j, "stream_options")) {

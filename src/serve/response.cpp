@@ -85,13 +85,33 @@ json logprobs_json(const ResponseHead& h, const Logprobs& logprobs) {
   return is_chat(h) ? chat_logprobs_json(*logprobs) : completion_logprobs_json(*logprobs);
 }
 
+// OpenAI's tool_calls list; in a stream each entry carries its index.
+json tool_calls_json(std::span<const ToolCall> calls, bool indexed) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json call = indexed ? json{{"index", i}} : json::object();
+    call["id"] = calls[i].id;
+    call["type"] = "function";
+    call["function"] = json{{"name", calls[i].name}, {"arguments", calls[i].arguments}};
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
 // Generated text need not be valid UTF-8 (a model may stop inside a character): replace bad bytes
 // rather than fail the response.
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace
 
-std::string_view finish_reason_name(FinishReason r) noexcept { return r == FinishReason::Stop ? "stop" : "length"; }
+std::string_view finish_reason_name(FinishReason r) noexcept {
+  switch (r) {
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::ToolCalls: return "tool_calls";
+  }
+  return "stop";
+}
 
 std::string completion_json(const ResponseHead& head, std::span<const Choice> choices, const Usage& usage,
                             const Timings& timings) {
@@ -99,10 +119,13 @@ std::string completion_json(const ResponseHead& head, std::span<const Choice> ch
   j["choices"] = json::array();
   for (const Choice& c : choices) {
     json choice{{"index", c.index}};
-    if (is_chat(head))
-      choice["message"] = json{{"role", "assistant"}, {"content", c.text}};
-    else
+    if (is_chat(head)) {
+      const bool no_content = !c.tool_calls.empty() && c.text.empty();
+      choice["message"] = json{{"role", "assistant"}, {"content", no_content ? json(nullptr) : json(c.text)}};
+      if (!c.tool_calls.empty()) choice["message"]["tool_calls"] = tool_calls_json(c.tool_calls, false);
+    } else {
       choice["text"] = c.text;
+    }
     // Chat leaves it out unless asked for, as OpenAI does; completions always has it (null).
     if (!is_chat(head) || c.logprobs) choice["logprobs"] = logprobs_json(head, c.logprobs);
     choice["finish_reason"] = finish_reason_name(c.finish);
@@ -114,8 +137,11 @@ std::string completion_json(const ResponseHead& head, std::span<const Choice> ch
 }
 
 std::string completion_json(const ResponseHead& head, std::string_view text, FinishReason finish, const Usage& usage,
-                            const Timings& timings) {
-  const Choice one{.text = std::string(text), .finish = finish, .logprobs = std::nullopt};
+                            const Timings& timings, std::span<const ToolCall> tool_calls) {
+  const Choice one{.text = std::string(text),
+                   .finish = finish,
+                   .logprobs = std::nullopt,
+                   .tool_calls = std::vector<ToolCall>(tool_calls.begin(), tool_calls.end())};
   return completion_json(head, std::span(&one, 1), usage, timings);
 }
 
@@ -136,6 +162,15 @@ std::string chunk_json(const ResponseHead& head, std::string_view delta, bool fi
   choice["finish_reason"] = finish ? json(finish_reason_name(*finish)) : json(nullptr);
   j["choices"] = json::array({choice});
   if (finish) j["timings"] = timings_json(timings);
+  return dump(j);
+}
+
+std::string tool_calls_chunk_json(const ResponseHead& head, std::span<const ToolCall> calls, bool first, size_t index) {
+  json j = head_json(head, true);
+  json delta = json::object();
+  if (first) delta["role"] = "assistant";
+  delta["tool_calls"] = tool_calls_json(calls, true);
+  j["choices"] = json::array({json{{"index", index}, {"delta", delta}, {"finish_reason", nullptr}}});
   return dump(j);
 }
 

@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "http.hpp"
+#include "tool_reply.hpp"
 #include "skainet/text/chat.hpp"
 #include "skainet/model/conversation.hpp"
 #include "skainet/app/serve.hpp"
@@ -49,6 +50,8 @@ struct Job {
   generate::PrefixReuse reuse = generate::PrefixReuse::Reuse;
   std::shared_ptr<const grammar::Grammar> grammar;  // nullptr: free text
   size_t choices = 1;  // n
+  const generate::ToolCallFormat* tools = nullptr;  // the reply is parsed for calls in this format
+  bool parallel_tool_calls = true;
 };
 
 // Choice i's seed: the request's own for the first (so n = 1 answers as it always did), splitmix64 of
@@ -231,6 +234,8 @@ struct Server::Impl {
       : engine(e),
         options(std::move(o)),
         tmpl(chat_template),
+        tool_format(generate::detect_tool_call_format(chat_template)),
+        template_reads_tools(generate::template_uses_tools(chat_template)),
         end_of_turn(std::move(eot)),
         // Admission bounds who waits (--queue); the pool's own limit is never the one reached.
         pool(e, options.slots, options.slots + options.queue_limit),
@@ -275,6 +280,8 @@ struct Server::Impl {
   generate::Engine& engine;
   ServerOptions options;
   chat::Template tmpl;
+  const generate::ToolCallFormat* tool_format;  // the template's, or nullptr (tools refused)
+  bool template_reads_tools;
   std::string end_of_turn;
   SlotPool pool;
   Stepper stepper;  // advances every busy slot in one batch
@@ -316,18 +323,23 @@ Job Server::Impl::prepare(const Request& r) const {
                           next_id.fetch_add(1) & 0xffffff),
               now_seconds(), options.model_id};
   if (r.endpoint == Endpoint::ChatCompletions) {
-    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-    for (const auto& m : r.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
+    job.tools = reply_format(r, tool_format, template_reads_tools);
+    job.parallel_tool_calls = r.parallel_tool_calls;
+    if (job.tools) job.generation.shown_control_tokens = generate::tool_call_marker_tokens(*job.tools, tok);
+    nlohmann::ordered_json tools = job.tools ? nlohmann::ordered_json::parse(r.tools) : nlohmann::ordered_json();
     try {
       // A message's content stays text: a client's "<|im_end|>" must not end or forge a turn.
-      job.ids = generate::tokenize_conversation(tmpl, generate::conversation_context(std::move(messages), tok), tok,
-                                                {.special_in_content = options.special_in_content})
+      job.ids = generate::tokenize_conversation(
+                    tmpl, generate::conversation_context(template_messages(r.messages), tok, std::move(tools)), tok,
+                    {.special_in_content = options.special_in_content})
                     .ids;
     } catch (const chat::TemplateError& e) {
       // Templates refuse conversations they do not accept (raise_exception: roles must alternate, ...),
       // and every render is held to its budget of bytes, steps and time.
       throw RequestError(400, "invalid_request_error",
                          fmt::format("the chat template refused the messages: {}", e.what()));
+    } catch (const generate::ControlTextOutsideContentError& e) {
+      throw RequestError(400, "invalid_request_error", e.what());
     } catch (const generate::ContentSpecialTokenError& e) {
       throw RequestError(400, "invalid_request_error", e.what());
     }
@@ -592,6 +604,12 @@ void Server::Impl::complete(Exchange& ex, Endpoint endpoint) {
     choices[i].index = i;
     choices[i].finish = finish_of(stats[i].stop);
     if (with_logprobs) choices[i].logprobs = LogprobsReader(*engine.tokenizer).take(raw, shown);
+    if (!job.tools) return;
+    ToolReply reply = tool_reply(*job.tools, choices[i].text, job.parallel_tool_calls);
+    if (reply.calls.empty()) return;
+    choices[i].text = std::move(reply.content);
+    choices[i].tool_calls = std::move(reply.calls);
+    choices[i].finish = FinishReason::ToolCalls;
   });
   leases.clear();
   const Usage usage = usage_of(job, stats);
@@ -613,20 +631,30 @@ generate::Stats Server::Impl::stream_choice(ChunkSender& out, const Job& job, co
   std::vector<generate::TokenLogprobs> raw;
   LogprobsReader reader(*engine.tokenizer);
   bool first = head.endpoint != Endpoint::ChatCompletions;  // a chat choice opened with its role
+  HeldReply held(job.tools);  // with tools, text that may be a call waits for the end
+  const auto send_text = [&](std::string_view text) {
+    const Logprobs logprobs = with_logprobs ? Logprobs(reader.take(raw, raw.size())) : std::nullopt;
+    return out.send(chunk_json(head, text, std::exchange(first, false), std::nullopt, {}, choice, logprobs));
+  };
   const generate::Stats s = generate(
       lease, job, choice,
       [&](std::string_view piece, int32_t) {
         // Text held back by a stop-string match arrives later as one piece.
-        if (piece.empty()) return true;
-        const Logprobs logprobs = with_logprobs ? Logprobs(reader.take(raw, raw.size())) : std::nullopt;
-        const bool sent =
-            out.send(chunk_json(head, piece, std::exchange(first, false), std::nullopt, {}, choice, logprobs));
+        const std::string_view text = held.next(piece);
+        if (text.empty()) return !stopping.load(std::memory_order_relaxed);
         // false: the client is gone (or the server stops), so stop and free the slot
-        return sent && !stopping.load(std::memory_order_relaxed);
+        return send_text(text) && !stopping.load(std::memory_order_relaxed);
       },
       with_logprobs ? &raw : nullptr);
-  if (s.stop != generate::StopReason::Callback)
-    out.send(chunk_json(head, "", first, finish_of(s.stop), timings_of(s, !options.drafters.empty()), choice));
+  if (s.stop == generate::StopReason::Callback) return s;
+  FinishReason finish = finish_of(s.stop);
+  const ToolReply rest = held.finish(job.parallel_tool_calls);
+  if (!rest.content.empty()) send_text(rest.content);
+  if (!rest.calls.empty()) {
+    out.send(tool_calls_chunk_json(head, rest.calls, std::exchange(first, false), choice));
+    finish = FinishReason::ToolCalls;
+  }
+  out.send(chunk_json(head, "", first, finish, timings_of(s, !options.drafters.empty()), choice));
   return s;
 }
 

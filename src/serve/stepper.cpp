@@ -202,7 +202,7 @@ generate::Stats Stepper::generate(Slot& slot, std::span<const int32_t> prompt, c
   impl_->wake.notify_one();
 
   // The text is this thread's work: the batch only samples.
-  generate::TextStream text(impl_->tokenizer, prompt, options.stop_strings, on_token);
+  generate::TextStream text(impl_->tokenizer, prompt, options.stop_strings, on_token, options.shown_control_tokens);
   generate::Stats s;
   bool reading = true;  // false once the text ended (a stop string) or the callback said stop
   std::unique_lock lock(h.mutex);

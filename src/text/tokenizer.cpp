@@ -413,7 +413,9 @@ StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, DecodeOptions options)
     : tokenizer_(&tokenizer), options_(options) {}
 
 std::string StreamDecoder::push(int32_t id) {
-  std::string p = tokenizer_->token_to_piece(id, options_.render_special);
+  const bool shown =
+      std::find(options_.shown_tokens.begin(), options_.shown_tokens.end(), id) != options_.shown_tokens.end();
+  std::string p = tokenizer_->token_to_piece(id, options_.render_special || shown);
   if (first_) {
     const bool leading_bos = id == tokenizer_->bos() && id >= 0;
     if (!leading_bos) {

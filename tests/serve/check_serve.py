@@ -230,8 +230,8 @@ class OneSlot(ServedCase):
         msgs = [{"role": "user", "content": "Tell a story."}]
         refused = [
             ("post_sampling_probs", dict(logprobs=True, extra_body={"post_sampling_probs": True})),
-            ("tools", dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])),
-            ("tool_choice", dict(tool_choice="required")),
+            ("mirostat", dict(extra_body={"mirostat": 2})),
+            ("logit_bias", dict(logit_bias={"5": 10})),
         ]
         for name, kwargs in refused:
             with self.assertRaises(openai.BadRequestError, msg=name) as caught:
@@ -243,6 +243,10 @@ class OneSlot(ServedCase):
         with self.assertRaises(openai.BadRequestError) as caught:
             self.c.chat.completions.create(model="m", messages=msgs, max_tokens=4, logprobs=False, top_logprobs=3)
         self.assertIn("'top_logprobs' needs 'logprobs': true", str(caught.exception))
+        with self.assertRaises(openai.BadRequestError) as caught:
+            self.c.chat.completions.create(model="m", messages=msgs, max_tokens=4,
+                                           functions=[{"name": "f", "parameters": {}}])
+        self.assertIn("'functions' is not implemented", str(caught.exception))
         # What clients send by default asks for nothing, and fields that change nothing are accepted.
         r = self.c.chat.completions.create(model="m", messages=msgs, max_tokens=4, response_format={"type": "text"},
                                            logprobs=False, tools=[], tool_choice="none", n=1, presence_penalty=0,
@@ -442,6 +446,72 @@ class Metrics(ServedCase):
             self.assertLessEqual(s["n_cached_tokens"], 256)
         self.assertGreater(max(s["n_cached_tokens"] for s in slots), 4, "the last request's tokens stay cached")
         self.assertIn("skainet: GET /slots 200", self.server.log_with("skainet: GET /slots 200"))
+
+
+WEATHER_TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Get the current weather for a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+TOOL_TURNS = [
+    {"role": "user", "content": "What's the weather in Paris?"},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "a1b2c3d4e", "type": "function", "function": {
+        "name": "get_weather", "arguments": json.dumps({"city": "Paris"})}}]},
+    {"role": "tool", "tool_call_id": "a1b2c3d4e", "content": "sunny, 18C"},
+]
+
+
+class ToolsRefused(ServedCase):
+    """stories260K's own chat template (the built-in ChatML) shows no tools: tools are a 400 naming that,
+    and tool_choice values that cannot be enforced are a 400 whatever the template."""
+    server_args = ("--ctx", "256")
+
+    def test_a_template_without_tools_is_400(self):
+        with self.assertRaises(openai.BadRequestError) as caught:
+            self.c.chat.completions.create(model="m", messages=TOOL_TURNS[:1], max_tokens=4, tools=WEATHER_TOOLS)
+        self.assertIn("chat template has no tool-call format", caught.exception.body["message"])
+        # tool_choice "none": the tools are not shown, so there is nothing to refuse.
+        r = self.c.chat.completions.create(model="m", messages=TOOL_TURNS[:1], max_tokens=4, tools=WEATHER_TOOLS,
+                                           tool_choice="none")
+        self.assertEqual(r.choices[0].finish_reason, "length")
+
+    def test_required_and_named_tool_choice_are_400(self):
+        for choice in ["required", {"type": "function", "function": {"name": "get_weather"}}]:
+            with self.assertRaises(openai.BadRequestError) as caught:
+                self.c.chat.completions.create(model="m", messages=TOOL_TURNS[:1], max_tokens=4,
+                                               tools=WEATHER_TOOLS, tool_choice=choice)
+            self.assertIn("without grammar-constrained sampling", caught.exception.body["message"])
+
+
+class ToolsWithAToolTemplate(ServedCase):
+    """Served with Qwen 2.5's template (--chat-template; Hermes-style <tool_call> calls): a request with
+    tools, an assistant's tool call and the tool's answer renders and is answered. stories260K writes
+    stories, never a call, so the reply stays content (the parsing of calls is tests/generate's and
+    tests/serve's gtest); streamed with tools, the text is the same as unstreamed."""
+    template = os.path.join(os.path.dirname(MODEL), "templates", "Qwen-Qwen2.5-7B-Instruct.jinja")
+    server_args = ("--ctx", "1024", "--chat-template", template)
+
+    def ask(self, **kw):
+        return self.c.chat.completions.create(model="m", messages=TOOL_TURNS, max_tokens=12, temperature=0, **kw)
+
+    def test_tools_render_and_are_answered(self):
+        with_tools = self.ask(tools=WEATHER_TOOLS)
+        self.assertEqual(with_tools.choices[0].finish_reason, "length")
+        self.assertIsInstance(with_tools.choices[0].message.content, str)
+        self.assertIsNone(with_tools.choices[0].message.tool_calls)
+        # The tools are in the prompt (Qwen's system block lists them); with tool_choice "none" they are not.
+        without = self.ask(tools=WEATHER_TOOLS, tool_choice="none")
+        self.assertGreater(with_tools.usage.prompt_tokens, without.usage.prompt_tokens + 20)
+        self.assertEqual(without.usage.prompt_tokens, self.ask().usage.prompt_tokens)
+
+    def test_streamed_with_tools_equals_unstreamed(self):
+        plain = self.ask(tools=WEATHER_TOOLS).choices[0].message.content
+        stream = self.ask(tools=WEATHER_TOOLS, stream=True)
+        text, finish = "", None
+        for chunk in stream:
+            for choice in chunk.choices:
+                text += choice.delta.content or ""
+                self.assertIsNone(choice.delta.tool_calls)
+                finish = choice.finish_reason or finish
+        self.assertEqual((text, finish), (plain, "length"))
 
 
 class ApiKeys(ServedCase):

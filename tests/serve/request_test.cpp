@@ -43,8 +43,10 @@ TEST(ServeRequest, ChatWithEveryField) {
   EXPECT_EQ(r.endpoint, Endpoint::ChatCompletions);
   EXPECT_EQ(r.model, "m");
   ASSERT_EQ(r.messages.size(), 2u);
-  EXPECT_EQ(r.messages[0], (Message{"system", "Be brief."}));
-  EXPECT_EQ(r.messages[1], (Message{"user", "Hi there"}));
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[0].content, "Be brief.");
+  EXPECT_EQ(r.messages[1].role, "user");
+  EXPECT_EQ(r.messages[1].content, "Hi there");
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
   EXPECT_FLOAT_EQ(*r.temperature, 0.5f);
@@ -134,7 +136,29 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{kText, R"({"prompt":"p","n_probs":-1})", "'n_probs'"},
         Bad{kText, R"({"prompt":"p","post_sampling_probs":true})", "'post_sampling_probs' is not implemented"},
         Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})",
-            "'tools' is not implemented"},
+            "tools[0].function must be an object"},
+        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"tools":{}})", "'tools' must be a list"},
+        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"code","function":{"name":"f"}}]})",
+            "tools[0].type must be \"function\""},
+        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{}}]})",
+            "tools[0].function.name is required"},
+        Bad{kChat,
+            R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":[]}}]})",
+            "tools[0].function.parameters must be an object"},
+        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})",
+            "without grammar-constrained sampling"},
+        Bad{kChat,
+            R"({"messages":[{"role":"user","content":"x"}],"tool_choice":{"type":"function","function":{"name":"f"}}})",
+            "without grammar-constrained sampling"},
+        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"sometimes"})",
+            "'tool_choice' must be"},
+        Bad{kChat, R"({"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"arguments":"{}"}}]}]})",
+            "messages[0].tool_calls[0].function.name is required"},
+        Bad{kChat, R"({"messages":[{"role":"assistant","tool_calls":{}}]})", "messages[0].tool_calls must be a list"},
+        Bad{kText, R"({"prompt":"p","tools":[{"type":"function","function":{"name":"f"}}]})",
+            "'tools' are for /v1/chat/completions"},
+        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}]})",
+            "'functions' is not implemented"},
         Bad{kText, R"({"prompt":""})", "'prompt' must not be empty"},
         Bad{kText, R"({"prompt":[""]})", "'prompt' must not be empty"},
         Bad{kText, R"({"prompt":"p","max_tokens":-1})", "'max_tokens'"},
@@ -300,6 +324,30 @@ TEST(ServeResponse, LogprobsInBothShapes) {
   const json chunk = json::parse(chunk_json(chat, "c", false, std::nullopt, {}, 2, tokens));
   EXPECT_EQ(chunk["choices"][0]["index"], 2);
   EXPECT_EQ(chunk["choices"][0]["logprobs"]["content"].size(), 2u);
+}
+
+TEST(ParseRequest, ToolsKeepTheClientsKeyOrderAndMessagesCarryCalls) {
+  const Request r = parse_request(kChat, R"({"messages":[{"role":"user","content":"weather?"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"abcdefghi","type":"function",
+        "function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]},
+      {"role":"tool","tool_call_id":"abcdefghi","name":"get_weather","content":"sunny"}],
+    "tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"},"description":"d"}}],
+    "tool_choice":"auto","parallel_tool_calls":false})");
+  EXPECT_EQ(
+      r.tools,
+      R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"},"description":"d"}}])");
+  EXPECT_EQ(r.tool_choice, ToolChoice::Auto);
+  EXPECT_FALSE(r.parallel_tool_calls);
+  ASSERT_EQ(r.messages.size(), 3u);
+  ASSERT_EQ(r.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(r.messages[1].tool_calls[0], (ToolCall{"abcdefghi", "get_weather", R"({"city": "Paris"})"}));
+  EXPECT_EQ(r.messages[1].content, "");
+  EXPECT_EQ(r.messages[2].tool_call_id, "abcdefghi");
+  EXPECT_EQ(r.messages[2].name, "get_weather");
+  EXPECT_EQ(parse_request(kChat, R"({"messages":[{"role":"user","content":"x"}],"tools":[],"tool_choice":"none"})")
+                .tool_choice,
+            ToolChoice::None);
+  EXPECT_TRUE(parse_request(kChat, R"({"messages":[{"role":"user","content":"x"}],"tools":[]})").tools.empty());
 }
 
 }  // namespace

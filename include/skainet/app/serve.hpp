@@ -36,10 +36,27 @@ namespace skainet::serve {
 
 enum class Endpoint : uint8_t { ChatCompletions, Completions };
 
+// A tool call as OpenAI writes one: an assistant message's (request) or the answer's (response).
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // JSON text, as the client sent it or as the model wrote it
+  friend bool operator==(const ToolCall&, const ToolCall&) = default;
+};
+
 struct Message {
   std::string role;
   std::string content;
+  std::vector<ToolCall> tool_calls;  // an assistant's calls
+  std::string tool_call_id, name;    // a tool's answer: the call it answers, the tool's name ("" if not given)
   friend bool operator==(const Message&, const Message&) = default;
+};
+
+// tool_choice: "required" and a named function are refused (nothing can make the model call one
+// without constrained sampling).
+enum class ToolChoice : uint8_t {
+  Auto,  // the template is given the tools; calls in the reply are parsed
+  None,  // the template is not given the tools, the reply is not parsed: the model cannot call them
 };
 
 // One request's fields, validated. Absent sampling fields take the server's defaults (the command line).
@@ -66,6 +83,11 @@ struct Request {
   // llama.cpp's n_probs: N): N alternatives per token, 0 to 20; absent: none.
   std::optional<int32_t> top_logprobs;
   int32_t n = 1;  // choices to generate (at most the server's slots: the server checks)
+  // tools: the request's list as JSON text in the client's key order (templates write the tools with
+  // tojson, so the order is the client's); "" when none (or an empty list).
+  std::string tools;
+  ToolChoice tool_choice = ToolChoice::Auto;
+  bool parallel_tool_calls = true;  // false: the first call only
 };
 
 // What the server does with each request field a client may send (fields.cpp): the one table that
@@ -170,7 +192,7 @@ std::string slots_json(std::span<const SlotState> slots);
 
 // ---- responses (response.cpp) ----
 
-enum class FinishReason : uint8_t { Stop, Length };
+enum class FinishReason : uint8_t { Stop, Length, ToolCalls };
 std::string_view finish_reason_name(FinishReason r) noexcept;
 
 // One token as a response's logprobs show it: its id (llama-server adds it), its text and log-probability.
@@ -196,6 +218,7 @@ struct Choice {
   std::string text;
   FinishReason finish = FinishReason::Stop;
   Logprobs logprobs;
+  std::vector<ToolCall> tool_calls;  // chat: the calls parsed from the reply; with any, an empty text is null
 };
 
 struct Usage {
@@ -224,7 +247,7 @@ std::string completion_json(const ResponseHead& head, std::span<const Choice> ch
                             const Timings& timings = {});
 // One choice (index 0) without logprobs.
 std::string completion_json(const ResponseHead& head, std::string_view text, FinishReason finish, const Usage& usage,
-                            const Timings& timings = {});
+                            const Timings& timings = {}, std::span<const ToolCall> tool_calls = {});
 // One server-sent chunk's JSON (without "data: "): the first chat chunk carries the role; a chunk with
 // a finish reason ends the choice; with `usage` it is the usage-only chunk (empty choices).
 // The chunk with the finish reason carries the timings too, as llama-server's does. `index`: the
@@ -232,6 +255,9 @@ std::string completion_json(const ResponseHead& head, std::string_view text, Fin
 std::string chunk_json(const ResponseHead& head, std::string_view delta, bool first, std::optional<FinishReason> finish,
                        const Timings& timings = {}, size_t index = 0, const Logprobs& logprobs = std::nullopt);
 std::string usage_chunk_json(const ResponseHead& head, const Usage& usage);
+// A chat chunk whose delta carries every tool call whole (OpenAI's shape: index, id, type, function).
+std::string tool_calls_chunk_json(const ResponseHead& head, std::span<const ToolCall> calls, bool first,
+                                 size_t index = 0);
 // `code`: OpenAI's machine-readable code ("invalid_api_key"); empty: null.
 std::string error_json(std::string_view message, std::string_view type, std::string_view code = {});
 std::string models_json(std::string_view model, int64_t created);

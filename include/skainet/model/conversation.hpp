@@ -58,15 +58,27 @@ class ContentSpecialTokenError : public InvalidArgument {
   std::string token_text_;
 };
 
-// The template variables for the assistant's next turn of `messages` (an array of {role, content}):
-// messages, add_generation_prompt (true), and bos_token / eos_token, the text of the vocabulary's BOS
-// and EOS tokens ("" where it has none).
-nlohmann::ordered_json conversation_context(nlohmann::ordered_json messages, const text::Tokenizer& tokenizer);
+// A string the template writes that is not a message's content (a tool call's name or arguments, a
+// tool's id, the tools' descriptions) holds control-token text. Only contents are located in the
+// rendered text, so this one would become the token: refused (an HTTP server answers 400), unless
+// special tokens in content are allowed.
+class ControlTextOutsideContentError : public InvalidArgument {
+ public:
+  ControlTextOutsideContentError(std::string where, std::string token_text);
+};
+
+// The template variables for the assistant's next turn of `messages` (an array of {role, content},
+// an assistant's tool_calls, a tool's tool_call_id and name): messages, add_generation_prompt (true),
+// and bos_token / eos_token, the text of the vocabulary's BOS and EOS tokens ("" where it has none);
+// `tools` (OpenAI's list of {type: "function", function: {name, description, parameters}}) as the
+// variable `tools` when it is a list, as HuggingFace's apply_chat_template and llama.cpp pass it.
+nlohmann::ordered_json conversation_context(nlohmann::ordered_json messages, const text::Tokenizer& tokenizer,
+                                            nlohmann::ordered_json tools = nullptr);
 
 // Renders `tmpl` over `context` (the template variables: messages, add_generation_prompt, bos_token,
 // ...) and tokenizes the text. Throws chat::TemplateError from the render, ContentSpecialTokenError
 // as above. A content that is not a string (a list of parts) and holds control-token text is refused
-// too: only string contents are located.
+// too: only string contents are located. ControlTextOutsideContentError as above.
 TokenizedConversation tokenize_conversation(const chat::Template& tmpl, const nlohmann::ordered_json& context,
                                             const text::Tokenizer& tokenizer, const ConversationOptions& options = {});
 

@@ -73,6 +73,9 @@ struct Options {
   // generate::Batch only: >= 0 hands each sampled token's log-probability under the raw logits with it,
   // and that many of the most likely tokens' (at most kMaxTopLogprobs; Batch::Sampled::logprobs).
   int32_t logprobs = -1;
+  // Control tokens whose text the generated text shows (otherwise a control token shows nothing): the
+  // markers a chat reply's tool calls are parsed by (generate::tool_call_markers).
+  std::vector<int32_t> shown_control_tokens = {};
 };
 
 enum class StopReason : uint8_t { MaxTokens, EndOfGeneration, ContextFull, Callback, StopString };
@@ -145,7 +148,8 @@ class TextStream {
  public:
   // `stop_strings` and `on_token` must outlive the stream; `on_token` may be empty.
   TextStream(const text::Tokenizer& tokenizer, std::span<const int32_t> prompt,
-             std::span<const std::string> stop_strings, const TokenCallback& on_token);
+             std::span<const std::string> stop_strings, const TokenCallback& on_token,
+             std::span<const int32_t> shown_control_tokens = {});
   // Shows token `id`'s text; false to stop: the callback returned false, or a stop string appeared
   // (stopped_by_string()).
   bool push(int32_t id);

@@ -121,6 +121,9 @@ struct Vocab {
 
 struct DecodeOptions {
   bool render_special = false;  // write control/unknown tokens' text (e.g. "<s>") instead of nothing
+  // Control tokens whose text is written even without render_special: the markers a reply is parsed
+  // by (a tool call's "[TOOL_CALLS]"), as llama.cpp's preserved tokens.
+  std::vector<int32_t> shown_tokens = {};
   // With add_space_prefix (SPM), drop the one space the encoder added: from the first token, or the
   // token after a leading BOS. (llama.cpp keeps it when it removes the BOS; we follow SentencePiece.)
   bool strip_leading_space = true;
