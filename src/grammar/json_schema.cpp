@@ -63,8 +63,9 @@ const std::set<std::string, std::less<>> kSupported{
     "type", "properties", "required", "additionalProperties", "items", "prefixItems", "minItems", "maxItems",
     "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "minLength", "maxLength", "format"};
 
-// A GBNF string literal holding `text` exactly.
-std::string literal(std::string_view text) {
+}  // namespace
+
+std::string gbnf_literal(std::string_view text) {
   std::string out = "\"";
   for (const char c : text) {
     const auto u = static_cast<unsigned char>(c);
@@ -77,6 +78,8 @@ std::string literal(std::string_view text) {
   }
   return out + "\"";
 }
+
+namespace {
 
 // `item` between min and max times (max < 0: unbounded), separated by `separator`.
 std::string repetition(const std::string& item, int64_t min, int64_t max, const std::string& separator) {
@@ -94,17 +97,25 @@ std::string repetition(const std::string& item, int64_t min, int64_t max, const 
 
 class Converter {
  public:
-  explicit Converter(const Json& root) : root_(root) {}
+  // `root`: the document local $refs resolve in; `reserved`: rule names the caller writes itself.
+  Converter(const Json& root, std::set<std::string> reserved) : root_(&root), reserved_(std::move(reserved)) {}
 
-  std::string convert() {
-    const std::string body = visit(root_, "root", "");
-    std::string out = "root ::= " + body + "\n";
+  // The rule `name ::= ...` for `schema`, its helper rules collected for rules().
+  std::string convert(const std::string& name, const Json& schema) {
+    root_ = &schema;
+    refs_.clear();  // a $ref names a place in its own document
+    return name + " ::= " + visit(schema, name, "") + "\n";
+  }
+
+  std::string rules() const {
+    std::string out;
     for (const auto& [name, rule] : rules_) out += name + " ::= " + rule + "\n";
     return out;
   }
 
  private:
-  const Json& root_;
+  const Json* root_;
+  std::set<std::string> reserved_;
   std::map<std::string, std::string> rules_;
   std::map<std::string, std::string> refs_;  // "$ref" → its rule's name
 
@@ -124,7 +135,7 @@ class Converter {
   std::string add_rule(const std::string& hint, const std::string& body) {
     std::string name;
     for (const char c : hint) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
-    if (name.empty() || name == "root" || primitive_rules().count(name)) name = "r-" + name;
+    if (name.empty() || reserved_.count(name) || primitive_rules().count(name)) name = "r-" + name;
     std::string unique = name;
     for (int i = 1; rules_.count(unique) && rules_[unique] != body; ++i) unique = name + "-" + std::to_string(i);
     rules_[unique] = body;
@@ -156,7 +167,7 @@ class Converter {
     check_keywords(schema, path);
     check_composition_alone(schema, path);
     if (schema.contains("$ref")) return reference(schema, path);
-    if (schema.contains("const")) return literal(schema["const"].dump()) + " " + primitive("space");
+    if (schema.contains("const")) return gbnf_literal(schema["const"].dump()) + " " + primitive("space");
     if (schema.contains("enum")) return enumeration(schema["enum"], path);
     for (const char* key : {"anyOf", "oneOf"})
       if (schema.contains(key)) return alternatives(schema[key], name, path + "/" + key);
@@ -203,7 +214,7 @@ class Converter {
   std::string enumeration(const Json& values, const std::string& path) {
     if (!values.is_array() || values.empty()) refuse(path, "'enum' must be a non-empty list");
     std::string out = "(";
-    for (size_t i = 0; i < values.size(); ++i) out += (i ? " | " : "") + literal(values[i].dump());
+    for (size_t i = 0; i < values.size(); ++i) out += (i ? " | " : "") + gbnf_literal(values[i].dump());
     return out + ") " + primitive("space");
   }
 
@@ -218,7 +229,7 @@ class Converter {
   const Json& resolve(const std::string& ref, const std::string& path) const {
     if (ref.empty() || ref[0] != '#') refuse(path, "'$ref' " + ref + ": only references inside the schema ('#...') are supported");
     try {
-      return ref == "#" ? root_ : root_.at(Json::json_pointer(ref.substr(1)));
+      return ref == "#" ? *root_ : root_->at(Json::json_pointer(ref.substr(1)));
     } catch (const nlohmann::json::exception&) {
       refuse(path, "'$ref' " + ref + " points at nothing in the schema");
     }
@@ -257,7 +268,7 @@ class Converter {
     std::vector<std::pair<std::string, std::string>> req, opt;  // key, its "key": value rule
     const auto kv = [&](const std::string& key, const Json& sub) {
       const std::string value = visit(sub, name + "-" + key, path + "/properties/" + key);
-      return add_rule(name + "-" + key + "-kv", literal(Json(key).dump()) + " " + primitive("space") + " \":\" " +
+      return add_rule(name + "-" + key + "-kv", gbnf_literal(Json(key).dump()) + " " + primitive("space") + " \":\" " +
                                                     primitive("space") + " " + value);
     };
     for (const auto& [key, sub] : properties.items()) (required.count(key) ? req : opt).push_back({key, kv(key, sub)});
@@ -312,12 +323,22 @@ class Converter {
 
 }  // namespace
 
-std::string json_schema_gbnf(const nlohmann::ordered_json& schema) {
+std::string json_schemas_gbnf(std::span<const std::pair<std::string, nlohmann::ordered_json>> schemas) {
+  std::set<std::string> reserved{"root"};
+  for (const auto& [name, schema] : schemas) reserved.insert(name);
   try {
-    return Converter(schema).convert();
+    Converter converter(schemas.empty() ? Json() : schemas.front().second, reserved);
+    std::string out;
+    for (const auto& [name, schema] : schemas) out += converter.convert(name, schema);
+    return out + converter.rules();
   } catch (const nlohmann::json::exception& e) {  // a keyword's value of the wrong JSON type
     throw GrammarError(std::string("json schema: ") + e.what());
   }
+}
+
+std::string json_schema_gbnf(const nlohmann::ordered_json& schema) {
+  const std::pair<std::string, nlohmann::ordered_json> root{"root", schema};
+  return json_schemas_gbnf(std::span(&root, 1));
 }
 
 std::string json_object_gbnf() { return json_schema_gbnf(Json{{"type", "object"}}); }

@@ -7,12 +7,13 @@
 
 namespace skainet::grammar {
 
-Vocabulary::Vocabulary(const text::Tokenizer& tokenizer) {
+Vocabulary::Vocabulary(const text::Tokenizer& tokenizer, std::span<const int32_t> shown) {
   const int32_t n = tokenizer.vocab_size();
   pieces_.resize(static_cast<size_t>(n));
   for (int32_t id = 0; id < n; ++id) {
+    const bool show = std::find(shown.begin(), shown.end(), id) != shown.end();
     if (tokenizer.is_eog(id)) eog_.push_back(id);
-    else pieces_[static_cast<size_t>(id)] = tokenizer.token_to_piece(id);  // "" for control and unknown
+    else pieces_[static_cast<size_t>(id)] = tokenizer.token_to_piece(id, show);  // "" for control and unknown
   }
   for (int32_t id = 0; id < n; ++id)
     if (!pieces_[static_cast<size_t>(id)].empty()) ids_.push_back(id);

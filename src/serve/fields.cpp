@@ -93,7 +93,7 @@ constexpr RequestField kFields[] = {
     {"timings_per_token", Refused, "[false]", "timings are sent with the last chunk only"},
     {"tool_choice", Implemented, "",
      "\"auto\" (default); \"none\": the tools are not shown and the reply not parsed; \"required\" or a named "
-     "function: 400, a call cannot be enforced without constrained sampling"},
+     "function: the reply is held by a grammar to calls in the template's format"},
     {"tools", Implemented, "",
      "chat: functions shown to the chat template (its `tools`); calls in the reply parsed in the template's format "
      "into message.tool_calls; 400 when the template has none"},

@@ -249,18 +249,29 @@ std::string tools_of(const json& body, std::string_view text) {
   return nlohmann::ordered_json::parse(text).at("tools").dump();
 }
 
-// "auto" and "none"; "required" and a named function would need the model held to a call, which
-// sampling here cannot do.
-ToolChoice tool_choice_of(const json& body) {
+// "auto", "none", "required", or OpenAI's named function {"type": "function", "function": {"name"}}.
+void tool_choice_of(const json& body, Request& r) {
   const json* v = field(body, "tool_choice");
-  if (!v || *v == "auto") return ToolChoice::Auto;
-  if (*v == "none") return ToolChoice::None;
-  if (*v == "required" || v->is_object())
-    bad(
-        fmt::format("'tool_choice' {} is not implemented by this server: the model cannot be made to call a tool "
-                    "without grammar-constrained sampling (accepted values: null, \"auto\", \"none\")",
+  if (!v || *v == "auto") return;
+  if (*v == "none") r.tool_choice = ToolChoice::None;
+  else if (*v == "required") r.tool_choice = ToolChoice::Required;
+  else if (v->is_object() && v->value("type", json()) == "function" && v->contains("function") &&
+           (*v)["function"].is_object() && (*v)["function"].value("name", json()).is_string()) {
+    r.tool_choice = ToolChoice::Named;
+    r.tool_choice_name = (*v)["function"]["name"].get<std::string>();
+  } else {
+    bad(fmt::format("'tool_choice' must be \"auto\", \"none\", \"required\" or {{\"type\": \"function\", "
+                    "\"function\": {{\"name\": ...}}}}, not {}",
                     v->dump()));
-  bad(fmt::format("'tool_choice' must be \"auto\", \"none\", \"required\" or a named function, not {}", v->dump()));
+  }
+  if (r.tool_choice >= ToolChoice::Required && r.tools.empty())
+    bad("'tool_choice' asks for a tool call, but 'tools' gives none");
+  if (r.tool_choice == ToolChoice::Named) {
+    const json& tools = body["tools"];
+    const bool known = std::any_of(tools.begin(), tools.end(),
+                                   [&](const json& t) { return t["function"]["name"] == r.tool_choice_name; });
+    if (!known) bad(fmt::format("'tool_choice' names '{}', which is not among 'tools'", r.tool_choice_name));
+  }
 }
 
 }  // namespace
@@ -340,7 +351,7 @@ Request parse_request(Endpoint endpoint, std::string_view body, const RequestLim
   if (endpoint == Endpoint::ChatCompletions) {
     r.messages = messages_of(j, limits);
     r.tools = tools_of(j, body);
-    r.tool_choice = tool_choice_of(j);
+    tool_choice_of(j, r);
     r.parallel_tool_calls = boolean(j, "parallel_tool_calls", true);
   } else {
     prompt_of(j, r, limits.vocab_size);

@@ -52,6 +52,7 @@ struct Job {
   size_t choices = 1;  // n
   const generate::ToolCallFormat* tools = nullptr;  // the reply is parsed for calls in this format
   bool parallel_tool_calls = true;
+  bool grammar_writes_markers = false;  // a forced tool call: the grammar writes the format's markers
 };
 
 // Choice i's seed: the request's own for the first (so n = 1 answers as it always did), splitmix64 of
@@ -254,9 +255,13 @@ struct Server::Impl {
                           .sampling = options.sampling,
                           .ignore_eos = options.ignore_eos,
                           .stop = options.stop})),
-        grammar_vocabulary(std::make_shared<const grammar::Vocabulary>(*e.tokenizer)) {}
+        grammar_vocabulary(std::make_shared<const grammar::Vocabulary>(*e.tokenizer)),
+        marker_vocabulary(tool_format ? std::make_shared<const grammar::Vocabulary>(
+                                            *e.tokenizer, generate::tool_call_marker_tokens(*tool_format, *e.tokenizer))
+                                      : grammar_vocabulary) {}
 
   Job prepare(const Request& r) const;
+  void force_tool_call(const Request& r, Job& job) const;
   generate::Stats generate(const SlotPool::Lease& lease, const Job& job, size_t choice,
                            const generate::TokenCallback& on_token,
                            std::vector<generate::TokenLogprobs>* logprobs = nullptr);
@@ -301,6 +306,8 @@ struct Server::Impl {
   std::string props;  // GET /props: fixed at the start
   // The vocabulary as grammars read it (response_format, grammar, json_schema), built once.
   std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary;
+  // The same with the tool-call format's control-token markers written as text, for forced calls.
+  std::shared_ptr<const grammar::Vocabulary> marker_vocabulary;
 
   // Admitted requests, oldest first, and the workers that take them.
   struct Admitted {
@@ -380,6 +387,7 @@ Job Server::Impl::prepare(const Request& r) const {
   job.include_usage = r.include_usage;
   job.reuse = r.cache_prompt ? generate::PrefixReuse::Reuse : generate::PrefixReuse::Recompute;
   job.grammar = r.grammar;
+  if (job.tools && r.tool_choice >= ToolChoice::Required) force_tool_call(r, job);
   job.generation.logprobs = r.top_logprobs.value_or(-1);
   // Each choice generates in its own slot, all at once.
   if (static_cast<size_t>(r.n) > options.slots)
@@ -390,6 +398,23 @@ Job Server::Impl::prepare(const Request& r) const {
   return job;
 }
 
+// tool_choice "required" or a named function: the reply held to calls in the template's format.
+void Server::Impl::force_tool_call(const Request& r, Job& job) const {
+  const auto refuse = [](const std::string& why) { throw RequestError(400, "invalid_request_error", why); };
+  if (job.grammar)
+    refuse("'tool_choice' \"required\" or a named function and 'response_format', 'grammar' or 'json_schema' each "
+           "constrain the output: send one of them");
+  try {
+    const std::string gbnf = generate::forced_tool_call_gbnf(*job.tools, nlohmann::ordered_json::parse(r.tools),
+                                                             r.tool_choice_name, job.parallel_tool_calls);
+    job.grammar = std::make_shared<const grammar::Grammar>(grammar::Grammar::parse(gbnf));
+    job.grammar_writes_markers = true;
+  } catch (const InvalidArgument& e) {  // a format whose arguments are not JSON, a schema not expressible
+    refuse(fmt::format("'tool_choice' {}: {}", r.tool_choice == ToolChoice::Named ? r.tool_choice_name : "required",
+                       e.what()));
+  }
+}
+
 generate::Stats Server::Impl::generate(const SlotPool::Lease& lease, const Job& job, size_t choice,
                                        const generate::TokenCallback& on_token,
                                        std::vector<generate::TokenLogprobs>* logprobs) {
@@ -398,7 +423,9 @@ generate::Stats Server::Impl::generate(const SlotPool::Lease& lease, const Job& 
   text::SamplerConfig sampling = job.sampling;
   sampling.seed = choice_seed(job.sampling.seed, choice);
   lease.slot().sample_with(sampling);
-  if (job.grammar) lease.slot().sampler.constrain(std::make_unique<grammar::Matcher>(job.grammar, grammar_vocabulary));
+  if (job.grammar)
+    lease.slot().sampler.constrain(std::make_unique<grammar::Matcher>(
+        job.grammar, job.grammar_writes_markers ? marker_vocabulary : grammar_vocabulary));
   generate::Drafter* drafter = options.drafters.empty() ? nullptr : options.drafters.at(lease.index());
   const generate::Stats s =
       stepper.generate(lease.slot(), job.ids, job.generation, on_token, job.reuse, drafter, &lease.cells(), logprobs);

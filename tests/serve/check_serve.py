@@ -451,6 +451,12 @@ class Metrics(ServedCase):
 WEATHER_TOOLS = [{"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather for a city.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+FORCED_TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string", "maxLength": 20}, "unit": {"enum": ["c", "f"]}},
+        "required": ["city", "unit"]}}},
+    {"type": "function", "function": {"name": "get_time", "parameters": {
+        "type": "object", "properties": {"zone": {"type": "string", "maxLength": 10}}, "required": ["zone"]}}}]
 TOOL_TURNS = [
     {"role": "user", "content": "What's the weather in Paris?"},
     {"role": "assistant", "content": None, "tool_calls": [{"id": "a1b2c3d4e", "type": "function", "function": {
@@ -461,7 +467,7 @@ TOOL_TURNS = [
 
 class ToolsRefused(ServedCase):
     """stories260K's own chat template (the built-in ChatML) shows no tools: tools are a 400 naming that,
-    and tool_choice values that cannot be enforced are a 400 whatever the template."""
+    whatever tool_choice asks (but "none", which shows no tools)."""
     server_args = ("--ctx", "256")
 
     def test_a_template_without_tools_is_400(self):
@@ -478,7 +484,7 @@ class ToolsRefused(ServedCase):
             with self.assertRaises(openai.BadRequestError) as caught:
                 self.c.chat.completions.create(model="m", messages=TOOL_TURNS[:1], max_tokens=4,
                                                tools=WEATHER_TOOLS, tool_choice=choice)
-            self.assertIn("without grammar-constrained sampling", caught.exception.body["message"])
+            self.assertIn("chat template has no tool-call format", caught.exception.body["message"])
 
 
 class ToolsWithAToolTemplate(ServedCase):
@@ -491,6 +497,35 @@ class ToolsWithAToolTemplate(ServedCase):
 
     def ask(self, **kw):
         return self.c.chat.completions.create(model="m", messages=TOOL_TURNS, max_tokens=12, temperature=0, **kw)
+
+    def test_required_and_named_calls_are_forced(self):
+        """tool_choice "required" or a named function: the grammar holds stories260K to a call in Qwen's
+        format, parsed back into tool_calls, its arguments valid against the tool's parameters."""
+        for i, choice in enumerate(["required", {"type": "function", "function": {"name": "get_time"}}]):
+            for stream in (False, True):
+                kw = dict(model="m", messages=TOOL_TURNS[:1], max_tokens=300, temperature=0.8, seed=i,
+                          tools=FORCED_TOOLS, tool_choice=choice, parallel_tool_calls=False)
+                if stream:
+                    calls, finish = [], None
+                    for chunk in self.c.chat.completions.create(stream=True, **kw):
+                        for c in chunk.choices:
+                            calls += c.delta.tool_calls or []
+                            finish = c.finish_reason or finish
+                else:
+                    r = self.c.chat.completions.create(**kw)
+                    calls, finish = r.choices[0].message.tool_calls or [], r.choices[0].finish_reason
+                self.assertEqual(finish, "tool_calls", (choice, stream))
+                self.assertEqual(len(calls), 1, (choice, stream))
+                tool = next(t for t in FORCED_TOOLS if t["function"]["name"] == calls[0].function.name)
+                if isinstance(choice, dict):
+                    self.assertEqual(calls[0].function.name, "get_time")
+                jsonschema.validate(json.loads(calls[0].function.arguments), tool["function"]["parameters"])
+
+    def test_a_forced_call_and_a_response_format_together_are_400(self):
+        with self.assertRaises(openai.BadRequestError) as caught:
+            self.c.chat.completions.create(model="m", messages=TOOL_TURNS[:1], max_tokens=4, tools=FORCED_TOOLS,
+                                           tool_choice="required", response_format={"type": "json_object"})
+        self.assertIn("send one of them", caught.exception.body["message"])
 
     def test_tools_render_and_are_answered(self):
         with_tools = self.ask(tools=WEATHER_TOOLS)

@@ -146,10 +146,15 @@ INSTANTIATE_TEST_SUITE_P(
             R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":[]}}]})",
             "tools[0].function.parameters must be an object"},
         Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})",
-            "without grammar-constrained sampling"},
+            "'tool_choice' asks for a tool call, but 'tools' gives none"},
         Bad{kChat,
-            R"({"messages":[{"role":"user","content":"x"}],"tool_choice":{"type":"function","function":{"name":"f"}}})",
-            "without grammar-constrained sampling"},
+            R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"g"}}],
+                "tool_choice":{"type":"function","function":{"name":"f"}}})",
+            "'tool_choice' names 'f', which is not among 'tools'"},
+        Bad{kChat,
+            R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"g"}}],
+                "tool_choice":{"type":"function"}})",
+            "'tool_choice' must be"},
         Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"sometimes"})",
             "'tool_choice' must be"},
         Bad{kChat, R"({"messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"arguments":"{}"}}]}]})",
@@ -344,6 +349,12 @@ TEST(ParseRequest, ToolsKeepTheClientsKeyOrderAndMessagesCarryCalls) {
   EXPECT_EQ(r.messages[1].content, "");
   EXPECT_EQ(r.messages[2].tool_call_id, "abcdefghi");
   EXPECT_EQ(r.messages[2].name, "get_weather");
+  const Request named = parse_request(kChat, R"({"messages":[{"role":"user","content":"x"}],
+      "tools":[{"type":"function","function":{"name":"g"}}],"tool_choice":{"type":"function","function":{"name":"g"}}})");
+  EXPECT_EQ(named.tool_choice, ToolChoice::Named);
+  EXPECT_EQ(named.tool_choice_name, "g");
+  EXPECT_EQ(parse_request(kChat, R"({"messages":[{"role":"user","content":"x"}],
+      "tools":[{"type":"function","function":{"name":"g"}}],"tool_choice":"required"})").tool_choice, ToolChoice::Required);
   EXPECT_EQ(parse_request(kChat, R"({"messages":[{"role":"user","content":"x"}],"tools":[],"tool_choice":"none"})")
                 .tool_choice,
             ToolChoice::None);

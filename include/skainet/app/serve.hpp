@@ -52,11 +52,13 @@ struct Message {
   friend bool operator==(const Message&, const Message&) = default;
 };
 
-// tool_choice: "required" and a named function are refused (nothing can make the model call one
-// without constrained sampling).
+// tool_choice. Required and Named hold the reply to calls by a grammar in the template's format
+// (generate::forced_tool_call_gbnf).
 enum class ToolChoice : uint8_t {
-  Auto,  // the template is given the tools; calls in the reply are parsed
-  None,  // the template is not given the tools, the reply is not parsed: the model cannot call them
+  Auto,      // the template is given the tools; calls in the reply are parsed
+  None,      // the template is not given the tools, the reply is not parsed: the model cannot call them
+  Required,  // the reply is one or more calls (parallel_tool_calls: false, one)
+  Named,     // the reply calls Request::tool_choice_name
 };
 
 // One request's fields, validated. Absent sampling fields take the server's defaults (the command line).
@@ -87,6 +89,7 @@ struct Request {
   // tojson, so the order is the client's); "" when none (or an empty list).
   std::string tools;
   ToolChoice tool_choice = ToolChoice::Auto;
+  std::string tool_choice_name;  // Named: the function's name (one of `tools`)
   bool parallel_tool_calls = true;  // false: the first call only
 };
 

@@ -86,6 +86,15 @@ std::vector<int32_t> tool_call_marker_tokens(const ToolCallFormat& format, const
 // (Qwen3's `is string`) render the object the same; text that is not a JSON object stays a string.
 nlohmann::ordered_json template_tool_call(std::string_view id, std::string_view name, std::string_view arguments);
 
+// tool_choice "required" or a named function (`only`): a GBNF grammar admitting only calls in the
+// format, one or (parallel) more, each naming one of `tools` (OpenAI's list) and with arguments valid
+// against its parameters schema; InvalidArgument where the format's arguments are not JSON
+// (can_force_tool_call false) or `only` names no tool. grammar::GrammarError for a schema the
+// converter cannot express.
+bool can_force_tool_call(const ToolCallFormat& format) noexcept;
+std::string forced_tool_call_gbnf(const ToolCallFormat& format, const nlohmann::ordered_json& tools,
+                                  std::string_view only, bool parallel);
+
 // A fresh tool-call id: 9 letters and digits, the shape Mistral's templates require of an id.
 std::string new_tool_call_id();
 

@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -68,6 +69,12 @@ class Grammar {
 // it is ("/properties/age: 'minimum' is not supported"); annotations (title, description...) are
 // ignored. Whitespace between tokens is bounded as llama.cpp bounds it.
 std::string json_schema_gbnf(const nlohmann::ordered_json& schema);  // properties keep their order
+// Several schemas' rules in one grammar, each `name ::= ...` (names of letters, digits and '-'), their
+// helper rules shared: the pieces a caller writes its own rules around (a forced tool call). No root
+// rule unless one of them is named "root"; each schema's local $refs resolve in that schema.
+std::string json_schemas_gbnf(std::span<const std::pair<std::string, nlohmann::ordered_json>> schemas);
+// A GBNF string literal ("...") holding `text` exactly, escapes included.
+std::string gbnf_literal(std::string_view text);
 // Any JSON object (response_format {"type":"json_object"}).
 std::string json_object_gbnf();
 
@@ -76,7 +83,9 @@ std::string json_object_gbnf();
 // a trie in preorder. Built once per tokenizer, shared by every matcher.
 class Vocabulary {
  public:
-  explicit Vocabulary(const text::Tokenizer& tokenizer);
+  // `shown`: control tokens whose text the generated text shows (a tool-call format's markers, as
+  // generate::Options::shown_control_tokens): the grammar may write them too.
+  explicit Vocabulary(const text::Tokenizer& tokenizer, std::span<const int32_t> shown = {});
   struct Node {
     uint8_t byte;
     uint32_t subtree_end;                // first node after this node's subtree
