@@ -55,22 +55,27 @@ struct Matcher::Automaton {
 
   Automaton(std::shared_ptr<const Grammar> g, std::shared_ptr<const Vocabulary> v)
       : grammar(std::move(g)), vocab(std::move(v)), el(grammar->elements()) {
-    const uint32_t root = grammar->rule_start(grammar->root());
+    std::vector<Stack> work;
+    push_alternatives({}, grammar->rule_start(grammar->root()), work);
     StackSet out;
-    expand({}, root, out);
+    expand(std::move(work), out);
     start_set = normalized(std::move(out));
     restart(start_set);
   }
 
-  // Expands `stack` with a reference to the rule starting at `rule_pos` on top: one stack per
-  // alternative, expanded until each top is a character class (or the stack is empty).
-  void expand(Stack stack, uint32_t rule_pos, StackSet& out) const {
-    std::vector<Stack> work;
+  // One stack per alternative of the rule at `rule_pos`, each `below` with the alternative's first
+  // element on top (an empty alternative: `below` as it is).
+  void push_alternatives(const Stack& below, uint32_t rule_pos, std::vector<Stack>& work) const {
     for (std::span<const Element> alt : alternatives(el.subspan(rule_pos))) {
-      Stack s = stack;
+      Stack s = below;
       if (!alt.empty()) s.push_back(static_cast<uint32_t>(alt.data() - el.data()));
       work.push_back(std::move(s));
     }
+  }
+
+  // Expands each stack until its top is a character class (or it is empty, a whole sentence): a rule
+  // reference on top gives way to the rule's alternatives, its continuation kept below them.
+  void expand(std::vector<Stack> work, StackSet& out) const {
     while (!work.empty()) {
       Stack s = std::move(work.back());
       work.pop_back();
@@ -81,11 +86,7 @@ struct Matcher::Automaton {
       const uint32_t pos = s.back();
       s.pop_back();
       if (!ends_alternative(el[pos + 1])) s.push_back(pos + 1);
-      for (std::span<const Element> alt : alternatives(el.subspan(grammar->rule_start(el[pos].value)))) {
-        Stack t = s;
-        if (!alt.empty()) t.push_back(static_cast<uint32_t>(alt.data() - el.data()));
-        work.push_back(std::move(t));
-      }
+      push_alternatives(s, grammar->rule_start(el[pos].value), work);
     }
   }
 
@@ -170,24 +171,14 @@ struct Matcher::Automaton {
       if (s.empty() || !matches(s.back(), cp, after)) continue;
       Stack t(s.begin(), s.end() - 1);
       if (!ends_alternative(el[after])) t.push_back(after);
-      expand_top(std::move(t), out);
+      std::vector<Stack> work;
+      work.push_back(std::move(t));
+      expand(std::move(work), out);
     }
     const uint32_t next = intern(normalized(std::move(out)));
     if (cp < 128) ascii[from][cp] = next;  // `ascii` may have grown: index again
     else wide.emplace(uint64_t{from} << 32 | cp, next);
     return next;
-  }
-
-  // A stack whose top may be a rule reference, expanded until its tops are character classes.
-  void expand_top(Stack s, StackSet& out) const {
-    if (s.empty() || el[s.back()].op != Op::RuleRef) {
-      out.push_back(std::move(s));
-      return;
-    }
-    const uint32_t pos = s.back();
-    s.pop_back();
-    if (!ends_alternative(el[pos + 1])) s.push_back(pos + 1);
-    expand(std::move(s), grammar->rule_start(el[pos].value), out);
   }
 
   // A UTF-8 sequence begun: can some code point it may still become follow in `from`?
