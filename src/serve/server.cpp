@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "http.hpp"
+#include "choices.hpp"
 #include "tool_reply.hpp"
 #include "skainet/text/chat.hpp"
 #include "skainet/model/conversation.hpp"
@@ -53,85 +54,6 @@ struct Job {
   const generate::ToolCallFormat* tools = nullptr;  // the reply is parsed for calls in this format
   bool parallel_tool_calls = true;
   bool grammar_writes_markers = false;  // a forced tool call: the grammar writes the format's markers
-};
-
-// Choice i's seed: the request's own for the first (so n = 1 answers as it always did), splitmix64 of
-// it and i for the others, so that choices sampled at temperature > 0 differ yet repeat with the seed.
-uint64_t choice_seed(uint64_t seed, size_t i) {
-  if (i == 0) return seed;
-  uint64_t z = seed + i * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// Runs choice(i) for each of n choices at once, the first on this thread (each blocks while its slot
-// generates in the shared batch); the first exception any threw is rethrown once all are done.
-void for_each_choice(size_t n, const std::function<void(size_t)>& choice) {
-  std::vector<std::exception_ptr> errors(n);
-  auto run = [&](size_t i) {
-    try {
-      choice(i);
-    } catch (...) {
-      errors[i] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> others;
-  size_t started = 1;
-  try {
-    for (; started < n; ++started) others.emplace_back(run, started);
-  } catch (const std::system_error&) {
-    // No thread to be had: the choices left run here, one after another (their slots are held anyway).
-  }
-  run(0);
-  for (size_t i = started; i < n; ++i) run(i);
-  for (std::thread& t : others) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
-}
-
-// A stream's events ("data: ...\n\n"), one at a time whichever thread a choice generates on; once a
-// send fails (the client is gone) none is tried again.
-class ChunkSender {
- public:
-  explicit ChunkSender(Exchange& ex) : ex_(ex) {}
-  bool send(std::string_view data) {
-    std::lock_guard lock(mutex_);
-    if (alive_.load() && !ex_.send(fmt::format("data: {}\n\n", data))) alive_.store(false);
-    return alive_.load();
-  }
-  bool alive() const { return alive_.load(); }
-
- private:
-  Exchange& ex_;
-  std::mutex mutex_;
-  std::atomic<bool> alive_{true};
-};
-
-// The engine's log-probabilities of a choice's tokens as a response shows them: each token's text, and
-// where it starts among the texts of those before it. Each call takes the tokens after the last taken.
-class LogprobsReader {
- public:
-  explicit LogprobsReader(const text::Tokenizer& tok) : tok_(tok) {}
-  std::vector<TokenLogprobs> take(std::span<const generate::TokenLogprobs> raw, size_t upto) {
-    std::vector<TokenLogprobs> out;
-    for (; taken_ < upto && taken_ < raw.size(); ++taken_) {
-      const generate::TokenLogprobs& t = raw[taken_];
-      TokenLogprobs shown{.sampled = prob(t.sampled), .top = {}, .text_offset = offset_};
-      for (int32_t k = 0; k < t.n_top; ++k) shown.top.push_back(prob(t.top[static_cast<size_t>(k)]));
-      offset_ += static_cast<int64_t>(shown.sampled.text.size());
-      out.push_back(std::move(shown));
-    }
-    return out;
-  }
-
- private:
-  TokenProb prob(const generate::TokenLogprob& t) const {
-    return {t.token, tok_.token_to_piece(t.token, /*render_special=*/true), t.logprob};
-  }
-  const text::Tokenizer& tok_;
-  size_t taken_ = 0;
-  int64_t offset_ = 0;
 };
 
 FinishReason finish_of(generate::StopReason r) {
