@@ -214,50 +214,62 @@ void Batch::sample(const Tensor& logits) {
   const int32_t* row = tokens_.data();
   for (size_t e = 0; e < n_entries_; ++e) {
     const uint32_t i = entry_slot_[e];
-    Slot& s = slots_[i];
     const model::BatchEntry& entry = entries_[e];
     const int32_t* run = std::exchange(row, row + entry.rows);
     const float* kept = std::exchange(logit_row, logit_row + entry.logits * vocab);
-    auto row_logits = [&](int64_t r) { return std::span(kept + r * vocab, vocab); };
-    auto sample_at = [&](int64_t r) {
-      const int32_t t = s.seq->sampler.sample(row_logits(r));
-      s.seq->sampler.accept(t);
-      return t;
-    };
-    if (s.prompt_done < static_cast<int64_t>(s.prompt.size())) {
-      s.seq->ran(std::span(run, static_cast<size_t>(entry.rows)));  // their keys and values are in its cache now
-      s.pos += entry.rows;
-      s.prompt_done += entry.rows;
-      if (s.prompt_done < static_cast<int64_t>(s.prompt.size())) continue;
-      if (s.max_tokens == 0) {
-        s.stop = StopReason::MaxTokens;
-        s.active = false;
-        continue;
-      }
-      emit(i, sample_at(0), row_logits(0));
-      continue;
+    try {
+      sample_entry(i, entry.rows, run, kept, vocab);
+    } catch (const std::exception& ex) {
+      // A sampler that cannot go on (a grammar allowing no token here) ends its own slot, not the step.
+      Slot& s = slots_[i];
+      s.error = ex.what();
+      s.stop = StopReason::Failed;
+      s.active = false;
     }
-    const int64_t drafted = entry.rows - 1;
-    const int32_t probe = std::exchange(s.probe, -1);
-    int64_t r = 0;
-    for (;; ++r) {
-      s.seq->ran(std::span(run + r, 1));  // row r's inputs were all accepted: its cell holds the truth
-      ++s.pos;
-      const int32_t t = sample_at(r);
-      emit(i, t, row_logits(r));
-      if (r == 0 && probe >= 0) {
-        ++s.probes;
-        s.probe_hits += t == probe ? 1 : 0;
-        s.pacing.probed(t == probe);
-      }
-      if (!s.active || r == drafted || t != run[r + 1]) break;
-    }
-    if (drafted == 0) continue;
-    s.drafted += drafted;
-    s.accepted += r;
-    // No clock here: the step's time is every sequence's. A draft that gave anything paid.
-    s.pacing.verified(static_cast<uint32_t>(drafted), static_cast<uint32_t>(r), true);
   }
+}
+
+void Batch::sample_entry(uint32_t i, int64_t rows, const int32_t* run, const float* kept, size_t vocab) {
+  Slot& s = slots_[i];
+  auto row_logits = [&](int64_t r) { return std::span(kept + r * vocab, vocab); };
+  auto sample_at = [&](int64_t r) {
+    const int32_t t = s.seq->sampler.sample(row_logits(r));
+    s.seq->sampler.accept(t);
+    return t;
+  };
+  if (s.prompt_done < static_cast<int64_t>(s.prompt.size())) {
+    s.seq->ran(std::span(run, static_cast<size_t>(rows)));  // their keys and values are in its cache now
+    s.pos += rows;
+    s.prompt_done += rows;
+    if (s.prompt_done < static_cast<int64_t>(s.prompt.size())) return;
+    if (s.max_tokens == 0) {
+      s.stop = StopReason::MaxTokens;
+      s.active = false;
+      return;
+    }
+    emit(i, sample_at(0), row_logits(0));
+    return;
+  }
+  const int64_t drafted = rows - 1;
+  const int32_t probe = std::exchange(s.probe, -1);
+  int64_t r = 0;
+  for (;; ++r) {
+    s.seq->ran(std::span(run + r, 1));  // row r's inputs were all accepted: its cell holds the truth
+    ++s.pos;
+    const int32_t t = sample_at(r);
+    emit(i, t, row_logits(r));
+    if (r == 0 && probe >= 0) {
+      ++s.probes;
+      s.probe_hits += t == probe ? 1 : 0;
+      s.pacing.probed(t == probe);
+    }
+    if (!s.active || r == drafted || t != run[r + 1]) break;
+  }
+  if (drafted == 0) return;
+  s.drafted += drafted;
+  s.accepted += r;
+  // No clock here: the step's time is every sequence's. A draft that gave anything paid.
+  s.pacing.verified(static_cast<uint32_t>(drafted), static_cast<uint32_t>(r), true);
 }
 
 std::span<const Batch::Sampled> Batch::step() {

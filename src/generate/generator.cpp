@@ -327,6 +327,7 @@ std::string_view stop_reason_name(StopReason r) noexcept {
     case StopReason::ContextFull: return "context-full";
     case StopReason::Callback: return "callback";
     case StopReason::StopString: return "stop-string";
+    case StopReason::Failed: return "failed";
   }
   return "?";
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <set>
 #include <unordered_map>
 
 #include "rules.hpp"
@@ -22,6 +23,7 @@ using Stack = std::vector<uint32_t>;
 using StackSet = std::vector<Stack>;  // sorted, without duplicates
 
 constexpr uint32_t kDead = 0;  // the empty stack set: nothing can follow
+constexpr size_t kMaxStacks = 4096;  // per expansion: beyond it a grammar is refused as too ambiguous
 constexpr uint32_t kUnknown = std::numeric_limits<uint32_t>::max();
 
 // A UTF-8 sequence begun and not yet finished: the bits so far and the continuation bytes still due.
@@ -74,11 +76,19 @@ struct Matcher::Automaton {
   }
 
   // Expands each stack until its top is a character class (or it is empty, a whole sentence): a rule
-  // reference on top gives way to the rule's alternatives, its continuation kept below them.
+  // reference on top gives way to the rule's alternatives, its continuation kept below them. A stack
+  // met twice is expanded once, so empty alternatives nested in each other (`s ::= "" | ""` twenty
+  // times over) cost their distinct stacks, not every path to them; more than kMaxStacks of those is
+  // a grammar too ambiguous to follow.
   void expand(std::vector<Stack> work, StackSet& out) const {
+    std::set<Stack> seen;
     while (!work.empty()) {
       Stack s = std::move(work.back());
       work.pop_back();
+      if (!seen.insert(s).second) continue;
+      if (seen.size() > kMaxStacks)
+        throw GrammarError("grammar: more than " + std::to_string(kMaxStacks) +
+                           " ways to read the text at this point: the grammar is too ambiguous to follow");
       if (s.empty() || el[s.back()].op != Op::RuleRef) {
         out.push_back(std::move(s));
         continue;

@@ -310,6 +310,12 @@ Job Server::Impl::prepare(const Request& r) const {
   job.reuse = r.cache_prompt ? generate::PrefixReuse::Reuse : generate::PrefixReuse::Recompute;
   job.grammar = r.grammar;
   if (job.tools && r.tool_choice >= ToolChoice::Required) force_tool_call(r, job);
+  if (job.grammar) try {
+      // Its start is expanded now, so a grammar too ambiguous to begin is a 400, not a failed generation.
+      grammar::Matcher start(job.grammar, grammar_vocabulary);
+    } catch (const grammar::GrammarError& e) {
+      throw RequestError(400, "invalid_request_error", e.what());
+    }
   job.generation.logprobs = r.top_logprobs.value_or(-1);
   // Each choice generates in its own slot, all at once.
   if (static_cast<size_t>(r.n) > options.slots)

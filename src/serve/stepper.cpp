@@ -158,7 +158,7 @@ void Stepper::Impl::step() {
   for (uint32_t i = 0; i < running.size(); ++i) {
     if (!running[i]) continue;
     publish_cells(i);
-    if (!batch.slot(i).active) finish(i);
+    if (!batch.slot(i).active) finish(i, batch.slot(i).error);
   }
 }
 

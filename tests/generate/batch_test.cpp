@@ -352,3 +352,51 @@ TEST(Batch, SpeculatingSequencesGiveThePlainTokens) {
   generate::Batch plain(open(kStories, 4, 8, false)->plan, e->loaded, *e->tokenizer, 1);
   EXPECT_THROW(plain.speculate(6), InvalidArgument) << "a plan without drafts priced";
 }
+
+namespace {
+
+// A constraint that lets everything through for `good` tokens, then cannot go on (as a grammar that
+// allows no token of the vocabulary at some point).
+class FailsAfter final : public text::TokenConstraint {
+ public:
+  explicit FailsAfter(int good) : good_(good) {}
+  void mask(std::span<text::Candidate>) override { check(); }
+  bool allows(int32_t) override {
+    check();
+    return true;
+  }
+  void accept(int32_t) override { ++seen_; }
+  void reset() override { seen_ = 0; }
+
+ private:
+  void check() const {
+    if (seen_ >= good_) throw InvalidArgument("no token can continue the text here");
+  }
+  int good_, seen_ = 0;
+};
+
+}  // namespace
+
+// A sampler that throws ends its own slot (Failed, with why) and no other: the batch's other sequence
+// gives the tokens it gives alone.
+TEST(Batch, ASamplerThatFailsEndsOnlyItsSlot) {
+  auto e = open(kStories, 2, 4, true);
+  const std::vector<int32_t> prompt = e->tokenizer->encode("Once upon a time", true);
+  std::vector<int32_t> expected;
+  e->sequence->sample_with({.temperature = 0.0f}).generate_ids(prompt, {.max_tokens = 12}, nullptr, &expected);
+
+  generate::Batch batch(e->plan, e->loaded, *e->tokenizer, 2);
+  auto failing = e->new_sequence(1), plain = e->new_sequence(1);
+  failing->sample_with({.temperature = 0.0f});
+  failing->sampler.constrain(std::make_unique<FailsAfter>(3));
+  plain->sample_with({.temperature = 0.0f});
+  const uint32_t f = batch.add(*failing, prompt, {.max_tokens = 12});
+  const uint32_t p = batch.add(*plain, prompt, {.max_tokens = 12});
+  std::vector<int32_t> got, failed;
+  while (batch.active())
+    for (const generate::Batch::Sampled& t : batch.step()) (t.slot == p ? got : failed).push_back(t.token);
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(failed.size(), 3u);
+  EXPECT_EQ(batch.slot(f).stop, generate::StopReason::Failed);
+  EXPECT_EQ(batch.slot(f).error, "no token can continue the text here");
+}

@@ -84,5 +84,23 @@ ws ::= [ ]*
   EXPECT_FALSE(accepts(g, "[ab,]"));
 }
 
+// Hostile grammars end quickly with an error or an answer, never a hang: empty alternatives nested
+// many times over (2^40 paths to a handful of stacks), and ambiguity past the bound.
+TEST(Gbnf, AmbiguityIsBoundedNotExponential) {
+  std::string nested = "root ::=";
+  for (int i = 0; i < 40; ++i) nested += " s";
+  nested += " \"x\"\ns ::= \"\" | \"\"\n";
+  EXPECT_TRUE(accepts(nested, "x"));
+  std::string wide = "root ::= (a)*\na ::= ";
+  for (int i = 0; i < 5000; ++i) wide += (i ? " | " : "") + std::string("\"x\" [0-9]{") + std::to_string(i % 7 + 1) + "}";
+  bool refused = false;
+  try {
+    accepts(wide, "x1");
+  } catch (const GrammarError& e) {
+    refused = std::string(e.what()).find("too ambiguous") != std::string::npos;
+  }
+  EXPECT_TRUE(refused);
+}
+
 }  // namespace
 }  // namespace skainet::grammar

@@ -67,6 +67,9 @@ class Batch {
     int32_t probe = -1;                       // the token this step's probe drafted (-1: none)
     // As Stats counts them: drafted tokens verified, and accepted; probes, and those that hit.
     int64_t drafted = 0, accepted = 0, probes = 0, probe_hits = 0;
+    // Why its sampler failed (a grammar that allows no token here), which ended this slot alone
+    // (stop Failed); the other slots of the step go on.
+    std::string error;
   };
 
   // `plan` must carry a batch (MemoryPlan::batched()); the weights are `loaded`'s, shared with the
@@ -111,6 +114,7 @@ class Batch {
   void gather_rows();
   uint32_t draft(uint32_t i, size_t free_rows);
   void sample(const Tensor& logits);
+  void sample_entry(uint32_t i, int64_t rows, const int32_t* run, const float* kept, size_t vocab);
   void emit(uint32_t i, int32_t token, std::span<const float> logits);
 
   plan::BatchPlan plan_;

@@ -78,7 +78,8 @@ struct Options {
   std::vector<int32_t> shown_control_tokens = {};
 };
 
-enum class StopReason : uint8_t { MaxTokens, EndOfGeneration, ContextFull, Callback, StopString };
+// Failed: generate::Batch only, a slot whose sampler threw (Batch::Slot::error says why).
+enum class StopReason : uint8_t { MaxTokens, EndOfGeneration, ContextFull, Callback, StopString, Failed };
 std::string_view stop_reason_name(StopReason r) noexcept;
 
 struct Stats {
