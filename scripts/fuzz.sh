@@ -10,7 +10,7 @@
 #
 # Targets (docs/fuzzing.md): gguf (the GGUF reader), irpa (the .irpa reader), tokenizer,
 # pre_tokenizer, vocab, plan, plan_json, placement_parse, dequantize, chat_template (the template
-# engine), serve_request (the server's request parser).
+# engine), serve_request (the server's request parser), grammar (GBNF and JSON Schema grammars).
 #
 # Configures and builds the "fuzz" preset (clang, SKAINET_FUZZ=ON; only the chosen fuzzers are
 # built), writes the seeds, then fuzzes. New inputs accumulate in build/fuzz/tests/fuzz/NAME-corpus
@@ -21,7 +21,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-600}"
 jobs="${FUZZ_JOBS:-1}"
-all="gguf irpa tokenizer pre_tokenizer vocab plan plan_json placement_parse dequantize chat_template serve_request"
+all="gguf irpa tokenizer pre_tokenizer vocab plan plan_json placement_parse dequantize chat_template serve_request grammar"
 targets="${FUZZ_TARGET:-$all}"
 
 executable() {  # target name -> fuzzer executable name
@@ -56,6 +56,7 @@ for t in $targets; do
     dequantize) extra+=(-max_len=16384) ;;
     chat_template) extra+=(-max_len=8192 -timeout=30) ;;
     serve_request) extra+=(-max_len=4096) ;;
+    grammar) extra+=(-max_len=4096 -timeout=30) ;;
   esac
   if [ "$jobs" -gt 1 ]; then extra+=(-jobs="$jobs" -workers="$jobs"); fi
   echo "fuzz: ${t}, ${seconds}s, ${jobs} job(s); corpus $out/${t}-corpus, crashes in $out/artifacts"

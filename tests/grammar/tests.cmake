@@ -8,3 +8,10 @@ add_test(NAME grammar.schemas_on_every_vocabulary
                  $<TARGET_FILE:grammar_random_values> ${CMAKE_CURRENT_LIST_DIR}/data/schemas.json
                  ${SKAINET_SHARED_MODELS}/stories260K.gguf ${grammar_vocabularies})
 set_tests_properties(grammar.schemas_on_every_vocabulary PROPERTIES LABELS grammar TIMEOUT 600)
+
+# The grammar fuzz target is also replayed in the default suite (fuzz_replay_test.cpp).
+if(TARGET test_grammar)
+  target_sources(test_grammar PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../fuzz/grammar_fuzzer.cpp)
+  target_include_directories(test_grammar PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../fuzz)
+  target_link_libraries(test_grammar PRIVATE nlohmann_json::nlohmann_json)
+endif()
