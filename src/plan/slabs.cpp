@@ -26,6 +26,29 @@ void add_split(std::vector<ActivationBuffer>& list, uint64_t& total, std::string
   total = checked_add(total, slack, "slab bytes");
 }
 
+// `count` buffers of `floats` each, every one rounded up to the alignment on its own.
+void add_each(std::vector<ActivationBuffer>& list, uint64_t& total, std::string name, uint64_t count,
+              uint64_t floats) {
+  const uint64_t one = checked_align_up(checked_mul<uint64_t>(floats, 4, "activation bytes"), kSlabAlignment, name);
+  const uint64_t bytes = checked_mul(one, count, "activation bytes");
+  list.push_back({std::move(name), bytes});
+  total = checked_add(total, bytes, "slab bytes");
+}
+
+// model::experts_ffn: the router's logits and the output once, then for each of the n rows each of its
+// k experts' gate, up, SwiGLU, down and weighted down (one row each), and the k - 1 running sums.
+void add_experts(SlabPlan& s, const arch::ModelShape& m, uint64_t n) {
+  const uint64_t k = m.experts_used, fe = m.expert_ffn;
+  add(s.layer, s.layer_bytes, "router logits [n, experts]", n * m.experts);
+  add(s.layer, s.layer_bytes, "experts out [n, dim]", n * m.dim);
+  for (const char* name : {"expert gate [1, expert_ffn] per row and expert", "expert up [1, expert_ffn] per row and expert",
+                           "expert swiglu [1, expert_ffn] per row and expert"})
+    add_each(s.layer, s.layer_bytes, name, n * k, fe);
+  add_each(s.layer, s.layer_bytes, "expert down [1, dim] per row and expert", n * k, m.dim);
+  add_each(s.layer, s.layer_bytes, "expert down * weight [1, dim] per row and expert", n * k, m.dim);
+  if (k > 1) add_each(s.layer, s.layer_bytes, "sum of a row's experts [1, dim]", n * (k - 1), m.dim);
+}
+
 }  // namespace
 
 // Mirrors, buffer for buffer, what model::Transformer::forward draws from its two slabs (F32 activations).
@@ -84,10 +107,14 @@ SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_c
   if (m.features.post_norms) add(s.layer, s.layer_bytes, "attn post norm [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "residual [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "ffn norm [n, dim]", n * m.dim);
-  add(s.layer, s.layer_bytes, "ffn gate [n, ffn]", n * m.ffn);
-  add(s.layer, s.layer_bytes, "ffn up [n, ffn]", n * m.ffn);
-  add(s.layer, s.layer_bytes, m.features.geglu ? "geglu [n, ffn]" : "swiglu [n, ffn]", n * m.ffn);
-  add(s.layer, s.layer_bytes, "ffn down [n, dim]", n * m.dim);
+  if (m.features.moe) {
+    add_experts(s, m, n);
+  } else {
+    add(s.layer, s.layer_bytes, "ffn gate [n, ffn]", n * m.ffn);
+    add(s.layer, s.layer_bytes, "ffn up [n, ffn]", n * m.ffn);
+    add(s.layer, s.layer_bytes, m.features.geglu ? "geglu [n, ffn]" : "swiglu [n, ffn]", n * m.ffn);
+    add(s.layer, s.layer_bytes, "ffn down [n, dim]", n * m.dim);
+  }
   if (m.features.post_norms) add(s.layer, s.layer_bytes, "ffn post norm [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "residual out [n, dim]", n * m.dim);
   return s;
@@ -102,7 +129,8 @@ ScratchPlan estimate_scratch(const std::vector<placement::Decision>& tensors, co
   bool best_is_matmul = false;  // on a tie the report names a matmul weight, not the embedding
   if (!platform.matmul_scratch) return best;
   for (const placement::Decision& d : tensors) {
-    if (d.role == placement::TensorRole::Vector || d.shape.size() != 2) continue;
+    // An expert stack (3-D) is read one expert's 2-D matrix at a time, rows as for any weight.
+    if (d.role == placement::TensorRole::Vector || d.shape.size() < 2) continue;
     const auto k = static_cast<int64_t>(d.shape[0]);
     const bool matmul = d.role == placement::TensorRole::MatmulWeight;
     for (const uint32_t n : {uint32_t{1}, rows}) {
