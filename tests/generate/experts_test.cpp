@@ -3,6 +3,7 @@
 // the planned slabs and scratch, and a decode step allocates nothing.
 #include <algorithm>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "alloc_counter.hpp"
