@@ -35,18 +35,34 @@ void add_each(std::vector<ActivationBuffer>& list, uint64_t& total, std::string 
   total = checked_add(total, bytes, "slab bytes");
 }
 
-// model::experts_ffn: the router's logits and the output once, then for each of the n rows each of its
-// k experts' gate, up, SwiGLU, down and weighted down (one row each), and the k - 1 running sums.
+// `rows` rows of `floats` each, split over at most `groups` buffers (one per expert chosen), each
+// rounded up on its own: at most one alignment more per group than one buffer of them all.
+void add_grouped(std::vector<ActivationBuffer>& list, uint64_t& total, std::string name, uint64_t rows,
+                 uint64_t floats, uint64_t groups) {
+  add(list, total, std::move(name), rows * floats);
+  const uint64_t slack = checked_mul<uint64_t>(groups, kSlabAlignment, "slab alignment");
+  list.back().bytes = checked_add(list.back().bytes, slack, "activation bytes");
+  total = checked_add(total, slack, "slab bytes");
+}
+
+// model::experts_ffn: the router's logits and the routes once; then, per expert some row chose, its
+// rows gathered, gate, up, SwiGLU, down and weighted down (n * k rows over all experts); each row's k
+// outputs and their k - 1 running sums. Bounded, as the groups depend on the routes.
 void add_experts(SlabPlan& s, const arch::ModelShape& m, uint64_t n) {
-  const uint64_t k = m.experts_used, fe = m.expert_ffn;
+  const uint64_t k = m.experts_used, fe = m.expert_ffn, groups = std::min<uint64_t>(m.experts, n * k);
   add(s.layer, s.layer_bytes, "router logits [n, experts]", n * m.experts);
-  add(s.layer, s.layer_bytes, "experts out [n, dim]", n * m.dim);
-  for (const char* name : {"expert gate [1, expert_ffn] per row and expert", "expert up [1, expert_ffn] per row and expert",
-                           "expert swiglu [1, expert_ffn] per row and expert"})
-    add_each(s.layer, s.layer_bytes, name, n * k, fe);
-  add_each(s.layer, s.layer_bytes, "expert down [1, dim] per row and expert", n * k, m.dim);
-  add_each(s.layer, s.layer_bytes, "expert down * weight [1, dim] per row and expert", n * k, m.dim);
-  if (k > 1) add_each(s.layer, s.layer_bytes, "sum of a row's experts [1, dim]", n * (k - 1), m.dim);
+  add(s.layer, s.layer_bytes, "experts of each row [n, k] (I32)", n * k);
+  add(s.layer, s.layer_bytes, "weights of each row's experts [n, k]", n * k);
+  add(s.layer, s.layer_bytes, "rows of one expert [n] (I32)", n);
+  add(s.layer, s.layer_bytes, "weights of one expert's rows [n, 1]", n);
+  add(s.layer, s.layer_bytes, "slots of one expert's rows [n] (I32)", n);
+  add(s.layer, s.layer_bytes, "each row's experts' outputs [n * k, dim]", n * k * m.dim);
+  add_grouped(s.layer, s.layer_bytes, "rows of each chosen expert [m, dim]", n * k, m.dim, groups);
+  for (const char* name : {"expert gate [m, expert_ffn]", "expert up [m, expert_ffn]", "expert swiglu [m, expert_ffn]"})
+    add_grouped(s.layer, s.layer_bytes, name, n * k, fe, groups);
+  add_grouped(s.layer, s.layer_bytes, "expert down [m, dim]", n * k, m.dim, groups);
+  add_grouped(s.layer, s.layer_bytes, "expert down * weight [m, dim]", n * k, m.dim, groups);
+  if (k > 1) add_each(s.layer, s.layer_bytes, "sum of each row's experts [n, dim]", k - 1, n * m.dim);
 }
 
 }  // namespace

@@ -71,13 +71,16 @@ TEST(Experts, MoeFilesPlanLoadAndDecodeWithoutAllocating) {
   }
 }
 
-// A decode step's layer slab peak is what the plan prices for one row at one cell, buffer for buffer.
-TEST(Experts, DecodeLayerSlabIsThePlansEstimateExactly) {
+// A decode step's layer slab peak stays within what the plan prices for one row at one cell (a bound:
+// the groups of rows per expert depend on the routes, each group's buffers aligned on its own).
+TEST(Experts, DecodeLayerSlabStaysWithinThePlansEstimate) {
   test::TempDir dir("experts-slab");
   auto e = open(synth_moe(dir, {"qwen3moe", 6, 3, "F32"}));
   memory::ExecutionContext ctx(1);
   memory::ForwardScope step({.slab_bytes = e->plan.sequence()->step_bytes});
   const int32_t tok = 5;
   ctx.step(step, [&] { e->sequence->llama.forward(ctx, std::span(&tok, 1), 0); });
-  EXPECT_EQ(e->sequence->llama.layer_stats().peak, plan::estimate_slabs(*e->plan.model, 1, 1).layer_bytes);
+  const uint64_t planned = plan::estimate_slabs(*e->plan.model, 1, 1).layer_bytes;
+  EXPECT_LE(e->sequence->llama.layer_stats().peak, planned);
+  EXPECT_GE(e->sequence->llama.layer_stats().peak + 3 * 64 * 6, planned) << "the bound is loose";
 }

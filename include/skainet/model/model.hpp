@@ -60,9 +60,10 @@ void route_experts(std::span<const float> logits, std::span<ExpertChoice> chosen
 struct ExpertWeights {
   Tensor router, gate, up, down;
 };
-// Rows h [n, dim] through the experts each row is routed to, one row at a time: a row reads only its
-// chosen experts' matrices (views of the stacks the ordinary matmul takes). `chosen` is the caller's
-// scratch of experts_used choices. Eager only: the routing reads the router's logits.
+// Rows h [n, dim] through the experts each row is routed to, grouped by expert: each expert some row
+// chose runs once over its rows (views of the stacks the ordinary matmul takes); an expert no row chose
+// is never read. `chosen` is the caller's scratch of experts_used choices. Eager only: the routing
+// reads the router's logits.
 Tensor experts_ffn(memory::ExecutionContext& ctx, const Tensor& h, const ExpertWeights& w,
                    std::span<ExpertChoice> chosen);
 
