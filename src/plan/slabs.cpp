@@ -27,8 +27,7 @@ void add_split(std::vector<ActivationBuffer>& list, uint64_t& total, std::string
 }
 
 // `count` buffers of `floats` each, every one rounded up to the alignment on its own.
-void add_each(std::vector<ActivationBuffer>& list, uint64_t& total, std::string name, uint64_t count,
-              uint64_t floats) {
+void add_each(std::vector<ActivationBuffer>& list, uint64_t& total, std::string name, uint64_t count, uint64_t floats) {
   const uint64_t one = checked_align_up(checked_mul<uint64_t>(floats, 4, "activation bytes"), kSlabAlignment, name);
   const uint64_t bytes = checked_mul(one, count, "activation bytes");
   list.push_back({std::move(name), bytes});
@@ -37,8 +36,8 @@ void add_each(std::vector<ActivationBuffer>& list, uint64_t& total, std::string 
 
 // `rows` rows of `floats` each, split over at most `groups` buffers (one per expert chosen), each
 // rounded up on its own: at most one alignment more per group than one buffer of them all.
-void add_grouped(std::vector<ActivationBuffer>& list, uint64_t& total, std::string name, uint64_t rows,
-                 uint64_t floats, uint64_t groups) {
+void add_grouped(std::vector<ActivationBuffer>& list, uint64_t& total, std::string name, uint64_t rows, uint64_t floats,
+                 uint64_t groups) {
   add(list, total, std::move(name), rows * floats);
   const uint64_t slack = checked_mul<uint64_t>(groups, kSlabAlignment, "slab alignment");
   list.back().bytes = checked_add(list.back().bytes, slack, "activation bytes");

@@ -9,9 +9,8 @@ using namespace skainet;
 using namespace skainet::arch;
 
 TEST(Families, EveryFamilyHasOneRowAndItsOtherNamesFindIt) {
-  for (Family f :
-       {Family::Llama, Family::Qwen2, Family::Qwen3, Family::Phi3, Family::Gemma, Family::Gemma2, Family::Gemma3,
-        Family::Qwen3Moe}) {
+  for (Family f : {Family::Llama, Family::Qwen2, Family::Qwen3, Family::Phi3, Family::Gemma, Family::Gemma2,
+                   Family::Gemma3, Family::Qwen3Moe}) {
     const FamilyInfo& info = family_info(f);
     EXPECT_EQ(info.family, f);
     EXPECT_EQ(find_family(info.name), &info);

@@ -38,7 +38,9 @@ struct Stacks {
 
 Stacks make_stacks(int64_t experts, int64_t dim, int64_t ffn, std::mt19937& rng) {
   const float router_sd = 2.0f / std::sqrt(static_cast<float>(dim));
-  return {experts, dim, ffn,
+  return {experts,
+          dim,
+          ffn,
           {filled({experts, dim}, rng, router_sd), filled({experts, ffn, dim}, rng, 0.3f),
            filled({experts, ffn, dim}, rng, 0.3f), filled({experts, dim, ffn}, rng, 0.3f)}};
 }
@@ -117,7 +119,8 @@ TEST(Experts, FfnEqualsTheDirectComputationAtOddSizes) {
     ASSERT_EQ(y.shape(), (Shape{9, s.dim}));
     for (int64_t t = 0; t < 9; ++t) {
       const std::vector<double> want = direct(s, h.data<float>() + t * s.dim, static_cast<size_t>(k));
-      for (int64_t i = 0; i < s.dim; ++i) ASSERT_NEAR(y.data<float>()[t * s.dim + i], want[static_cast<size_t>(i)], 1e-4);
+      for (int64_t i = 0; i < s.dim; ++i)
+        ASSERT_NEAR(y.data<float>()[t * s.dim + i], want[static_cast<size_t>(i)], 1e-4);
     }
   }
 }

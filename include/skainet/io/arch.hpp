@@ -40,7 +40,7 @@ struct Features {
   bool post_norms = false;     // attention and FFN outputs are RMS-normed before the residual add (Gemma 2/3)
   bool geglu = false;          // GELU(gate) * up instead of SiLU (Gemma)
   bool tied_output = false;    // the output is always token_embd; an output.weight is not read (Gemma 1, 2)
-  bool moe = false;  // the FFN is a mixture of experts (qwen3moe always; a llama file when expert_count > 0)
+  bool moe = false;            // the FFN is a mixture of experts (qwen3moe always; a llama file when expert_count > 0)
   friend bool operator==(const Features&, const Features&) = default;
 };
 
