@@ -13,8 +13,8 @@ namespace {
 
 constexpr std::array<std::string_view, 1> kLlamaAlso = {"mistral"};
 
-constexpr std::array<FamilyInfo, 7> kFamilies = {{
-    {Family::Llama, "llama", kLlamaAlso, {}, "LLaMA 1/2/3, TinyLlama, Mistral, SmolLM"},
+constexpr std::array<FamilyInfo, 8> kFamilies = {{
+    {Family::Llama, "llama", kLlamaAlso, {}, "LLaMA 1/2/3, TinyLlama, Mistral, SmolLM; Mixtral (expert_count > 0)"},
     {Family::Qwen2, "qwen2", {}, {.neox_rope = true, .qkv_bias = true}, "Qwen2, Qwen2.5: q/k/v biases, NeoX RoPE"},
     {Family::Qwen3, "qwen3", {}, {.neox_rope = true, .qk_norm = true}, "Qwen3: per-head q/k RMS norm, NeoX RoPE"},
     {Family::Phi3,
@@ -37,6 +37,11 @@ constexpr std::array<FamilyInfo, 7> kFamilies = {{
      {},
      {.neox_rope = true, .qk_norm = true, .embed_scale = true, .post_norms = true, .geglu = true},
      "Gemma 3 (text): Gemma 2 with q/k norms, no score capping, 5 of 6 layers windowed with their own RoPE base"},
+    {Family::Qwen3Moe,
+     "qwen3moe",
+     {},
+     {.neox_rope = true, .qk_norm = true, .moe = true},
+     "Qwen3 MoE: Qwen3's attention, a mixture-of-experts FFN in every layer (softmax router, top-k renormalized)"},
 }};
 
 constexpr std::array<Variant, 1> kVariants = {{

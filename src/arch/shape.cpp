@@ -10,7 +10,7 @@
 namespace skainet::arch {
 namespace {
 
-constexpr std::array<std::string_view, 19> kKeySuffix = {
+constexpr std::array<std::string_view, 22> kKeySuffix = {
     "context_length",
     "embedding_length",
     "block_count",
@@ -30,8 +30,32 @@ constexpr std::array<std::string_view, 19> kKeySuffix = {
     "rope.freq_base_swa",
     "attn_logit_softcapping",
     "final_logit_softcapping",
+    "expert_count",
+    "expert_used_count",
+    "expert_feed_forward_length",
 };
-static_assert(kKeySuffix.size() == static_cast<size_t>(Key::FinalLogitSoftcapping) + 1);
+static_assert(kKeySuffix.size() == static_cast<size_t>(Key::ExpertFeedForwardLength) + 1);
+
+// Families whose experts have a width of their own (qwen3moe's expert_feed_forward_length, llama.cpp's
+// default feed_forward_length / expert_used_count); Mixtral's experts are feed_forward_length wide.
+bool has_expert_ffn_key(Family f) { return f == Family::Qwen3Moe; }
+
+// The router's and experts' sizes, read as llama.cpp reads them; a llama file is Mixtral when it
+// counts experts.
+void read_experts(const gguf::Header& h, ModelShape& m) {
+  const auto k = [&](Key which) { return key(m.architecture, which); };
+  if (m.family == Family::Llama) m.features.moe = h.find_u32(k(Key::ExpertCount)).value_or(0) > 0;
+  if (!m.features.moe) return;
+  m.experts = h.get_u32(k(Key::ExpertCount));
+  m.experts_used = h.get_u32(k(Key::ExpertUsedCount));
+  if (m.experts == 0 || m.experts_used == 0 || m.experts_used > m.experts)
+    throw gguf::FormatError(gguf::FormatErrorKind::WrongValueType,
+                            fmt::format("{}: {} {} is not between 1 and {} {}", h.path.string(),
+                                        k(Key::ExpertUsedCount), m.experts_used, k(Key::ExpertCount), m.experts));
+  m.expert_ffn = has_expert_ffn_key(*m.family)
+                     ? h.find_u32(k(Key::ExpertFeedForwardLength)).value_or(m.ffn / m.experts_used)
+                     : m.ffn;
+}
 
 // Gemma's hyper-parameters where a file is silent: llama.cpp's defaults (load_arch_hparams of
 // gemma2.cpp / gemma3.cpp). Gemma 3 has no window unless the file gives one.
@@ -108,6 +132,7 @@ ModelShape ModelShape::from_header(const gguf::Header& h) {
       type && type->type == gguf::ValueType::String && std::get<std::string>(type->scalar) == "linear")
     m.rope_scale = h.find_f32(k(Key::RopeScalingFactor)).value_or(1.0f);
   if (m.family == Family::Gemma2 || m.family == Family::Gemma3) read_gemma(h, m);
+  if (m.family) read_experts(h, m);
   if (auto v = h.find_u32(k(Key::VocabSize))) {
     m.vocab = *v;
   } else if (const auto* t = h.find_tensor(role_name(Role::TokenEmbedding)); t && t->shape.size() == 2) {
@@ -141,6 +166,8 @@ ModelShape ModelShape::of_family(std::string_view name) {
     m.final_softcap = d.final_softcap;
   } else if (m.family == Family::Gemma3) {  // Gemma 3 1B's: a 512 window, global RoPE base 1e6
     m.sliding_window = 512, m.swa_pattern = kGemma3Defaults.pattern, m.rope_base = 1000000.0f, m.rms_eps = 1e-6f;
+  } else if (m.features.moe) {  // Qwen3-30B-A3B routes 8 of 128; a small synth 2 of 8
+    m.experts = 8, m.experts_used = 2;
   }
   return m;
 }
@@ -170,6 +197,12 @@ std::vector<gguf::KeyValue> ModelShape::metadata() const {
     kv.push_back({k(Key::RopeFreqBaseSwa), gguf::Value::f32(rope_base_swa)});
     if (family == Family::Gemma2) kv.push_back({k(Key::AttnLogitSoftcapping), gguf::Value::f32(attn_softcap)});
     kv.push_back({k(Key::FinalLogitSoftcapping), gguf::Value::f32(final_softcap)});
+  }
+  if (features.moe) {
+    kv.push_back({k(Key::ExpertCount), gguf::Value::u32(experts)});
+    kv.push_back({k(Key::ExpertUsedCount), gguf::Value::u32(experts_used)});
+    if (family && has_expert_ffn_key(*family))
+      kv.push_back({k(Key::ExpertFeedForwardLength), gguf::Value::u32(expert_ffn)});
   }
   if (rope_scale != 1.0f) {
     kv.push_back({k(Key::RopeScalingType), gguf::Value::string("linear")});

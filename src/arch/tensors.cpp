@@ -21,7 +21,7 @@ struct RoleRow {
   bool per_layer;
   std::string_view unsupported = {};  // the feature a file carrying it needs, which the engine lacks
 };
-constexpr std::array<RoleRow, 24> kRoles = {{
+constexpr std::array<RoleRow, 27> kRoles = {{
     {Role::TokenEmbedding, "token_embd.weight", false},
     {Role::OutputNorm, "output_norm.weight", false},
     {Role::Output, "output.weight", false},
@@ -46,6 +46,9 @@ constexpr std::array<RoleRow, 24> kRoles = {{
     {Role::RopeFactorsShort, "rope_factors_short.weight", false, "LongRoPE scaling (Phi-3 128k)"},
     {Role::AttnPostNorm, "post_attention_norm.weight", true},
     {Role::FfnPostNorm, "post_ffw_norm.weight", true},
+    {Role::FfnGateExps, "ffn_gate_exps.weight", true},
+    {Role::FfnUpExps, "ffn_up_exps.weight", true},
+    {Role::FfnDownExps, "ffn_down_exps.weight", true},
 }};
 
 constexpr bool rows_follow_the_enum() {
@@ -126,9 +129,18 @@ std::vector<TensorSpec> layer_tensors(const ModelShape& s) {
   }
   t.insert(t.end(), {{Role::AttnOutput, {q, d}}, {Role::AttnNorm, {d}}});
   if (f.post_norms) t.push_back({Role::AttnPostNorm, {d}});
-  if (!f.fused_gate_up) t.push_back({Role::FfnGate, {d, ff}});
-  t.insert(t.end(),
-           {{Role::FfnDown, {ff, d}}, {Role::FfnUp, {d, f.fused_gate_up ? 2 * ff : ff}}, {Role::FfnNorm, {d}}});
+  if (f.moe) {  // llama.cpp's order: the router, then each expert stack (3-D: one matrix per expert)
+    const uint64_t e = s.experts, fe = s.expert_ffn;
+    t.insert(t.end(), {{Role::FfnGateInp, {d, e}},
+                       {Role::FfnGateExps, {d, fe, e}},
+                       {Role::FfnDownExps, {fe, d, e}},
+                       {Role::FfnUpExps, {d, fe, e}},
+                       {Role::FfnNorm, {d}}});
+  } else {
+    if (!f.fused_gate_up) t.push_back({Role::FfnGate, {d, ff}});
+    t.insert(t.end(),
+             {{Role::FfnDown, {ff, d}}, {Role::FfnUp, {d, f.fused_gate_up ? 2 * ff : ff}}, {Role::FfnNorm, {d}}});
+  }
   if (f.post_norms) t.push_back({Role::FfnPostNorm, {d}});
   return t;
 }

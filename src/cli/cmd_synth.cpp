@@ -11,6 +11,7 @@ Subcommand add_synth(CLI::App& app) {
   struct Options {
     std::string out, preset = "tiny", type = "F32", vocab_from, name = "skainet-synth", arch = "llama";
     std::optional<uint32_t> dim, layers, heads, kv_heads, head_dim, ffn, vocab, n_ctx, window;
+    std::optional<uint32_t> experts, experts_used, expert_ffn;
     uint64_t seed = 0;
     unsigned threads = 0;
     bool verbose = false, bigram = false, quiet = false;
@@ -33,6 +34,10 @@ Subcommand add_synth(CLI::App& app) {
   sub->add_option("--head-dim", o->head_dim, "Size of one head (default: dim / heads)");
   sub->add_option("--sliding-window", o->window, "Window of the sliding-window layers (Gemma; default: the family's)");
   sub->add_option("--ffn", o->ffn, "Feed-forward size");
+  sub->add_option("--experts", o->experts,
+                  "Experts of a mixture-of-experts FFN (qwen3moe: default 8; llama: Mixtral, its experts --ffn wide)");
+  sub->add_option("--experts-used", o->experts_used, "Experts each token is routed to (default 2)");
+  sub->add_option("--expert-ffn", o->expert_ffn, "Width of one expert's FFN (qwen3moe; default: --ffn)");
   sub->add_option("--vocab", o->vocab, "Vocabulary size of the built-in vocabulary (at least 259)");
   sub->add_option("--ctx", o->n_ctx, "Context length");
   sub->add_option("--seed", o->seed, "Seed of the weights")->capture_default_str();
@@ -60,6 +65,9 @@ Subcommand add_synth(CLI::App& app) {
             if (o->n_ctx) s.shape.ctx_train = *o->n_ctx;
             if (o->head_dim) s.shape.head_dim = *o->head_dim;
             if (o->window) s.shape.sliding_window = *o->window;
+            s.shape.experts = o->experts.value_or(0);
+            s.shape.experts_used = o->experts_used.value_or(0);
+            s.shape.expert_ffn = o->expert_ffn.value_or(0);
             if (o->heads && !o->kv_heads) s.shape.kv_heads = *o->heads;  // no grouping unless asked
             if (!o->vocab_from.empty()) {
               if (o->vocab)

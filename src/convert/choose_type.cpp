@@ -84,7 +84,7 @@ std::pair<GgmlType, TypeRule> mix_type(const Scheme& s, std::string_view name, u
     if (iq4 && n_gqa >= 4) return more(GgmlType::Q5_K);
     if ((ft == MostlyQ4_K_M || ft == MostlyQ5_K_M) && use_more_bits(layer, n)) return more(GgmlType::Q6_K);
     if (ft == MostlyQ4_K_S && layer < 4) return more(GgmlType::Q5_K);
-  } else if (is(Role::FfnDown)) {
+  } else if (is(Role::FfnDown) || is(Role::FfnDownExps)) {  // llama.cpp: any name with "ffn_down"
     if (ft == MostlyQ2_K) return more(GgmlType::Q3_K);
     if (ft == MostlyQ3_K_M) return more(layer < n / 16 ? GgmlType::Q5_K : GgmlType::Q4_K);
     if (ft == MostlyQ3_K_L) return more(GgmlType::Q5_K);

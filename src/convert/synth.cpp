@@ -84,6 +84,10 @@ std::vector<Planned> plan_tensors(const arch::ModelShape& s, const Scheme& schem
       p.sigma = 0.05f;
     } else if (name.ends_with(".bias")) {
       p.sigma = 0.2f;  // large enough that a missing bias would show in the logits
+    } else if (const auto parsed = arch::parse_tensor_name(name); parsed && parsed->role == arch::Role::FfnGateInp) {
+      // Router logits of sd 2 over the normed input (rms ~1): a decisive choice of experts per token,
+      // as a trained router makes, so a wrongly routed row would show in the logits.
+      p.sigma = 2.0f / std::sqrt(static_cast<float>(s.dim));
     }
     out.push_back(std::move(p));
   };
@@ -242,6 +246,30 @@ void plant_tied_bigram(const arch::ModelShape& s, std::vector<Planned>& plan, co
   }
 }
 
+// The experts of a mixture: the family's count unless given; a llama file given experts is Mixtral
+// (its experts as wide as ffn); qwen3moe's experts are ffn wide unless given their own width.
+void read_experts(const SynthOptions& options, arch::ModelShape& shape) {
+  const arch::ModelShape& n = options.shape;
+  if (n.experts != 0) {
+    if (!shape.features.moe && shape.family != arch::Family::Llama)
+      throw InvalidArgument(fmt::format("synth: architecture '{}' has no experts", options.arch));
+    shape.features.moe = true, shape.experts = n.experts;
+  }
+  if (!shape.features.moe) {
+    if (n.experts_used != 0 || n.expert_ffn != 0)
+      throw InvalidArgument(fmt::format("synth: architecture '{}' without --experts has no experts", options.arch));
+    return;
+  }
+  shape.experts_used = n.experts_used != 0 ? n.experts_used : std::min(shape.experts_used, shape.experts);
+  if (shape.experts_used == 0) shape.experts_used = std::min(2u, shape.experts);
+  if (shape.experts_used > shape.experts)
+    throw InvalidArgument(
+        fmt::format("synth: {} experts used of {}: at most all of them", shape.experts_used, shape.experts));
+  if (n.expert_ffn != 0 && shape.family != arch::Family::Qwen3Moe)
+    throw InvalidArgument("synth: Mixtral's experts are --ffn wide (no --expert-ffn)");
+  shape.expert_ffn = n.expert_ffn != 0 ? n.expert_ffn : shape.ffn;
+}
+
 // The family's own tensors and keys around the given numbers; head_dim 0 means dim / heads. The
 // vocabulary's keys are returned in `vocab` (copied from options.vocab_from, or the built-in one).
 arch::ModelShape shape_of(const SynthOptions& options, std::vector<gguf::KeyValue>& vocab) {
@@ -254,6 +282,7 @@ arch::ModelShape shape_of(const SynthOptions& options, std::vector<gguf::KeyValu
       throw InvalidArgument(fmt::format("synth: architecture '{}' has no sliding-window layers", options.arch));
     shape.sliding_window = n.sliding_window;
   }
+  read_experts(options, shape);
   if (n.head_dim == 0 && n.heads != 0 && n.dim % n.heads != 0)
     throw InvalidArgument(
         fmt::format("synth: dim {} is not a multiple of heads {} (or give the head size)", n.dim, n.heads));

@@ -55,6 +55,10 @@ constexpr LayerField kLayerFields[] = {
     {arch::Role::FfnDown, &LayerWeights::w_down},
     {arch::Role::AttnPostNorm, &LayerWeights::attn_post_norm},
     {arch::Role::FfnPostNorm, &LayerWeights::ffn_post_norm},
+    {arch::Role::FfnGateInp, &LayerWeights::router},
+    {arch::Role::FfnGateExps, &LayerWeights::gate_exps},
+    {arch::Role::FfnUpExps, &LayerWeights::up_exps},
+    {arch::Role::FfnDownExps, &LayerWeights::down_exps},
 };
 
 Tensor* layer_field(LayerWeights& lw, arch::Role role) {

@@ -60,7 +60,10 @@ std::pair<WeightForm, FormReason> resolve_form(const gguf::TensorInfo& info, con
   form.residency = profile.residency;
   const bool packed = type_traits(info.type).quantized;
   if (readable(role, info.type, BlockOrder::RowMajor, platform)) {
-    if (role == TensorRole::MatmulWeight && profile.prefer_kernel_feed && platform.kernel_feed_order(info.type)) {
+    // A kernel-feed order interleaves rows across a whole 2-D weight; an expert stack (3-D) stays in
+    // row order, so each expert's matrix is a plain view.
+    if (role == TensorRole::MatmulWeight && info.shape.size() == 2 && profile.prefer_kernel_feed &&
+        platform.kernel_feed_order(info.type)) {
       form.order = WeightOrder::KernelFeed;
       return {form, FormReason::RepackedForKernel};
     }

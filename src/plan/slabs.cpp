@@ -26,6 +26,44 @@ void add_split(std::vector<ActivationBuffer>& list, uint64_t& total, std::string
   total = checked_add(total, slack, "slab bytes");
 }
 
+// `count` buffers of `floats` each, every one rounded up to the alignment on its own.
+void add_each(std::vector<ActivationBuffer>& list, uint64_t& total, std::string name, uint64_t count, uint64_t floats) {
+  const uint64_t one = checked_align_up(checked_mul<uint64_t>(floats, 4, "activation bytes"), kSlabAlignment, name);
+  const uint64_t bytes = checked_mul(one, count, "activation bytes");
+  list.push_back({std::move(name), bytes});
+  total = checked_add(total, bytes, "slab bytes");
+}
+
+// `rows` rows of `floats` each, split over at most `groups` buffers (one per expert chosen), each
+// rounded up on its own: at most one alignment more per group than one buffer of them all.
+void add_grouped(std::vector<ActivationBuffer>& list, uint64_t& total, std::string name, uint64_t rows, uint64_t floats,
+                 uint64_t groups) {
+  add(list, total, std::move(name), rows * floats);
+  const uint64_t slack = checked_mul<uint64_t>(groups, kSlabAlignment, "slab alignment");
+  list.back().bytes = checked_add(list.back().bytes, slack, "activation bytes");
+  total = checked_add(total, slack, "slab bytes");
+}
+
+// model::experts_ffn: the router's logits and the routes once; then, per expert some row chose, its
+// rows gathered, gate, up, SwiGLU, down and weighted down (n * k rows over all experts); each row's k
+// outputs and their k - 1 running sums. Bounded, as the groups depend on the routes.
+void add_experts(SlabPlan& s, const arch::ModelShape& m, uint64_t n) {
+  const uint64_t k = m.experts_used, fe = m.expert_ffn, groups = std::min<uint64_t>(m.experts, n * k);
+  add(s.layer, s.layer_bytes, "router logits [n, experts]", n * m.experts);
+  add(s.layer, s.layer_bytes, "experts of each row [n, k] (I32)", n * k);
+  add(s.layer, s.layer_bytes, "weights of each row's experts [n, k]", n * k);
+  add(s.layer, s.layer_bytes, "rows of one expert [n] (I32)", n);
+  add(s.layer, s.layer_bytes, "weights of one expert's rows [n, 1]", n);
+  add(s.layer, s.layer_bytes, "slots of one expert's rows [n] (I32)", n);
+  add(s.layer, s.layer_bytes, "each row's experts' outputs [n * k, dim]", n * k * m.dim);
+  add_grouped(s.layer, s.layer_bytes, "rows of each chosen expert [m, dim]", n * k, m.dim, groups);
+  for (const char* name : {"expert gate [m, expert_ffn]", "expert up [m, expert_ffn]", "expert swiglu [m, expert_ffn]"})
+    add_grouped(s.layer, s.layer_bytes, name, n * k, fe, groups);
+  add_grouped(s.layer, s.layer_bytes, "expert down [m, dim]", n * k, m.dim, groups);
+  add_grouped(s.layer, s.layer_bytes, "expert down * weight [m, dim]", n * k, m.dim, groups);
+  if (k > 1) add_each(s.layer, s.layer_bytes, "sum of each row's experts [n, dim]", k - 1, n * m.dim);
+}
+
 }  // namespace
 
 // Mirrors, buffer for buffer, what model::Transformer::forward draws from its two slabs (F32 activations).
@@ -84,10 +122,14 @@ SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_c
   if (m.features.post_norms) add(s.layer, s.layer_bytes, "attn post norm [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "residual [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "ffn norm [n, dim]", n * m.dim);
-  add(s.layer, s.layer_bytes, "ffn gate [n, ffn]", n * m.ffn);
-  add(s.layer, s.layer_bytes, "ffn up [n, ffn]", n * m.ffn);
-  add(s.layer, s.layer_bytes, m.features.geglu ? "geglu [n, ffn]" : "swiglu [n, ffn]", n * m.ffn);
-  add(s.layer, s.layer_bytes, "ffn down [n, dim]", n * m.dim);
+  if (m.features.moe) {
+    add_experts(s, m, n);
+  } else {
+    add(s.layer, s.layer_bytes, "ffn gate [n, ffn]", n * m.ffn);
+    add(s.layer, s.layer_bytes, "ffn up [n, ffn]", n * m.ffn);
+    add(s.layer, s.layer_bytes, m.features.geglu ? "geglu [n, ffn]" : "swiglu [n, ffn]", n * m.ffn);
+    add(s.layer, s.layer_bytes, "ffn down [n, dim]", n * m.dim);
+  }
   if (m.features.post_norms) add(s.layer, s.layer_bytes, "ffn post norm [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "residual out [n, dim]", n * m.dim);
   return s;
@@ -102,7 +144,8 @@ ScratchPlan estimate_scratch(const std::vector<placement::Decision>& tensors, co
   bool best_is_matmul = false;  // on a tie the report names a matmul weight, not the embedding
   if (!platform.matmul_scratch) return best;
   for (const placement::Decision& d : tensors) {
-    if (d.role == placement::TensorRole::Vector || d.shape.size() != 2) continue;
+    // An expert stack (3-D) is read one expert's 2-D matrix at a time, rows as for any weight.
+    if (d.role == placement::TensorRole::Vector || d.shape.size() < 2) continue;
     const auto k = static_cast<int64_t>(d.shape[0]);
     const bool matmul = d.role == placement::TensorRole::MatmulWeight;
     for (const uint32_t n : {uint32_t{1}, rows}) {

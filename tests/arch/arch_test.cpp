@@ -9,8 +9,8 @@ using namespace skainet;
 using namespace skainet::arch;
 
 TEST(Families, EveryFamilyHasOneRowAndItsOtherNamesFindIt) {
-  for (Family f :
-       {Family::Llama, Family::Qwen2, Family::Qwen3, Family::Phi3, Family::Gemma, Family::Gemma2, Family::Gemma3}) {
+  for (Family f : {Family::Llama, Family::Qwen2, Family::Qwen3, Family::Phi3, Family::Gemma, Family::Gemma2,
+                   Family::Gemma3, Family::Qwen3Moe}) {
     const FamilyInfo& info = family_info(f);
     EXPECT_EQ(info.family, f);
     EXPECT_EQ(find_family(info.name), &info);
@@ -18,7 +18,7 @@ TEST(Families, EveryFamilyHasOneRowAndItsOtherNamesFindIt) {
   }
   EXPECT_EQ(find_family("mistral")->family, Family::Llama);
   EXPECT_EQ(find_family("gemma4"), nullptr);
-  EXPECT_EQ(supported_architectures(), "llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3");
+  EXPECT_EQ(supported_architectures(), "llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3, qwen3moe");
 }
 
 TEST(Keys, AreTheArchitecturesOwn) {
@@ -35,8 +35,8 @@ TEST(TensorNames, ParseBackToTheirRoles) {
   EXPECT_FALSE(parse_tensor_name("attn_q.weight"));            // a layer tensor without one
   EXPECT_FALSE(parse_tensor_name("blk.x.attn_q.weight"));
   EXPECT_FALSE(parse_tensor_name("blk.99999999999.attn_q.weight"));
-  EXPECT_FALSE(parse_tensor_name("blk.1.ffn_down_exps.weight"));
-  EXPECT_EQ(layer_of("blk.1.ffn_down_exps.weight"), 1u);
+  EXPECT_FALSE(parse_tensor_name("blk.1.ffn_down_shexp.weight"));  // shared experts: no family here
+  EXPECT_EQ(layer_of("blk.1.ffn_down_shexp.weight"), 1u);
   EXPECT_FALSE(layer_of("output.weight"));
 }
 
@@ -70,11 +70,15 @@ TEST(Shapes, GemmaWindowsFollowLlamaCppsPattern) {
 }
 
 TEST(Shapes, MetadataReadsBackAsTheSameShape) {
-  for (const char* name : {"llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "llama3"}) {
+  for (const char* name :
+       {"llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "llama3", "qwen3moe", "mixtral"}) {
     SCOPED_TRACE(name);
-    ModelShape s = ModelShape::of_family(name);
+    const bool mixtral = std::string_view(name) == "mixtral";
+    ModelShape s = ModelShape::of_family(mixtral ? "llama" : name);
     s.dim = 128, s.layers = 2, s.heads = 4, s.kv_heads = 2, s.head_dim = 64, s.rope_dims = 64, s.ffn = 256;
     s.vocab = 300, s.ctx_train = 64;
+    if (mixtral) s.features.moe = true, s.experts = 4, s.experts_used = 2, s.expert_ffn = s.ffn;
+    if (s.family == Family::Qwen3Moe) s.expert_ffn = 96;  // its own key, not ffn / experts_used
     const test::TempDir dir("arch-metadata");
     gguf::Writer w(dir / "m.gguf");
     w.set("general.architecture", gguf::Value::string(s.architecture));
@@ -85,4 +89,23 @@ TEST(Shapes, MetadataReadsBackAsTheSameShape) {
     if (s.family == Family::Gemma2 || s.family == Family::Gemma3) back.attention_scale = s.attention_scale = 0;
     EXPECT_EQ(back, s);
   }
+}
+
+TEST(Shapes, MixtureOfExpertsTensorsAreLlamaCppsStacks) {
+  ModelShape s = ModelShape::of_family("qwen3moe");
+  s.dim = 64, s.heads = 4, s.kv_heads = 2, s.head_dim = 16, s.ffn = 256, s.expert_ffn = 32;
+  EXPECT_EQ(s.experts, 8u);
+  EXPECT_EQ(s.experts_used, 2u);
+  std::vector<std::pair<Role, std::vector<uint64_t>>> ffn;
+  for (const TensorSpec& t : layer_tensors(s))
+    if (role_name(t.role).starts_with("ffn_")) ffn.emplace_back(t.role, t.shape);
+  const std::vector<std::pair<Role, std::vector<uint64_t>>> want = {{Role::FfnGateInp, {64, 8}},
+                                                                    {Role::FfnGateExps, {64, 32, 8}},
+                                                                    {Role::FfnDownExps, {32, 64, 8}},
+                                                                    {Role::FfnUpExps, {64, 32, 8}},
+                                                                    {Role::FfnNorm, {64}}};
+  EXPECT_EQ(ffn, want);
+  EXPECT_EQ(parse_tensor_name("blk.3.ffn_down_exps.weight"), (TensorName{3, Role::FfnDownExps}));
+  EXPECT_EQ(key("qwen3moe", Key::ExpertFeedForwardLength), "qwen3moe.expert_feed_forward_length");
+  EXPECT_EQ(key("llama", Key::ExpertUsedCount), "llama.expert_used_count");
 }

@@ -128,6 +128,46 @@ TEST_F(Synth, Qwen2AddsQkvBiasesAndItsOwnKeys) {
   EXPECT_THROW(convert::synth(path("gemma4.gguf"), o), InvalidArgument);
 }
 
+// Mixtures of experts: qwen3moe's keys and llama.cpp's 3-D stacks; a llama file given experts is
+// Mixtral (no width key of its own); options a family cannot take are refused.
+TEST_F(Synth, MixturesOfExpertsWriteTheRouterAndTheExpertStacks) {
+  convert::SynthOptions o = tiny("Q8_0");
+  o.arch = "qwen3moe";
+  o.shape.expert_ffn = 64;
+  const RunResult r = run_skainet({"synth", path("cli.gguf").string(), "--type", "Q8_0", "--seed", "1", "--threads",
+                                   "2", "--arch", "qwen3moe", "--expert-ffn", "64"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  convert::synth(path("q3moe.gguf"), o);
+  EXPECT_TRUE(read_bytes(path("cli.gguf")) == read_bytes(path("q3moe.gguf")));
+  const gguf::Header h = gguf::read_header(path("q3moe.gguf"));
+  EXPECT_EQ(h.get_u32("qwen3moe.expert_count"), 8u);
+  EXPECT_EQ(h.get_u32("qwen3moe.expert_used_count"), 2u);
+  EXPECT_EQ(h.get_u32("qwen3moe.expert_feed_forward_length"), 64u);
+  using Shape = std::vector<uint64_t>;
+  EXPECT_EQ(h.find_tensor("blk.1.ffn_gate_inp.weight")->shape, (Shape{256, 8}));
+  EXPECT_EQ(h.find_tensor("blk.1.ffn_gate_inp.weight")->type, GgmlType::F32);  // as llama-quantize keeps it
+  EXPECT_EQ(h.find_tensor("blk.1.ffn_up_exps.weight")->shape, (Shape{256, 64, 8}));
+  EXPECT_EQ(h.find_tensor("blk.1.ffn_down_exps.weight")->shape, (Shape{64, 256, 8}));
+  EXPECT_EQ(h.find_tensor("blk.1.ffn_down_exps.weight")->type, GgmlType::Q8_0);
+  EXPECT_EQ(h.find_tensor("blk.0.ffn_gate.weight"), nullptr);
+
+  o = tiny("F32");
+  o.shape.experts = 4, o.shape.experts_used = 3;
+  convert::synth(path("mixtral.gguf"), o);
+  const gguf::Header m = gguf::read_header(path("mixtral.gguf"));
+  EXPECT_EQ(m.get_u32("llama.expert_count"), 4u);
+  EXPECT_EQ(m.get_u32("llama.expert_used_count"), 3u);
+  EXPECT_EQ(m.find("llama.expert_feed_forward_length"), nullptr);
+  EXPECT_EQ(m.find_tensor("blk.0.ffn_gate_exps.weight")->shape, (Shape{256, 512, 4}));
+
+  o.shape.experts_used = 5;
+  EXPECT_THROW(convert::synth(path("x.gguf"), o), InvalidArgument);  // more used than there are
+  o.shape.experts_used = 2, o.shape.expert_ffn = 64;
+  EXPECT_THROW(convert::synth(path("x.gguf"), o), InvalidArgument);  // Mixtral's experts are ffn wide
+  o.shape.expert_ffn = 0, o.arch = "qwen3";
+  EXPECT_THROW(convert::synth(path("x.gguf"), o), InvalidArgument);  // qwen3 has no experts
+}
+
 TEST_F(Synth, Q4KMRaisesAttnVAndFfnDownLikeLlamaCpp) {
   // TinyLlama's shape with 22 layers: llama.cpp's Q4_K_M gives 45 F32, 135 Q4_K and 21 Q6_K tensors
   // (10 attn_v + 10 ffn_down by use_more_bits, + output). Only the decisions are checked here.

@@ -64,7 +64,12 @@ if(peer_ok)
                # so a coarse cache's rounding parts them by its step (measured: q4_0 moves either engine's
                # logits 8.6e-2 from its F16 cache's, and the two engines 1.2e-1 apart; q8_0 1.7e-2 and 1.6e-2).
                "kv_q8_0;bigram;strict;Q8_0;3e-2;1e-2;q8_0" "kv_q4_0;bigram;strict;Q8_0;2e-1;5e-2;q4_0"
-               "kv_q5_1;bigram;strict;Q8_0;8e-2;2e-2;q5_1")
+               "kv_q5_1;bigram;strict;Q8_0;8e-2;2e-2;q5_1"
+               # Mixtures of experts (routed row by row; synth's router decisive, so a wrong expert shows)
+               "qwen3moe_F32;qwen3moe;strict;F32;1e-3;2.5e-4" "qwen3moe_Q8_0;qwen3moe;strict;Q8_0;3e-2;1e-2"
+               "qwen3moe_Q4_K_M;qwen3moe;strict;Q4_K_M;5e-2;1.5e-2"
+               "llama_moe_F32;mixtral;strict;F32;1e-3;2.5e-4" "llama_moe_Q8_0;mixtral;strict;Q8_0;3e-2;1e-2"
+               "llama_moe_Q4_K_M;mixtral;strict;Q4_K_M;5e-2;1.5e-2")
     list(GET case 0 name)
     list(GET case 1 weights)
     list(GET case 2 top1)
@@ -91,6 +96,15 @@ if(peer_ok)
       set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --head-dim 128 --bigram --arch qwen3)
       set(vocab qwen2)
       list(APPEND env "SKAINET_LOGITS_IDS=12522,5193,264,882")
+    elseif(weights STREQUAL "qwen3moe")
+      # 8 experts of 256 (Qwen3-30B-A3B's ratio of expert to model width), 2 used per token.
+      set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --head-dim 128 --experts 8 --experts-used 2 --expert-ffn 256
+          --bigram --arch qwen3moe)
+      set(vocab qwen2)
+      list(APPEND env "SKAINET_LOGITS_IDS=12522,5193,264,882")
+    elseif(weights STREQUAL "mixtral")
+      # Mixtral: a llama file with 8 experts of ffn width, 2 used per token.
+      set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --experts 8 --experts-used 2 --bigram --arch llama)
     elseif(weights STREQUAL "phi3")
       set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --bigram --arch phi3)
       set(vocab phi-3)

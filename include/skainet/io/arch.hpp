@@ -26,7 +26,7 @@
 namespace skainet::arch {
 
 // The forward passes the engine has. Architectures that share one (llama, mistral) share the value.
-enum class Family : uint8_t { Llama, Qwen2, Qwen3, Phi3, Gemma, Gemma2, Gemma3 };
+enum class Family : uint8_t { Llama, Qwen2, Qwen3, Phi3, Gemma, Gemma2, Gemma3, Qwen3Moe };
 
 // What distinguishes a family's forward pass from the llama one, as data the model reads.
 struct Features {
@@ -40,6 +40,7 @@ struct Features {
   bool post_norms = false;     // attention and FFN outputs are RMS-normed before the residual add (Gemma 2/3)
   bool geglu = false;          // GELU(gate) * up instead of SiLU (Gemma)
   bool tied_output = false;    // the output is always token_embd; an output.weight is not read (Gemma 1, 2)
+  bool moe = false;            // the FFN is a mixture of experts (qwen3moe always; a llama file when expert_count > 0)
   friend bool operator==(const Features&, const Features&) = default;
 };
 
@@ -91,6 +92,9 @@ enum class Key : uint8_t {
   RopeFreqBaseSwa,
   AttnLogitSoftcapping,
   FinalLogitSoftcapping,
+  ExpertCount,
+  ExpertUsedCount,
+  ExpertFeedForwardLength,
 };
 std::string key(std::string_view architecture, Key k);
 
@@ -113,6 +117,9 @@ struct ModelShape {
   float rope_base_swa = 10000.0f, rope_scale_swa = 1.0f;
   float attention_scale = 0.0f;                     // q·k multiplier; 0: 1 / sqrt(head_dim)
   float attn_softcap = 0.0f, final_softcap = 0.0f;  // cap * tanh(x / cap) of scores / logits; 0: none
+  // A mixture of experts (features.moe): each row's FFN is the weighted sum of `experts_used` of
+  // `experts` FFNs of width `expert_ffn`, chosen by the router (0, 0, 0 without).
+  uint32_t experts = 0, experts_used = 0, expert_ffn = 0;
   bool is_swa_layer(uint32_t layer) const noexcept {
     return sliding_window > 0 && (swa_pattern == 0 || layer % swa_pattern < swa_pattern - 1);
   }
@@ -147,13 +154,16 @@ enum class Role : uint8_t {
   FfnGate,
   FfnUp,
   FfnDown,
-  FfnGateInp,  // a mixture-of-experts router: no family here has one; quantize's rules name it
+  FfnGateInp,  // a mixture-of-experts router [dim, experts]
   AttnQkv,     // fused q, k, v (Phi-3)
   RopeFreqs,   // Llama 3.1+: per-pair RoPE frequency divisors [rope_dims / 2]
   RopeFactorsLong,
   RopeFactorsShort,  // Phi-3's LongRoPE factors: refused (TensorProblemKind::Unsupported)
   AttnPostNorm,
   FfnPostNorm,  // Gemma 2/3: norms of the attention and FFN outputs
+  FfnGateExps,
+  FfnUpExps,    // the experts' gate and up weights, one 2-D matrix per expert: [dim, expert_ffn, experts]
+  FfnDownExps,  // the experts' down weights [expert_ffn, dim, experts]
 };
 std::string_view role_name(Role r) noexcept;  // "attn_q.weight"; the model's own: "token_embd.weight"
 // Why the engine refuses a tensor of this role ("LongRoPE scaling"), empty when it does not.

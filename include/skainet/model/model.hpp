@@ -40,7 +40,32 @@ struct LayerWeights {
   Tensor q_norm, k_norm;                 // Qwen3, Gemma 3: per-head RMS norm weights [head_dim]
   Tensor attn_post_norm, ffn_post_norm;  // Gemma 2/3
   Tensor ffn_norm, w_gate, w_up, w_down;
+  Tensor router, gate_exps, up_exps, down_exps;  // a mixture of experts (arch::Features::moe), else undefined
 };
+
+// The mixture-of-experts FFN (qwen3moe, Mixtral), as llama.cpp's build_moe_ffn with softmax gating:
+// probabilities p = softmax(router logits) over every expert, the k most probable experts chosen,
+// their p renormalized to sum 1 (norm_topk_prob; the same as a softmax over the chosen logits), and
+// out = sum over chosen e of w_e * down_e(silu(gate_e(x)) * up_e(x)).
+struct ExpertChoice {
+  uint32_t expert = 0;
+  float weight = 0.0f;
+  friend bool operator==(const ExpertChoice&, const ExpertChoice&) = default;
+};
+// Fills `chosen` (k = chosen.size() choices, 1 <= k <= logits.size()) most probable first; of equal
+// probabilities the lower expert is chosen first. Allocates nothing.
+void route_experts(std::span<const float> logits, std::span<ExpertChoice> chosen);
+// The stacks as ggml stores them: router [experts, dim], gate and up [experts, expert_ffn, dim], down
+// [experts, dim, expert_ffn]; expert e is the 2-D matrix at index e of a stack.
+struct ExpertWeights {
+  Tensor router, gate, up, down;
+};
+// Rows h [n, dim] through the experts each row is routed to, grouped by expert: each expert some row
+// chose runs once over its rows (views of the stacks the ordinary matmul takes); an expert no row chose
+// is never read. `chosen` is the caller's scratch of experts_used choices. Eager only: the routing
+// reads the router's logits.
+Tensor experts_ffn(memory::ExecutionContext& ctx, const Tensor& h, const ExpertWeights& w,
+                   std::span<ExpertChoice> chosen);
 
 struct TransformerWeights {
   Tensor tok_embd, output_norm, output;  // output is tok_embd when the model ties them
@@ -101,12 +126,14 @@ class Transformer {
                 std::span<const BatchEntry> entries);
   Tensor attend_one(memory::ExecutionContext& ctx, uint32_t l, const Tensor& q, const Tensor& k, const Tensor& v,
                     const BatchEntry& e);
+  Tensor ffn(memory::ExecutionContext& ctx, const LayerWeights& w, const Tensor& h) const;
   Tensor kept_rows(memory::ExecutionContext& ctx, const Tensor& x, std::span<const BatchEntry> entries);
 
   arch::ModelShape shape_;
   TransformerWeights w_;
   load::KvCacheStore* kv_;  // null: batches only
   memory::ForwardScope layer_scope_;
+  std::vector<ExpertChoice> chosen_;  // a row's experts (sized once: a step allocates nothing)
 };
 
 }  // namespace skainet::model

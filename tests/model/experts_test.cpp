@@ -1,0 +1,147 @@
+// The mixture-of-experts FFN (model::experts_ffn) against a direct computation in double, and its
+// routing (model::route_experts) against llama.cpp's rule: softmax over all experts, top-k, renormalized.
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "skainet/model/model.hpp"
+
+using namespace skainet;
+using model::ExpertChoice;
+
+namespace {
+
+Tensor filled(const Shape& shape, std::mt19937& rng, float sd) {
+  const Tensor t = memory::ambient().allocate(shape, GgmlType::F32, "test");
+  std::normal_distribution<float> d(0.0f, sd);
+  float* p = t.mutable_data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = d(rng);
+  return t;
+}
+
+// y[o] = sum_i x[i] * w[o][i] over a row-major [out, in] matrix at `w`.
+std::vector<double> matvec(const float* w, const std::vector<double>& x, int64_t out) {
+  std::vector<double> y(static_cast<size_t>(out));
+  for (int64_t o = 0; o < out; ++o)
+    for (size_t i = 0; i < x.size(); ++i) y[static_cast<size_t>(o)] += x[i] * w[o * static_cast<int64_t>(x.size()) + i];
+  return y;
+}
+
+struct Stacks {
+  int64_t experts, dim, ffn;
+  model::ExpertWeights w;
+};
+
+Stacks make_stacks(int64_t experts, int64_t dim, int64_t ffn, std::mt19937& rng) {
+  const float router_sd = 2.0f / std::sqrt(static_cast<float>(dim));
+  return {experts,
+          dim,
+          ffn,
+          {filled({experts, dim}, rng, router_sd), filled({experts, ffn, dim}, rng, 0.3f),
+           filled({experts, ffn, dim}, rng, 0.3f), filled({experts, dim, ffn}, rng, 0.3f)}};
+}
+
+// The FFN of one row, in double, straight from the definition.
+std::vector<double> direct(const Stacks& s, const float* row, size_t k) {
+  const std::vector<double> x(row, row + s.dim);
+  const std::vector<double> logits = matvec(s.w.router.data<float>(), x, s.experts);
+  std::vector<size_t> order(static_cast<size_t>(s.experts));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return logits[a] > logits[b]; });
+  double chosen_sum = 0;
+  for (size_t j = 0; j < k; ++j) chosen_sum += std::exp(logits[order[j]] - logits[order[0]]);
+  std::vector<double> out(static_cast<size_t>(s.dim));
+  for (size_t j = 0; j < k; ++j) {
+    const int64_t e = static_cast<int64_t>(order[j]);
+    const double weight = std::exp(logits[order[j]] - logits[order[0]]) / chosen_sum;
+    const auto g = matvec(s.w.gate.data<float>() + e * s.ffn * s.dim, x, s.ffn);
+    const auto u = matvec(s.w.up.data<float>() + e * s.ffn * s.dim, x, s.ffn);
+    std::vector<double> act(static_cast<size_t>(s.ffn));
+    for (size_t i = 0; i < act.size(); ++i) act[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+    const auto d = matvec(s.w.down.data<float>() + e * s.dim * s.ffn, act, s.dim);
+    for (size_t i = 0; i < out.size(); ++i) out[i] += weight * d[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(Experts, RoutingIsSoftmaxThenTopKRenormalized) {
+  const std::vector<float> logits = {0.5f, 2.0f, -1.0f, 1.5f, 0.0f};
+  std::vector<ExpertChoice> chosen(2);
+  model::route_experts(logits, chosen);
+  EXPECT_EQ(chosen[0].expert, 1u);
+  EXPECT_EQ(chosen[1].expert, 3u);
+  // Renormalized softmax probabilities equal a softmax over the chosen logits alone.
+  EXPECT_NEAR(chosen[0].weight, 1.0 / (1.0 + std::exp(-0.5)), 1e-6);
+  EXPECT_NEAR(chosen[0].weight + chosen[1].weight, 1.0, 1e-6);
+}
+
+TEST(Experts, TiesGoToTheLowerExpert) {
+  std::vector<ExpertChoice> chosen(2);
+  model::route_experts(std::vector<float>{1.0f, 3.0f, 3.0f, 3.0f}, chosen);
+  EXPECT_EQ(chosen[0].expert, 1u);
+  EXPECT_EQ(chosen[1].expert, 2u);
+  EXPECT_FLOAT_EQ(chosen[0].weight, 0.5f);
+  model::route_experts(std::vector<float>{0.0f, 0.0f, 0.0f}, chosen);
+  EXPECT_EQ(chosen[0].expert, 0u);
+  EXPECT_EQ(chosen[1].expert, 1u);
+}
+
+TEST(Experts, AllExpertsUsedWeighsEachByItsSoftmax) {
+  const std::vector<float> logits = {0.3f, -2.0f, 1.1f, 0.7f};
+  std::vector<ExpertChoice> chosen(4);
+  model::route_experts(logits, chosen);
+  double total = 0;
+  for (float l : logits) total += std::exp(l);
+  const std::vector<uint32_t> order = {2, 3, 0, 1};
+  for (size_t j = 0; j < 4; ++j) {
+    EXPECT_EQ(chosen[j].expert, order[j]);
+    EXPECT_NEAR(chosen[j].weight, std::exp(logits[order[j]]) / total, 1e-6);
+  }
+  std::vector<ExpertChoice> too_many(5);
+  EXPECT_THROW(model::route_experts(logits, too_many), InvalidArgument);
+}
+
+TEST(Experts, FfnEqualsTheDirectComputationAtOddSizes) {
+  std::mt19937 rng(29);
+  memory::ExecutionContext ctx;
+  for (const auto& [experts, k] : {std::pair{5, 2}, {7, 3}, {3, 3}, {4, 1}}) {
+    SCOPED_TRACE(::testing::Message() << experts << " experts, " << k << " used");
+    const Stacks s = make_stacks(experts, 37, 23, rng);
+    const Tensor h = filled({9, s.dim}, rng, 1.0f);  // groups of several rows
+    std::vector<ExpertChoice> chosen(static_cast<size_t>(k));
+    const Tensor y = model::experts_ffn(ctx, h, s.w, chosen);
+    ASSERT_EQ(y.shape(), (Shape{9, s.dim}));
+    for (int64_t t = 0; t < 9; ++t) {
+      const std::vector<double> want = direct(s, h.data<float>() + t * s.dim, static_cast<size_t>(k));
+      for (int64_t i = 0; i < s.dim; ++i)
+        ASSERT_NEAR(y.data<float>()[t * s.dim + i], want[static_cast<size_t>(i)], 1e-4);
+    }
+  }
+}
+
+// An expert no row chooses is never read: its matrices full of NaN leave the output finite.
+TEST(Experts, AnExpertNeverChosenIsNeverRead) {
+  std::mt19937 rng(7);
+  memory::ExecutionContext ctx;
+  const Stacks s = make_stacks(4, 16, 8, rng);
+  // Experts 0 to 2 see logit h[t][e] (at least 5), expert 3 logit 0: never among the top 2.
+  float* router = s.w.router.mutable_data<float>();
+  std::fill(router, router + s.experts * s.dim, 0.0f);
+  for (int64_t e = 0; e < 3; ++e) router[e * s.dim + e] = 1.0f;
+  const Tensor h = filled({4, s.dim}, rng, 1.0f);
+  for (int64_t t = 0; t < 4; ++t)
+    for (int64_t e = 0; e < 3; ++e) h.mutable_data<float>()[t * s.dim + e] = 5.0f + static_cast<float>((t + e) % 3);
+  for (const Tensor& stack : {s.w.gate, s.w.up, s.w.down}) {
+    float* p = stack.mutable_data<float>() + 3 * s.dim * s.ffn;
+    std::fill(p, p + s.dim * s.ffn, std::numeric_limits<float>::quiet_NaN());
+  }
+  std::vector<ExpertChoice> chosen(2);
+  const Tensor y = model::experts_ffn(ctx, h, s.w, chosen);
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_TRUE(std::isfinite(y.data<float>()[i])) << i;
+}
