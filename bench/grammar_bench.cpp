@@ -19,7 +19,8 @@ using namespace skainet;
 
 namespace {
 
-const char* kSchema = R"({"type":"object","properties":{"name":{"type":"string","maxLength":40},"age":{"type":"integer"},
+const char* kSchema =
+    R"({"type":"object","properties":{"name":{"type":"string","maxLength":40},"age":{"type":"integer"},
   "tags":{"type":"array","items":{"enum":["red","green","blue"]},"maxItems":4},
   "address":{"type":"object","properties":{"street":{"type":"string","maxLength":30},"zip":{"type":"string","maxLength":8}},
   "required":["street","zip"]}},"required":["name","age","tags","address"]})";
@@ -32,7 +33,8 @@ struct Fixture {
 
   Fixture()
       : tok(text::Tokenizer::from_file(std::getenv("SKAINET_BENCH_VOCAB") ? std::getenv("SKAINET_BENCH_VOCAB")
-                                                                           : SKAINET_SHARED_VOCAB "/ggml-vocab-llama-spm.gguf")),
+                                                                          : SKAINET_SHARED_VOCAB
+                                           "/ggml-vocab-llama-spm.gguf")),
         vocab(std::make_shared<const grammar::Vocabulary>(tok)),
         grammar(std::make_shared<const grammar::Grammar>(
             grammar::Grammar::parse(grammar::json_schema_gbnf(nlohmann::ordered_json::parse(kSchema))))) {

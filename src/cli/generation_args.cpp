@@ -69,10 +69,12 @@ void resolve_speculation(GenerationArgs& a) {
 // The sampler's options (their values checked after parsing: check_sampling).
 void add_output_grammar(CLI::App* cmd, GenerationArgs& a) {
   auto* g = cmd->add_option("--grammar", a.grammar_text, "GBNF grammar the output must follow (llama.cpp's dialect)");
-  auto* gf = cmd->add_option("--grammar-file", a.grammar_file, "read the GBNF grammar from this file")->check(CLI::ExistingFile);
+  auto* gf = cmd->add_option("--grammar-file", a.grammar_file, "read the GBNF grammar from this file")
+                 ->check(CLI::ExistingFile);
   auto* j = cmd->add_option("-j,--json-schema", a.json_schema,
                             "JSON Schema the output must be valid against (e.g. '{}' for any JSON value)");
-  auto* jf = cmd->add_option("--json-schema-file", a.json_schema_file, "as llama.cpp's -jf: read the JSON Schema from this file")
+  auto* jf = cmd->add_option("--json-schema-file", a.json_schema_file,
+                             "as llama.cpp's -jf: read the JSON Schema from this file")
                  ->check(CLI::ExistingFile);
   const std::vector<CLI::Option*> all{g, gf, j, jf};
   for (CLI::Option* o : all)
@@ -178,13 +180,15 @@ std::shared_ptr<const grammar::Grammar> compile_output_grammar(const GenerationA
   };
   const char* option = "--grammar";
   try {
-    if (!a.grammar_text.empty()) return std::make_shared<const grammar::Grammar>(grammar::Grammar::parse(a.grammar_text));
+    if (!a.grammar_text.empty())
+      return std::make_shared<const grammar::Grammar>(grammar::Grammar::parse(a.grammar_text));
     option = "--grammar-file";
     if (!a.grammar_file.empty())
       return std::make_shared<const grammar::Grammar>(grammar::Grammar::parse(file(a.grammar_file, "grammar file")));
     option = "--json-schema";
     std::string schema = a.json_schema;
-    if (!a.json_schema_file.empty()) option = "--json-schema-file", schema = file(a.json_schema_file, "JSON schema file");
+    if (!a.json_schema_file.empty())
+      option = "--json-schema-file", schema = file(a.json_schema_file, "JSON schema file");
     if (schema.empty()) return nullptr;
     const auto parsed = nlohmann::ordered_json::parse(schema);  // key order kept: the output follows it
     return std::make_shared<const grammar::Grammar>(grammar::Grammar::parse(grammar::json_schema_gbnf(parsed)));

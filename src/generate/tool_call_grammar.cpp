@@ -36,10 +36,11 @@ std::string tool_rules(const ToolCallFormat& f, const std::vector<Tool>& tools, 
   for (size_t i = 0; i < tools.size(); ++i) {
     const std::string args_key(f.arguments_keys[0]);
     if (json_calls)
-      schemas.emplace_back(fmt::format("tool-{}-call", i),
-                           Json{{"type", "object"},
-                                {"properties", {{std::string(f.name_key), {{"const", tools[i].name}}}, {args_key, tools[i].parameters}}},
-                                {"required", {std::string(f.name_key), args_key}}});
+      schemas.emplace_back(
+          fmt::format("tool-{}-call", i),
+          Json{{"type", "object"},
+               {"properties", {{std::string(f.name_key), {{"const", tools[i].name}}}, {args_key, tools[i].parameters}}},
+               {"required", {std::string(f.name_key), args_key}}});
     else
       schemas.emplace_back(fmt::format("tool-{}-args", i), tools[i].parameters);
   }
@@ -52,7 +53,8 @@ std::string any_tool(const std::vector<Tool>& tools, bool json_calls, std::strin
   for (size_t i = 0; i < tools.size(); ++i) {
     out += i ? " | " : "";
     out += json_calls ? fmt::format("tool-{}-call", i)
-                      : fmt::format("{} {} tool-{}-args", grammar::gbnf_literal(tools[i].name), grammar::gbnf_literal(between), i);
+                      : fmt::format("{} {} tool-{}-args", grammar::gbnf_literal(tools[i].name),
+                                    grammar::gbnf_literal(between), i);
   }
   return out + ")";
 }
@@ -74,19 +76,21 @@ bool can_force_tool_call(const ToolCallFormat& f) noexcept {
 std::string forced_tool_call_gbnf(const ToolCallFormat& f, const nlohmann::ordered_json& tools, std::string_view only,
                                   bool parallel) {
   if (!can_force_tool_call(f))
-    throw InvalidArgument(fmt::format("a call cannot be forced in the '{}' tool-call format (its arguments are not JSON)", f.name));
+    throw InvalidArgument(
+        fmt::format("a call cannot be forced in the '{}' tool-call format (its arguments are not JSON)", f.name));
   const std::vector<Tool> chosen = tools_to_call(tools, only);
   const bool json_calls = f.syntax != CallSyntax::NameThenJson && f.syntax != CallSyntax::FunctionTags;
   std::string root;
   switch (f.syntax) {
     case CallSyntax::JsonInTags:
-      root = fmt::format("root ::= one{}\none ::= {} \"\\n\"? {} {}\n", parallel ? " (\"\\n\"? one)*" : "", grammar::gbnf_literal(f.open),
-                         any_tool(chosen, true, ""), grammar::gbnf_literal(f.close));
+      root = fmt::format("root ::= one{}\none ::= {} \"\\n\"? {} {}\n", parallel ? " (\"\\n\"? one)*" : "",
+                         grammar::gbnf_literal(f.open), any_tool(chosen, true, ""), grammar::gbnf_literal(f.close));
       break;
     case CallSyntax::JsonList: {
       const std::string call = any_tool(chosen, true, "");
       root = fmt::format("root ::= {} \"[\" space {}{} \"]\" {}\n", grammar::gbnf_literal(f.open), call,
-                         parallel ? " (\",\" space " + call + ")*" : "", f.close.empty() ? "" : grammar::gbnf_literal(f.close));
+                         parallel ? " (\",\" space " + call + ")*" : "",
+                         f.close.empty() ? "" : grammar::gbnf_literal(f.close));
       break;
     }
     case CallSyntax::JsonTail: root = fmt::format("root ::= {}\n", any_tool(chosen, true, "")); break;
@@ -95,8 +99,8 @@ std::string forced_tool_call_gbnf(const ToolCallFormat& f, const nlohmann::order
                          any_tool(chosen, false, f.separator));
       break;
     default:  // FunctionTags, JSON arguments
-      root = fmt::format("root ::= one{}\none ::= {} {} \"</function>\"\n", parallel ? "+" : "", grammar::gbnf_literal(f.open),
-                         any_tool(chosen, false, ">"));
+      root = fmt::format("root ::= one{}\none ::= {} {} \"</function>\"\n", parallel ? "+" : "",
+                         grammar::gbnf_literal(f.open), any_tool(chosen, false, ">"));
   }
   return root + tool_rules(f, chosen, json_calls);
 }

@@ -43,8 +43,10 @@ class Parser {
   [[noreturn]] void fail(const std::string& what) const {
     size_t line = 1, column = 1;
     for (size_t i = 0; i < pos_ && i < src_.size(); ++i) {
-      if (src_[i] == '\n') ++line, column = 1;
-      else ++column;
+      if (src_[i] == '\n')
+        ++line, column = 1;
+      else
+        ++column;
     }
     throw GrammarError("grammar line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + what);
   }
@@ -80,7 +82,8 @@ class Parser {
     skip_space(true);
     const uint32_t id = builder_.define(name, [&] { fail("rule '" + std::string(name) + "' is defined twice"); });
     builder_.set_rule(id, parse_alternatives(name, false));
-    if (!at_end() && peek() != '\n' && peek() != '\r') fail("expected the end of the line after rule '" + std::string(name) + "'");
+    if (!at_end() && peek() != '\n' && peek() != '\r')
+      fail("expected the end of the line after rule '" + std::string(name) + "'");
   }
 
   std::vector<Element> parse_alternatives(std::string_view rule, bool nested) {
@@ -153,7 +156,8 @@ class Parser {
     }
     if (peek() != '}') fail("expected '}' closing a repetition");
     ++pos_;
-    if (max < min) fail("repetition {" + std::to_string(min) + "," + std::to_string(max) + "}: the maximum is below the minimum");
+    if (max < min)
+      fail("repetition {" + std::to_string(min) + "," + std::to_string(max) + "}: the maximum is below the minimum");
     return {min, max};
   }
 
@@ -188,8 +192,10 @@ class Parser {
       uint32_t inner = tail;
       for (uint32_t i = min; i < max; ++i) {
         const uint32_t next = i + 1 < max ? builder_.generated(rule) : 0;
-        if (i + 1 < max) builder_.set_rule(inner, {symbol[0], {Op::RuleRef, next}, {Op::Alt, 0}, {Op::End, 0}});
-        else builder_.set_rule(inner, {symbol[0], {Op::Alt, 0}, {Op::End, 0}});
+        if (i + 1 < max)
+          builder_.set_rule(inner, {symbol[0], {Op::RuleRef, next}, {Op::Alt, 0}, {Op::End, 0}});
+        else
+          builder_.set_rule(inner, {symbol[0], {Op::Alt, 0}, {Op::End, 0}});
         inner = next;
       }
     }
@@ -215,7 +221,12 @@ class Parser {
       case 't': return '\t';
       case 'r': return '\r';
       case 'n': return '\n';
-      case '\\': case '"': case '[': case ']': case '-': case '/': return static_cast<uint8_t>(e);
+      case '\\':
+      case '"':
+      case '[':
+      case ']':
+      case '-':
+      case '/': return static_cast<uint8_t>(e);
       default: --pos_; fail(std::string("unknown escape '\\") + e + "'");
     }
   }
@@ -225,9 +236,12 @@ class Parser {
     for (int i = 0; i < digits; ++i) {
       const char c = peek();
       int d = -1;
-      if (c >= '0' && c <= '9') d = c - '0';
-      else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+      if (c >= '0' && c <= '9')
+        d = c - '0';
+      else if (c >= 'a' && c <= 'f')
+        d = c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        d = c - 'A' + 10;
       if (d < 0) fail("expected " + std::to_string(digits) + " hexadecimal digits");
       v = v * 16 + static_cast<uint32_t>(d);
       ++pos_;
@@ -267,8 +281,6 @@ class Parser {
 
 }  // namespace
 
-Grammar Grammar::parse(std::string_view gbnf, std::string_view root) {
-  return Parser(gbnf).parse().build(root);
-}
+Grammar Grammar::parse(std::string_view gbnf, std::string_view root) { return Parser(gbnf).parse().build(root); }
 
 }  // namespace skainet::grammar

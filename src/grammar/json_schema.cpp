@@ -32,12 +32,14 @@ const std::map<std::string, std::string, std::less<>>& primitive_rules() {
       {"object", R"("{" space ( string ":" space value ("," space string ":" space value)* )? "}" space)"},
       {"array", R"("[" space ( value ("," space value)* )? "]" space)"},
       {"date", R"([0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [1-2] [0-9] | "3" [0-1] ))"},
-      {"time", R"(([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{3} )? ( "Z" | ( "+" | "-" ) ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ))"},
+      {"time",
+       R"(([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{3} )? ( "Z" | ( "+" | "-" ) ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ))"},
       {"date-time", R"(date "T" time)"},
       {"date-string", R"("\"" date "\"" space)"},
       {"time-string", R"("\"" time "\"" space)"},
       {"date-time-string", R"("\"" date-time "\"" space)"},
-      {"uuid", R"("\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\"" space)"},
+      {"uuid",
+       R"("\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\"" space)"},
   };
   return rules;
 }
@@ -45,23 +47,32 @@ const std::map<std::string, std::string, std::less<>>& primitive_rules() {
 // Which primitive rules each primitive uses.
 const std::map<std::string, std::vector<std::string>, std::less<>>& primitive_deps() {
   static const std::map<std::string, std::vector<std::string>, std::less<>> deps{
-      {"boolean", {"space"}}, {"null", {"space"}}, {"number", {"integral-part", "decimal-part", "space"}},
-      {"integer", {"integral-part", "space"}}, {"string", {"char", "space"}},
+      {"boolean", {"space"}},
+      {"null", {"space"}},
+      {"number", {"integral-part", "decimal-part", "space"}},
+      {"integer", {"integral-part", "space"}},
+      {"string", {"char", "space"}},
       {"value", {"object", "array", "string", "number", "boolean", "null"}},
-      {"object", {"string", "value", "space"}}, {"array", {"value", "space"}}, {"date-time", {"date", "time"}},
-      {"date-string", {"date", "space"}}, {"time-string", {"time", "space"}},
-      {"date-time-string", {"date-time", "space"}}, {"uuid", {"space"}},
+      {"object", {"string", "value", "space"}},
+      {"array", {"value", "space"}},
+      {"date-time", {"date", "time"}},
+      {"date-string", {"date", "space"}},
+      {"time-string", {"time", "space"}},
+      {"date-time-string", {"date-time", "space"}},
+      {"uuid", {"space"}},
   };
   return deps;
 }
 
 // Keywords that only describe: they narrow nothing, so they are read past.
 const std::set<std::string, std::less<>> kAnnotations{
-    "$schema", "$id", "$comment", "title", "description", "default", "examples", "deprecated", "readOnly",
-    "writeOnly", "$defs", "definitions", "contentMediaType", "contentEncoding"};
-const std::set<std::string, std::less<>> kSupported{
-    "type", "properties", "required", "additionalProperties", "items", "prefixItems", "minItems", "maxItems",
-    "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "minLength", "maxLength", "format"};
+    "$schema",    "$id",      "$comment",  "title", "description", "default",          "examples",
+    "deprecated", "readOnly", "writeOnly", "$defs", "definitions", "contentMediaType", "contentEncoding"};
+const std::set<std::string, std::less<>> kSupported{"type",  "properties",  "required",  "additionalProperties",
+                                                    "items", "prefixItems", "minItems",  "maxItems",
+                                                    "enum",  "const",       "anyOf",     "oneOf",
+                                                    "allOf", "$ref",        "minLength", "maxLength",
+                                                    "format"};
 
 }  // namespace
 
@@ -69,12 +80,18 @@ std::string gbnf_literal(std::string_view text) {
   std::string out = "\"";
   for (const char c : text) {
     const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (u < 0x20 || u == 0x7F) out += "\\x" + std::string(1, "0123456789ABCDEF"[u >> 4]) + "0123456789ABCDEF"[u & 15];
-    else out += c;
+    if (c == '"' || c == '\\')
+      out += '\\', out += c;
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
+    else if (u < 0x20 || u == 0x7F)
+      out += "\\x" + std::string(1, "0123456789ABCDEF"[u >> 4]) + "0123456789ABCDEF"[u & 15];
+    else
+      out += c;
   }
   return out + "\"";
 }
@@ -144,7 +161,8 @@ class Converter {
 
   void check_keywords(const Json& schema, const std::string& path) const {
     for (const auto& [key, value] : schema.items())
-      if (!kSupported.count(key) && !kAnnotations.count(key)) refuse(path, "'" + key + "' is not supported by the grammar converter");
+      if (!kSupported.count(key) && !kAnnotations.count(key))
+        refuse(path, "'" + key + "' is not supported by the grammar converter");
   }
 
   // A composition keyword with other constraints beside it would need both applied; only its own
@@ -227,7 +245,8 @@ class Converter {
   }
 
   const Json& resolve(const std::string& ref, const std::string& path) const {
-    if (ref.empty() || ref[0] != '#') refuse(path, "'$ref' " + ref + ": only references inside the schema ('#...') are supported");
+    if (ref.empty() || ref[0] != '#')
+      refuse(path, "'$ref' " + ref + ": only references inside the schema ('#...') are supported");
     try {
       return ref == "#" ? *root_ : root_->at(Json::json_pointer(ref.substr(1)));
     } catch (const nlohmann::json::exception&) {
@@ -252,8 +271,10 @@ class Converter {
     for (const Json& part0 : schema["allOf"]) {
       const Json& part = part0.contains("$ref") ? resolve(part0["$ref"].get<std::string>(), path) : part0;
       for (const auto& [key, value] : part.items()) {
-        if (key == "properties") merged["properties"].update(value);
-        else if (key == "required") merged["required"].insert(merged["required"].end(), value.begin(), value.end());
+        if (key == "properties")
+          merged["properties"].update(value);
+        else if (key == "required")
+          merged["required"].insert(merged["required"].end(), value.begin(), value.end());
         else if (!(key == "type" && value == "object") && !kAnnotations.count(key))
           refuse(path + "/allOf", "only objects' properties and required keys can be combined, not '" + key + "'");
       }
@@ -285,7 +306,8 @@ class Converter {
       const Json extra = schema.value("additionalProperties", Json(true));
       if (extra == true) return primitive("object");
       const std::string value = visit(extra, name + "-additional", path + "/additionalProperties");
-      const std::string item = add_rule(name + "-additional-kv", primitive("string") + " \":\" " + primitive("space") + " " + value);
+      const std::string item =
+          add_rule(name + "-additional-kv", primitive("string") + " \":\" " + primitive("space") + " " + value);
       body += " " + repetition(item, 0, -1, "\",\" " + primitive("space"));
     }
     return add_rule(name, body + " \"}\" " + primitive("space"));
@@ -306,15 +328,18 @@ class Converter {
     const std::string comma = "\",\" " + primitive("space");
     std::string body = "\"[\" " + primitive("space");
     if (schema.contains("prefixItems")) {
-      if (schema.contains("items") && schema["items"] != false) refuse(path, "'items' beside 'prefixItems' is not supported");
+      if (schema.contains("items") && schema["items"] != false)
+        refuse(path, "'items' beside 'prefixItems' is not supported");
       const Json& items = schema["prefixItems"];
       for (size_t i = 0; i < items.size(); ++i)
-        body += (i ? " " + comma + " " : " ") + visit(items[i], name + "-" + std::to_string(i), path + "/prefixItems/" + std::to_string(i));
+        body += (i ? " " + comma + " " : " ") +
+                visit(items[i], name + "-" + std::to_string(i), path + "/prefixItems/" + std::to_string(i));
     } else {
       const int64_t min = schema.value("minItems", int64_t{0}), max = schema.value("maxItems", int64_t{-1});
       if (min < 0 || (max >= 0 && max < min)) refuse(path, "minItems/maxItems out of order");
       if (min > 1024 || max > 1024) refuse(path, "minItems/maxItems above 1024 is not supported");
-      const std::string item = schema.contains("items") ? visit(schema["items"], name + "-item", path + "/items") : primitive("value");
+      const std::string item =
+          schema.contains("items") ? visit(schema["items"], name + "-item", path + "/items") : primitive("value");
       body += " " + repetition(item, min, max, comma);
     }
     return add_rule(name, body + " \"]\" " + primitive("space"));

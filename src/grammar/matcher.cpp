@@ -22,7 +22,7 @@ namespace {
 using Stack = std::vector<uint32_t>;
 using StackSet = std::vector<Stack>;  // sorted, without duplicates
 
-constexpr uint32_t kDead = 0;  // the empty stack set: nothing can follow
+constexpr uint32_t kDead = 0;        // the empty stack set: nothing can follow
 constexpr size_t kMaxStacks = 4096;  // per expansion: beyond it a grammar is refused as too ambiguous
 constexpr uint32_t kUnknown = std::numeric_limits<uint32_t>::max();
 
@@ -186,8 +186,10 @@ struct Matcher::Automaton {
       expand(std::move(work), out);
     }
     const uint32_t next = intern(normalized(std::move(out)));
-    if (cp < 128) ascii[from][cp] = next;  // `ascii` may have grown: index again
-    else wide.emplace(uint64_t{from} << 32 | cp, next);
+    if (cp < 128)
+      ascii[from][cp] = next;  // `ascii` may have grown: index again
+    else
+      wide.emplace(uint64_t{from} << 32 | cp, next);
     return next;
   }
 
@@ -218,10 +220,14 @@ struct Matcher::Automaton {
       s = advance(s, b);
       return s != kDead;
     }
-    if ((b & 0xE0) == 0xC0) p = {b & 0x1Fu, 1, 2};
-    else if ((b & 0xF0) == 0xE0) p = {b & 0x0Fu, 2, 3};
-    else if ((b & 0xF8) == 0xF0) p = {b & 0x07u, 3, 4};
-    else return false;
+    if ((b & 0xE0) == 0xC0)
+      p = {b & 0x1Fu, 1, 2};
+    else if ((b & 0xF0) == 0xE0)
+      p = {b & 0x0Fu, 2, 3};
+    else if ((b & 0xF8) == 0xF0)
+      p = {b & 0x07u, 3, 4};
+    else
+      return false;
     return may_finish(s, p);
   }
 
@@ -246,13 +252,15 @@ struct Matcher::Automaton {
   }
 
   const std::vector<uint64_t>& mask() {
-    const uint64_t key = uint64_t{state} << 32 | uint64_t{partial.value} << 5 | uint64_t{partial.length} << 2 | partial.remaining;
+    const uint64_t key =
+        uint64_t{state} << 32 | uint64_t{partial.value} << 5 | uint64_t{partial.length} << 2 | partial.remaining;
     if (const auto it = masks.find(key); it != masks.end()) return it->second;
     if (masks.size() >= kMaxMasks) masks.clear();
     std::vector<uint64_t> bits((static_cast<size_t>(vocab->size()) + 63) / 64, 0);
     walk_trie(bits);
     if (complete())
-      for (const int32_t id : vocab->end_of_generation()) bits[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64);
+      for (const int32_t id : vocab->end_of_generation())
+        bits[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64);
     return masks.emplace(key, std::move(bits)).first->second;
   }
 
@@ -292,8 +300,10 @@ struct Matcher::Automaton {
 
   void move_to(uint32_t s, Partial p) {
     partial = p;
-    if (sets.size() > kMaxStates || wide.size() > kMaxStates * 16) restart(sets[s]);
-    else state = s;
+    if (sets.size() > kMaxStates || wide.size() > kMaxStates * 16)
+      restart(sets[s]);
+    else
+      state = s;
   }
 };
 
@@ -307,8 +317,10 @@ void Matcher::mask(std::span<text::Candidate> by_id) {
   bool any = false;
   for (text::Candidate& c : by_id) {
     const size_t id = static_cast<size_t>(c.id);
-    if (bits[id / 64] >> (id % 64) & 1) any = true;
-    else c.logit = -std::numeric_limits<float>::infinity();
+    if (bits[id / 64] >> (id % 64) & 1)
+      any = true;
+    else
+      c.logit = -std::numeric_limits<float>::infinity();
   }
   if (!any) throw GrammarError("grammar: no token of the vocabulary can continue the text here");
 }

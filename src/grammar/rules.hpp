@@ -17,8 +17,8 @@ class GrammarBuilder {
  public:
   // A rule written in the grammar; on_duplicate is called (and must throw) when it already was.
   uint32_t define(std::string_view name, const std::function<void()>& on_duplicate);
-  uint32_t reference(std::string_view name);     // a rule used, perhaps before its definition
-  uint32_t generated(std::string_view parent);   // a group's or repetition's rule, "parent_3"
+  uint32_t reference(std::string_view name);    // a rule used, perhaps before its definition
+  uint32_t generated(std::string_view parent);  // a group's or repetition's rule, "parent_3"
   void set_rule(uint32_t id, std::vector<Element> elements);
   Grammar build(std::string_view root) &&;
 

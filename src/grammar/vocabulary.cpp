@@ -12,13 +12,16 @@ Vocabulary::Vocabulary(const text::Tokenizer& tokenizer, std::span<const int32_t
   pieces_.resize(static_cast<size_t>(n));
   for (int32_t id = 0; id < n; ++id) {
     const bool show = std::find(shown.begin(), shown.end(), id) != shown.end();
-    if (tokenizer.is_eog(id)) eog_.push_back(id);
-    else pieces_[static_cast<size_t>(id)] = tokenizer.token_to_piece(id, show);  // "" for control and unknown
+    if (tokenizer.is_eog(id))
+      eog_.push_back(id);
+    else
+      pieces_[static_cast<size_t>(id)] = tokenizer.token_to_piece(id, show);  // "" for control and unknown
   }
   for (int32_t id = 0; id < n; ++id)
     if (!pieces_[static_cast<size_t>(id)].empty()) ids_.push_back(id);
   std::sort(ids_.begin(), ids_.end(), [&](int32_t a, int32_t b) {
-    return pieces_[static_cast<size_t>(a)] < pieces_[static_cast<size_t>(b)] || (pieces_[static_cast<size_t>(a)] == pieces_[static_cast<size_t>(b)] && a < b);
+    return pieces_[static_cast<size_t>(a)] < pieces_[static_cast<size_t>(b)] ||
+           (pieces_[static_cast<size_t>(a)] == pieces_[static_cast<size_t>(b)] && a < b);
   });
 
   std::vector<uint32_t> path;  // open nodes, one per byte of the previous piece

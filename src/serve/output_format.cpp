@@ -23,11 +23,13 @@ std::string response_format_gbnf(const json& format, std::string_view body) {
   if (type == "text") return "";
   if (type == "json_object") {
     // llama-server also reads a schema given beside json_object.
-    if (format.contains("schema")) return grammar::json_schema_gbnf(schema_in_order(body, json::json_pointer("/response_format/schema")));
+    if (format.contains("schema"))
+      return grammar::json_schema_gbnf(schema_in_order(body, json::json_pointer("/response_format/schema")));
     return grammar::json_object_gbnf();
   }
   if (type != "json_schema")
-    bad_request(fmt::format("'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", not \"{}\"", type));
+    bad_request(
+        fmt::format("'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", not \"{}\"", type));
   const json* spec = field_of(format, "json_schema");
   if (!spec || !spec->is_object()) bad_request("'response_format.json_schema' must be an object with a 'schema'");
   if (const json* strict = field_of(*spec, "strict"); strict && !strict->is_boolean())

@@ -253,14 +253,17 @@ std::string tools_of(const json& body, std::string_view text) {
 void tool_choice_of(const json& body, Request& r) {
   const json* v = field(body, "tool_choice");
   if (!v || *v == "auto") return;
-  if (*v == "none") r.tool_choice = ToolChoice::None;
-  else if (*v == "required") r.tool_choice = ToolChoice::Required;
+  if (*v == "none")
+    r.tool_choice = ToolChoice::None;
+  else if (*v == "required")
+    r.tool_choice = ToolChoice::Required;
   else if (v->is_object() && v->value("type", json()) == "function" && v->contains("function") &&
            (*v)["function"].is_object() && (*v)["function"].value("name", json()).is_string()) {
     r.tool_choice = ToolChoice::Named;
     r.tool_choice_name = (*v)["function"]["name"].get<std::string>();
   } else {
-    bad(fmt::format("'tool_choice' must be \"auto\", \"none\", \"required\" or {{\"type\": \"function\", "
+    bad(
+        fmt::format("'tool_choice' must be \"auto\", \"none\", \"required\" or {{\"type\": \"function\", "
                     "\"function\": {{\"name\": ...}}}}, not {}",
                     v->dump()));
   }

@@ -50,7 +50,7 @@ struct Job {
   bool include_usage = false;
   generate::PrefixReuse reuse = generate::PrefixReuse::Reuse;
   std::shared_ptr<const grammar::Grammar> grammar;  // nullptr: free text
-  size_t choices = 1;  // n
+  size_t choices = 1;                               // n
   const generate::ToolCallFormat* tools = nullptr;  // the reply is parsed for calls in this format
   bool parallel_tool_calls = true;
   bool grammar_writes_markers = false;  // a forced tool call: the grammar writes the format's markers
@@ -330,8 +330,9 @@ Job Server::Impl::prepare(const Request& r) const {
 void Server::Impl::force_tool_call(const Request& r, Job& job) const {
   const auto refuse = [](const std::string& why) { throw RequestError(400, "invalid_request_error", why); };
   if (job.grammar)
-    refuse("'tool_choice' \"required\" or a named function and 'response_format', 'grammar' or 'json_schema' each "
-           "constrain the output: send one of them");
+    refuse(
+        "'tool_choice' \"required\" or a named function and 'response_format', 'grammar' or 'json_schema' each "
+        "constrain the output: send one of them");
   try {
     const std::string gbnf = generate::forced_tool_call_gbnf(*job.tools, nlohmann::ordered_json::parse(r.tools),
                                                              r.tool_choice_name, job.parallel_tool_calls);
@@ -586,7 +587,7 @@ generate::Stats Server::Impl::stream_choice(ChunkSender& out, const Job& job, co
   std::vector<generate::TokenLogprobs> raw;
   LogprobsReader reader(*engine.tokenizer);
   bool first = head.endpoint != Endpoint::ChatCompletions;  // a chat choice opened with its role
-  HeldReply held(job.tools);  // with tools, text that may be a call waits for the end
+  HeldReply held(job.tools);                                // with tools, text that may be a call waits for the end
   const auto send_text = [&](std::string_view text) {
     const Logprobs logprobs = with_logprobs ? Logprobs(reader.take(raw, raw.size())) : std::nullopt;
     return out.send(chunk_json(head, text, std::exchange(first, false), std::nullopt, {}, choice, logprobs));

@@ -16,7 +16,8 @@ TEST(RunGrammar, TheOutputFollowsTheGrammarOrTheSchema) {
   const RunResult g = run_skainet(greedy({"-n", "16", "--grammar", "root ::= (\"yes\" | \"no\") \"!\""}));
   ASSERT_EQ(g.exit_code, 0) << g.err;
   EXPECT_TRUE(g.out == "yes!" || g.out == "no!") << g.out;
-  const char* schema = R"({"type":"object","properties":{"hero":{"type":"string","maxLength":12},"age":{"type":"integer"}},"required":["hero","age"]})";
+  const char* schema =
+      R"({"type":"object","properties":{"hero":{"type":"string","maxLength":12},"age":{"type":"integer"}},"required":["hero","age"]})";
   for (const char* option : {"-j", "--json-schema"}) {
     const RunResult j = run_skainet(greedy({"-n", "200", option, schema}));
     ASSERT_EQ(j.exit_code, 0) << j.err;

@@ -21,14 +21,16 @@ const nlohmann::ordered_json kTools = nlohmann::ordered_json::parse(R"([
 std::string draw(const text::Tokenizer& tok, const std::string& gbnf, uint64_t seed) {
   const auto vocab = std::make_shared<const grammar::Vocabulary>(tok);
   text::Sampler s(tok.vocab_size(), {.temperature = 1.0f, .seed = seed});
-  s.constrain(std::make_unique<grammar::Matcher>(std::make_shared<const grammar::Grammar>(grammar::Grammar::parse(gbnf)), vocab));
+  s.constrain(std::make_unique<grammar::Matcher>(
+      std::make_shared<const grammar::Grammar>(grammar::Grammar::parse(gbnf)), vocab));
   text::Rng rng(seed);
   std::vector<float> logits(static_cast<size_t>(tok.vocab_size()));
   std::vector<int32_t> ids;
   for (int i = 0; i < 3000; ++i) {
     for (int32_t id = 0; id < tok.vocab_size(); ++id)
-      logits[static_cast<size_t>(id)] = static_cast<float>(rng.uniform() * 2.0) +
-                                        (vocab->bytes(id).find_first_of("\"]}>") != std::string_view::npos ? 3.0f : 0.0f);
+      logits[static_cast<size_t>(id)] =
+          static_cast<float>(rng.uniform() * 2.0) +
+          (vocab->bytes(id).find_first_of("\"]}>") != std::string_view::npos ? 3.0f : 0.0f);
     const int32_t id = s.sample(logits);
     if (tok.is_eog(id)) return tok.decode(ids, {.strip_leading_space = false});
     ids.push_back(id);
@@ -59,7 +61,8 @@ TEST(ForcedToolCall, EveryJsonFormatParsesBackIntoOneCall) {
       }
     }
   }
-  EXPECT_THROW(generate::forced_tool_call_gbnf(generate::tool_call_formats()[4], kTools, "nope", false), InvalidArgument);
+  EXPECT_THROW(generate::forced_tool_call_gbnf(generate::tool_call_formats()[4], kTools, "nope", false),
+               InvalidArgument);
 }
 
 }  // namespace

@@ -92,7 +92,8 @@ TEST(Gbnf, AmbiguityIsBoundedNotExponential) {
   nested += " \"x\"\ns ::= \"\" | \"\"\n";
   EXPECT_TRUE(accepts(nested, "x"));
   std::string wide = "root ::= (a)*\na ::= ";
-  for (int i = 0; i < 5000; ++i) wide += (i ? " | " : "") + std::string("\"x\" [0-9]{") + std::to_string(i % 7 + 1) + "}";
+  for (int i = 0; i < 5000; ++i)
+    wide += (i ? " | " : "") + std::string("\"x\" [0-9]{") + std::to_string(i % 7 + 1) + "}";
   bool refused = false;
   try {
     accepts(wide, "x1");

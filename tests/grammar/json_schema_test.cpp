@@ -57,7 +57,8 @@ TEST(JsonSchema, OptionalPropertiesAnySubsetInOrder) {
 }
 
 TEST(JsonSchema, ArraysEnumsConstsAndUnions) {
-  EXPECT_TRUE(accepts(Json::parse(R"({"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":3})"), "[1, 2]"));
+  EXPECT_TRUE(
+      accepts(Json::parse(R"({"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":3})"), "[1, 2]"));
   EXPECT_FALSE(accepts(Json::parse(R"({"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":3})"), "[]"));
   EXPECT_FALSE(accepts(Json::parse(R"({"type":"array","items":{"type":"integer"},"maxItems":3})"), "[1,2,3,4]"));
   EXPECT_TRUE(accepts(Json::parse(R"({"prefixItems":[{"type":"string"},{"type":"boolean"}]})"), R"(["a", false])"));
@@ -69,9 +70,11 @@ TEST(JsonSchema, ArraysEnumsConstsAndUnions) {
   EXPECT_FALSE(accepts(Json::parse(R"({"anyOf":[{"type":"integer"},{"type":"string","maxLength":2}]})"), R"("abc")"));
   EXPECT_TRUE(accepts(Json::parse(R"({"type":"string","format":"date"})"), R"("2026-12-06")"));
   EXPECT_FALSE(accepts(Json::parse(R"({"type":"string","format":"date"})"), R"("2026-13-06")"));
-  EXPECT_TRUE(accepts(Json::parse(R"({"type":"string","format":"uuid"})"), R"("123e4567-e89b-12d3-a456-426614174000")"));
+  EXPECT_TRUE(
+      accepts(Json::parse(R"({"type":"string","format":"uuid"})"), R"("123e4567-e89b-12d3-a456-426614174000")"));
   EXPECT_TRUE(accepts(Json::parse(R"({"type":"object"})"), R"({"any": [1, {"x": null}]})"));
-  EXPECT_TRUE(accepts(Json::parse(R"({"type":"object","additionalProperties":{"type":"integer"}})"), R"({"a": 1, "b": 2})"));
+  EXPECT_TRUE(
+      accepts(Json::parse(R"({"type":"object","additionalProperties":{"type":"integer"}})"), R"({"a": 1, "b": 2})"));
   EXPECT_FALSE(accepts(Json::parse(R"({"type":"object","additionalProperties":{"type":"integer"}})"), R"({"a": "x"})"));
 }
 
@@ -87,13 +90,17 @@ TEST(JsonSchema, ReferencesAndAllOf) {
 }
 
 TEST(JsonSchema, WhatCannotBeExpressedIsRefusedByName) {
-  EXPECT_NE(error_of(Json::parse(R"({"properties":{"age":{"type":"integer","minimum":0}}})")).find("'/properties/age': 'minimum' is not supported"),
+  EXPECT_NE(error_of(Json::parse(R"({"properties":{"age":{"type":"integer","minimum":0}}})"))
+                .find("'/properties/age': 'minimum' is not supported"),
             std::string::npos);
-  EXPECT_NE(error_of(Json::parse(R"({"type":"string","pattern":"^a+$"})")).find("'pattern' is not supported"), std::string::npos);
-  EXPECT_NE(error_of(Json::parse(R"({"$ref":"https://example.com/s.json"})")).find("only references inside the schema"), std::string::npos);
+  EXPECT_NE(error_of(Json::parse(R"({"type":"string","pattern":"^a+$"})")).find("'pattern' is not supported"),
+            std::string::npos);
+  EXPECT_NE(error_of(Json::parse(R"({"$ref":"https://example.com/s.json"})")).find("only references inside the schema"),
+            std::string::npos);
   EXPECT_NE(error_of(Json::parse(R"({"$ref":"#/$defs/missing"})")).find("points at nothing"), std::string::npos);
   EXPECT_NE(error_of(Json::parse(R"({"type":"decimal"})")).find("unknown type 'decimal'"), std::string::npos);
-  EXPECT_NE(error_of(Json::parse(R"({"anyOf":[{"type":"string"}],"maxLength":3})")).find("'anyOf' beside 'maxLength'"), std::string::npos);
+  EXPECT_NE(error_of(Json::parse(R"({"anyOf":[{"type":"string"}],"maxLength":3})")).find("'anyOf' beside 'maxLength'"),
+            std::string::npos);
   EXPECT_NE(error_of(Json::parse(R"({"type":"array","minItems":"two"})")).find("json schema"), std::string::npos);
   EXPECT_NE(error_of(Json::parse(R"({"$ref":"#"})")).find("left-recursive"), std::string::npos);
   EXPECT_NE(error_of(Json(false)).find("allows no value"), std::string::npos);

@@ -21,7 +21,8 @@ std::vector<std::string> vocabulary_files() {
 }
 
 // Strings with any character, numbers, nesting: most of the trie is walked at some step.
-constexpr const char* kGrammar = R"(root ::= "{" ws "\"k\":" ws (string | number | "[" ws string ("," ws string)* "]") ws "}"
+constexpr const char* kGrammar =
+    R"(root ::= "{" ws "\"k\":" ws (string | number | "[" ws string ("," ws string)* "]") ws "}"
 string ::= "\"" ([^"\\] | "\\" ["\\nt])* "\""
 number ::= "-"? [0-9]+ ("." [0-9]+)?
 ws ::= [ \n]{0,2}
@@ -44,8 +45,8 @@ TEST(TokenMask, TrieWalkAgreesWithEachTokenAloneOnEveryVocabulary) {
       for (int32_t id = 0; id < tok.vocab_size(); ++id) {
         const bool in_mask = c[static_cast<size_t>(id)].logit == 0.0f;
         if (in_mask != m.allows(id) && mismatches++ < 3)
-          ADD_FAILURE() << "step " << step << ": token " << id << " '" << tok.token_to_piece(id) << "' mask "
-                        << in_mask << " alone " << !in_mask;
+          ADD_FAILURE() << "step " << step << ": token " << id << " '" << tok.token_to_piece(id) << "' mask " << in_mask
+                        << " alone " << !in_mask;
         if (in_mask && !tok.is_eog(id)) allowed.push_back(id);
       }
       if (allowed.empty()) break;
@@ -55,8 +56,10 @@ TEST(TokenMask, TrieWalkAgreesWithEachTokenAloneOnEveryVocabulary) {
 }
 
 TEST(TokenMask, ByteTokensSplittingACharacterAreFollowed) {
-  const text::Tokenizer tok = text::Tokenizer::from_file(std::string(SKAINET_SHARED_MODELS) + "/vocab/ggml-vocab-llama-spm.gguf");
-  Matcher m(std::make_shared<const Grammar>(Grammar::parse("root ::= \"\\u4e2d\" \"x\"")), std::make_shared<const Vocabulary>(tok));
+  const text::Tokenizer tok =
+      text::Tokenizer::from_file(std::string(SKAINET_SHARED_MODELS) + "/vocab/ggml-vocab-llama-spm.gguf");
+  Matcher m(std::make_shared<const Grammar>(Grammar::parse("root ::= \"\\u4e2d\" \"x\"")),
+            std::make_shared<const Vocabulary>(tok));
   const auto byte = [&](const char* name) { return *tok.find(name); };  // 中 is E4 B8 AD
   EXPECT_FALSE(m.allows(byte("<0xE5>")));
   EXPECT_FALSE(m.allows(byte("<0xB8>")));

@@ -118,15 +118,19 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{kText, R"({"prompt":"p","ignore_eos":1})", "'ignore_eos' must be true or false"},
         Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"xml"}})",
             "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", not \"xml\""},
-        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a"}}})",
+        Bad{kChat,
+            R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a"}}})",
             "'response_format.json_schema.schema' is missing"},
-        Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"string","pattern":"a+"}}}})",
+        Bad{kChat,
+            R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"string","pattern":"a+"}}}})",
             "'response_format': json schema at '/': 'pattern' is not supported"},
-        Bad{kText, R"({"prompt":"p","grammar":"root ::= item"})", "'grammar': grammar rule 'item' is used but never defined"},
+        Bad{kText, R"({"prompt":"p","grammar":"root ::= item"})",
+            "'grammar': grammar rule 'item' is used but never defined"},
         Bad{kText, R"({"prompt":"p","grammar":7})", "'grammar' must be a string of GBNF rules"},
         Bad{kText, R"({"prompt":"p","json_schema":{"properties":{"n":{"type":"integer","minimum":1}}}})",
             "'json_schema': json schema at '/properties/n': 'minimum' is not supported"},
-        Bad{kText, R"({"prompt":"p","grammar":"root ::= \"a\"","json_schema":{}})", "each constrain the output: send one"},
+        Bad{kText, R"({"prompt":"p","grammar":"root ::= \"a\"","json_schema":{}})",
+            "each constrain the output: send one"},
         Bad{kText, R"({"prompt":"p","logprobs":21})", "'logprobs' must be an integer from 0 to 20"},
         Bad{kText, R"({"prompt":"p","logprobs":true})", "'logprobs' must be an integer"},
         Bad{kChat, R"({"messages":[{"role":"user","content":"x"}],"logprobs":2})", "'logprobs' must be true or false"},
@@ -212,7 +216,8 @@ TEST(ServeRequest, OutputFormatsCompileToAGrammar) {
   for (const char* format : {R"({"type":"json_object"})", R"({"type":"json_object","schema":{"type":"integer"}})",
                              R"({"type":"json_schema","json_schema":{"name":"n","strict":true,"schema":{"type":"object",
                                  "properties":{"b":{"type":"string"},"a":{"type":"integer"}},"required":["b","a"]}}})"}) {
-    const Request r = chat(std::string(R"({"messages":[{"role":"user","content":"x"}],"response_format":)") + format + "}");
+    const Request r =
+        chat(std::string(R"({"messages":[{"role":"user","content":"x"}],"response_format":)") + format + "}");
     EXPECT_NE(r.grammar, nullptr) << format;
   }
   EXPECT_NE(completion(R"({"prompt":"p","grammar":"root ::= [0-9]+"})").grammar, nullptr);
@@ -354,7 +359,9 @@ TEST(ParseRequest, ToolsKeepTheClientsKeyOrderAndMessagesCarryCalls) {
   EXPECT_EQ(named.tool_choice, ToolChoice::Named);
   EXPECT_EQ(named.tool_choice_name, "g");
   EXPECT_EQ(parse_request(kChat, R"({"messages":[{"role":"user","content":"x"}],
-      "tools":[{"type":"function","function":{"name":"g"}}],"tool_choice":"required"})").tool_choice, ToolChoice::Required);
+      "tools":[{"type":"function","function":{"name":"g"}}],"tool_choice":"required"})")
+                .tool_choice,
+            ToolChoice::Required);
   EXPECT_EQ(parse_request(kChat, R"({"messages":[{"role":"user","content":"x"}],"tools":[],"tool_choice":"none"})")
                 .tool_choice,
             ToolChoice::None);

@@ -89,7 +89,7 @@ struct Request {
   // tojson, so the order is the client's); "" when none (or an empty list).
   std::string tools;
   ToolChoice tool_choice = ToolChoice::Auto;
-  std::string tool_choice_name;  // Named: the function's name (one of `tools`)
+  std::string tool_choice_name;     // Named: the function's name (one of `tools`)
   bool parallel_tool_calls = true;  // false: the first call only
 };
 
@@ -221,7 +221,7 @@ struct Choice {
   std::string text;
   FinishReason finish = FinishReason::Stop;
   Logprobs logprobs;
-  std::vector<ToolCall> tool_calls;  // chat: the calls parsed from the reply; with any, an empty text is null
+  std::vector<ToolCall> tool_calls = {};  // chat: the calls parsed from the reply; with any, an empty text is null
 };
 
 struct Usage {
@@ -260,7 +260,7 @@ std::string chunk_json(const ResponseHead& head, std::string_view delta, bool fi
 std::string usage_chunk_json(const ResponseHead& head, const Usage& usage);
 // A chat chunk whose delta carries every tool call whole (OpenAI's shape: index, id, type, function).
 std::string tool_calls_chunk_json(const ResponseHead& head, std::span<const ToolCall> calls, bool first,
-                                 size_t index = 0);
+                                  size_t index = 0);
 // `code`: OpenAI's machine-readable code ("invalid_api_key"); empty: null.
 std::string error_json(std::string_view message, std::string_view type, std::string_view code = {});
 std::string models_json(std::string_view model, int64_t created);

@@ -69,7 +69,7 @@ class Batch {
     int64_t drafted = 0, accepted = 0, probes = 0, probe_hits = 0;
     // Why its sampler failed (a grammar that allows no token here), which ended this slot alone
     // (stop Failed); the other slots of the step go on.
-    std::string error;
+    std::string error = {};
   };
 
   // `plan` must carry a batch (MemoryPlan::batched()); the weights are `loaded`'s, shared with the

@@ -88,8 +88,8 @@ class Vocabulary {
   explicit Vocabulary(const text::Tokenizer& tokenizer, std::span<const int32_t> shown = {});
   struct Node {
     uint8_t byte;
-    uint32_t subtree_end;                // first node after this node's subtree
-    uint32_t tokens_begin, tokens_end;   // token ids whose bytes end here: ids_[begin, end)
+    uint32_t subtree_end;               // first node after this node's subtree
+    uint32_t tokens_begin, tokens_end;  // token ids whose bytes end here: ids_[begin, end)
   };
   std::span<const Node> trie() const noexcept { return nodes_; }
   std::span<const int32_t> tokens_at(const Node& n) const noexcept {

@@ -30,11 +30,14 @@ nlohmann::json generate(const text::Tokenizer& tok, const std::shared_ptr<const 
     for (int32_t id = 0; id < tok.vocab_size(); ++id) {
       const std::string_view piece = vocab->bytes(id);
       const bool closes = piece.find_first_of("\"]}") != std::string_view::npos;
-      logits[static_cast<size_t>(id)] = static_cast<float>(rng.uniform() * 2.0) + (closes || tok.is_eog(id) ? 4.0f : 0.0f);
+      logits[static_cast<size_t>(id)] =
+          static_cast<float>(rng.uniform() * 2.0) + (closes || tok.is_eog(id) ? 4.0f : 0.0f);
     }
     const int32_t id = sampler.sample(logits);
-    if (tok.is_eog(id)) complete = true;
-    else ids.push_back(id);
+    if (tok.is_eog(id))
+      complete = true;
+    else
+      ids.push_back(id);
   }
   return {{"text", tok.decode(ids, {.strip_leading_space = false})}, {"complete", complete}};
 }
@@ -51,7 +54,8 @@ int main(int argc, char** argv) {
     const text::Tokenizer tok = text::Tokenizer::from_file(argv[a]);
     const auto vocab = std::make_shared<const grammar::Vocabulary>(tok);
     for (const auto& s : schemas) {
-      const auto g = std::make_shared<const grammar::Grammar>(grammar::Grammar::parse(grammar::json_schema_gbnf(s["schema"])));
+      const auto g =
+          std::make_shared<const grammar::Grammar>(grammar::Grammar::parse(grammar::json_schema_gbnf(s["schema"])));
       for (int k = 0; k < kSamples; ++k) {
         nlohmann::json line = generate(tok, vocab, g, static_cast<uint64_t>(k) + 1);
         line["vocab"] = std::filesystem::path(argv[a]).filename().string();
