@@ -1,8 +1,9 @@
 // Which type each tensor is written in. The mix rules are a faithful, simplified subset of
 // llama.cpp's llama_tensor_get_type (llama-quant.cpp) for the schemes we can encode: the output
 // tensor (and a tied model's token_embd), attn_v (and a fused attn_qkv), ffn_down and attn_output rules for
-// Q2_K, Q3_K_S/M/L, Q4_K_S/M, Q5_K_S/M, Q6_K, IQ4_NL and IQ4_XS; the expert, Falcon, 70B and imatrix
-// special cases are left out because no model we run has them.
+// Q2_K, Q3_K_S/M/L, Q4_K_S/M, Q5_K_S/M, Q6_K, IQ4_NL and IQ4_XS, with the 8-expert model's bumps
+// (attn_v and attn_k to Q8_0, attn_output to Q5_K); the Falcon, 70B and imatrix special cases are
+// left out because no model we run has them.
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -62,7 +63,7 @@ bool is_float(GgmlType t) {
 // The rule-based type before any fallback, for a quantizable weight under a mix. Layer indices stand
 // for llama.cpp's per-tensor counters (i_attention_wv, i_ffn_down), which equal them in a llama model.
 std::pair<GgmlType, TypeRule> mix_type(const Scheme& s, std::string_view name, uint64_t row, uint32_t n_layers,
-                                       uint32_t n_gqa, bool tied_embeddings) {
+                                       uint32_t n_gqa, bool tied_embeddings, uint32_t n_experts) {
   using enum FileType;
   using arch::Role;
   const FileType ft = s.file_type;
@@ -77,6 +78,14 @@ std::pair<GgmlType, TypeRule> mix_type(const Scheme& s, std::string_view name, u
   const int n = static_cast<int>(n_layers);
   const bool iq4 = ft == MostlyIQ4_NL || ft == MostlyIQ4_XS;
   auto more = [](GgmlType t) { return std::pair{t, TypeRule::MoreBits}; };
+  // llama.cpp: "for the 8-expert model, bumping this to Q8_0 trades just ~128MB" (attn_v, attn_k).
+  const bool eight_experts = n_experts == 8;
+  if (eight_experts && (is(Role::AttnV) || is(Role::AttnQkv) || is(Role::AttnK))) return more(GgmlType::Q8_0);
+  if (eight_experts && is(Role::AttnOutput)) {
+    if (ft == MostlyQ2_K || ft == MostlyQ3_K_S || ft == MostlyQ3_K_M || ft == MostlyQ4_K_S || ft == MostlyQ4_K_M || iq4)
+      return more(GgmlType::Q5_K);
+    return {s.base, TypeRule::Base};
+  }
   if (is(Role::AttnV) || is(Role::AttnQkv)) {  // llama.cpp's category_is_attn_v: a fused qkv too
     if (ft == MostlyQ2_K) return more(n_gqa >= 4 ? GgmlType::Q4_K : GgmlType::Q3_K);
     if (ft == MostlyQ3_K_M) return more(layer < 2 ? GgmlType::Q5_K : GgmlType::Q4_K);
@@ -156,7 +165,7 @@ bool is_quantizable(std::string_view name, std::span<const uint64_t> shape) noex
 }
 
 TensorChoice choose_type(const Scheme& scheme, std::string_view name, std::span<const uint64_t> shape, GgmlType source,
-                         uint32_t n_layers, uint32_t n_gqa, bool tied_embeddings) {
+                         uint32_t n_layers, uint32_t n_gqa, bool tied_embeddings, uint32_t n_experts) {
   TensorChoice c;
   c.name = std::string(name);
   c.shape.assign(shape.begin(), shape.end());
@@ -174,7 +183,7 @@ TensorChoice choose_type(const Scheme& scheme, std::string_view name, std::span<
   const uint64_t row = shape.empty() ? 1 : shape[0];
   GgmlType wanted = scheme.base;
   c.rule = TypeRule::Base;
-  if (scheme.mixed) std::tie(wanted, c.rule) = mix_type(scheme, name, row, n_layers, n_gqa, tied_embeddings);
+  if (scheme.mixed) std::tie(wanted, c.rule) = mix_type(scheme, name, row, n_layers, n_gqa, tied_embeddings, n_experts);
   const uint32_t block = type_traits(wanted).block_elements;
   c.type = wanted;
   if (row % block != 0) {

@@ -31,6 +31,13 @@ uint32_t layer_count(const gguf::Header& h) {
 }
 
 // Query heads per KV head (llama.cpp's n_gqa), 1 when the header does not say.
+// The mixture's expert count ({arch}.expert_count; 0 without).
+uint32_t experts_of(const gguf::Header& h) {
+  const gguf::Value* arch = h.find("general.architecture");
+  if (arch == nullptr || arch->type != gguf::ValueType::String) return 0;
+  return h.find_u32(arch::key(std::get<std::string>(arch->scalar), arch::Key::ExpertCount)).value_or(0);
+}
+
 uint32_t gqa_of(const gguf::Header& h) {
   const gguf::Value* arch = h.find("general.architecture");
   if (arch == nullptr || arch->type != gguf::ValueType::String) return 1;
@@ -86,14 +93,14 @@ Report quantize(const std::filesystem::path& in, const std::filesystem::path& ou
         fmt::format("quantize: output {} is the input file {} (same device and inode); write to another path",
                     out.string(), in.string()));
   const gguf::Header header = gguf::read_header(in);
-  const uint32_t n_layers = layer_count(header), n_gqa = gqa_of(header);
+  const uint32_t n_layers = layer_count(header), n_gqa = gqa_of(header), n_experts = experts_of(header);
   const bool tied = header.find_tensor(arch::role_name(arch::Role::Output)) == nullptr;
 
   Report report;
   report.output = out;
   report.bytes_read_from = header.file_size;
   for (const gguf::TensorInfo& t : header.tensors) {
-    TensorChoice c = choose_type(options.scheme, t.name, t.shape, t.type, n_layers, n_gqa, tied);
+    TensorChoice c = choose_type(options.scheme, t.name, t.shape, t.type, n_layers, n_gqa, tied, n_experts);
     if (c.type != t.type && !decodable(t.type))
       throw InvalidArgument(fmt::format(
           "{}: tensor '{}' is {}, which we cannot decode (no reference dequantizer); cannot re-encode it as {}",

@@ -77,8 +77,8 @@ std::vector<Planned> plan_tensors(const arch::ModelShape& s, const Scheme& schem
   std::vector<Planned> out;
   auto add = [&](std::string name, const arch::TensorSpec& spec) {
     Planned p;
-    p.choice =
-        choose_type(scheme, name, spec.shape, GgmlType::F32, s.layers, s.heads / s.kv_heads, s.features.tied_output);
+    p.choice = choose_type(scheme, name, spec.shape, GgmlType::F32, s.layers, s.heads / s.kv_heads,
+                           s.features.tied_output, s.features.moe ? s.experts : 0);
     if (name.find("norm") != std::string::npos) {
       p.mean = 1.0f;
       p.sigma = 0.05f;

@@ -188,6 +188,14 @@ TEST_F(Synth, Q4KMRaisesAttnVAndFfnDownLikeLlamaCpp) {
   EXPECT_EQ(raised, (std::vector<uint32_t>{0, 1, 4, 7, 10, 13, 16, 19, 20, 21}));
   EXPECT_EQ(q6, 20u);
   const std::vector<uint64_t> out{2048, 32000};
+  // llama.cpp's 8-expert model: attn_v and attn_k to Q8_0, attn_output to Q5_K (the MoE peer tests
+  // check the whole mix against llama-quantize's).
+  const std::vector<uint64_t> attn{2048, 2048};
+  EXPECT_EQ(convert::choose_type(s, "blk.5.attn_v.weight", attn, GgmlType::F32, 22, 4, false, 8).type, GgmlType::Q8_0);
+  EXPECT_EQ(convert::choose_type(s, "blk.5.attn_k.weight", attn, GgmlType::F32, 22, 4, false, 8).type, GgmlType::Q8_0);
+  EXPECT_EQ(convert::choose_type(s, "blk.5.attn_output.weight", attn, GgmlType::F32, 22, 4, false, 8).type,
+            GgmlType::Q5_K);
+  EXPECT_EQ(convert::choose_type(s, "blk.5.attn_k.weight", attn, GgmlType::F32, 22, 4, false, 4).type, GgmlType::Q4_K);
   EXPECT_EQ(convert::choose_type(s, "output.weight", out, GgmlType::F32, 22).type, GgmlType::Q6_K);
   EXPECT_EQ(convert::choose_type(s, "token_embd.weight", out, GgmlType::F32, 22).type, GgmlType::Q4_K);
   // A model without output.weight (tied, e.g. Gemma): its token_embd is the output, and gets its type;

@@ -101,9 +101,10 @@ struct TensorChoice {
 bool is_quantizable(std::string_view name, std::span<const uint64_t> shape) noexcept;
 // The type of one tensor under `scheme`. n_layers is the model's block count and n_gqa its query
 // heads per KV head (for the mix rules); tied_embeddings: the model has no output.weight, so its
-// token_embd is the output and gets the output's type (llama.cpp's has_tied_embeddings).
+// token_embd is the output and gets the output's type (llama.cpp's has_tied_embeddings); n_experts:
+// the mixture's expert count (0: none; 8 has rules of its own in llama.cpp).
 TensorChoice choose_type(const Scheme& scheme, std::string_view name, std::span<const uint64_t> shape, GgmlType source,
-                         uint32_t n_layers, uint32_t n_gqa = 1, bool tied_embeddings = false);
+                         uint32_t n_layers, uint32_t n_gqa = 1, bool tied_embeddings = false, uint32_t n_experts = 0);
 
 struct Report {
   std::filesystem::path output;
