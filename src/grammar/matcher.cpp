@@ -290,20 +290,22 @@ struct Matcher::Automaton {
 
   void accept(int32_t id) {
     if (is_eog(id)) return;
-    uint32_t s = state;
-    Partial p = partial;
     const std::string_view bytes = vocab->bytes(id);
-    if (bytes.empty() || !walk(bytes, s, p))
+    if (bytes.empty() || !take(bytes))
       throw GrammarError("grammar: token " + std::to_string(id) + " was drawn but the grammar does not allow it here");
-    move_to(s, p);
   }
 
-  void move_to(uint32_t s, Partial p) {
+  // Moves past `bytes` where the grammar allows them (false, and nothing changes, where it does not).
+  bool take(std::string_view bytes) {
+    uint32_t s = state;
+    Partial p = partial;
+    if (!walk(bytes, s, p)) return false;
     partial = p;
     if (sets.size() > kMaxStates || wide.size() > kMaxStates * 16)
       restart(sets[s]);
     else
       state = s;
+    return true;
   }
 };
 
@@ -333,12 +335,6 @@ void Matcher::reset() {
 }
 bool Matcher::complete() const { return automaton_->complete(); }
 
-bool Matcher::accept_text(std::string_view text) {
-  uint32_t s = automaton_->state;
-  Partial p = automaton_->partial;
-  if (!automaton_->walk(text, s, p)) return false;
-  automaton_->move_to(s, p);
-  return true;
-}
+bool Matcher::accept_text(std::string_view text) { return automaton_->take(text); }
 
 }  // namespace skainet::grammar
