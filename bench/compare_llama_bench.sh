@@ -61,6 +61,9 @@ shape_args() {
     tinyllama) echo "--preset tinyllama-1.1b" ;;
     # ~112M parameters with the same architecture (head dim 64, GQA 3:1, ffn 2.67 x dim).
     100m) echo "--preset tinyllama-1.1b --dim 768 --layers 10 --heads 12 --kv-heads 4 --ffn 2048" ;;
+    # A mixture of experts, ~7B parameters of which ~1.1B active per token (issue 29): Qwen3-MoE's
+    # layer at dim 2048, 22 layers, 32/4 heads of 64, 64 experts of ffn 768, 8 chosen per token.
+    moe7b) echo "--preset tinyllama-1.1b --arch qwen3moe --layers 22 --head-dim 64 --experts 64 --experts-used 8 --expert-ffn 768" ;;
     *) echo "unknown shape $1" >&2; return 1 ;;
   esac
 }

@@ -63,6 +63,15 @@ def cmd_model(a):
         # Decode streams every weight once per token except the embedding table (one row is read);
         # with tied embeddings the table is the output matrix and is streamed after all.
         per_token = total - (int(emb.n_bytes) if emb is not None and "output.weight" in tensors else 0)
+        # A mixture of experts reads only the chosen experts' slices of each 3-D stack ("_exps"):
+        # expert_used_count / expert_count of those bytes (the active weights).
+        arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
+        experts, used = (int(r.fields[f"{arch}.{k}"].parts[-1][0]) if f"{arch}.{k}" in r.fields else 0
+                         for k in ("expert_count", "expert_used_count"))
+        if experts and used:
+            stacks = sum(int(t.n_bytes) for n, t in tensors.items() if "_exps." in n)
+            per_token -= stacks - stacks * used // experts
+            rec.update(experts=experts, experts_used=used)
         rec.update(params=sum(int(t.n_elements) for t in tensors.values()), tensor_bytes=total, bytes_per_token=per_token,
                    types=sorted({t.tensor_type.name for t in tensors.values()}))
     except Exception as e:  # noqa: BLE001 - the report says what is missing
