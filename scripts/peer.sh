@@ -3,6 +3,8 @@
 #
 #   scripts/peer.sh            # download + build once, then just print the bin dir
 #   BIN=$(scripts/peer.sh) && "$BIN/llama-completion" --version
+#   scripts/peer.sh --source   # download + unpack only (no build), print llama.cpp's source dir: the
+#                              # default suite reads its test vocabularies (models/ggml-vocab-gemma-4.gguf)
 #
 # llama.cpp comes from the source distribution of the PyPI package llama-cpp-python, which vendors a full
 # llama.cpp tree at vendor/llama.cpp. Nothing of it is committed: everything lives under build/peer/.
@@ -44,14 +46,25 @@ stamp_text="llama-cpp-python==$PIN ${cmake_flags[*]} targets: ${TARGETS[*]}"
 
 log() { printf 'peer.sh: %s\n' "$*" >&2; }
 
+source_only=false
+case "${1:-}" in
+  --source) source_only=true ;;
+  "") ;;
+  *) log "unknown argument '$1' (expected none or --source)"; exit 2 ;;
+esac
+
 all_built() {
   [[ -f $stamp && "$(cat "$stamp")" == "$stamp_text" ]] || return 1
   local t
   for t in "${TARGETS[@]}"; do [[ -x $bin/$t ]] || return 1; done
 }
 
-if all_built; then
+if ! $source_only && all_built; then
   echo "$bin"
+  exit 0
+fi
+if $source_only && [[ -f $llama_src/CMakeLists.txt ]]; then
+  echo "$llama_src"
   exit 0
 fi
 
@@ -59,7 +72,7 @@ mkdir -p "$work"
 # Two callers (say, ctest and a bench script) must not unpack or build into the same folder at once.
 exec 9>"$work/lock"
 flock 9
-if all_built; then
+if ! $source_only && all_built; then
   echo "$bin"
   exit 0
 fi
@@ -86,6 +99,11 @@ if [[ -f $commit_file ]]; then
   commit=$(tr -d '[:space:]' <"$commit_file")
   echo "$commit" >"$work/llama.cpp-commit"
   log "llama.cpp commit $commit"
+fi
+
+if $source_only; then
+  echo "$llama_src"
+  exit 0
 fi
 
 generator=()

@@ -43,3 +43,7 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
   "$venv/bin/pip" install -q --disable-pip-version-check "${python_packages[@]}"
   echo "$want" >"$stamp"
 fi
+
+# llama.cpp's source (not built here): the default suite reads its test vocabularies, such as
+# models/ggml-vocab-gemma-4.gguf (tests/text/tests.cmake, SKAINET_PEER_VOCAB_DIR). Quiet once unpacked.
+PYTHON="$venv/bin/python" "$root/scripts/peer.sh" --source >/dev/null

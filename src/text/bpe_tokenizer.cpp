@@ -1,5 +1,7 @@
 // Byte-level BPE as llama.cpp runs it: pre-tokenize into words (regexes, GPT-2 byte alphabet), then
 // within each word repeatedly merge the adjacent pair with the lowest merge rank (ties: leftmost).
+// SPM-style BPE (Gemma 4, Vocab::spm_style) is the same merge loop over raw UTF-8 with spaces already
+// written as U+2581; what no merge reaches falls back to "<0xXX>" byte tokens, as in SentencePiece.
 #include <cstring>
 
 #include "text/merge_queue.hpp"
@@ -18,7 +20,8 @@ void make_key(std::string& key, std::string_view left, std::string_view right) {
 
 }  // namespace
 
-BpeModel::BpeModel(const Vocab& vocab, const TokenMap& map) : vocab_(vocab), map_(map), splitter_(vocab.pre) {
+BpeModel::BpeModel(const Vocab& vocab, const TokenMap& map)
+    : vocab_(vocab), map_(map), splitter_(vocab.pre, /*byte_encode=*/!vocab.spm_style) {
   ranks_.reserve(vocab.merges.size());
   std::string key;
   for (size_t i = 0; i < vocab.merges.size(); ++i) {
@@ -41,7 +44,9 @@ int32_t BpeModel::rank(std::string_view left, std::string_view right, std::strin
 
 void BpeModel::tokenize_word(const std::string& word, std::vector<int32_t>& out) const {
   const std::string_view text(word);
-  if (vocab_.ignore_merges) {
+  // Gemma 4 has tokens for runs of newlines that its merges cannot build (llama.cpp #21343).
+  const bool whole = vocab_.ignore_merges || (vocab_.spm_style && text.find_first_not_of('\n') == std::string::npos);
+  if (whole) {
     const int32_t id = lookup(map_, text);
     if (id >= 0) {
       out.push_back(id);
@@ -62,15 +67,30 @@ void BpeModel::tokenize_word(const std::string& word, std::vector<int32_t>& out)
       out.push_back(id);
       return;
     }
-    for (char c : piece) {  // llama.cpp's last resort: single bytes that happen to be tokens
-      const int32_t b = lookup(map_, std::string_view(&c, 1));
+    // llama.cpp's last resort: byte tokens, "<0xXX>" when SPM-style, else single bytes that happen to
+    // be tokens; a byte with neither is dropped.
+    for (char c : piece) {
+      const int32_t b =
+          vocab_.spm_style ? byte_token(map_, static_cast<uint8_t>(c)) : lookup(map_, std::string_view(&c, 1));
       if (b >= 0) out.push_back(b);
     }
   });
 }
 
 void BpeModel::tokenize(std::string_view text, std::vector<int32_t>& out) const {
-  for (const std::string& word : splitter_.split(text)) tokenize_word(word, out);
+  if (!vocab_.spm_style) {
+    for (const std::string& word : splitter_.split(text)) tokenize_word(word, out);
+    return;
+  }
+  std::string escaped;  // only ' ' becomes U+2581 (llama_escape_whitespace); tabs and newlines stay
+  escaped.reserve(text.size());
+  for (char c : text) {
+    if (c == ' ')
+      escaped += kSpmSpace;
+    else
+      escaped += c;
+  }
+  for (const std::string& word : splitter_.split(escaped)) tokenize_word(word, out);
 }
 
 }  // namespace skainet::text

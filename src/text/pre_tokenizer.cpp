@@ -106,6 +106,9 @@ std::vector<std::string_view> pre_tokenizer_patterns(PreTokenizer p) {
           "\\p{N}{1,3}",
           "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
     case PreTokenizer::KimiK2: return {kKimiK2};
+    // Gemma 4's merges run over whole lines (its normalizer already wrote spaces as U+2581); llama.cpp
+    // splits only at newlines, since no merged token may hold one.
+    case PreTokenizer::Gemma4: return {"[^\\n]+|[\\n]+"};
     case PreTokenizer::Default: break;
   }
   return {"[\\p{P}\\$\\+<=>\\^~\\|]+", kGpt2, "\\p{N}+", "[0-9][0-9][0-9]"};
@@ -113,12 +116,12 @@ std::vector<std::string_view> pre_tokenizer_patterns(PreTokenizer p) {
 
 namespace {
 
-constexpr uint8_t kIgnoreMerges = 1, kAddBos = 2;
+constexpr uint8_t kIgnoreMerges = 1, kAddBos = 2, kSpmStyle = 4, kForceBos = 8;
 
 struct Alias {
   std::string_view name;
   PreTokenizer pre;
-  uint8_t flags = 0;  // llama.cpp's ignore_merges / add_bos for this name
+  uint8_t flags = 0;  // llama.cpp's ignore_merges / add_bos / escape_whitespaces for this name
 };
 // Every name llama.cpp's llama_vocab::load gives a regex list, grouped by the list it gets. Names that
 // share a list can still differ in flags (dbrx has llama3's regexes but neither flag).
@@ -212,6 +215,9 @@ constexpr Alias kAliases[] = {
     {"exaone-moe", PreTokenizer::ExaoneMoe},
     {"minicpm5", PreTokenizer::Minicpm5, kIgnoreMerges},
     {"kimi-k2", PreTokenizer::KimiK2},
+    // llama.cpp sets add_bos for these even where the file says false (its Gemma 4 workaround, #21500).
+    {"gemma4", PreTokenizer::Gemma4, kSpmStyle | kForceBos},
+    {"granite-embed-multi-311m", PreTokenizer::Gemma4, kSpmStyle | kForceBos},
 };
 
 struct Refusal {
@@ -219,10 +225,9 @@ struct Refusal {
 };
 // Names llama.cpp knows that need more than a regex list.
 constexpr Refusal kRefused[] = {
-    {"gemma4", "SPM-style BPE over raw UTF-8 with spaces as U+2581 (no byte encoding) is not implemented"},
-    {"granite-embed-multi-311m",
-     "SPM-style BPE over raw UTF-8 with spaces as U+2581 (no byte encoding) is not implemented"},
-    {"sarvam-moe", "SPM-style BPE over raw UTF-8 with spaces as U+2581 (no byte encoding) is not implemented"},
+    // Gemma 4's splitting without its newline-run rule and BOS override, and with llama.cpp's
+    // clean_spaces off (which decoding here does not model); not checked against the peer yet.
+    {"sarvam-moe", "SPM-style BPE without Gemma 4's newline rule is not implemented"},
     {"whitespace", "BPE over raw UTF-8 words (no byte encoding) is not implemented"},
 };
 
@@ -238,7 +243,10 @@ std::string_view pre_tokenizer_name(PreTokenizer p) noexcept {
 std::optional<PreTokenizerSpec> find_pre_tokenizer(std::string_view name) noexcept {
   if (name.empty()) return PreTokenizerSpec{};
   for (const Alias& a : kAliases) {
-    if (a.name == name) return PreTokenizerSpec{a.pre, (a.flags & kIgnoreMerges) != 0, (a.flags & kAddBos) != 0};
+    if (a.name == name) {
+      return PreTokenizerSpec{a.pre, (a.flags & kIgnoreMerges) != 0, (a.flags & kAddBos) != 0,
+                              (a.flags & kSpmStyle) != 0, (a.flags & kForceBos) != 0};
+    }
   }
   return std::nullopt;
 }
@@ -261,7 +269,7 @@ std::vector<std::string_view> pre_tokenizer_names() {
   return names;
 }
 
-PreTokenizerSplitter::PreTokenizerSplitter(PreTokenizer p) {
+PreTokenizerSplitter::PreTokenizerSplitter(PreTokenizer p, bool byte_encode) : byte_encode_(byte_encode) {
   for (std::string_view pat : pre_tokenizer_patterns(p)) regexes_.emplace_back(pat);
 }
 
@@ -282,10 +290,14 @@ std::vector<std::string> PreTokenizerSplitter::split(std::string_view text) cons
   for (size_t len : pieces) {
     utf8.clear();
     for (size_t i = at; i < at + len; ++i) base::append_utf8(utf8, cps[i]);
-    std::string word;
-    word.reserve(utf8.size() * 2);
-    for (unsigned char b : utf8) base::append_utf8(word, unicode::byte_to_codepoint(b));
-    words.push_back(std::move(word));
+    if (!byte_encode_) {
+      words.push_back(utf8);
+    } else {
+      std::string word;
+      word.reserve(utf8.size() * 2);
+      for (unsigned char b : utf8) base::append_utf8(word, unicode::byte_to_codepoint(b));
+      words.push_back(std::move(word));
+    }
     at += len;
   }
   return words;

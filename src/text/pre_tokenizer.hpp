@@ -18,6 +18,8 @@ struct PreTokenizerSpec {
   PreTokenizer pre = PreTokenizer::Default;
   bool ignore_merges = false;  // a word that is itself a token is emitted without merging
   bool add_bos = false;        // default for add_bos when the file has no tokenizer.ggml.add_bos_token
+  bool spm_style = false;      // Vocab::spm_style (llama.cpp's escape_whitespaces without byte encoding)
+  bool force_bos = false;      // add_bos whatever the file says
 };
 // nullopt for a name we have no regexes for ("" is Default).
 std::optional<PreTokenizerSpec> find_pre_tokenizer(std::string_view name) noexcept;
@@ -30,15 +32,16 @@ std::vector<std::string_view> pre_tokenizer_patterns(PreTokenizer p);
 
 class PreTokenizerSplitter {
  public:
-  explicit PreTokenizerSplitter(PreTokenizer p);
-  // Words of the text, each already mapped to GPT-2's byte alphabet (ready for merges). Invalid
-  // UTF-8 turns into U+FFFD first, as in llama.cpp.
+  // byte_encode: words come out in GPT-2's byte alphabet; otherwise as UTF-8 (SPM-style BPE).
+  explicit PreTokenizerSplitter(PreTokenizer p, bool byte_encode = true);
+  // Words of the text, each ready for merges. Invalid UTF-8 turns into U+FFFD first, as in llama.cpp.
   std::vector<std::string> split(std::string_view text) const;
   // The same split as piece lengths in code points (what the tests compare).
   std::vector<size_t> split_lengths(std::span<const uint32_t> cps) const;
 
  private:
   std::vector<Regex> regexes_;
+  bool byte_encode_;
 };
 
 }  // namespace skainet::text

@@ -6,10 +6,14 @@
 
 namespace skainet::text {
 
-int32_t spm_byte_token(const Vocab& vocab, const TokenMap& map, uint8_t byte) {
+int32_t byte_token(const TokenMap& map, uint8_t byte) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   const char name[6] = {'<', '0', 'x', kHex[byte >> 4], kHex[byte & 15], '>'};
-  int32_t id = lookup(map, std::string_view(name, 6));
+  return lookup(map, std::string_view(name, 6));
+}
+
+int32_t spm_byte_token(const Vocab& vocab, const TokenMap& map, uint8_t byte) {
+  int32_t id = byte_token(map, byte);
   if (id < 0) id = lookup(map, std::string_view(reinterpret_cast<const char*>(&byte), 1));
   return id >= 0 ? id : vocab.unk;
 }

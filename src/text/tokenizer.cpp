@@ -97,8 +97,6 @@ uint8_t attr_of(TokenType t) {
   return 0;
 }
 
-constexpr std::string_view kSpace = "\xe2\x96\x81";  // U+2581, SentencePiece's visible space
-
 bool is_c_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 struct Fragment {
@@ -258,7 +256,7 @@ struct Tokenizer::Impl {
     const uint8_t a = attrs[id];
     if (a & (kControl | kUnknown)) return render_special ? text : std::string();
     if (a & kUser) return text;
-    if (a & kNormal) return vocab.model == VocabModel::Spm ? unescape_spm(text) : decode_bytes(text);
+    if (a & kNormal) return vocab.model == VocabModel::Spm || vocab.spm_style ? unescape_spm(text) : decode_bytes(text);
     if (a & kByte) return byte_piece(text);
     return {};  // unused / undefined tokens print nothing, as in llama.cpp
   }
@@ -267,9 +265,9 @@ struct Tokenizer::Impl {
     std::string out;
     out.reserve(text.size());
     for (size_t i = 0; i < text.size();) {
-      if (text.substr(i, kSpace.size()) == kSpace) {
+      if (text.substr(i, kSpmSpace.size()) == kSpmSpace) {
         out += ' ';
-        i += kSpace.size();
+        i += kSpmSpace.size();
       } else {
         out += text[i++];
       }
@@ -297,7 +295,7 @@ struct Tokenizer::Impl {
         std::from_chars(text.data() + 3, text.data() + 5, v, 16).ptr == text.data() + 5) {
       return std::string(1, static_cast<char>(v));
     }
-    return vocab.model == VocabModel::Bpe ? decode_bytes(text) : std::string(text);
+    return vocab.model == VocabModel::Bpe && !vocab.spm_style ? decode_bytes(text) : std::string(text);
   }
 
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special,
@@ -318,10 +316,10 @@ struct Tokenizer::Impl {
         continue;
       }
       buf.clear();
-      if (vocab.add_space_prefix && prev_special) buf += kSpace;
+      if (vocab.add_space_prefix && prev_special) buf += kSpmSpace;
       for (char c : raw) {
         if (c == ' ')
-          buf += kSpace;
+          buf += kSpmSpace;
         else
           buf += c;
       }

@@ -20,6 +20,11 @@ inline int32_t lookup(const TokenMap& map, std::string_view text) {
   return it == map.end() ? -1 : it->second;
 }
 
+constexpr std::string_view kSpmSpace = "\xe2\x96\x81";  // U+2581, SentencePiece's visible space
+
+// The "<0xXX>" token of a byte, -1 if none.
+int32_t byte_token(const TokenMap& map, uint8_t byte);
+
 // SentencePiece-style: `text` already has spaces as U+2581. Appends ids to out.
 void spm_tokenize(const Vocab& vocab, const TokenMap& map, std::string_view text, std::vector<int32_t>& out);
 // The token for one raw byte: "<0xXX>", else the byte itself as a token, else unk (-1 if none).

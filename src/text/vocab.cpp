@@ -15,6 +15,19 @@ constexpr std::string_view kScores = "tokenizer.ggml.scores";
 constexpr std::string_view kTypes = "tokenizer.ggml.token_type";
 constexpr std::string_view kMerges = "tokenizer.ggml.merges";
 
+// tokenizer.ggml.model names. "gemma4" is llama.cpp's BPE with its pre-tokenizer fixed by the model
+// name (llama.cpp ignores tokenizer.ggml.pre for it).
+struct ModelName {
+  std::string_view name;
+  VocabModel model;
+  std::string_view fixed_pre;  // empty: tokenizer.ggml.pre decides
+};
+constexpr ModelName kModels[] = {
+    {"llama", VocabModel::Spm, {}},
+    {"gpt2", VocabModel::Bpe, {}},
+    {"gemma4", VocabModel::Bpe, "gemma4"},
+};
+
 [[noreturn]] void fail(VocabErrorKind kind, std::string_view key, const std::string& what) {
   throw VocabError(kind, std::string(key), std::string(key) + ": " + what);
 }
@@ -92,13 +105,14 @@ std::string_view error_kind_name(VocabErrorKind k) noexcept {
 Vocab Vocab::from_gguf(const gguf::Header& h) {
   Vocab v;
   const std::string& model = string_scalar(require(h, kModel), kModel);
-  if (model == "llama") {
-    v.model = VocabModel::Spm;
-  } else if (model == "gpt2") {
-    v.model = VocabModel::Bpe;
-  } else {
-    fail(VocabErrorKind::UnknownModel, kModel, "'" + model + "' is not supported (only \"llama\" and \"gpt2\")");
+  const ModelName* known = nullptr;
+  std::string names;
+  for (const ModelName& m : kModels) {
+    if (m.name == model) known = &m;
+    names += (names.empty() ? "\"" : ", \"") + std::string(m.name) + "\"";
   }
+  if (!known) fail(VocabErrorKind::UnknownModel, kModel, "'" + model + "' is not supported (only " + names + ")");
+  v.model = known->model;
 
   const std::vector<gguf::Scalar>& tokens = array_of(require(h, kTokens), kTokens, gguf::ValueType::String, false);
   if (tokens.empty()) fail(VocabErrorKind::Empty, kTokens, "no tokens");
@@ -127,6 +141,7 @@ Vocab Vocab::from_gguf(const gguf::Header& h) {
   }
 
   if (const gguf::Value* p = h.find(kPre)) v.pre_name = string_scalar(*p, kPre);
+  if (!known->fixed_pre.empty()) v.pre_name = std::string(known->fixed_pre);
   if (const gguf::Value* p = h.find("general.name"); p && !p->is_array() && p->type == gguf::ValueType::String) {
     v.model_name = std::get<std::string>(p->scalar);
     for (char& c : v.model_name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -147,6 +162,7 @@ Vocab Vocab::from_gguf(const gguf::Header& h) {
     v.pre = pre->pre;
     v.ignore_merges = pre->ignore_merges;
     v.add_bos = pre->add_bos;
+    v.spm_style = pre->spm_style;
     v.bos = 11, v.eos = 11;
     const std::vector<gguf::Scalar>& merges = array_of(require(h, kMerges), kMerges, gguf::ValueType::String, false);
     v.merges.reserve(merges.size());
@@ -162,6 +178,7 @@ Vocab Vocab::from_gguf(const gguf::Header& h) {
   if (auto b = find_bool(h, "tokenizer.ggml.add_bos_token")) v.add_bos = *b;
   if (auto b = find_bool(h, "tokenizer.ggml.add_eos_token")) v.add_eos = *b;
   if (auto b = find_bool(h, "tokenizer.ggml.add_space_prefix")) v.add_space_prefix = *b;
+  if (v.model == VocabModel::Bpe && find_pre_tokenizer(v.pre_name)->force_bos) v.add_bos = true;
   return v;
 }
 

@@ -21,6 +21,12 @@ if(SKAINET_PEER_BIN)
       COMMAND ${SKAINET_VENV_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_pre_tokenizers.py
         $<TARGET_FILE:skainet> ${SKAINET_PEER_BIN} ${SKAINET_SHARED_MODELS}/vocab ${CMAKE_BINARY_DIR}/peer-pre-tokenizers)
     set_tests_properties(peer_pre_tokenizers PROPERTIES LABELS peer TIMEOUT 900)
+    # Gemma 4's tokenizer on llama.cpp's own vocabulary (SKAINET_PEER_VOCAB_DIR, tests/text/tests.cmake).
+    add_test(NAME peer_gemma4_tokenizer
+      COMMAND ${SKAINET_VENV_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_gemma4_tokenizer.py
+        $<TARGET_FILE:skainet> ${SKAINET_PEER_BIN} ${SKAINET_PEER_VOCAB_DIR}/ggml-vocab-gemma-4.gguf
+        ${CMAKE_BINARY_DIR}/peer-gemma4)
+    set_tests_properties(peer_gemma4_tokenizer PROPERTIES LABELS peer TIMEOUT 600)
     include(${CMAKE_CURRENT_LIST_DIR}/logits.cmake)
   endif()
 endif()

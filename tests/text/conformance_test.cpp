@@ -1,6 +1,7 @@
 // llama.cpp's tokenizer conformance cases (test-tokenizer-0) on the real vocabularies.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "skainet/text/text.hpp"
@@ -78,6 +79,80 @@ TEST_P(Conformance, PeerDifferentialCasesWithSpecialTokens) {
     }
   }
   std::cout << "[peer, special] " << name << ": " << passed << "/" << cases.size() << " cases\n";
+}
+
+// Gemma 4's test vocabulary ships with the peer's llama.cpp source, not in ../shared: scripts/setup.sh
+// unpacks it (scripts/peer.sh --source) and CMake passes its folder (SKAINET_PEER_VOCAB_DIR).
+std::filesystem::path gemma4_path() {
+  return std::filesystem::path(SKAINET_PEER_VOCAB_DIR) / "ggml-vocab-gemma-4.gguf";
+}
+
+const Tokenizer& gemma4() {
+  static const Tokenizer tok = [] {
+    const std::filesystem::path p = gemma4_path();
+    if (!std::filesystem::exists(p)) {
+      throw std::runtime_error(p.string() + " is missing: run scripts/setup.sh (it calls scripts/peer.sh --source, " +
+                               "which downloads and unpacks llama.cpp's source), or configure with " +
+                               "-DSKAINET_PEER_VOCAB_DIR=<llama.cpp>/models");
+    }
+    return Tokenizer::from_file(p);
+  }();
+  return tok;
+}
+
+std::vector<testing::VocabCase> gemma4_cases() {
+  return read_cases(gemma4_path().string() + ".inp", gemma4_path().string() + ".out");
+}
+
+TEST(Gemma4, EveryCaseMatchesLlamaCpp) {
+  const Tokenizer& tok = gemma4();
+  const std::vector<testing::VocabCase> cases = gemma4_cases();
+  ASSERT_EQ(cases.size(), 45u);
+  size_t passed = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::vector<int32_t> got = tok.encode(cases[i].input, /*add_special=*/false, /*parse_special=*/false);
+    if (got == cases[i].expected) {
+      ++passed;
+    } else {
+      ADD_FAILURE() << "gemma-4 case " << i << " '" << cases[i].input << "'\n  expected:" << show(cases[i].expected)
+                    << "\n  got:     " << show(got);
+    }
+  }
+  std::cout << "[conformance] gemma-4: " << passed << "/" << cases.size() << " cases\n";
+}
+
+// Spaces come back from U+2581, bytes no merge reached from their <0xXX> tokens.
+TEST(Gemma4, DecodeGivesTheTextBack) {
+  const Tokenizer& tok = gemma4();
+  std::vector<std::string> texts;
+  for (const testing::VocabCase& c : gemma4_cases()) texts.push_back(c.input);
+  texts.push_back("tabs\tand\r\nCRLF, emoji \xF0\x9F\xA6\x99, \xE6\x9D\xB1\xE4\xBA\xAC, \x01\x7f control bytes");
+  texts.push_back("\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n");
+  for (const std::string& t : texts) {
+    EXPECT_EQ(tok.decode(tok.encode(t, /*add_special=*/false, /*parse_special=*/false)), t);
+  }
+}
+
+TEST(Gemma4, BosAndTurnTokens) {
+  const Tokenizer& tok = gemma4();
+  // The file says add_bos_token; llama.cpp would add BOS for Gemma 4 even if it did not.
+  EXPECT_TRUE(tok.vocab().add_bos);
+  EXPECT_EQ(tok.vocab().pre, PreTokenizer::Gemma4);
+  const std::vector<int32_t> ids = tok.encode("<|turn>user\nHi<turn|>", /*add_special=*/true, /*parse_special=*/true);
+  ASSERT_GE(ids.size(), 4u);
+  EXPECT_EQ(ids.front(), tok.bos());
+  EXPECT_EQ(ids[1], *tok.find("<|turn>"));
+  EXPECT_EQ(ids.back(), *tok.find("<turn|>"));
+  EXPECT_TRUE(tok.is_eog(*tok.find("<turn|>")));
+  EXPECT_TRUE(tok.is_eog(*tok.find("<eos>")));
+  EXPECT_FALSE(tok.is_eog(*tok.find("<|turn>")));
+  // Not parsed, the control text is plain text.
+  const std::vector<int32_t> plain = tok.encode("<turn|>", false, false);
+  EXPECT_EQ(tok.decode(plain), "<turn|>");
+  EXPECT_NE(plain, std::vector<int32_t>{*tok.find("<turn|>")});
+  // Rendered only when asked.
+  EXPECT_EQ(tok.decode(ids), "user\nHi");
+  EXPECT_EQ(tok.decode(ids, {.render_special = true}), "<bos><|turn>user\nHi<turn|>");
 }
 
 std::string vocab_test_name(const ::testing::TestParamInfo<const char*>& info) {

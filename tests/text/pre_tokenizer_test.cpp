@@ -53,11 +53,23 @@ TEST(PreTokenizerTable, FlagsFollowTheName) {
 }
 
 TEST(PreTokenizerTable, RefusedNamesSayWhy) {
-  for (std::string_view name : {"gemma4", "granite-embed-multi-311m", "sarvam-moe", "whitespace"}) {
+  for (std::string_view name : {"sarvam-moe", "whitespace"}) {
     EXPECT_EQ(find_pre_tokenizer(name), std::nullopt) << name;
     EXPECT_FALSE(pre_tokenizer_refusal(name).empty()) << name;
   }
   EXPECT_TRUE(pre_tokenizer_refusal("no-such-name").empty());
+}
+
+// Gemma 4's SPM-style BPE: raw UTF-8, spaces as U+2581, BOS whatever the file says; split at newline runs.
+TEST(PreTokenizerTable, Gemma4IsSpmStyle) {
+  for (std::string_view name : {"gemma4", "granite-embed-multi-311m"}) {
+    const std::optional<PreTokenizerSpec> spec = find_pre_tokenizer(name);
+    ASSERT_TRUE(spec) << name;
+    EXPECT_EQ(spec->pre, PreTokenizer::Gemma4) << name;
+    EXPECT_TRUE(spec->spm_style && spec->force_bos && !spec->ignore_merges) << name;
+    EXPECT_TRUE(pre_tokenizer_refusal(name).empty()) << name;
+  }
+  EXPECT_EQ(split_lengths(PreTokenizer::Gemma4, "a b\t c\n\n\nd\ne \n"), (std::vector<size_t>{6, 3, 1, 1, 2, 1}));
 }
 
 TEST(Regex, ZeroWidthMatchSplits) {

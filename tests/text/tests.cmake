@@ -6,3 +6,8 @@ if(TARGET test_text)
                                    ${CMAKE_CURRENT_LIST_DIR}/../fuzz/vocab_fuzzer.cpp)
   target_include_directories(test_text PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../fuzz)
 endif()
+
+# Gemma 4's test vocabulary (SKAINET_PEER_VOCAB_DIR, tests/CMakeLists.txt).
+if(TARGET test_text)
+  target_compile_definitions(test_text PRIVATE SKAINET_PEER_VOCAB_DIR="${SKAINET_PEER_VOCAB_DIR}")
+endif()

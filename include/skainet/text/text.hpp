@@ -39,7 +39,8 @@ enum class TokenType : uint8_t {
 
 enum class VocabModel : uint8_t {
   Spm,  // tokenizer.ggml.model "llama": SentencePiece-style, merges by score, byte fallback
-  Bpe,  // tokenizer.ggml.model "gpt2": byte-level BPE, merges by rank
+  Bpe,  // tokenizer.ggml.model "gpt2": byte-level BPE, merges by rank; "gemma4": BPE over raw UTF-8
+        // with spaces as U+2581 (its pre-tokenizer is always PreTokenizer::Gemma4, whatever the file says)
 };
 
 // How BPE text is split into words before merging (tokenizer.ggml.pre). Each is llama.cpp's list of
@@ -74,6 +75,7 @@ enum class PreTokenizer : uint8_t {
   ExaoneMoe,        // "exaone-moe"
   Minicpm5,         // "minicpm5"
   KimiK2,           // "kimi-k2"
+  Gemma4,           // "gemma4", "granite-embed-multi-311m": newline runs apart, raw UTF-8 (Vocab::spm_style)
 };
 std::string_view pre_tokenizer_name(PreTokenizer p) noexcept;
 
@@ -82,7 +84,7 @@ enum class VocabErrorKind : uint8_t {
   WrongType,            // a key has another value type than the tokenizer needs
   LengthMismatch,       // scores / token_type length differs from tokens
   Empty,                // no tokens
-  UnknownModel,         // tokenizer.ggml.model other than "llama" / "gpt2"
+  UnknownModel,         // tokenizer.ggml.model other than "llama" / "gpt2" / "gemma4"
   UnknownPreTokenizer,  // tokenizer.ggml.pre we have no regexes for
 };
 std::string_view error_kind_name(VocabErrorKind k) noexcept;
@@ -113,8 +115,12 @@ struct Vocab {
   bool add_bos = false, add_eos = false;
   bool add_space_prefix = false;  // SPM: prepend " " to the text (default true)
   bool ignore_merges = false;     // BPE (llama3 family): a word that is a token is not merged
-  std::string model_name;         // general.name, lower-cased: llama.cpp keys a few quirks to it
-                                  // (Phi-3: special tokens swallow the whitespace after them)
+  // SPM-style BPE (Gemma 4): spaces become U+2581 before splitting, words stay raw UTF-8 (no GPT-2
+  // byte alphabet), a byte no merge reaches is a "<0xXX>" token, and a word of newlines that is itself a
+  // token is not merged.
+  bool spm_style = false;
+  std::string model_name;  // general.name, lower-cased: llama.cpp keys a few quirks to it
+                           // (Phi-3: special tokens swallow the whitespace after them)
 
   static Vocab from_gguf(const gguf::Header& header);
 };
