@@ -111,7 +111,9 @@ Subcommand add_plan(CLI::App& app) {
     apply_placement_compat(args->compat, args->placement);
   });
   cmd->add_option("--explain", args->explain,
-                  "print one tensor's full decision, or one expert's: NAME[N] (blk.3.ffn_up_exps.weight[7])");
+                  fmt::format("print one tensor's full decision, or one expert of a 3-D expert stack's: NAME[N] "
+                              "({}[7])",
+                              arch::layer_tensor_name(3, arch::Role::FfnUpExps)));
   cmd->add_flag("--json", args->json, "machine-readable plan");
   cmd->add_flag("--tensors", args->tensors, "list every tensor under its layer (default: one line per layer)");
   cmd->add_option("--svg", args->svg,

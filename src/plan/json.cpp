@@ -115,6 +115,11 @@ void model_fields(Shape& s, Visit&& visit) {
   visit("attention_scale", s.attention_scale, Since::Later);
   visit("attn_softcap", s.attn_softcap, Since::Later);
   visit("final_softcap", s.final_softcap, Since::Later);
+  // A mixture of experts (the per-expert decisions are sized by them).
+  visit("moe", s.features.moe, Since::Later);
+  visit("experts", s.experts, Since::Later);
+  visit("experts_used", s.experts_used, Since::Later);
+  visit("expert_ffn", s.expert_ffn, Since::Later);
 }
 
 json slab_json(const SlabPlan& s) {
