@@ -152,8 +152,8 @@ uint64_t pin_expert_pages(const base::FileReader& file, const base::FileMapping&
     const size_t length = r.end - r.begin;
     void* got = ::mmap(at, length, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (got == MAP_FAILED)
-      throw Error(fmt::format("pinning {} of expert pages: mmap failed: {}", base::format_bytes(length),
-                              std::strerror(errno)));
+      throw Error(
+          fmt::format("pinning {} of expert pages: mmap failed: {}", base::format_bytes(length), std::strerror(errno)));
     file.read_at(r.begin, static_cast<std::byte*>(got), length);
     if (::mprotect(got, length, PROT_READ) != 0)
       throw Error(fmt::format("pinning expert pages: mprotect failed: {}", std::strerror(errno)));

@@ -73,9 +73,8 @@ std::string_view expert_reason_name(ExpertReason r) noexcept {
 }
 
 std::string expert_words(const ExpertSlice& e) {
-  const std::string heat = e.routed >= 0
-                               ? fmt::format("routed {:.1f}% of tokens in calibration", 100 * e.routed)
-                               : std::string("no --expert-stats: all experts equal, taken in index order");
+  const std::string heat = e.routed >= 0 ? fmt::format("routed {:.1f}% of tokens in calibration", 100 * e.routed)
+                                         : std::string("no --expert-stats: all experts equal, taken in index order");
   switch (e.reason) {
     case ExpertReason::NoBudget:
       return fmt::format("{}; evictable: no --budget, the stack stays mapped from the file", heat);
@@ -88,11 +87,11 @@ std::string expert_words(const ExpertSlice& e) {
 }
 
 std::string explain_expert(const Decision& d, uint32_t expert) {
-  if (d.experts.empty()) throw InvalidArgument(fmt::format("'{}' is not an expert stack: it has no [N] slices", d.tensor));
+  if (d.experts.empty())
+    throw InvalidArgument(fmt::format("'{}' is not an expert stack: it has no [N] slices", d.tensor));
   if (expert >= d.experts.size())
-    throw InvalidArgument(
-        fmt::format("'{}' has {} experts (0 to {}); there is no expert {}", d.tensor, d.experts.size(),
-                    d.experts.size() - 1, expert));
+    throw InvalidArgument(fmt::format("'{}' has {} experts (0 to {}); there is no expert {}", d.tensor,
+                                      d.experts.size(), d.experts.size() - 1, expert));
   const ExpertSlice& e = d.experts[expert];
   const uint64_t file_slice = d.file_bytes / d.experts.size();
   const uint64_t edge = e.bytes - e.pinned_bytes;
@@ -111,9 +110,8 @@ std::string explain_expert(const Decision& d, uint32_t expert) {
       "file        {}, {} at offset {}\n"
       "held        {}\n"
       "stack       {}\n",
-      d.tensor, expert, expert, d.experts.size(), expert_words(e), expert_reason_name(e.reason),
-      type_name(d.file_type), base::format_bytes(file_slice), d.file_offset + expert * file_slice, pages,
-      plain_words(d));
+      d.tensor, expert, expert, d.experts.size(), expert_words(e), expert_reason_name(e.reason), type_name(d.file_type),
+      base::format_bytes(file_slice), d.file_offset + expert * file_slice, pages, plain_words(d));
 }
 
 }  // namespace skainet::placement

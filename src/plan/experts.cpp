@@ -43,13 +43,18 @@ double ExpertStats::share(uint32_t layer, uint32_t expert) const noexcept {
 }
 
 std::string ExpertStats::to_json() const {
-  json j = {{"format", kFormat},     {"version", kVersion}, {"model", model},
-            {"architecture", architecture}, {"layers", layers}, {"experts", experts},
-            {"experts_used", experts_used}, {"tokens", tokens}};
+  json j = {{"format", kFormat},
+            {"version", kVersion},
+            {"model", model},
+            {"architecture", architecture},
+            {"layers", layers},
+            {"experts", experts},
+            {"experts_used", experts_used},
+            {"tokens", tokens}};
   j["routed"] = json::array();
   for (uint32_t l = 0; l < layers; ++l)
-    j["routed"].push_back(std::vector<uint64_t>(routed.begin() + uint64_t{l} * experts,
-                                                routed.begin() + uint64_t{l + 1} * experts));
+    j["routed"].push_back(
+        std::vector<uint64_t>(routed.begin() + uint64_t{l} * experts, routed.begin() + uint64_t{l + 1} * experts));
   return j.dump(1);
 }
 
@@ -66,8 +71,8 @@ ExpertStats ExpertStats::from_json(std::string_view text, std::string_view origi
   if (!j.is_object() || j.value("format", std::string()) != kFormat)
     throw bad(fmt::format("\"format\" is not \"{}\"", kFormat));
   if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() != kVersion)
-    throw bad(fmt::format("version {} (this build reads version {})", j.contains("version") ? j["version"].dump() : "none",
-                          kVersion));
+    throw bad(fmt::format("version {} (this build reads version {})",
+                          j.contains("version") ? j["version"].dump() : "none", kVersion));
   ExpertStats s;
   try {
     s.model = j.at("model").get<std::string>();
@@ -78,8 +83,8 @@ ExpertStats ExpertStats::from_json(std::string_view text, std::string_view origi
     s.tokens = j.at("tokens").get<uint64_t>();
     const json& routed = j.at("routed");
     if (!routed.is_array() || routed.size() != s.layers)
-      throw bad(fmt::format("\"routed\" has {} layers, \"layers\" says {}", routed.is_array() ? routed.size() : 0,
-                            s.layers));
+      throw bad(
+          fmt::format("\"routed\" has {} layers, \"layers\" says {}", routed.is_array() ? routed.size() : 0, s.layers));
     for (uint32_t l = 0; l < s.layers; ++l) {
       const auto counts = routed[l].get<std::vector<uint64_t>>();
       if (counts.size() != s.experts)

@@ -185,7 +185,8 @@ json experts_json(const Decision& d) {
 }
 
 std::vector<placement::ExpertSlice> experts_from(const json& list) {
-  if (!list.is_array()) throw InvalidArgument(fmt::format("plan JSON: 'experts' must be an array, not {}", list.dump()));
+  if (!list.is_array())
+    throw InvalidArgument(fmt::format("plan JSON: 'experts' must be an array, not {}", list.dump()));
   std::vector<placement::ExpertSlice> out;
   for (const json& x : list) {
     placement::ExpertSlice e;

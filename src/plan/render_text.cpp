@@ -42,7 +42,8 @@ std::string experts_line(const MemoryPlan& p, const LayerGroup& g) {
     const std::string on = pinned > 0 ? expert_ranges(d, true) + " pinned" : std::string();
     const std::string off = pinned < d.experts.size() ? fmt::format("{} evictable", d.experts.size() - pinned) : "";
     const std::string why = fmt::format(" ({})", placement::expert_reason_name(d.experts.back().reason));
-    return on + (!on.empty() && !off.empty() ? "; " : "") + off + (pinned == 0 || pinned == d.experts.size() ? why : "");
+    return on + (!on.empty() && !off.empty() ? "; " : "") + off +
+           (pinned == 0 || pinned == d.experts.size() ? why : "");
   };
   const std::string first = describe(*stacks.front());
   bool same = true;

@@ -166,7 +166,8 @@ TEST(ExpertBudget, WithoutStatisticsExpertsArePinnedInIndexOrder) {
     for (const auto& s : d.experts) {
       EXPECT_LT(s.routed, 0.0);
       if (!s.pinned) seen_evictable = true;
-      EXPECT_FALSE(s.pinned && seen_evictable) << d.tensor << " expert " << s.expert << " pinned after an evictable one";
+      EXPECT_FALSE(s.pinned && seen_evictable)
+          << d.tensor << " expert " << s.expert << " pinned after an evictable one";
       EXPECT_EQ(s.reason, s.pinned ? placement::ExpertReason::HotFits : placement::ExpertReason::OverBudget);
       EXPECT_LE(s.pinned_bytes, s.bytes);
     }

@@ -162,9 +162,9 @@ struct ExpertSlice {
   uint32_t expert = 0;
   bool pinned = false;
   ExpertReason reason = ExpertReason::NoBudget;
-  double routed = -1;          // share of calibration tokens routed to it (0..1); < 0: no statistics
-  uint64_t bytes = 0;          // its slice of the stack as held
-  uint64_t pinned_bytes = 0;   // of those, in anonymous pages (whole pages inside a pinned run)
+  double routed = -1;         // share of calibration tokens routed to it (0..1); < 0: no statistics
+  uint64_t bytes = 0;         // its slice of the stack as held
+  uint64_t pinned_bytes = 0;  // of those, in anonymous pages (whole pages inside a pinned run)
   friend bool operator==(const ExpertSlice&, const ExpertSlice&) = default;
 };
 
