@@ -52,6 +52,24 @@ int run_plan(const PlanArgs& a) {
 
   if (!a.svg.empty()) write_svg(a, header, profile, platform, p);
   if (!a.explain.empty()) {
+    // One expert of a stack: "blk.3.ffn_up_exps.weight[7]".
+    if (const auto ref = placement::parse_expert_ref(a.explain)) {
+      for (const auto& d : p.tensors)
+        if (d.tensor == ref->first) {
+          const std::string text = placement::explain_expert(d, ref->second);
+          if (a.json) {
+            nlohmann::json j = nlohmann::json::parse(plan::to_json(d));
+            j["expert"] = j.at("experts").at(ref->second);
+            j.erase("experts");
+            j["explanation"] = text;
+            fmt::print("{}\n", j.dump(2));
+          } else {
+            fmt::print("{}", text);
+          }
+          return 0;
+        }
+      throw InvalidArgument(fmt::format("{}: no tensor named '{}'", a.file, ref->first));
+    }
     for (const auto& d : p.tensors)
       if (d.tensor == a.explain) {
         const std::string text = placement::explain_long(d, profile, platform);
@@ -92,7 +110,10 @@ Subcommand add_plan(CLI::App& app) {
     require_model(args->file);
     apply_placement_compat(args->compat, args->placement);
   });
-  cmd->add_option("--explain", args->explain, "print one tensor's full decision");
+  cmd->add_option("--explain", args->explain,
+                  fmt::format("print one tensor's full decision, or one expert of a 3-D expert stack's: NAME[N] "
+                              "({}[7])",
+                              arch::layer_tensor_name(3, arch::Role::FfnUpExps)));
   cmd->add_flag("--json", args->json, "machine-readable plan");
   cmd->add_flag("--tensors", args->tensors, "list every tensor under its layer (default: one line per layer)");
   cmd->add_option("--svg", args->svg,

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -59,7 +60,34 @@ std::unique_ptr<generate::Engine> open_engine(const GenerationArgs& a) {
 
 namespace {
 
-int run(GenerationArgs& a) {
+// --record-expert-stats: the run's routing counts, sized before the first step (none per step).
+struct ExpertRecorder {
+  std::string path;
+  plan::ExpertStats stats;
+  void start(generate::Engine& e, const std::string& model) {
+    if (path.empty()) return;
+    const arch::ModelShape& m = *e.plan.model;
+    if (m.experts == 0)
+      throw InvalidArgument(fmt::format("--record-expert-stats: {} is not a mixture of experts", model));
+    stats = plan::ExpertStats::for_model(m, std::filesystem::path(model).filename().string());
+    e.sequence->llama.count_experts(stats.routed);
+  }
+  // Every row through layer 0 counts once per expert it chose: tokens = that sum / experts used.
+  void finish(generate::Engine& e) {
+    if (path.empty()) return;
+    e.sequence->llama.count_experts({});
+    uint64_t first = 0;
+    for (uint32_t x = 0; x < stats.experts; ++x) first += stats.routed[x];
+    stats.tokens = first / stats.experts_used;
+    const std::string text = stats.to_json() + "\n";
+    base::AtomicFile out(path);
+    out.write(text.data(), text.size());
+    out.commit();
+    fmt::print(stderr, "skainet: expert statistics of {} tokens written to {}\n", stats.tokens, path);
+  }
+};
+
+int run(GenerationArgs& a, ExpertRecorder& recorder) {
   a.finish_parse();
   if (a.conversation) return run_chat(a);
   auto engine = open_engine(a);
@@ -67,6 +95,7 @@ int run(GenerationArgs& a) {
   generate::Generator& gen = engine->sequence->sample_with(a.sampling);
   constrain_output(a, *engine, *engine->sequence);
   const generate::Speculation speculation = start_speculation(a, *engine, gen);
+  recorder.start(*engine, a.model);
 
   if (!a.no_display_prompt) {
     fmt::print("{}", a.prompt);
@@ -81,6 +110,7 @@ int run(GenerationArgs& a) {
     std::fflush(stdout);
     return true;
   });
+  recorder.finish(*engine);
   print_run_stats(*engine, s, seed);
   return 0;
 }
@@ -91,7 +121,11 @@ Subcommand add_run(CLI::App& app) {
   auto a = std::make_shared<GenerationArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Generate text: load the model exactly as planned and stream tokens");
   a->add_to(cmd, Command::Run);
-  return {cmd, [a] { return run(*a); }};
+  auto recorder = std::make_shared<ExpertRecorder>();
+  cmd->add_option("--record-expert-stats", recorder->path,
+                  "a mixture of experts: count how often each expert of each layer is routed over this run's prompt "
+                  "and generation, and write the counts to this JSON file (atomically) for --expert-stats");
+  return {cmd, [a, recorder] { return run(*a, *recorder); }};
 }
 
 }  // namespace skainet::cli

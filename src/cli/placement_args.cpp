@@ -27,6 +27,9 @@ void PlacementArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--weight-form", weight_form, "uniform form for all weights, e.g. f32,heap");
   cmd->add_option("--override-tensor", overrides,
                   fmt::format("REGEX=FORM, first match wins, e.g. {}=f32,heap", arch::role_name(arch::Role::FfnDown)));
+  cmd->add_option("--expert-stats", expert_stats,
+                  "a mixture of experts' routing statistics (run --record-expert-stats writes them): under --budget "
+                  "the hottest experts that fit are pinned");
 }
 
 void PlacementArgs::add_slots_to(CLI::App* cmd) {
@@ -63,6 +66,7 @@ plan::PlanOptions PlacementArgs::plan_options() const {
   if (!kv_type.empty()) options.k_type = options.v_type = kv_cache_type(kv_type, "--kv-type");
   if (!k_type.empty()) options.k_type = kv_cache_type(k_type, "-ctk/--cache-type-k");
   if (!v_type.empty()) options.v_type = kv_cache_type(v_type, "-ctv/--cache-type-v");
+  if (!expert_stats.empty()) options.expert_stats = plan::ExpertStats::read(expert_stats);
   return options;
 }
 

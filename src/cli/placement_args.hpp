@@ -22,7 +22,8 @@ struct PlacementArgs {
   std::string weight_form;
   std::vector<std::string> overrides;
   uint32_t slots = 1;
-  uint32_t batch = 0;  // 0: the plan's default
+  uint32_t batch = 0;        // 0: the plan's default
+  std::string expert_stats;  // --expert-stats FILE: routing statistics to place experts by
 
   void add_to(CLI::App* cmd);
   // --slots: only the commands that price or serve several sequences (plan, serve).

@@ -1,4 +1,8 @@
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <cstring>
@@ -132,6 +136,33 @@ void release_file_pages(const base::FileReader& file, uint64_t offset, uint64_t 
   ::posix_fadvise(file.fd(), static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_DONTNEED);
 }
 
+// A mapped expert stack's pinned experts (placement::pinned_file_ranges): each range of the file
+// mapping replaced in place by anonymous pages holding the same bytes, so the model's one 3-D view
+// reads pinned experts from process memory and the others from file pages the kernel may drop. The
+// file pages read on the way are dropped, as after any copy.
+uint64_t pin_expert_pages(const base::FileReader& file, const base::FileMapping& mapping, const Decision& d,
+                          uint64_t page_size) {
+  uint64_t pinned = 0;
+  for (const placement::FileRange& r : placement::pinned_file_ranges(d, page_size)) {
+    // The mapping covers the whole file from offset 0, so a file offset is an offset into it; the
+    // page-aligned range lies inside the stack and the stack inside the file.
+    if (r.end > mapping.size() || mapping.file_offset() != 0)
+      throw InvalidArgument(fmt::format("pinned expert pages [{}, {}) are outside the file mapping", r.begin, r.end));
+    void* at = const_cast<std::byte*>(mapping.data()) + r.begin;
+    const size_t length = r.end - r.begin;
+    void* got = ::mmap(at, length, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (got == MAP_FAILED)
+      throw Error(
+          fmt::format("pinning {} of expert pages: mmap failed: {}", base::format_bytes(length), std::strerror(errno)));
+    file.read_at(r.begin, static_cast<std::byte*>(got), length);
+    if (::mprotect(got, length, PROT_READ) != 0)
+      throw Error(fmt::format("pinning expert pages: mprotect failed: {}", std::strerror(errno)));
+    release_file_pages(file, r.begin, length);
+    pinned += length;
+  }
+  return pinned;
+}
+
 }  // namespace
 
 void stream_held_bytes(const base::FileReader& file, const Decision& d,
@@ -200,7 +231,10 @@ LoadedModel ResolvedGguf::load(memory::ModelScope& scope, const LoadOptions& opt
         auto storage = Storage::mapped(m.mapping, d.file_offset, d.file_bytes, d.tensor);
         scope.adopt(storage);
         t = Tensor(storage, shape, d.file_type);
-        m.stats.mapped_bytes += d.file_bytes;
+        // The machine's page, as Platform::detect gave the plan.
+        const uint64_t pinned = pin_expert_pages(file, *m.mapping, d, static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)));
+        m.stats.pinned_expert_bytes += pinned;
+        m.stats.mapped_bytes += d.file_bytes - pinned;
         ++m.stats.mapped;
       } else if (d.held_order != BlockOrder::RowMajor) {
         if (d.held_type != d.file_type || shape.rank() != 2 || !kernels::ref::can_repack(d.held_type, d.held_order))

@@ -50,7 +50,8 @@ namespace {
 struct Routes {
   Tensor experts, weights;
 };
-Routes route_rows(memory::ExecutionContext& ctx, const Tensor& logits, std::span<ExpertChoice> chosen) {
+Routes route_rows(memory::ExecutionContext& ctx, const Tensor& logits, std::span<ExpertChoice> chosen,
+                  std::span<uint64_t> routed) {
   const int64_t n = logits.dim(0), k = static_cast<int64_t>(chosen.size());
   const Routes r{ctx.scope().allocate({n, k}, GgmlType::I32, "experts of each row"),
                  ctx.scope().allocate({n, k}, GgmlType::F32, "weights of each row's experts")};
@@ -61,6 +62,7 @@ Routes route_rows(memory::ExecutionContext& ctx, const Tensor& logits, std::span
     for (int64_t j = 0; j < k; ++j) {
       experts[t * k + j] = static_cast<int32_t>(chosen[static_cast<size_t>(j)].expert);
       weights[t * k + j] = chosen[static_cast<size_t>(j)].weight;
+      if (!routed.empty()) ++routed[chosen[static_cast<size_t>(j)].expert];
     }
   }
   return r;
@@ -94,7 +96,7 @@ void gather_group(const Routes& r, int32_t expert, Group& g) {
 Tensor experts_ffn(memory::ExecutionContext& ctx, const Tensor& h, const ExpertWeights& w,
                    std::span<ExpertChoice> chosen) {
   const int64_t n = h.dim(0), dim = h.dim(1), k = static_cast<int64_t>(chosen.size());
-  const Routes routes = route_rows(ctx, ops::matmul(ctx, h, w.router), chosen);
+  const Routes routes = route_rows(ctx, ops::matmul(ctx, h, w.router), chosen, w.routed);
   Group g{ctx.scope().allocate({n}, GgmlType::I32, "rows of one expert"),
           ctx.scope().allocate({n, 1}, GgmlType::F32, "weights of one expert's rows"),
           ctx.scope().allocate({n}, GgmlType::I32, "slots of one expert's rows")};

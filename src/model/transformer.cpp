@@ -22,6 +22,13 @@ Transformer::Transformer(arch::ModelShape shape, TransformerWeights weights, uin
       layer_scope_({.slab_bytes = layer_slab_bytes}),
       chosen_(shape_.experts_used) {}
 
+void Transformer::count_experts(std::span<uint64_t> routed) {
+  if (!routed.empty() && routed.size() != uint64_t{shape_.layers} * shape_.experts)
+    throw InvalidArgument(fmt::format("count_experts: {} counts for {} layers x {} experts", routed.size(),
+                                      shape_.layers, shape_.experts));
+  routed_ = routed;
+}
+
 uint32_t Transformer::n_ctx() const {
   if (!kv_) throw InvalidArgument("this transformer is bound to no KV cache: its batches name theirs");
   return kv_->n_ctx();
@@ -120,8 +127,11 @@ Tensor Transformer::layer(memory::ExecutionContext& ctx, uint32_t l, const Tenso
   if (shape_.features.post_norms) attn_out = ops::rms_norm(ctx, attn_out, w.attn_post_norm, shape_.rms_eps);
   const Tensor x1 = ops::add(ctx, x, attn_out);
   const Tensor h2 = ops::rms_norm(ctx, x1, w.ffn_norm, shape_.rms_eps);
-  Tensor ffn_out = shape_.features.moe ? experts_ffn(ctx, h2, {w.router, w.gate_exps, w.up_exps, w.down_exps}, chosen_)
-                                       : ffn(ctx, w, h2);
+  const std::span<uint64_t> routed =
+      routed_.empty() ? std::span<uint64_t>() : routed_.subspan(uint64_t{l} * shape_.experts, shape_.experts);
+  Tensor ffn_out = shape_.features.moe
+                       ? experts_ffn(ctx, h2, {w.router, w.gate_exps, w.up_exps, w.down_exps, routed}, chosen_)
+                       : ffn(ctx, w, h2);
   if (shape_.features.post_norms) ffn_out = ops::rms_norm(ctx, ffn_out, w.ffn_post_norm, shape_.rms_eps);
   return ops::add(ctx, x1, ffn_out);
 }

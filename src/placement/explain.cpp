@@ -85,6 +85,12 @@ std::string plain_words(const Decision& d) {
     const std::string how = d.role == TensorRole::Embedding ? fmt::format("rows of {} decoded on lookup", held)
                             : d.role == TensorRole::Vector  ? std::string("read in place as F32")
                                                             : fmt::format("the kernel reads {} in file order", held);
+    uint32_t experts = 0;
+    for (const ExpertSlice& e : d.experts) experts += e.pinned;
+    if (experts > 0)  // a mapped stack whose pinned experts' pages were made anonymous
+      return fmt::format(
+          "mapped from the file, {} of {} experts pinned ({} in anonymous pages), the rest evictable: {}", experts,
+          d.experts.size(), base::format_bytes(pinned_bytes(d)), how);
     return "mapped from the file (evictable): " + how;
   }
   std::string how;

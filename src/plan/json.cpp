@@ -115,6 +115,11 @@ void model_fields(Shape& s, Visit&& visit) {
   visit("attention_scale", s.attention_scale, Since::Later);
   visit("attn_softcap", s.attn_softcap, Since::Later);
   visit("final_softcap", s.final_softcap, Since::Later);
+  // A mixture of experts (the per-expert decisions are sized by them).
+  visit("moe", s.features.moe, Since::Later);
+  visit("experts", s.experts, Since::Later);
+  visit("experts_used", s.experts_used, Since::Later);
+  visit("expert_ffn", s.expert_ffn, Since::Later);
 }
 
 json slab_json(const SlabPlan& s) {
@@ -161,7 +166,48 @@ WeightForm form_from(const json& j) {
   return f;
 }
 
+json decision_fields(const Decision& d);
+
+// A stack's per-expert decisions; `routed` is absent without statistics.
+json experts_json(const Decision& d) {
+  json list = json::array();
+  for (const placement::ExpertSlice& e : d.experts) {
+    json x = {{"expert", e.expert},
+              {"pinned", e.pinned},
+              {"reason", placement::expert_reason_name(e.reason)},
+              {"bytes", e.bytes},
+              {"pinned_bytes", e.pinned_bytes},
+              {"plain", placement::expert_words(e)}};
+    if (e.routed >= 0) x["routed"] = e.routed;
+    list.push_back(std::move(x));
+  }
+  return list;
+}
+
+std::vector<placement::ExpertSlice> experts_from(const json& list) {
+  if (!list.is_array())
+    throw InvalidArgument(fmt::format("plan JSON: 'experts' must be an array, not {}", list.dump()));
+  std::vector<placement::ExpertSlice> out;
+  for (const json& x : list) {
+    placement::ExpertSlice e;
+    e.expert = number<uint32_t>(x, "expert");
+    e.pinned = x.at("pinned").get<bool>();
+    e.reason = enum_from<placement::ExpertReason>(x.at("reason"), placement::expert_reason_name, 4, "expert reason");
+    e.bytes = number<uint64_t>(x, "bytes");
+    e.pinned_bytes = number<uint64_t>(x, "pinned_bytes");
+    if (x.contains("routed")) e.routed = x.at("routed").get<double>();
+    out.push_back(e);
+  }
+  return out;
+}
+
 json decision_json(const Decision& d) {
+  json j = decision_fields(d);
+  if (!d.experts.empty()) j["experts"] = experts_json(d);
+  return j;
+}
+
+json decision_fields(const Decision& d) {
   return {{"name", d.tensor},
           {"role", role_name(d.role)},
           {"file_type", type_name(d.file_type)},
@@ -212,6 +258,7 @@ Decision decision_from(const json& j) {
   d.spec.mutable_ = j.at("mutable");
   d.reason = enum_from<PlacementReason>(j.at("reason"), placement_reason_name, 8, "placement reason");
   d.off_heap_threshold = number<uint64_t>(j, "off_heap_threshold");
+  if (j.contains("experts")) d.experts = experts_from(j.at("experts"));
   return d;
 }
 

@@ -81,7 +81,11 @@ void add_totals(MemoryPlan& p) {
   for (const auto& d : p.tensors) {
     t.file += d.file_bytes;
     switch (d.spec.domain) {
-      case MemoryDomain::MappedFile: t.mapped += d.spec.bytes; break;
+      case MemoryDomain::MappedFile:
+        // A mapped expert stack's pinned experts are anonymous pages at the mapping's addresses.
+        t.pages += placement::pinned_bytes(d);
+        t.mapped += d.spec.bytes - placement::pinned_bytes(d);
+        break;
       case MemoryDomain::HostPages: t.pages += d.spec.bytes; break;
       default: t.heap += d.spec.bytes; break;
     }
@@ -226,7 +230,15 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
     p.batch_scratch = estimate_scratch(p.tensors, platform, batch_rows);
   }
   add_totals(p);
-  p.fits = !p.budget || p.totals.resident() <= *p.budget;
+  if (p.model && p.model->experts > 0) {
+    if (options.expert_stats) options.expert_stats->check_fits(*p.model, p.file);
+    place_experts(p, options.expert_stats ? &*options.expert_stats : nullptr, platform.page_size);
+    add_totals(p);
+  } else if (options.expert_stats) {
+    options.expert_stats->check_fits(p.model.value_or(arch::ModelShape{}), p.file);
+  }
+  // Experts a budget leaves evictable are the pages it means the kernel to drop: not counted against it.
+  p.fits = !p.budget || p.totals.resident() - evictable_by_budget(p) <= *p.budget;
   suggest(p, profile, platform);
   if (p.kv && p.model && p.model->ctx_train > 0 && p.kv->n_ctx > p.model->ctx_train)
     p.warnings.push_back({PlanWarningKind::ContextBeyondTraining, p.kv->n_ctx, p.model->ctx_train});

@@ -13,6 +13,47 @@ std::string shape_text(const std::vector<uint64_t>& shape) {
   return "[" + s + "]";
 }
 
+// "0-5,9" for the experts of `d` whose pinned flag is `pinned`.
+std::string expert_ranges(const placement::Decision& d, bool pinned) {
+  std::string out;
+  for (size_t i = 0; i < d.experts.size();) {
+    if (d.experts[i].pinned != pinned) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j + 1 < d.experts.size() && d.experts[j + 1].pinned == pinned) ++j;
+    out += fmt::format("{}{}", out.empty() ? "" : ",", i == j ? std::to_string(i) : fmt::format("{}-{}", i, j));
+    i = j + 1;
+  }
+  return out;
+}
+
+// One layer's experts in a line: "experts 0-5,9 pinned; 58 evictable (ffn_gate_exps, ...)", once
+// when the layer's stacks agree (place_experts pins an expert in all of them), else per stack.
+std::string experts_line(const MemoryPlan& p, const LayerGroup& g) {
+  std::vector<const placement::Decision*> stacks;
+  for (const size_t i : g.tensors)
+    if (!p.tensors[i].experts.empty()) stacks.push_back(&p.tensors[i]);
+  if (stacks.empty()) return {};
+  const auto describe = [](const placement::Decision& d) {
+    size_t pinned = 0;
+    for (const auto& e : d.experts) pinned += e.pinned;
+    const std::string on = pinned > 0 ? expert_ranges(d, true) + " pinned" : std::string();
+    const std::string off = pinned < d.experts.size() ? fmt::format("{} evictable", d.experts.size() - pinned) : "";
+    const std::string why = fmt::format(" ({})", placement::expert_reason_name(d.experts.back().reason));
+    return on + (!on.empty() && !off.empty() ? "; " : "") + off +
+           (pinned == 0 || pinned == d.experts.size() ? why : "");
+  };
+  const std::string first = describe(*stacks.front());
+  bool same = true;
+  for (const auto* d : stacks) same &= describe(*d) == first;
+  if (same) return fmt::format("    experts {}\n", first);
+  std::string out;
+  for (const auto* d : stacks) out += fmt::format("    experts of {}: {}\n", d->tensor, describe(*d));
+  return out;
+}
+
 }  // namespace
 
 std::string render_text(const MemoryPlan& p, bool tensors) {
@@ -36,7 +77,10 @@ std::string render_text(const MemoryPlan& p, bool tensors) {
     if (g.evictable > 0) held += (held.empty() ? "" : ", ") + ("evictable " + format_bytes(g.evictable));
     out += fmt::format("  {:<18} {:>3} tensor{} {:>10}  ({})  {}\n", g.name(), g.tensors.size(),
                        g.tensors.size() == 1 ? " " : "s", format_bytes(g.bytes), held, forms);
-    if (!tensors) continue;
+    if (!tensors) {
+      out += experts_line(p, g);
+      continue;
+    }
     for (const size_t i : g.tensors) {
       const placement::Decision& d = p.tensors[i];
       const std::string by = d.decided_by == placement::DecidedBy::Resolver
@@ -44,6 +88,9 @@ std::string render_text(const MemoryPlan& p, bool tensors) {
                                  : fmt::format("  [{}]", placement::decided_by_name(d.decided_by));
       out += fmt::format("    {:<32} {:<5} {:<18} {:>10}  {}{}\n", d.tensor, type_name(d.file_type),
                          shape_text(d.shape), format_bytes(d.spec.bytes), placement::plain_words(d), by);
+      for (const placement::ExpertSlice& e : d.experts)
+        out += fmt::format("      [{}] {:>10}  pinned {:>10}  {}\n", e.expert, format_bytes(e.bytes),
+                           format_bytes(e.pinned_bytes), placement::expert_words(e));
     }
   }
 

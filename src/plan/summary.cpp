@@ -32,13 +32,11 @@ std::string plural(uint64_t n, std::string_view word) { return fmt::format("{} {
 ResidentSplit split(const MemoryPlan& p) {
   ResidentSplit s;
   for (const auto& d : p.tensors) {
-    if (placement::is_pinned(d)) {
-      s.pinned += d.spec.bytes;
-      ++s.pinned_tensors;
-    } else {
-      s.evictable += d.spec.bytes;
-      ++s.evictable_tensors;
-    }
+    // A mapped expert stack counts as an evictable tensor, its pinned experts' pages as pinned bytes.
+    const uint64_t pinned = placement::pinned_bytes(d);
+    s.pinned += pinned;
+    s.evictable += d.spec.bytes - pinned;
+    ++(placement::is_pinned(d) ? s.pinned_tensors : s.evictable_tensors);
   }
   s.kv = p.totals.kv;
   s.slabs = p.totals.slab;
@@ -64,7 +62,8 @@ std::vector<LayerGroup> group_by_layer(const MemoryPlan& p) {
     }
     g->tensors.push_back(i);
     g->bytes += d.spec.bytes;
-    (placement::is_pinned(d) ? g->pinned : g->evictable) += d.spec.bytes;
+    g->pinned += placement::pinned_bytes(d);
+    g->evictable += d.spec.bytes - placement::pinned_bytes(d);
     const std::string form = fmt::format("{} {}", placement::held_how(d), type_name(d.held_type));
     auto f = std::find_if(g->forms.begin(), g->forms.end(), [&](const auto& e) { return e.first == form; });
     if (f == g->forms.end())
@@ -108,6 +107,12 @@ std::vector<std::string> summary_lines(const MemoryPlan& p) {
   if (p.budget && !p.fits)
     verdict = fmt::format("does NOT fit the budget of {}: {} resident, over by {}", format_bytes(*p.budget),
                           format_bytes(resident), format_bytes(resident - *p.budget));
+  else if (const uint64_t dropped = evictable_by_budget(p); p.budget && dropped > 0)
+    verdict = fmt::format(
+        "fits the budget of {}: {} held, {} to spare, and {} of experts left evictable (file pages the "
+        "kernel may drop and read back, not counted)",
+        format_bytes(*p.budget), format_bytes(resident - dropped),
+        format_bytes(*p.budget - std::min(*p.budget, resident - dropped)), format_bytes(dropped));
   else if (p.budget)
     verdict = fmt::format("fits the budget of {}: {} resident, {} to spare", format_bytes(*p.budget),
                           format_bytes(resident), format_bytes(*p.budget - std::min(*p.budget, resident)));

@@ -37,10 +37,11 @@ class BudgetError : public Error {
 };
 
 struct LoadStats {
-  uint64_t mapped_bytes = 0;     // served from the file mapping
-  uint64_t copied_bytes = 0;     // read into process memory as stored
-  uint64_t converted_bytes = 0;  // held after dequantize / requantize
-  uint64_t repacked_bytes = 0;   // held in a kernel-feed block order
+  uint64_t mapped_bytes = 0;         // served from the file mapping
+  uint64_t copied_bytes = 0;         // read into process memory as stored
+  uint64_t converted_bytes = 0;      // held after dequantize / requantize
+  uint64_t repacked_bytes = 0;       // held in a kernel-feed block order
+  uint64_t pinned_expert_bytes = 0;  // a mapped expert stack's pinned experts, in anonymous pages
   uint64_t payload_bytes_read = 0;
   uint32_t mapped = 0, copied = 0, converted = 0, repacked = 0;
   double seconds = 0;

@@ -59,6 +59,9 @@ void route_experts(std::span<const float> logits, std::span<ExpertChoice> chosen
 // [experts, dim, expert_ffn]; expert e is the 2-D matrix at index e of a stack.
 struct ExpertWeights {
   Tensor router, gate, up, down;
+  // Optional (--record-expert-stats): routed[e] += 1 for each row routed to expert e. Caller-owned,
+  // sized once; counting allocates nothing.
+  std::span<uint64_t> routed = {};
 };
 // Rows h [n, dim] through the experts each row is routed to, grouped by expert: each expert some row
 // chose runs once over its rows (views of the stacks the ordinary matmul takes); an expert no row chose
@@ -118,6 +121,10 @@ class Transformer {
   // The bound cache's context (InvalidArgument for a Transformer bound to none).
   uint32_t n_ctx() const;
   const memory::ForwardStats& layer_stats() const noexcept { return layer_scope_.stats(); }
+  // Counts every row's routed experts into routed[layer * experts + expert] from now on (an empty span
+  // stops). The caller owns the counts (plan::ExpertStats::routed); InvalidArgument when the size is
+  // not layers x experts.
+  void count_experts(std::span<uint64_t> routed);
 
  private:
   void check(std::span<const int32_t> tokens, std::span<const BatchEntry> entries) const;
@@ -134,6 +141,7 @@ class Transformer {
   load::KvCacheStore* kv_;  // null: batches only
   memory::ForwardScope layer_scope_;
   std::vector<ExpertChoice> chosen_;  // a row's experts (sized once: a step allocates nothing)
+  std::span<uint64_t> routed_;        // count_experts's counts, or empty
 };
 
 }  // namespace skainet::model

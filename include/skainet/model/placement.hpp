@@ -145,6 +145,29 @@ struct AllocationSpec {
   friend bool operator==(const AllocationSpec&, const AllocationSpec&) = default;
 };
 
+// ---- Experts: the slices of a mixture of experts' 3-D stacks ------------------------------------
+//
+// A stack [experts, rows, cols] (ffn_{gate,up,down}_exps) holds one 2-D matrix per expert, each a
+// contiguous byte range of the file (file_bytes / experts). The plan decides per expert whether its
+// range is pinned (copied into anonymous pages at the same addresses, load::ResolvedGguf) or left as
+// evictable file pages; the model still sees one 3-D view. Only whole pages inside a run of pinned
+// experts can be made anonymous: the partial pages at a run's edges stay file pages, counted evictable.
+enum class ExpertReason : uint8_t {
+  NoBudget,     // no --budget: the stack is held as its tensor's decision says (mapped: evictable)
+  StackCopied,  // the whole stack is a copy (its form: dequantized, in-memory profile, ...): pinned
+  HotFits,      // among the hottest experts (index order without statistics) that fit the budget: pinned
+  OverBudget,   // what the budget leaves after hotter experts and everything else was spent: evictable
+};
+struct ExpertSlice {
+  uint32_t expert = 0;
+  bool pinned = false;
+  ExpertReason reason = ExpertReason::NoBudget;
+  double routed = -1;         // share of calibration tokens routed to it (0..1); < 0: no statistics
+  uint64_t bytes = 0;         // its slice of the stack as held
+  uint64_t pinned_bytes = 0;  // of those, in anonymous pages (whole pages inside a pinned run)
+  friend bool operator==(const ExpertSlice&, const ExpertSlice&) = default;
+};
+
 struct Decision {
   std::string tensor;
   TensorRole role = TensorRole::MatmulWeight;
@@ -161,6 +184,8 @@ struct Decision {
   AllocationSpec spec;
   PlacementReason reason = PlacementReason::MappedFileBytes;
   uint64_t off_heap_threshold = 0;  // the number the domain was decided against
+  // A 3-D expert stack's slices, one per expert (plan::place_experts); empty for any other tensor.
+  std::vector<ExpertSlice> experts;
   friend bool operator==(const Decision&, const Decision&) = default;
 };
 
@@ -250,6 +275,25 @@ WeightForm held_form(const Decision& d);
 // --explain's "in short" line). Pinned: a copy in process memory, only swap can move it out;
 // evictable: file pages the kernel can drop under pressure and read back from the file.
 bool is_pinned(const Decision& d) noexcept;  // every domain but MappedFile
+// The bytes of `d` held pinned: all of spec.bytes when is_pinned, else its pinned experts' pages.
+uint64_t pinned_bytes(const Decision& d) noexcept;
+
+// The file ranges [begin, end) of a mapped stack's pinned experts that the loader makes anonymous:
+// consecutive pinned experts merged into one run, each run shrunk to the whole pages inside it.
+struct FileRange {
+  uint64_t begin = 0, end = 0;
+  friend bool operator==(const FileRange&, const FileRange&) = default;
+};
+std::vector<FileRange> pinned_file_ranges(const Decision& d, uint64_t page_size);
+// Fills each slice's pinned_bytes from pinned_file_ranges (a copied stack: every byte).
+void account_pinned_pages(Decision& d, uint64_t page_size);
+// "blk.3.ffn_up_exps.weight[7]" -> ("blk.3.ffn_up_exps.weight", 7); nullopt without a "[N]" suffix.
+std::optional<std::pair<std::string_view, uint32_t>> parse_expert_ref(std::string_view text) noexcept;
+// --explain of one expert: the stack's file and form, the slice's bytes, and why it is pinned or not.
+std::string explain_expert(const Decision& stack, uint32_t expert);
+// "routed 8.2% of tokens in calibration; pinned: among the hottest that fit the budget"
+std::string expert_words(const ExpertSlice& e);
+std::string_view expert_reason_name(ExpertReason r) noexcept;
 // A short name for how the bytes are held: "mapped", "repacked copy", "dequantized copy", ...
 std::string_view held_how(const Decision& d) noexcept;
 // "copied into memory (pinned): repacked to 16-row interleave for the kernel"

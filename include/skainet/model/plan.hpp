@@ -145,6 +145,31 @@ struct PlanWarning {
 std::string_view plan_warning_kind_name(PlanWarningKind k) noexcept;
 std::string describe(const PlanWarning& w);
 
+// How often each expert of each layer was routed over a calibration text: what `skainet run
+// --record-expert-stats FILE` writes and `--expert-stats FILE` reads (docs/placement.md, "Experts").
+// JSON, versioned: {"format": "skainet-expert-stats", "version": 1, "model", "architecture", "layers",
+// "experts", "experts_used", "tokens", "routed": [[count per expert] per layer]}.
+struct ExpertStats {
+  static constexpr int kVersion = 1;
+  std::string model;         // the file it was recorded on (a name, for the reader)
+  std::string architecture;  // general.architecture
+  uint32_t layers = 0, experts = 0, experts_used = 0;
+  uint64_t tokens = 0;           // rows routed through each layer
+  std::vector<uint64_t> routed;  // [layer * experts + expert]: the rows routed to it
+  // Empty counts for a model of this shape (what the run's counter fills).
+  static ExpertStats for_model(const arch::ModelShape& m, std::string model);
+  // The share of tokens routed to one expert of one layer (0 when no token was counted).
+  double share(uint32_t layer, uint32_t expert) const noexcept;
+  std::string to_json() const;
+  // InvalidArgument naming `origin` for malformed JSON, another format or version, counts that do not
+  // add up (each layer's counts must sum to tokens * experts_used).
+  static ExpertStats from_json(std::string_view text, std::string_view origin);
+  static ExpertStats read(const std::string& path);
+  // InvalidArgument naming both files when the statistics were recorded on a model of another shape
+  // (layers, experts, experts used).
+  void check_fits(const arch::ModelShape& m, std::string_view model_file) const;
+};
+
 struct PlanOptions {
   uint32_t n_ctx = 0;                      // 0: the model's training context, at most 4096
   std::optional<GgmlType> k_type, v_type;  // override the profile's kv_type
@@ -165,6 +190,9 @@ struct PlanOptions {
   // Rows of a batched step (`--batch`), at least `slots` (a decode row for each); unset: one
   // sequence's prefill chunk joining a decode row of every other slot, prefill chunk + slots - 1.
   std::optional<uint32_t> batch;
+  // Routing statistics for a mixture of experts: with a budget, the hottest experts that fit are pinned
+  // (place_experts). Without them every expert counts the same, and index order decides.
+  std::optional<ExpertStats> expert_stats;
 };
 
 struct MemoryPlan {
@@ -198,6 +226,15 @@ struct MemoryPlan {
   std::optional<BatchPlan> batched() const;
   friend bool operator==(const MemoryPlan&, const MemoryPlan&) = default;
 };
+
+// The per-expert decisions of every 3-D expert stack (placement::ExpertSlice), made by make_plan after
+// the per-tensor ones. Under a budget, experts of mapped stacks are pinned as (layer, expert) pairs,
+// hottest first (stats' shares; without stats all equal, expert index then layer), while the resident
+// total without the evictable experts stays within the budget; the rest stay evictable file pages.
+void place_experts(MemoryPlan& plan, const ExpertStats* stats, uint64_t page_size);
+// The bytes of experts the budget left evictable (ExpertReason::OverBudget): the pages a budgeted plan
+// means the kernel to drop, so `fits` does not count them.
+uint64_t evictable_by_budget(const MemoryPlan& plan) noexcept;
 
 MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile& profile,
                      const placement::Platform& platform, const placement::FormOverrides& overrides,
