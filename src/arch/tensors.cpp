@@ -142,7 +142,8 @@ std::vector<TensorSpec> layer_tensors(const ModelShape& s) {
     const uint64_t e = s.experts, fe = s.expert_ffn;
     t.push_back({Role::FfnGateInp, {d, e}});
     if (f.expert_bias) t.push_back({Role::FfnGateInpBias, {e}});
-    t.insert(t.end(), {{Role::FfnGateExps, {d, fe, e}}, {Role::FfnDownExps, {fe, d, e}}, {Role::FfnUpExps, {d, fe, e}}});
+    t.insert(t.end(),
+             {{Role::FfnGateExps, {d, fe, e}}, {Role::FfnDownExps, {fe, d, e}}, {Role::FfnUpExps, {d, fe, e}}});
     if (f.expert_bias)
       t.insert(t.end(),
                {{Role::FfnGateExpsBias, {fe, e}}, {Role::FfnDownExpsBias, {d, e}}, {Role::FfnUpExpsBias, {fe, e}}});

@@ -32,7 +32,8 @@ Subcommand add_synth(CLI::App& app) {
   sub->add_option("--heads", o->heads, "Attention heads");
   sub->add_option("--kv-heads", o->kv_heads, "Key/value heads (grouped-query attention)");
   sub->add_option("--head-dim", o->head_dim, "Size of one head (default: dim / heads)");
-  sub->add_option("--sliding-window", o->window, "Window of the sliding-window layers (Gemma, gpt-oss; default: the family's)");
+  sub->add_option("--sliding-window", o->window,
+                  "Window of the sliding-window layers (Gemma, gpt-oss; default: the family's)");
   sub->add_option("--ffn", o->ffn, "Feed-forward size");
   sub->add_option("--experts", o->experts,
                   "Experts of a mixture-of-experts FFN (qwen3moe: default 8; llama: Mixtral, its experts --ffn wide)");

@@ -114,8 +114,8 @@ std::pair<GgmlType, TypeRule> mix_type(const Scheme& s, std::string_view name, u
 std::pair<GgmlType, TypeRule> mxfp4_moe_type(std::string_view name, std::span<const uint64_t> shape,
                                              bool tied_embeddings) {
   const std::optional<arch::TensorName> parsed = arch::parse_tensor_name(name);
-  const bool output = parsed && (parsed->role == arch::Role::Output ||
-                                 (tied_embeddings && parsed->role == arch::Role::TokenEmbedding));
+  const bool output =
+      parsed && (parsed->role == arch::Role::Output || (tied_embeddings && parsed->role == arch::Role::TokenEmbedding));
   if (output) return {GgmlType::Q8_0, TypeRule::OutputTensor};
   if (shape.size() >= 3 && shape[2] > 1) return {GgmlType::MXFP4, TypeRule::Base};
   return {GgmlType::Q8_0, TypeRule::NonExpert};

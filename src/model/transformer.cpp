@@ -122,16 +122,16 @@ Tensor Transformer::layer(memory::ExecutionContext& ctx, uint32_t l, const Tenso
   const Tensor x1 = ops::add(ctx, x, attn_out);
   const Tensor h2 = ops::rms_norm(ctx, x1, w.ffn_norm, shape_.rms_eps);
   Tensor ffn_out = shape_.features.moe ? experts_ffn(ctx, h2,
-                                                   {.router = w.router,
-                                                    .gate = w.gate_exps,
-                                                    .up = w.up_exps,
-                                                    .down = w.down_exps,
-                                                    .router_bias = w.router_bias,
-                                                    .gate_bias = w.gate_exps_bias,
-                                                    .up_bias = w.up_exps_bias,
-                                                    .down_bias = w.down_exps_bias,
-                                                    .oai_swiglu = shape_.features.oai_swiglu},
-                                                   chosen_)
+                                                     {.router = w.router,
+                                                      .gate = w.gate_exps,
+                                                      .up = w.up_exps,
+                                                      .down = w.down_exps,
+                                                      .router_bias = w.router_bias,
+                                                      .gate_bias = w.gate_exps_bias,
+                                                      .up_bias = w.up_exps_bias,
+                                                      .down_bias = w.down_exps_bias,
+                                                      .oai_swiglu = shape_.features.oai_swiglu},
+                                                     chosen_)
                                        : ffn(ctx, w, h2);
   if (shape_.features.post_norms) ffn_out = ops::rms_norm(ctx, ffn_out, w.ffn_post_norm, shape_.rms_eps);
   return ops::add(ctx, x1, ffn_out);

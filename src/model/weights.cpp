@@ -106,10 +106,10 @@ TransformerWeights TransformerWeights::bind(const load::LoadedModel& loaded, con
     Tensor qkv, gate_up;  // fused weights (Phi-3), split into views of their row ranges below
     for (const auto& r : per_layer) {
       // gpt-oss stores the FFN's input norm as post_attention_norm.
-      Tensor* field = r.role == arch::Role::AttnQkv                                       ? &qkv
-                      : r.role == arch::Role::FfnUp && s.features.fused_gate_up           ? &gate_up
+      Tensor* field = r.role == arch::Role::AttnQkv                                         ? &qkv
+                      : r.role == arch::Role::FfnUp && s.features.fused_gate_up             ? &gate_up
                       : r.role == arch::Role::AttnPostNorm && s.features.ffn_norm_post_attn ? &lw.ffn_norm
-                                                                                          : layer_field(lw, r.role);
+                                                                                            : layer_field(lw, r.role);
       if (!field) throw Error(fmt::format("internal: the model has no field for '{}'", r.name()));
       *field = bind(arch::layer_tensor_name(l, r.role), r);
     }

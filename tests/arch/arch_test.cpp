@@ -120,12 +120,12 @@ TEST(Shapes, GptOssTensorsAndWindows) {
   std::vector<std::pair<Role, std::vector<uint64_t>>> got;
   for (const TensorSpec& t : layer_tensors(s)) got.emplace_back(t.role, t.shape);
   const std::vector<std::pair<Role, std::vector<uint64_t>>> want = {
-      {Role::AttnQ, {64, 128}},          {Role::AttnQBias, {128}},          {Role::AttnK, {64, 64}},
-      {Role::AttnKBias, {64}},           {Role::AttnV, {64, 64}},           {Role::AttnVBias, {64}},
-      {Role::AttnOutput, {128, 64}},     {Role::AttnOutputBias, {64}},      {Role::AttnSinks, {4}},
-      {Role::AttnNorm, {64}},            {Role::FfnGateInp, {64, 8}},       {Role::FfnGateInpBias, {8}},
-      {Role::FfnGateExps, {64, 48, 8}},  {Role::FfnDownExps, {48, 64, 8}},  {Role::FfnUpExps, {64, 48, 8}},
-      {Role::FfnGateExpsBias, {48, 8}},  {Role::FfnDownExpsBias, {64, 8}},  {Role::FfnUpExpsBias, {48, 8}},
+      {Role::AttnQ, {64, 128}},         {Role::AttnQBias, {128}},         {Role::AttnK, {64, 64}},
+      {Role::AttnKBias, {64}},          {Role::AttnV, {64, 64}},          {Role::AttnVBias, {64}},
+      {Role::AttnOutput, {128, 64}},    {Role::AttnOutputBias, {64}},     {Role::AttnSinks, {4}},
+      {Role::AttnNorm, {64}},           {Role::FfnGateInp, {64, 8}},      {Role::FfnGateInpBias, {8}},
+      {Role::FfnGateExps, {64, 48, 8}}, {Role::FfnDownExps, {48, 64, 8}}, {Role::FfnUpExps, {64, 48, 8}},
+      {Role::FfnGateExpsBias, {48, 8}}, {Role::FfnDownExpsBias, {64, 8}}, {Role::FfnUpExpsBias, {48, 8}},
       {Role::AttnPostNorm, {64}}};
   EXPECT_EQ(got, want);
   EXPECT_EQ(parse_tensor_name("blk.2.attn_sinks.weight"), (TensorName{2, Role::AttnSinks}));

@@ -236,10 +236,10 @@ TEST(KnownBlocks, IQ4LevelsAndXsScales) {
 // order (the sign in the index's top bit; 8 is minus zero), as ggml's kvalues_mxfp4.
 TEST(KnownBlocks, Mxfp4ExponentAndLevels) {
   BlockMXFP4 b{};
-  b.e = 127;        // 2^0, halved: 0.5
-  b.qs[0] = 0xF7;   // element 0 -> level 7 (12), element 16 -> level 15 (-12)
-  b.qs[1] = 0x81;   // element 1 -> level 1 (1), element 17 -> level 8 (minus zero)
-  b.qs[2] = 0x5D;   // element 2 -> level 13 (-6), element 18 -> level 5 (6)
+  b.e = 127;       // 2^0, halved: 0.5
+  b.qs[0] = 0xF7;  // element 0 -> level 7 (12), element 16 -> level 15 (-12)
+  b.qs[1] = 0x81;  // element 1 -> level 1 (1), element 17 -> level 8 (minus zero)
+  b.qs[2] = 0x5D;  // element 2 -> level 13 (-6), element 18 -> level 5 (6)
   std::vector<float> y(32);
   dequantize_row(GgmlType::MXFP4, &b, y.data(), 32);
   EXPECT_EQ(y[0], 6.0f);

@@ -84,7 +84,8 @@ TEST(Attention, SinksOnEveryTable) {
         }
   ExecutionContext ctx(1, kernels::reference_table());
   const ops::AttentionParams p{.heads = 4, .kv_heads = 2, .head_dim = 32, .scale = 0.3f};
-  const Tensor q = random_view(Shape{1, 128}, Layout::Contiguous, 1), kv = random_view(Shape{1, 64}, Layout::Contiguous, 2);
+  const Tensor q = random_view(Shape{1, 128}, Layout::Contiguous, 1),
+               kv = random_view(Shape{1, 64}, Layout::Contiguous, 2);
   EXPECT_THROW(ops::attention(ctx, q, kv, kv, p, random_view(Shape{3}, Layout::Contiguous, 3)), InvalidArgument);
   EXPECT_THROW(ops::attention(ctx, q, kv, kv, p, random_view(Shape{4, 1}, Layout::Contiguous, 3)), InvalidArgument);
 }

@@ -165,10 +165,9 @@ TEST(StablehloRaw, DequantizeChecksTheRawType) {
 }
 
 // The op count per weight stays small: it is emitted once per weight, many weights per module.
-const std::vector<GgmlType> kPacked = {GgmlType::Q8_0, GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0,
-                                       GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,
-                                       GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::IQ4_XS,
-                                       GgmlType::MXFP4};
+const std::vector<GgmlType> kPacked = {
+    GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::IQ4_NL, GgmlType::Q2_K,
+    GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::MXFP4};
 
 TEST(StablehloRaw, DequantizationIsVectorised) {
   for (GgmlType t : kPacked) {
@@ -218,7 +217,8 @@ TEST(StablehloRaw, BlockedFormIsElementwise) {
       // of an f32, (tensor<...xi32>) -> tensor<...xf32>.
       const size_t line_end = text.find('\n', at);
       const std::string line = text.substr(at, line_end - at);
-      const bool halves = line.find("xi16>) -> tensor<") != std::string::npos && line.find("xf16>") != std::string::npos;
+      const bool halves =
+          line.find("xi16>) -> tensor<") != std::string::npos && line.find("xf16>") != std::string::npos;
       const bool words = line.find("xi32>) -> tensor<") != std::string::npos && line.find("xf32>") != std::string::npos;
       EXPECT_TRUE(halves || (t == GgmlType::MXFP4 && words)) << type_name(t) << ": " << line;
     }

@@ -46,10 +46,11 @@ struct Case {
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
-      {GgmlType::F32, 37},   {GgmlType::F16, 37},    {GgmlType::BF16, 37},    {GgmlType::Q8_0, 96},
-      {GgmlType::Q4_0, 96},  {GgmlType::Q4_1, 96},   {GgmlType::Q5_0, 96},    {GgmlType::Q5_1, 96},
-      {GgmlType::Q4_K, 512}, {GgmlType::Q5_K, 512},  {GgmlType::Q6_K, 512},   {GgmlType::Q2_K, 512},
-      {GgmlType::Q3_K, 512}, {GgmlType::IQ4_NL, 96}, {GgmlType::IQ4_XS, 512},
+      {GgmlType::F32, 37},    {GgmlType::F16, 37},    {GgmlType::BF16, 37},
+      {GgmlType::Q8_0, 96},   {GgmlType::Q4_0, 96},   {GgmlType::Q4_1, 96},
+      {GgmlType::Q5_0, 96},   {GgmlType::Q5_1, 96},   {GgmlType::Q4_K, 512},
+      {GgmlType::Q5_K, 512},  {GgmlType::Q6_K, 512},  {GgmlType::Q2_K, 512},
+      {GgmlType::Q3_K, 512},  {GgmlType::IQ4_NL, 96}, {GgmlType::IQ4_XS, 512},
       {GgmlType::MXFP4, 128},  // 17-byte blocks: 4 of them make a row of whole f16s (see below)
   };
   return all;
@@ -179,8 +180,8 @@ class DequantizeIree : public ::testing::Test {
       // byte count (every row holds an even number of bytes).
       if (type == GgmlType::BF16)
         writer.add_tensor(name, {static_cast<uint64_t>(cols), kRows}, GgmlType::F16);
-      else if (type == GgmlType::IQ4_NL || type == GgmlType::IQ4_XS || type == GgmlType::Q2_K || type == GgmlType::Q3_K ||
-               type == GgmlType::MXFP4)
+      else if (type == GgmlType::IQ4_NL || type == GgmlType::IQ4_XS || type == GgmlType::Q2_K ||
+               type == GgmlType::Q3_K || type == GgmlType::MXFP4)
         writer.add_tensor(name, {row_bytes(type, static_cast<uint64_t>(cols)) / 2, kRows}, GgmlType::F16);
       else
         writer.add_tensor(name, {static_cast<uint64_t>(cols), kRows}, type);

@@ -37,8 +37,8 @@ struct SoftmaxParams {
   float scale = 1.0f;
   bool causal = false;
   int64_t offset = 0;
-  int64_t window = 0;  // 0: no sliding window
-  float softcap = 0;   // 0: no capping
+  int64_t window = 0;                                    // 0: no sliding window
+  float softcap = 0;                                     // 0: no capping
   float sink = -std::numeric_limits<float>::infinity();  // -inf: none
 };
 

@@ -41,7 +41,7 @@ struct LayerWeights {
   Tensor attn_post_norm, ffn_post_norm;  // Gemma 2/3
   Tensor ffn_norm, w_gate, w_up, w_down;
   Tensor router, gate_exps, up_exps, down_exps;  // a mixture of experts (arch::Features::moe), else undefined
-  Tensor sinks, bo;                               // gpt-oss: attention sinks [heads], attn_output's bias
+  Tensor sinks, bo;                              // gpt-oss: attention sinks [heads], attn_output's bias
   Tensor router_bias, gate_exps_bias, up_exps_bias, down_exps_bias;  // gpt-oss: [experts], [experts, width]
 };
 
