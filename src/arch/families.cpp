@@ -13,7 +13,7 @@ namespace {
 
 constexpr std::array<std::string_view, 1> kLlamaAlso = {"mistral"};
 
-constexpr std::array<FamilyInfo, 8> kFamilies = {{
+constexpr std::array<FamilyInfo, 9> kFamilies = {{
     {Family::Llama, "llama", kLlamaAlso, {}, "LLaMA 1/2/3, TinyLlama, Mistral, SmolLM; Mixtral (expert_count > 0)"},
     {Family::Qwen2, "qwen2", {}, {.neox_rope = true, .qkv_bias = true}, "Qwen2, Qwen2.5: q/k/v biases, NeoX RoPE"},
     {Family::Qwen3, "qwen3", {}, {.neox_rope = true, .qk_norm = true}, "Qwen3: per-head q/k RMS norm, NeoX RoPE"},
@@ -42,6 +42,18 @@ constexpr std::array<FamilyInfo, 8> kFamilies = {{
      {},
      {.neox_rope = true, .qk_norm = true, .moe = true},
      "Qwen3 MoE: Qwen3's attention, a mixture-of-experts FFN in every layer (softmax router, top-k renormalized)"},
+    {Family::GptOss,
+     "gpt-oss",
+     {},
+     {.neox_rope = true,
+      .qkv_bias = true,
+      .moe = true,
+      .attn_sinks = true,
+      .out_bias = true,
+      .expert_bias = true,
+      .oai_swiglu = true,
+      .ffn_norm_post_attn = true},
+     "gpt-oss: attention sinks, every other layer windowed, biases, experts with a clamped SwiGLU (without YaRN)"},
 }};
 
 constexpr std::array<Variant, 1> kVariants = {{

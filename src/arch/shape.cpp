@@ -38,7 +38,7 @@ static_assert(kKeySuffix.size() == static_cast<size_t>(Key::ExpertFeedForwardLen
 
 // Families whose experts have a width of their own (qwen3moe's expert_feed_forward_length, llama.cpp's
 // default feed_forward_length / expert_used_count); Mixtral's experts are feed_forward_length wide.
-bool has_expert_ffn_key(Family f) { return f == Family::Qwen3Moe; }
+bool has_expert_ffn_key(Family f) { return f == Family::Qwen3Moe || f == Family::GptOss; }
 
 // The router's and experts' sizes, read as llama.cpp reads them; a llama file is Mixtral when it
 // counts experts.
@@ -87,6 +87,24 @@ void read_gemma(const gguf::Header& h, ModelShape& m) {
   m.attention_scale = 1.0f / std::sqrt(static_cast<float>(is_27b ? m.dim / m.heads : m.head_dim));
 }
 
+// gpt-oss as llama_model_openai_moe reads it: a window on every other layer (the first of each pair,
+// pattern 2 unless the file says otherwise), windowed layers on their own RoPE base when given. The
+// YaRN context extension its released files declare is refused by name, never silently dropped: the
+// engine's RoPE has no YaRN ramp.
+constexpr uint32_t kGptOssPattern = 2, kGptOssWindow = 128;
+void read_gpt_oss(const gguf::Header& h, ModelShape& m) {
+  const auto k = [&](Key which) { return key(m.architecture, which); };
+  m.sliding_window = h.get_u32(k(Key::SlidingWindow));
+  m.swa_pattern = h.find_u32(k(Key::SlidingWindowPattern)).value_or(kGptOssPattern);
+  m.rope_base_swa = h.find_f32(k(Key::RopeFreqBaseSwa)).value_or(m.rope_base);
+  m.rope_scale_swa = m.rope_scale;
+  if (const auto* type = h.find(k(Key::RopeScalingType));
+      type && type->type == gguf::ValueType::String && std::get<std::string>(type->scalar) == "yarn")
+    throw gguf::FormatError(gguf::FormatErrorKind::WrongValueType,
+                            fmt::format("{}: {} 'yarn' (YaRN RoPE scaling) is not supported by this engine",
+                                        h.path.string(), k(Key::RopeScalingType)));
+}
+
 std::string variant_names() {
   std::string names;
   for (const Variant& v : variants()) names += fmt::format("{}{}", names.empty() ? "" : ", ", v.name);
@@ -132,6 +150,7 @@ ModelShape ModelShape::from_header(const gguf::Header& h) {
       type && type->type == gguf::ValueType::String && std::get<std::string>(type->scalar) == "linear")
     m.rope_scale = h.find_f32(k(Key::RopeScalingFactor)).value_or(1.0f);
   if (m.family == Family::Gemma2 || m.family == Family::Gemma3) read_gemma(h, m);
+  if (m.family == Family::GptOss) read_gpt_oss(h, m);
   if (m.family) read_experts(h, m);
   if (auto v = h.find_u32(k(Key::VocabSize))) {
     m.vocab = *v;
@@ -169,6 +188,8 @@ ModelShape ModelShape::of_family(std::string_view name) {
   } else if (m.features.moe) {  // Qwen3-30B-A3B routes 8 of 128; a small synth 2 of 8
     m.experts = 8, m.experts_used = 2;
   }
+  if (m.family == Family::GptOss)  // gpt-oss-20b's window, pattern and router (4 of 32; a synth 2 of 8)
+    m.sliding_window = kGptOssWindow, m.swa_pattern = kGptOssPattern;
   return m;
 }
 
@@ -198,6 +219,7 @@ std::vector<gguf::KeyValue> ModelShape::metadata() const {
     if (family == Family::Gemma2) kv.push_back({k(Key::AttnLogitSoftcapping), gguf::Value::f32(attn_softcap)});
     kv.push_back({k(Key::FinalLogitSoftcapping), gguf::Value::f32(final_softcap)});
   }
+  if (family == Family::GptOss) kv.push_back({k(Key::SlidingWindow), gguf::Value::u32(sliding_window)});
   if (features.moe) {
     kv.push_back({k(Key::ExpertCount), gguf::Value::u32(experts)});
     kv.push_back({k(Key::ExpertUsedCount), gguf::Value::u32(experts_used)});

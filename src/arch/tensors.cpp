@@ -21,7 +21,7 @@ struct RoleRow {
   bool per_layer;
   std::string_view unsupported = {};  // the feature a file carrying it needs, which the engine lacks
 };
-constexpr std::array<RoleRow, 27> kRoles = {{
+constexpr std::array<RoleRow, 33> kRoles = {{
     {Role::TokenEmbedding, "token_embd.weight", false},
     {Role::OutputNorm, "output_norm.weight", false},
     {Role::Output, "output.weight", false},
@@ -49,6 +49,12 @@ constexpr std::array<RoleRow, 27> kRoles = {{
     {Role::FfnGateExps, "ffn_gate_exps.weight", true},
     {Role::FfnUpExps, "ffn_up_exps.weight", true},
     {Role::FfnDownExps, "ffn_down_exps.weight", true},
+    {Role::AttnSinks, "attn_sinks.weight", true},
+    {Role::AttnOutputBias, "attn_output.bias", true},
+    {Role::FfnGateInpBias, "ffn_gate_inp.bias", true},
+    {Role::FfnGateExpsBias, "ffn_gate_exps.bias", true},
+    {Role::FfnUpExpsBias, "ffn_up_exps.bias", true},
+    {Role::FfnDownExpsBias, "ffn_down_exps.bias", true},
 }};
 
 constexpr bool rows_follow_the_enum() {
@@ -127,15 +133,21 @@ std::vector<TensorSpec> layer_tensors(const ModelShape& s) {
     t.push_back({Role::AttnQNorm, {hd}});
     t.push_back({Role::AttnKNorm, {hd}});
   }
-  t.insert(t.end(), {{Role::AttnOutput, {q, d}}, {Role::AttnNorm, {d}}});
+  t.push_back({Role::AttnOutput, {q, d}});
+  if (f.out_bias) t.push_back({Role::AttnOutputBias, {d}});
+  if (f.attn_sinks) t.push_back({Role::AttnSinks, {s.heads}});
+  t.push_back({Role::AttnNorm, {d}});
   if (f.post_norms) t.push_back({Role::AttnPostNorm, {d}});
   if (f.moe) {  // llama.cpp's order: the router, then each expert stack (3-D: one matrix per expert)
     const uint64_t e = s.experts, fe = s.expert_ffn;
-    t.insert(t.end(), {{Role::FfnGateInp, {d, e}},
-                       {Role::FfnGateExps, {d, fe, e}},
-                       {Role::FfnDownExps, {fe, d, e}},
-                       {Role::FfnUpExps, {d, fe, e}},
-                       {Role::FfnNorm, {d}}});
+    t.push_back({Role::FfnGateInp, {d, e}});
+    if (f.expert_bias) t.push_back({Role::FfnGateInpBias, {e}});
+    t.insert(t.end(),
+             {{Role::FfnGateExps, {d, fe, e}}, {Role::FfnDownExps, {fe, d, e}}, {Role::FfnUpExps, {d, fe, e}}});
+    if (f.expert_bias)
+      t.insert(t.end(),
+               {{Role::FfnGateExpsBias, {fe, e}}, {Role::FfnDownExpsBias, {d, e}}, {Role::FfnUpExpsBias, {fe, e}}});
+    t.push_back({f.ffn_norm_post_attn ? Role::AttnPostNorm : Role::FfnNorm, {d}});
   } else {
     if (!f.fused_gate_up) t.push_back({Role::FfnGate, {d, ff}});
     t.insert(t.end(),

@@ -32,12 +32,13 @@ Subcommand add_synth(CLI::App& app) {
   sub->add_option("--heads", o->heads, "Attention heads");
   sub->add_option("--kv-heads", o->kv_heads, "Key/value heads (grouped-query attention)");
   sub->add_option("--head-dim", o->head_dim, "Size of one head (default: dim / heads)");
-  sub->add_option("--sliding-window", o->window, "Window of the sliding-window layers (Gemma; default: the family's)");
+  sub->add_option("--sliding-window", o->window,
+                  "Window of the sliding-window layers (Gemma, gpt-oss; default: the family's)");
   sub->add_option("--ffn", o->ffn, "Feed-forward size");
   sub->add_option("--experts", o->experts,
                   "Experts of a mixture-of-experts FFN (qwen3moe: default 8; llama: Mixtral, its experts --ffn wide)");
   sub->add_option("--experts-used", o->experts_used, "Experts each token is routed to (default 2)");
-  sub->add_option("--expert-ffn", o->expert_ffn, "Width of one expert's FFN (qwen3moe; default: --ffn)");
+  sub->add_option("--expert-ffn", o->expert_ffn, "Width of one expert's FFN (qwen3moe, gpt-oss; default: --ffn)");
   sub->add_option("--vocab", o->vocab, "Vocabulary size of the built-in vocabulary (at least 259)");
   sub->add_option("--ctx", o->n_ctx, "Context length");
   sub->add_option("--seed", o->seed, "Seed of the weights")->capture_default_str();

@@ -2,8 +2,8 @@
 // llama.cpp's llama_tensor_get_type (llama-quant.cpp) for the schemes we can encode: the output
 // tensor (and a tied model's token_embd), attn_v (and a fused attn_qkv), ffn_down and attn_output rules for
 // Q2_K, Q3_K_S/M/L, Q4_K_S/M, Q5_K_S/M, Q6_K, IQ4_NL and IQ4_XS, with the 8-expert model's bumps
-// (attn_v and attn_k to Q8_0, attn_output to Q5_K); the Falcon, 70B and imatrix special cases are
-// left out because no model we run has them.
+// (attn_v and attn_k to Q8_0, attn_output to Q5_K), and MXFP4_MOE's split (expert stacks MXFP4, the
+// rest Q8_0); the Falcon, 70B and imatrix special cases are left out because no model we run has them.
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -37,6 +37,7 @@ constexpr std::array kSchemes = {
     Scheme{"Q2_K", FileType::MostlyQ2_K, GgmlType::Q2_K, true},
     Scheme{"IQ4_NL", FileType::MostlyIQ4_NL, GgmlType::IQ4_NL, true},
     Scheme{"IQ4_XS", FileType::MostlyIQ4_XS, GgmlType::IQ4_XS, true},
+    Scheme{"MXFP4_MOE", FileType::MostlyMXFP4_MOE, GgmlType::MXFP4, true},
 };
 
 std::string upper(std::string_view s) {
@@ -108,6 +109,18 @@ std::pair<GgmlType, TypeRule> mix_type(const Scheme& s, std::string_view name, u
   return {s.base, TypeRule::Base};
 }
 
+// llama.cpp's MXFP4_MOE: a stack of experts (a third dimension above 1) in MXFP4, everything else,
+// the output (and a tied token_embd) included, Q8_0.
+std::pair<GgmlType, TypeRule> mxfp4_moe_type(std::string_view name, std::span<const uint64_t> shape,
+                                             bool tied_embeddings) {
+  const std::optional<arch::TensorName> parsed = arch::parse_tensor_name(name);
+  const bool output =
+      parsed && (parsed->role == arch::Role::Output || (tied_embeddings && parsed->role == arch::Role::TokenEmbedding));
+  if (output) return {GgmlType::Q8_0, TypeRule::OutputTensor};
+  if (shape.size() >= 3 && shape[2] > 1) return {GgmlType::MXFP4, TypeRule::Base};
+  return {GgmlType::Q8_0, TypeRule::NonExpert};
+}
+
 // llama.cpp's fallback for rows that do not divide into the wanted type's blocks (the type's row in
 // tensor/format.cpp), then F16 where the fallback's blocks do not divide the row either.
 GgmlType fallback_for(GgmlType wanted, uint64_t row) {
@@ -147,6 +160,7 @@ std::string_view rule_name(TypeRule r) noexcept {
     case TypeRule::Copied: return "copied";
     case TypeRule::OutputTensor: return "output-tensor";
     case TypeRule::MoreBits: return "more-bits";
+    case TypeRule::NonExpert: return "non-expert";
   }
   return "?";
 }
@@ -183,7 +197,10 @@ TensorChoice choose_type(const Scheme& scheme, std::string_view name, std::span<
   const uint64_t row = shape.empty() ? 1 : shape[0];
   GgmlType wanted = scheme.base;
   c.rule = TypeRule::Base;
-  if (scheme.mixed) std::tie(wanted, c.rule) = mix_type(scheme, name, row, n_layers, n_gqa, tied_embeddings, n_experts);
+  if (scheme.file_type == FileType::MostlyMXFP4_MOE)
+    std::tie(wanted, c.rule) = mxfp4_moe_type(name, shape, tied_embeddings);
+  else if (scheme.mixed)
+    std::tie(wanted, c.rule) = mix_type(scheme, name, row, n_layers, n_gqa, tied_embeddings, n_experts);
   const uint32_t block = type_traits(wanted).block_elements;
   c.type = wanted;
   if (row % block != 0) {

@@ -79,12 +79,16 @@ std::vector<Planned> plan_tensors(const arch::ModelShape& s, const Scheme& schem
     Planned p;
     p.choice = choose_type(scheme, name, spec.shape, GgmlType::F32, s.layers, s.heads / s.kv_heads,
                            s.features.tied_output, s.features.moe ? s.experts : 0);
+    const auto parsed = arch::parse_tensor_name(name);
+    const auto is = [&](arch::Role r) { return parsed && parsed->role == r; };
     if (name.find("norm") != std::string::npos) {
       p.mean = 1.0f;
       p.sigma = 0.05f;
+    } else if (is(arch::Role::AttnSinks)) {
+      p.sigma = 1.0f;  // sinks of the scores' size (a trained gpt-oss's are), so that dropping them shows
     } else if (name.ends_with(".bias")) {
       p.sigma = 0.2f;  // large enough that a missing bias would show in the logits
-    } else if (const auto parsed = arch::parse_tensor_name(name); parsed && parsed->role == arch::Role::FfnGateInp) {
+    } else if (is(arch::Role::FfnGateInp)) {
       // Router logits of sd 2 over the normed input (rms ~1): a decisive choice of experts per token,
       // as a trained router makes, so a wrongly routed row would show in the logits.
       p.sigma = 2.0f / std::sqrt(static_cast<float>(s.dim));
@@ -265,7 +269,7 @@ void read_experts(const SynthOptions& options, arch::ModelShape& shape) {
   if (shape.experts_used > shape.experts)
     throw InvalidArgument(
         fmt::format("synth: {} experts used of {}: at most all of them", shape.experts_used, shape.experts));
-  if (n.expert_ffn != 0 && shape.family != arch::Family::Qwen3Moe)
+  if (n.expert_ffn != 0 && shape.family != arch::Family::Qwen3Moe && shape.family != arch::Family::GptOss)
     throw InvalidArgument("synth: Mixtral's experts are --ffn wide (no --expert-ffn)");
   shape.expert_ffn = n.expert_ffn != 0 ? n.expert_ffn : shape.ffn;
 }

@@ -18,6 +18,11 @@ constexpr float kMinChosenSum = 6.103515625e-5f;
 // Expert e's 2-D matrix of a stack [experts, rows, cols]: a view, no copy.
 Tensor expert(const Tensor& stack, uint32_t e) { return stack.select(0, e); }
 
+// y + expert e's bias row (gpt-oss; llama.cpp's ggml_add_id), or y where the stack has no biases.
+Tensor biased(memory::ExecutionContext& ctx, const Tensor& y, const Tensor& bias, uint32_t e) {
+  return bias.defined() ? ops::add(ctx, y, expert(bias, e)) : y;
+}
+
 }  // namespace
 
 void route_experts(std::span<const float> logits, std::span<ExpertChoice> chosen) {
@@ -96,7 +101,9 @@ void gather_group(const Routes& r, int32_t expert, Group& g) {
 Tensor experts_ffn(memory::ExecutionContext& ctx, const Tensor& h, const ExpertWeights& w,
                    std::span<ExpertChoice> chosen) {
   const int64_t n = h.dim(0), dim = h.dim(1), k = static_cast<int64_t>(chosen.size());
-  const Routes routes = route_rows(ctx, ops::matmul(ctx, h, w.router), chosen, w.routed);
+  Tensor logits = ops::matmul(ctx, h, w.router);
+  if (w.router_bias.defined()) logits = ops::add(ctx, logits, w.router_bias);
+  const Routes routes = route_rows(ctx, logits, chosen, w.routed);
   Group g{ctx.scope().allocate({n}, GgmlType::I32, "rows of one expert"),
           ctx.scope().allocate({n, 1}, GgmlType::F32, "weights of one expert's rows"),
           ctx.scope().allocate({n}, GgmlType::I32, "slots of one expert's rows")};
@@ -106,9 +113,10 @@ Tensor experts_ffn(memory::ExecutionContext& ctx, const Tensor& h, const ExpertW
     if (g.m == 0) continue;  // an expert no row chose is not read
     const Tensor x = ops::gather_rows(ctx, h, {g.rows.data<int32_t>(), static_cast<size_t>(g.m)});
     const auto e32 = static_cast<uint32_t>(e);
-    const Tensor gate = ops::matmul(ctx, x, expert(w.gate, e32));
-    const Tensor up = ops::matmul(ctx, x, expert(w.up, e32));
-    const Tensor down = ops::matmul(ctx, ops::swiglu(ctx, gate, up), expert(w.down, e32));
+    const Tensor gate = biased(ctx, ops::matmul(ctx, x, expert(w.gate, e32)), w.gate_bias, e32);
+    const Tensor up = biased(ctx, ops::matmul(ctx, x, expert(w.up, e32)), w.up_bias, e32);
+    const Tensor act = w.oai_swiglu ? ops::swiglu_oai(ctx, gate, up) : ops::swiglu(ctx, gate, up);
+    const Tensor down = biased(ctx, ops::matmul(ctx, act, expert(w.down, e32)), w.down_bias, e32);
     const Tensor weighted = ops::mul(ctx, down, g.weights.rows(0, g.m));
     for (int64_t i = 0; i < g.m; ++i) ops::write_rows(ctx, weighted.rows(i, 1), slots, g.slots.data<int32_t>()[i]);
   }

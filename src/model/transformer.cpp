@@ -124,14 +124,25 @@ Tensor Transformer::layer(memory::ExecutionContext& ctx, uint32_t l, const Tenso
   }
   const Tensor attn = attend(ctx, l, q, k, v, entries);
   Tensor attn_out = ops::matmul(ctx, attn, w.wo);
+  if (shape_.features.out_bias) attn_out = ops::add(ctx, attn_out, w.bo);
   if (shape_.features.post_norms) attn_out = ops::rms_norm(ctx, attn_out, w.attn_post_norm, shape_.rms_eps);
   const Tensor x1 = ops::add(ctx, x, attn_out);
   const Tensor h2 = ops::rms_norm(ctx, x1, w.ffn_norm, shape_.rms_eps);
   const std::span<uint64_t> routed =
       routed_.empty() ? std::span<uint64_t>() : routed_.subspan(uint64_t{l} * shape_.experts, shape_.experts);
-  Tensor ffn_out = shape_.features.moe
-                       ? experts_ffn(ctx, h2, {w.router, w.gate_exps, w.up_exps, w.down_exps, routed}, chosen_)
-                       : ffn(ctx, w, h2);
+  Tensor ffn_out = shape_.features.moe ? experts_ffn(ctx, h2,
+                                                     {.router = w.router,
+                                                      .gate = w.gate_exps,
+                                                      .up = w.up_exps,
+                                                      .down = w.down_exps,
+                                                      .routed = routed,
+                                                      .router_bias = w.router_bias,
+                                                      .gate_bias = w.gate_exps_bias,
+                                                      .up_bias = w.up_exps_bias,
+                                                      .down_bias = w.down_exps_bias,
+                                                      .oai_swiglu = shape_.features.oai_swiglu},
+                                                     chosen_)
+                                       : ffn(ctx, w, h2);
   if (shape_.features.post_norms) ffn_out = ops::rms_norm(ctx, ffn_out, w.ffn_post_norm, shape_.rms_eps);
   return ops::add(ctx, x1, ffn_out);
 }
@@ -183,7 +194,8 @@ Tensor Transformer::attend_one(memory::ExecutionContext& ctx, uint32_t l, const 
                                                              : 1.0f / std::sqrt(static_cast<float>(shape_.head_dim)),
                          .offset = e.pos,
                          .window = windowed ? int64_t{shape_.sliding_window} : 0,
-                         .softcap = shape_.attn_softcap});
+                         .softcap = shape_.attn_softcap},
+                        w_.layers[l].sinks);
 }
 
 }  // namespace skainet::model

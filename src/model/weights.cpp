@@ -59,6 +59,12 @@ constexpr LayerField kLayerFields[] = {
     {arch::Role::FfnGateExps, &LayerWeights::gate_exps},
     {arch::Role::FfnUpExps, &LayerWeights::up_exps},
     {arch::Role::FfnDownExps, &LayerWeights::down_exps},
+    {arch::Role::AttnSinks, &LayerWeights::sinks},
+    {arch::Role::AttnOutputBias, &LayerWeights::bo},
+    {arch::Role::FfnGateInpBias, &LayerWeights::router_bias},
+    {arch::Role::FfnGateExpsBias, &LayerWeights::gate_exps_bias},
+    {arch::Role::FfnUpExpsBias, &LayerWeights::up_exps_bias},
+    {arch::Role::FfnDownExpsBias, &LayerWeights::down_exps_bias},
 };
 
 Tensor* layer_field(LayerWeights& lw, arch::Role role) {
@@ -99,9 +105,11 @@ TransformerWeights TransformerWeights::bind(const load::LoadedModel& loaded, con
     LayerWeights lw;
     Tensor qkv, gate_up;  // fused weights (Phi-3), split into views of their row ranges below
     for (const auto& r : per_layer) {
-      Tensor* field = r.role == arch::Role::AttnQkv                             ? &qkv
-                      : r.role == arch::Role::FfnUp && s.features.fused_gate_up ? &gate_up
-                                                                                : layer_field(lw, r.role);
+      // gpt-oss stores the FFN's input norm as post_attention_norm.
+      Tensor* field = r.role == arch::Role::AttnQkv                                         ? &qkv
+                      : r.role == arch::Role::FfnUp && s.features.fused_gate_up             ? &gate_up
+                      : r.role == arch::Role::AttnPostNorm && s.features.ffn_norm_post_attn ? &lw.ffn_norm
+                                                                                            : layer_field(lw, r.role);
       if (!field) throw Error(fmt::format("internal: the model has no field for '{}'", r.name()));
       *field = bind(arch::layer_tensor_name(l, r.role), r);
     }

@@ -34,7 +34,7 @@ HeadTasks head_tasks(const AttentionParams& p, int threads) {
 }  // namespace
 
 Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, const Tensor& values,
-                 const AttentionParams& p) {
+                 const AttentionParams& p, const Tensor& sinks) {
   constexpr std::string_view kOp = "ops::attention";
   require_f32(q, kOp, "q");
   require_live(keys, kOp, "keys");
@@ -55,6 +55,12 @@ Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, con
                       "heads of whole {}-element blocks",
                       kOp, type_name(t->type()), hd, type_traits(t->type()).block_elements));
   }
+  if (sinks.defined()) {
+    require_f32(sinks, kOp, "sinks");
+    if (sinks.rank() != 1 || sinks.dim(0) != p.heads || sinks.stride(0) != 4)
+      throw InvalidArgument(fmt::format("{}: sinks {} should be contiguous [{}] (one per query head)", kOp,
+                                        sinks.shape().to_string(), p.heads));
+  }
   require_window(p.window, kOp);
   require_softcap(p.softcap, kOp, true);
   const int64_t n = q.dim(0), group = p.heads / p.kv_heads;
@@ -62,9 +68,11 @@ Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, con
     throw InvalidArgument(fmt::format("{}: {} queries at offset {} need {} cells, keys have {}", kOp, n, p.offset,
                                       p.offset + n, keys.dim(0)));
   Tensor out = output(ctx, {n, p.heads * hd}, kOp);
-  const Tensor* in[] = {&q, &keys, &values};
-  const OpCall call{
-      .kind = OpKind::Attention, .inputs = in, .output = out, .attrs = {.position = p.offset, .attention = p}};
+  const Tensor* in[] = {&q, &keys, &values, &sinks};
+  const OpCall call{.kind = OpKind::Attention,
+                    .inputs = {in, sinks.defined() ? 4u : 3u},
+                    .output = out,
+                    .attrs = {.position = p.offset, .attention = p}};
   if (recorded(ctx, call)) return out;
   // Causality: no query sees a cell past offset + n - 1, and with a window none before the first
   // query's window, offset - window + 1; only the cells between are read (the caller may pass the
@@ -84,13 +92,14 @@ Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, con
   const kernels::KernelTable& k = ctx.kernels();
   const SoftmaxParams softmax{
       .scale = p.scale, .causal = true, .offset = p.offset - first, .window = p.window, .softcap = p.softcap};
+  const float* sink_scores = sinks.defined() ? sinks.data<float>() : nullptr;
   const HeadTasks tasks = head_tasks(p, ctx.pool().size());
   ctx.pool().parallel_for(p.kv_heads * tasks.per_group, 1, [&](int64_t t0, int64_t t1) noexcept {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t g = t / tasks.per_group, h0 = g * group + t % tasks.per_group * tasks.heads;
       const int64_t h1 = std::min(h0 + tasks.heads, (g + 1) * group);
       k.attention_heads(q, visible_keys, visible_values,
-                        {.head_dim = hd, .group = group, .h0 = h0, .h1 = h1, .softmax = softmax},
+                        {.head_dim = hd, .group = group, .h0 = h0, .h1 = h1, .softmax = softmax, .sinks = sink_scores},
                         scores.narrow(0, h0, h1 - h0), out);
     }
   });

@@ -7,7 +7,7 @@ using namespace detail;
 namespace {
 
 // An op of two F32 tensors and one kernel: `b` broadcast over `a` (add, mul), or a gated activation
-// act(gate) * up over one shape (swiglu, geglu), whose inputs the checks name `gate` and `up`.
+// act(gate) * up over one shape (swiglu, geglu, swiglu_oai), whose inputs the checks name `gate` and `up`.
 enum class Pairing : uint8_t { Broadcast, Gated };
 
 Tensor pairwise(ExecutionContext& ctx, const Tensor& a, const Tensor& b, std::string_view op, OpKind kind,
@@ -41,6 +41,10 @@ Tensor swiglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up) {
 
 Tensor geglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up) {
   return pairwise(ctx, gate, up, "ops::geglu", OpKind::Geglu, ctx.kernels().geglu, Pairing::Gated);
+}
+
+Tensor swiglu_oai(ExecutionContext& ctx, const Tensor& gate, const Tensor& up) {
+  return pairwise(ctx, gate, up, "ops::swiglu_oai", OpKind::SwigluOai, ctx.kernels().swiglu_oai, Pairing::Gated);
 }
 
 Tensor softcap(ExecutionContext& ctx, const Tensor& x, float cap) {

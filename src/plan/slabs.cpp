@@ -50,6 +50,7 @@ void add_grouped(std::vector<ActivationBuffer>& list, uint64_t& total, std::stri
 void add_experts(SlabPlan& s, const arch::ModelShape& m, uint64_t n) {
   const uint64_t k = m.experts_used, fe = m.expert_ffn, groups = std::min<uint64_t>(m.experts, n * k);
   add(s.layer, s.layer_bytes, "router logits [n, experts]", n * m.experts);
+  if (m.features.expert_bias) add(s.layer, s.layer_bytes, "router logits + bias [n, experts]", n * m.experts);
   add(s.layer, s.layer_bytes, "experts of each row [n, k] (I32)", n * k);
   add(s.layer, s.layer_bytes, "weights of each row's experts [n, k]", n * k);
   add(s.layer, s.layer_bytes, "rows of one expert [n] (I32)", n);
@@ -57,9 +58,14 @@ void add_experts(SlabPlan& s, const arch::ModelShape& m, uint64_t n) {
   add(s.layer, s.layer_bytes, "slots of one expert's rows [n] (I32)", n);
   add(s.layer, s.layer_bytes, "each row's experts' outputs [n * k, dim]", n * k * m.dim);
   add_grouped(s.layer, s.layer_bytes, "rows of each chosen expert [m, dim]", n * k, m.dim, groups);
-  for (const char* name : {"expert gate [m, expert_ffn]", "expert up [m, expert_ffn]", "expert swiglu [m, expert_ffn]"})
-    add_grouped(s.layer, s.layer_bytes, name, n * k, fe, groups);
+  const bool bias = m.features.expert_bias;
+  add_grouped(s.layer, s.layer_bytes, "expert gate [m, expert_ffn]", n * k, fe, groups);
+  if (bias) add_grouped(s.layer, s.layer_bytes, "expert gate + bias [m, expert_ffn]", n * k, fe, groups);
+  add_grouped(s.layer, s.layer_bytes, "expert up [m, expert_ffn]", n * k, fe, groups);
+  if (bias) add_grouped(s.layer, s.layer_bytes, "expert up + bias [m, expert_ffn]", n * k, fe, groups);
+  add_grouped(s.layer, s.layer_bytes, "expert swiglu [m, expert_ffn]", n * k, fe, groups);
   add_grouped(s.layer, s.layer_bytes, "expert down [m, dim]", n * k, m.dim, groups);
+  if (bias) add_grouped(s.layer, s.layer_bytes, "expert down + bias [m, dim]", n * k, m.dim, groups);
   add_grouped(s.layer, s.layer_bytes, "expert down * weight [m, dim]", n * k, m.dim, groups);
   if (k > 1) add_each(s.layer, s.layer_bytes, "sum of each row's experts [n, dim]", k - 1, n * m.dim);
 }
@@ -119,6 +125,7 @@ SlabPlan estimate_slabs(const arch::ModelShape& m, uint32_t tokens, uint32_t n_c
   add_split(s.layer, s.layer_bytes, "attention out [n, heads*head_dim]", n * q_width, sequences);
   if (seqs > 1) add(s.layer, s.layer_bytes, "attention out of the batch [n, heads*head_dim]", n * q_width);
   add(s.layer, s.layer_bytes, "attn output proj [n, dim]", n * m.dim);
+  if (m.features.out_bias) add(s.layer, s.layer_bytes, "attn output + bias [n, dim]", n * m.dim);
   if (m.features.post_norms) add(s.layer, s.layer_bytes, "attn post norm [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "residual [n, dim]", n * m.dim);
   add(s.layer, s.layer_bytes, "ffn norm [n, dim]", n * m.dim);

@@ -49,9 +49,26 @@ hlo::Value Lowering::lower_geglu(const Node& n) {
   return f_.multiply(g, value(n.inputs[1]));
 }
 
+// ggml_swiglu_oai (the reference kernel's expression; op_constants.hpp):
+// min(g, limit) * logistic(alpha * min(g, limit)) * (clamp(u, -limit, limit) + 1).
+hlo::Value Lowering::lower_swiglu_oai(const Node& n) {
+  const hlo::Value g = value(n.inputs[0]), u = value(n.inputs[1]);
+  const hlo::Value x = f_.binary("minimum", g, splat(kernels::kOaiSwigluLimit, g.type));
+  const hlo::Value y_hi = f_.binary("minimum", u, splat(kernels::kOaiSwigluLimit, u.type));
+  const hlo::Value y = f_.binary("maximum", y_hi, splat(-kernels::kOaiSwigluLimit, u.type));
+  const hlo::Value ax = f_.multiply(splat(kernels::kOaiSwigluAlpha, x.type), x);
+  const hlo::Value glu = f_.multiply(x, f_.unary("logistic", ax));
+  const hlo::Value y1 = f_.add(y, splat(1.0f, y.type));
+  return f_.multiply(glu, y1);
+}
+
 hlo::Value Lowering::lower_softcap(const Node& n) { return softcap(value(n.inputs[0]), n.op->attrs.cap); }
 
 hlo::Value Lowering::lower_attention(const Node& n) {
+  // Attention sinks (gpt-oss) are a fourth input neither form lowers yet: refused by name, never
+  // dropped (a module without them would compute other probabilities).
+  if (n.inputs.size() > 3)
+    throw Error(fmt::format("record {}: attention with sinks (gpt-oss) has no lowering yet", tape_.entry.name));
   return form_ == KernelForm::Engine ? engine_attention(n) : stablehlo_attention(n);
 }
 

@@ -37,6 +37,7 @@
 // | Q6_K         | [2, 4, 32]     | ql run 2h + g%2, >> 4(g/2); qh run h, >> 2g & 3; − 32;           |
 // |              |                | scales as Q2_K's; (d·sc)·q                                       |
 // | IQ4_XS       | [8, 2, 2, 8]   | qs through the [17, 8] view; levels as IQ4_NL; ls from words     |
+// | MXFP4        | [2, 16]        | as IQ4_NL with kMxfp4Values; e's f32 bits from shifts, bitcast   |
 #include <algorithm>
 #include <cstddef>
 #include <optional>
@@ -149,11 +150,12 @@ Shape check_packed(GgmlType type, const Value& raw, const std::vector<int64_t>& 
   return {d[0], d[1], std::move(full)};
 }
 
-// kIq4nlValues[q] for 4-bit q (i8), as f32: a binary tree of selects on the bits of q (15 selects
-// between i8 splats, elementwise, then one convert; a gather from a table would not fuse).
-Value iq4_levels(FunctionBuilder& f, const Value& q) {
+// table[q] for 4-bit q (i8), as f32 (kIq4nlValues, kMxfp4Values): a binary tree of selects on the
+// bits of q (15 selects between i8 splats, elementwise, then one convert; a gather from a table
+// would not fuse).
+Value levels(FunctionBuilder& f, const Value& q, const int8_t (&table)[16]) {
   std::vector<Value> level;
-  for (int8_t v : kIq4nlValues) level.push_back(splat(f, v, q));
+  for (int8_t v : table) level.push_back(splat(f, v, q));
   for (int32_t bit = 0; level.size() > 1; ++bit) {
     const Value b = mask(f, shr(f, q, bit), 1);
     const Value set = f.compare(b, splat(f, 0, b), "NE");
@@ -164,13 +166,25 @@ Value iq4_levels(FunctionBuilder& f, const Value& q) {
   return f.convert(level[0], Elem::F32);
 }
 
-// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL: 32 elements as [2, 16], element 16h + j the low (h = 0) or high
-// nibble of qs[j]; x = d * (q - offset), d * q + m or d * level(q).
+// MXFP4's E8M0 byte at `offset` of every block as its halved f32 scale, [rows, blocks, 1]: the
+// float's bits as blocks.hpp's mxfp4_scale_bits builds them (subnormal 0x00200000 << e below 2,
+// exponent e - 1 above), joined in i32 and reinterpreted at the same width.
+Value e8m0_half(FunctionBuilder& f, const Value& raw, int64_t offset) {
+  const Value e = unsigned32(f, bytes(f, raw, offset, 1));
+  const Value subnormal = f.binary("shift_left", splat(f, 0x00200000, e), e);
+  const Value normal = shl(f, f.subtract(e, splat(f, 1, e)), 23);
+  const Value small = f.compare(e, splat(f, 2, e), "LT");
+  return f.bitcast_convert(f.select(small, subnormal, normal), Elem::F32);
+}
+
+// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4: 32 elements as [2, 16], element 16h + j the low (h = 0) or
+// high nibble of qs[j]; x = d * (q - offset), d * q + m or d * level(q).
 template <class B>
 Value legacy(FunctionBuilder& f, const Value& raw) {
   constexpr bool kHasMin = requires(B b) { b.m; };
   constexpr bool kHasHigh = requires(B b) { b.qh; };
-  constexpr bool kLevels = B::kType == GgmlType::IQ4_NL;
+  constexpr bool kMx = B::kType == GgmlType::MXFP4;
+  constexpr bool kLevels = B::kType == GgmlType::IQ4_NL || kMx;
   const Shape s = check_packed(B::kType, raw, block_inner_dims(B::kType));
   const Field qs_field = SKAINET_FIELD(B, qs);
   const Value qs = along(f, bytes(f, raw, qs_field.offset, qs_field.size), s.full, 1);
@@ -184,11 +198,16 @@ Value legacy(FunctionBuilder& f, const Value& raw) {
     const Value high = bits(f, qh, e, 1);
     q = f.or_(q, f.convert(shl(f, high, 4), Elem::I8));
   }
-  const Value d = spread(f, half(f, raw, SKAINET_FIELD(B, d).offset), s.full);
-  if constexpr (kLevels) {
-    const Value lv = iq4_levels(f, q);
+  if constexpr (kMx) {
+    const Value d = spread(f, e8m0_half(f, raw, SKAINET_FIELD(B, e).offset), s.full);
+    const Value lv = levels(f, q, kMxfp4Values);
+    return f.multiply(d, lv);
+  } else if constexpr (kLevels) {
+    const Value d = spread(f, half(f, raw, SKAINET_FIELD(B, d).offset), s.full);
+    const Value lv = levels(f, q, kIq4nlValues);
     return f.multiply(d, lv);
   } else {
+    const Value d = spread(f, half(f, raw, SKAINET_FIELD(B, d).offset), s.full);
     if constexpr (!kHasMin) q = f.subtract(q, splat(f, kHasHigh ? 16 : 8, q));
     const Value qf = f.convert(q, Elem::F32);
     Value y = f.multiply(qf, d);
@@ -381,7 +400,7 @@ Value iq4_xs(FunctionBuilder& f, const Value& raw) {
   }
   const Value qs = by_index(f, at(f, s.full, 2), chunks);
   const Value q = bits(f, qs, shl(f, at(f, s.full, 1, Elem::I8), 2), 0xf);
-  const Value lv = iq4_levels(f, q);
+  const Value lv = levels(f, q, kIq4nlValues);
   const std::vector<int64_t> sub{s.rows, s.blocks, 8};
   const Value sib = at(f, sub, 0);
   const Value wl = spread(f, word(f, raw, SKAINET_FIELD(B, scales_l).offset, 4), sub);
@@ -418,6 +437,7 @@ const BlockRule* find_rule(GgmlType type) noexcept {
       {.type = GgmlType::Q5_K, .inner = {4, 2, 2, 16}, .build = &k4<BlockQ5_K>},
       {.type = GgmlType::Q6_K, .inner = {2, 4, 32}, .build = &q6_k},
       {.type = GgmlType::IQ4_XS, .inner = {8, 2, 2, 8}, .build = &iq4_xs},
+      {.type = GgmlType::MXFP4, .inner = {2, 16}, .build = &legacy<BlockMXFP4>},
   };
   for (const BlockRule& r : kRules)
     if (r.type == type) return &r;

@@ -18,7 +18,7 @@ TEST(Families, EveryFamilyHasOneRowAndItsOtherNamesFindIt) {
   }
   EXPECT_EQ(find_family("mistral")->family, Family::Llama);
   EXPECT_EQ(find_family("gemma4"), nullptr);
-  EXPECT_EQ(supported_architectures(), "llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3, qwen3moe");
+  EXPECT_EQ(supported_architectures(), "llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3, qwen3moe, gpt-oss");
 }
 
 TEST(Keys, AreTheArchitecturesOwn) {
@@ -71,14 +71,14 @@ TEST(Shapes, GemmaWindowsFollowLlamaCppsPattern) {
 
 TEST(Shapes, MetadataReadsBackAsTheSameShape) {
   for (const char* name :
-       {"llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "llama3", "qwen3moe", "mixtral"}) {
+       {"llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "llama3", "qwen3moe", "mixtral", "gpt-oss"}) {
     SCOPED_TRACE(name);
     const bool mixtral = std::string_view(name) == "mixtral";
     ModelShape s = ModelShape::of_family(mixtral ? "llama" : name);
     s.dim = 128, s.layers = 2, s.heads = 4, s.kv_heads = 2, s.head_dim = 64, s.rope_dims = 64, s.ffn = 256;
     s.vocab = 300, s.ctx_train = 64;
     if (mixtral) s.features.moe = true, s.experts = 4, s.experts_used = 2, s.expert_ffn = s.ffn;
-    if (s.family == Family::Qwen3Moe) s.expert_ffn = 96;  // its own key, not ffn / experts_used
+    if (s.family == Family::Qwen3Moe || s.family == Family::GptOss) s.expert_ffn = 96;  // its own key
     const test::TempDir dir("arch-metadata");
     gguf::Writer w(dir / "m.gguf");
     w.set("general.architecture", gguf::Value::string(s.architecture));
@@ -108,4 +108,43 @@ TEST(Shapes, MixtureOfExpertsTensorsAreLlamaCppsStacks) {
   EXPECT_EQ(parse_tensor_name("blk.3.ffn_down_exps.weight"), (TensorName{3, Role::FfnDownExps}));
   EXPECT_EQ(key("qwen3moe", Key::ExpertFeedForwardLength), "qwen3moe.expert_feed_forward_length");
   EXPECT_EQ(key("llama", Key::ExpertUsedCount), "llama.expert_used_count");
+}
+
+// gpt-oss as llama_model_openai_moe loads it: sinks per query head, attn_output's bias, the router's
+// and the stacks' biases, the FFN's norm named post_attention_norm; windows on even layers; YaRN refused.
+TEST(Shapes, GptOssTensorsAndWindows) {
+  ModelShape s = ModelShape::of_family("gpt-oss");
+  s.dim = 64, s.layers = 4, s.heads = 4, s.kv_heads = 2, s.head_dim = 32, s.ffn = 128, s.expert_ffn = 48;
+  EXPECT_TRUE(s.features.attn_sinks && s.features.out_bias && s.features.expert_bias && s.features.oai_swiglu);
+  EXPECT_TRUE(s.features.qkv_bias && s.features.neox_rope && s.features.moe);
+  std::vector<std::pair<Role, std::vector<uint64_t>>> got;
+  for (const TensorSpec& t : layer_tensors(s)) got.emplace_back(t.role, t.shape);
+  const std::vector<std::pair<Role, std::vector<uint64_t>>> want = {
+      {Role::AttnQ, {64, 128}},         {Role::AttnQBias, {128}},         {Role::AttnK, {64, 64}},
+      {Role::AttnKBias, {64}},          {Role::AttnV, {64, 64}},          {Role::AttnVBias, {64}},
+      {Role::AttnOutput, {128, 64}},    {Role::AttnOutputBias, {64}},     {Role::AttnSinks, {4}},
+      {Role::AttnNorm, {64}},           {Role::FfnGateInp, {64, 8}},      {Role::FfnGateInpBias, {8}},
+      {Role::FfnGateExps, {64, 48, 8}}, {Role::FfnDownExps, {48, 64, 8}}, {Role::FfnUpExps, {64, 48, 8}},
+      {Role::FfnGateExpsBias, {48, 8}}, {Role::FfnDownExpsBias, {64, 8}}, {Role::FfnUpExpsBias, {48, 8}},
+      {Role::AttnPostNorm, {64}}};
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(parse_tensor_name("blk.2.attn_sinks.weight"), (TensorName{2, Role::AttnSinks}));
+  EXPECT_EQ(parse_tensor_name("blk.0.ffn_down_exps.bias"), (TensorName{0, Role::FfnDownExpsBias}));
+  EXPECT_EQ(s.swa_pattern, 2u);
+  EXPECT_GT(s.sliding_window, 0u);
+  for (uint32_t l = 0; l < s.layers; ++l) EXPECT_EQ(s.is_swa_layer(l), l % 2 == 0) << l;
+
+  const test::TempDir dir("arch-gpt-oss");
+  gguf::Writer w(dir / "yarn.gguf");
+  w.set("general.architecture", gguf::Value::string(s.architecture));
+  s.vocab = 300, s.ctx_train = 64, s.rope_dims = 32;
+  for (gguf::KeyValue& kv : s.metadata()) w.set(std::move(kv.key), std::move(kv.value));
+  w.set(key("gpt-oss", Key::RopeScalingType), gguf::Value::string("yarn"));
+  w.write([](size_t, std::span<std::byte>) {});
+  try {
+    ModelShape::from_header(gguf::read_header(dir / "yarn.gguf"));
+    ADD_FAILURE() << "YaRN was not refused";
+  } catch (const gguf::FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("gpt-oss.rope.scaling.type 'yarn'"), std::string::npos) << e.what();
+  }
 }

@@ -245,6 +245,20 @@ TEST_F(Synth, LowBitMixesFollowLlamaCpp) {
   EXPECT_EQ(type("Q3_K_S", "blk.3.ffn_up.weight", odd, 1), GgmlType::Q4_0);
   EXPECT_EQ(type("IQ4_XS", "blk.3.ffn_up.weight", odd, 1), GgmlType::IQ4_NL);
   EXPECT_EQ(type("IQ4_NL", "blk.3.ffn_up.weight", odd, 1), GgmlType::IQ4_NL);
+  // MXFP4_MOE (llama.cpp's ftype 38): expert stacks MXFP4, every other weight Q8_0, the output too;
+  // norms and the router stay F32 as in every scheme.
+  const std::vector<uint64_t> stack{256, 96, 4}, one_expert{256, 96, 1};
+  EXPECT_EQ(find_scheme("mxfp4_moe")->file_type, convert::FileType::MostlyMXFP4_MOE);
+  EXPECT_EQ(static_cast<uint32_t>(convert::FileType::MostlyMXFP4_MOE), 38u);
+  EXPECT_EQ(type("MXFP4_MOE", "blk.0.ffn_up_exps.weight", stack, 1), GgmlType::MXFP4);
+  EXPECT_EQ(type("MXFP4_MOE", "blk.0.ffn_down_exps.weight", stack, 1), GgmlType::MXFP4);
+  EXPECT_EQ(type("MXFP4_MOE", "blk.0.ffn_up_exps.weight", one_expert, 1), GgmlType::Q8_0);
+  EXPECT_EQ(type("MXFP4_MOE", "blk.0.attn_q.weight", sq, 8), GgmlType::Q8_0);
+  EXPECT_EQ(type("MXFP4_MOE", "output.weight", out, 8), GgmlType::Q8_0);
+  EXPECT_EQ(type("MXFP4_MOE", "token_embd.weight", out, 8), GgmlType::Q8_0);
+  EXPECT_EQ(type("MXFP4_MOE", "blk.0.ffn_gate_inp.weight", sq, 8), GgmlType::F32);
+  EXPECT_EQ(convert::choose_type(*find_scheme("MXFP4_MOE"), "blk.0.attn_q.weight", sq, GgmlType::F32, 22).rule,
+            convert::TypeRule::NonExpert);
 }
 
 TEST_F(Synth, SameSeedSameBytesWhateverTheThreadsOtherSeedOtherBytes) {

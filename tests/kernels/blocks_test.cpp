@@ -28,6 +28,7 @@ TEST(Blocks, SizesMatchTheTypeTable) {
   expect_matches_table<BlockQ3_K>();
   expect_matches_table<BlockIQ4_NL>();
   expect_matches_table<BlockIQ4_XS>();
+  expect_matches_table<BlockMXFP4>();
 }
 
 TEST(Blocks, FieldOffsetsAreGgmls) {
@@ -54,15 +55,15 @@ TEST(Blocks, FieldOffsetsAreGgmls) {
   EXPECT_EQ(offsetof(BlockIQ4_XS, scales_h), 2u);
   EXPECT_EQ(offsetof(BlockIQ4_XS, scales_l), 4u);
   EXPECT_EQ(offsetof(BlockIQ4_XS, qs), 8u);
+  EXPECT_EQ(offsetof(BlockMXFP4, qs), 1u);
 }
 
 TEST(Blocks, ReferenceFlagMatchesWhatWeImplement) {
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
                      GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
-                     GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS})
+                     GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4})
     EXPECT_TRUE(kernels::ref::has_reference(t)) << type_name(t);
-  for (GgmlType t : {GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::IQ2_XXS, GgmlType::TQ1_0, GgmlType::I8, GgmlType::F64,
-                     GgmlType::MXFP4})
+  for (GgmlType t : {GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::IQ2_XXS, GgmlType::TQ1_0, GgmlType::I8, GgmlType::F64})
     EXPECT_FALSE(kernels::ref::has_reference(t)) << type_name(t);
 }
 

@@ -49,7 +49,7 @@ TEST(IsaRows, EveryLevelHasOneConsistentRowPerType) {
 TEST(IsaRows, AvxLevelsCoverTheSameFormats) {
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
                      GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
-                     GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS}) {
+                     GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4}) {
     EXPECT_TRUE(x86::row_of(x86::kAvx2Kernels, t).gemv) << "avx2 " << type_name(t);
     EXPECT_TRUE(x86::row_of(x86::kAvx512Kernels, t).gemv) << "avx512 " << type_name(t);
   }

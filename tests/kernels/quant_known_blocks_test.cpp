@@ -1,6 +1,7 @@
 // Blocks worked out by hand from ggml's layouts: the exact bytes a quantizer must produce, and
 // the exact floats a hand-assembled block must decode to.
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -229,6 +230,46 @@ TEST(KnownBlocks, IQ4LevelsAndXsScales) {
   EXPECT_EQ(y[0], 1.0f);
   EXPECT_EQ(y[32], -390.0f);
   EXPECT_EQ(y[64], 32.0f * 127);  // sub-block 2: code 0, scale -32, level 0 (-127)
+}
+
+// MXFP4: the E8M0 exponent halved (the levels are E2M1 doubled), its subnormal ends, and the levels'
+// order (the sign in the index's top bit; 8 is minus zero), as ggml's kvalues_mxfp4.
+TEST(KnownBlocks, Mxfp4ExponentAndLevels) {
+  BlockMXFP4 b{};
+  b.e = 127;       // 2^0, halved: 0.5
+  b.qs[0] = 0xF7;  // element 0 -> level 7 (12), element 16 -> level 15 (-12)
+  b.qs[1] = 0x81;  // element 1 -> level 1 (1), element 17 -> level 8 (minus zero)
+  b.qs[2] = 0x5D;  // element 2 -> level 13 (-6), element 18 -> level 5 (6)
+  std::vector<float> y(32);
+  dequantize_row(GgmlType::MXFP4, &b, y.data(), 32);
+  EXPECT_EQ(y[0], 6.0f);
+  EXPECT_EQ(y[16], -6.0f);
+  EXPECT_EQ(y[1], 0.5f);
+  EXPECT_EQ(y[17], 0.0f);
+  EXPECT_EQ(y[2], -3.0f);
+  EXPECT_EQ(y[18], 3.0f);
+  EXPECT_EQ(y[3], 0.0f);
+  b.e = 0;  // 2^-128: a subnormal float
+  dequantize_row(GgmlType::MXFP4, &b, y.data(), 32);
+  EXPECT_EQ(y[1], std::ldexp(1.0f, -128));
+  b.e = 1;
+  dequantize_row(GgmlType::MXFP4, &b, y.data(), 32);
+  EXPECT_EQ(y[1], std::ldexp(1.0f, -127));
+  b.e = 200;
+  dequantize_row(GgmlType::MXFP4, &b, y.data(), 32);
+  EXPECT_EQ(y[0], 12.0f * std::ldexp(1.0f, 72));
+  // Quantizing: amax 6 -> exponent floor(log2 6) - 2 + 127 = 127, and 6 is level 7 exactly.
+  std::vector<float> x(32, 0.0f);
+  x[0] = 6.0f;
+  x[1] = -0.7f;  // index 9: -1 * 0.5 is 0.2 away, -2 * 0.5 is 0.3
+  x[20] = 2.9f;  // index 5: 6 * 0.5
+  BlockMXFP4 q{};
+  quantize_row(GgmlType::MXFP4, x.data(), &q, 32);
+  EXPECT_EQ(q.e, 127);
+  EXPECT_EQ(q.qs[0] & 0xf, 7);
+  EXPECT_EQ(q.qs[1] & 0xf, 9);
+  EXPECT_EQ(q.qs[4] >> 4, 5);
+  EXPECT_EQ(q.qs[2], 0);
 }
 
 }  // namespace

@@ -55,6 +55,13 @@ float block_bound(GgmlType t, const float* x, int n) {
     // IQ4: the widest gap between adjacent levels (104 to 127) over the largest level.
     case GgmlType::IQ4_NL:
     case GgmlType::IQ4_XS: return amax * 23 / 127 + eps;
+    // MXFP4: d = 2^(floor(log2 amax) - 3), levels d * {0, 1, 2, 3, 4, 6, 8, 12}: half the widest gap
+    // (8 to 12) inside, or the distance past the top level 12 d (amax < 16 d) — exact powers of two.
+    case GgmlType::MXFP4: {
+      if (amax == 0) return 0;
+      const float d = std::ldexp(1.0f, static_cast<int>(std::floor(std::log2(amax))) - 3);
+      return std::max(2 * d, amax - 12 * d) + eps;
+    }
     default: return 0;
   }
 }
@@ -78,6 +85,7 @@ double rms_bound(GgmlType t) {
     case GgmlType::Q3_K: return 0.29;
     case GgmlType::IQ4_NL: return 0.185;
     case GgmlType::IQ4_XS: return 0.18;
+    case GgmlType::MXFP4: return 0.30;
     default: return 0;
   }
 }

@@ -88,6 +88,44 @@ TEST(SimdSoftmax, WindowsAndSoftcapMatchReferenceOnEveryLevel) {
   }
 }
 
+// Attention sinks (SoftmaxParams::sink): one more score in the max and the sum, no column of its own;
+// below, within and far above the scores, windowed and capped rows, on every level.
+TEST(SimdSoftmax, SinksMatchReferenceOnEveryLevel) {
+  for (IsaLevel level : kIsaLevels) {
+    const KernelTable* table = table_for(level);
+    if (!table) continue;
+    for (int64_t n : {1, 9, 33})
+      for (float sink : {-50.0f, -0.5f, 2.0f, 80.0f})
+        for (float softcap : {0.0f, 5.0f}) {
+          const std::string where = std::string(isa_level_name(level)) + " n=" + std::to_string(n) +
+                                    " sink=" + std::to_string(sink) + " softcap=" + std::to_string(softcap);
+          const SoftmaxParams p{
+              .scale = 0.7f, .causal = true, .offset = n - 3, .window = 4, .softcap = softcap, .sink = sink};
+          const auto seed = static_cast<uint32_t>(n * 5 + 1);
+          test::F32Rows x = test::f32_rows(3, n, seed, 4.0f), want = test::f32_rows(3, n, seed, 0.0f),
+                        out = test::f32_rows(3, n, seed, 0.0f);
+          ref::softmax(x.t, p, want.t);
+          table->softmax(x.t, p, out.t);
+          expect_close(out.t, want.t, where, softcap > 0 ? 1e-5 : 1e-6);
+          if (HasFatalFailure()) return;
+        }
+  }
+}
+
+// By hand: scores {0, ln 3} and a sink of ln 4 give probabilities 1/8 and 3/8 (the sink takes 4/8).
+TEST(SimdSoftmax, SinkByHand) {
+  for (IsaLevel level : kIsaLevels) {
+    const KernelTable* table = table_for(level);
+    if (!table) continue;
+    std::vector<float> v = {0.0f, std::log(3.0f)}, o(2, -1.0f);
+    const Tensor x(Storage::borrow(v.data(), 8, true, "x"), Shape{1, 2}, GgmlType::F32);
+    const Tensor out(Storage::borrow(o.data(), 8, true, "out"), Shape{1, 2}, GgmlType::F32);
+    table->softmax(x, {.sink = std::log(4.0f)}, out);
+    EXPECT_NEAR(o[0], 0.125f, 1e-6f) << isa_level_name(level);
+    EXPECT_NEAR(o[1], 0.375f, 1e-6f) << isa_level_name(level);
+  }
+}
+
 // The visibility rule by hand: query q (position q + offset) sees columns c <= q + offset with
 // q + offset - c < window; capped scores are cap * tanh(scale x / cap).
 TEST(SimdSoftmax, WindowAndSoftcapByHand) {

@@ -10,8 +10,9 @@ namespace {
 
 // softmax(q kᵀ · scale) v for query head h on KV head h / group, causal from `offset` (within the
 // window when there is one, capped scores when softcap > 0), in double.
+// A finite sink is one more score in the maximum and the sum (gpt-oss).
 double reference(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionParams& p, int64_t t, int64_t h,
-                 int64_t j) {
+                 int64_t j, double sink = -INFINITY) {
   const int64_t hd = p.head_dim, g = h / (p.heads / p.kv_heads), visible = std::min(k.dim(0), p.offset + t + 1);
   const int64_t first = p.window > 0 ? std::max<int64_t>(0, p.offset + t - p.window + 1) : 0;
   std::vector<double> s(static_cast<size_t>(visible - first));
@@ -24,7 +25,9 @@ double reference(const Tensor& q, const Tensor& k, const Tensor& v, const ops::A
     s[static_cast<size_t>(c - first)] = d;
     mx = std::max(mx, d);
   }
+  mx = std::max(mx, sink);
   for (double& e : s) sum += (e = std::exp(e - mx));
+  sum += std::exp(sink - mx);
   for (int64_t c = first; c < visible; ++c) out += s[static_cast<size_t>(c - first)] / sum * get(v, {c, g * hd + j});
   return out;
 }
@@ -47,6 +50,44 @@ TEST(Attention, GroupedCausalHeadsOnEveryTableAndCacheType) {
             << table->name << " " << type_name(cache) << " t=" << i[0] << " col=" << i[1];
       });
     }
+}
+
+// Attention sinks (gpt-oss): a per-head score joining each softmax's max and sum, in a prefill chunk
+// (the head-by-head path) and a decode step (the SIMD tables' fused one-query kernels), with a window;
+// sinks far above and far below the scores (the output then all but vanishes, or is unchanged).
+TEST(Attention, SinksOnEveryTable) {
+  for (const kernels::KernelTable* table : {&kernels::reference_table(), &kernels::best_table()})
+    for (GgmlType cache : {GgmlType::F32, GgmlType::F16})
+      for (int64_t n : {1, 3})
+        for (int64_t window : {0, 3}) {
+          const int64_t offset = 4;
+          const ops::AttentionParams p{
+              .heads = 4, .kv_heads = 2, .head_dim = 32, .scale = 0.3f, .offset = offset, .window = window};
+          ExecutionContext ctx(2, *table);
+          const Tensor q = random_view(Shape{n, 128}, Layout::Offset, 11);
+          const Tensor k = ops::convert(ctx, random_view(Shape{offset + n, 64}, Layout::Contiguous, 12), cache);
+          const Tensor v = ops::convert(ctx, random_view(Shape{offset + n, 64}, Layout::Contiguous, 13), cache);
+          std::vector<float> sink_values = {0.5f, -1.0f, 30.0f, -30.0f};
+          const Tensor sinks(Storage::borrow(sink_values.data(), 16, false, "sinks"), Shape{4}, GgmlType::F32);
+          const Tensor k32 = ops::convert(ctx, k, GgmlType::F32), v32 = ops::convert(ctx, v, GgmlType::F32);
+          const Tensor out = ops::attention(ctx, q, k, v, p, sinks);
+          for_each_index(out.shape(), [&](const Index& i) {
+            const int64_t h = i[1] / 32;
+            EXPECT_NEAR(get(out, i), reference(q, k32, v32, p, i[0], h, i[1] % 32, sink_values[static_cast<size_t>(h)]),
+                        2e-5)
+                << table->name << " " << type_name(cache) << " n=" << n << " window=" << window << " t=" << i[0]
+                << " col=" << i[1];
+          });
+          // Without sinks the same call is plain attention, which the sinks change.
+          const Tensor plain = ops::attention(ctx, q, k, v, p);
+          EXPECT_GT(std::fabs(get(plain, {0, 0}) - get(out, {0, 0})), 1e-4) << table->name;
+        }
+  ExecutionContext ctx(1, kernels::reference_table());
+  const ops::AttentionParams p{.heads = 4, .kv_heads = 2, .head_dim = 32, .scale = 0.3f};
+  const Tensor q = random_view(Shape{1, 128}, Layout::Contiguous, 1),
+               kv = random_view(Shape{1, 64}, Layout::Contiguous, 2);
+  EXPECT_THROW(ops::attention(ctx, q, kv, kv, p, random_view(Shape{3}, Layout::Contiguous, 3)), InvalidArgument);
+  EXPECT_THROW(ops::attention(ctx, q, kv, kv, p, random_view(Shape{4, 1}, Layout::Contiguous, 3)), InvalidArgument);
 }
 
 // Sliding windows (Gemma 2/3's local layers) and soft-capped scores (Gemma 2), with offsets where the

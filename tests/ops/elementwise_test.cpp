@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "ops_test_util.hpp"
@@ -150,6 +152,22 @@ TEST(Elementwise, GegluAndSoftcap) {
   const Tensor x = random_view(Shape{2, 8}, Layout::Contiguous, 1);
   EXPECT_THROW(ops::geglu(ctx, x, random_view(Shape{2, 7}, Layout::Contiguous, 2)), InvalidArgument);
   for (float cap : {0.0f, -1.0f, INFINITY, NAN}) EXPECT_THROW(ops::softcap(ctx, x, cap), InvalidArgument) << cap;
+}
+
+// gpt-oss's clamped SwiGLU over both clamps (gate above 7, up outside [-7, 7]) and negative gates.
+TEST(Elementwise, SwigluOaiClampsLikeGgml) {
+  ExecutionContext ctx;
+  for (Layout l : {Layout::Offset, Layout::Transposed}) {
+    const Tensor g = random_view(Shape{7, 23}, l, 15, -12.0f, 12.0f);
+    const Tensor u = random_view(Shape{7, 23}, Layout::Offset, 16, -12.0f, 12.0f);
+    const Tensor y = ops::swiglu_oai(ctx, g, u);
+    for_each_index(g.shape(), [&](const Index& i) {
+      const double x = std::min<double>(get(g, i), 7.0), v = std::clamp<double>(get(u, i), -7.0, 7.0);
+      ASSERT_NEAR(get(y, i), x / (1.0 + std::exp(-1.702 * x)) * (v + 1.0), 1e-5 * (1 + std::fabs(x * v)));
+    });
+  }
+  const Tensor x = random_view(Shape{2, 8}, Layout::Contiguous, 1);
+  EXPECT_THROW(ops::swiglu_oai(ctx, x, random_view(Shape{2, 7}, Layout::Contiguous, 2)), InvalidArgument);
 }
 
 // pos · freq_scale · base^(-2i/dims) / factor[i], for pair i in both pair layouts (ggml_rope_ext with

@@ -70,7 +70,13 @@ if(peer_ok)
                "qwen3moe_F32;qwen3moe;strict;F32;1e-3;2.5e-4" "qwen3moe_Q8_0;qwen3moe;strict;Q8_0;3e-2;1e-2"
                "qwen3moe_Q4_K_M;qwen3moe;strict;Q4_K_M@peer;5e-2;1.5e-2"
                "llama_moe_F32;mixtral;strict;F32;1e-3;2.5e-4" "llama_moe_Q8_0;mixtral;strict;Q8_0;3e-2;1e-2"
-               "llama_moe_Q4_K_M;mixtral;strict;Q4_K_M@peer;5e-2;1.5e-2")
+               "llama_moe_Q4_K_M;mixtral;strict;Q4_K_M@peer;5e-2;1.5e-2"
+               # gpt-oss: sinks, biases, the clamped SwiGLU, every other layer windowed. MXFP4: our synth's
+               # MXFP4_MOE (expert stacks MXFP4, the rest Q8_0), which both engines read; not @peer, as the
+               # gguf-py beside us (check_logits.sh's type comparison) has no type 39.
+               "gpt_oss_F32;gpt-oss;strict;F32;1e-3;2.5e-4" "gpt_oss_Q8_0;gpt-oss;strict;Q8_0;3e-2;1e-2"
+               "gpt_oss_Q4_K_M;gpt-oss;strict;Q4_K_M@peer;5e-2;1.5e-2"
+               "gpt_oss_MXFP4;gpt-oss;strict;MXFP4_MOE;3e-2;1e-2")
     list(GET case 0 name)
     list(GET case 1 weights)
     list(GET case 2 top1)
@@ -106,6 +112,10 @@ if(peer_ok)
     elseif(weights STREQUAL "mixtral")
       # Mixtral: a llama file with 8 experts of ffn width, 2 used per token.
       set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --experts 8 --experts-used 2 --bigram --arch llama)
+    elseif(weights STREQUAL "gpt-oss")
+      # 8 experts of 256, 2 used; a 16-position window on layer 0 (of 2), so the 37 positions cross it.
+      set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --experts 8 --experts-used 2 --expert-ffn 256 --sliding-window 16
+          --bigram --arch gpt-oss)
     elseif(weights STREQUAL "phi3")
       set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --bigram --arch phi3)
       set(vocab phi-3)

@@ -140,7 +140,7 @@ TEST(StablehloRaw, TypesOfCarriedWeights) {
 TEST(StablehloRaw, WhichFormatsDequantize) {
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
                      GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K,
-                     GgmlType::Q3_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS})
+                     GgmlType::Q3_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4})
     EXPECT_TRUE(can_dequantize(t)) << type_name(t);
   for (GgmlType t : {GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::I8}) EXPECT_FALSE(can_dequantize(t)) << type_name(t);
 }
@@ -165,9 +165,9 @@ TEST(StablehloRaw, DequantizeChecksTheRawType) {
 }
 
 // The op count per weight stays small: it is emitted once per weight, many weights per module.
-const std::vector<GgmlType> kPacked = {GgmlType::Q8_0, GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0,
-                                       GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,
-                                       GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::IQ4_XS};
+const std::vector<GgmlType> kPacked = {
+    GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::IQ4_NL, GgmlType::Q2_K,
+    GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::MXFP4};
 
 TEST(StablehloRaw, DequantizationIsVectorised) {
   for (GgmlType t : kPacked) {
@@ -213,11 +213,14 @@ TEST(StablehloRaw, BlockedFormIsElementwise) {
       EXPECT_NE(std::find(allowed.begin(), allowed.end(), name), allowed.end())
           << type_name(t) << ": stablehlo." << name << " in the blocked form";
       if (name != "bitcast_convert") continue;
-      // Same width only: (tensor<...xi16>) -> tensor<...xf16>.
+      // Same width only: (tensor<...xi16>) -> tensor<...xf16>, or MXFP4's E8M0 scale built as the bits
+      // of an f32, (tensor<...xi32>) -> tensor<...xf32>.
       const size_t line_end = text.find('\n', at);
       const std::string line = text.substr(at, line_end - at);
-      EXPECT_NE(line.find("xi16>) -> tensor<"), std::string::npos) << type_name(t) << ": " << line;
-      EXPECT_NE(line.find("xf16>"), std::string::npos) << type_name(t) << ": " << line;
+      const bool halves =
+          line.find("xi16>) -> tensor<") != std::string::npos && line.find("xf16>") != std::string::npos;
+      const bool words = line.find("xi32>) -> tensor<") != std::string::npos && line.find("xf32>") != std::string::npos;
+      EXPECT_TRUE(halves || (t == GgmlType::MXFP4 && words)) << type_name(t) << ": " << line;
     }
     EXPECT_GT(ops, 0u) << type_name(t);
     // The flat form adds exactly one reshape, the matvec one reduce and no dot_general.

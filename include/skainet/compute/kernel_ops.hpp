@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "skainet/core/tensor.hpp"
 
@@ -29,13 +30,16 @@ struct RopeParams {
 // Row i (second-innermost index) is the query at position p = i + offset. The scores are s = x * scale,
 // capped to softcap * tanh(s / softcap) when softcap > 0 (Gemma 2's attn_logit_softcapping), and the
 // softmax runs over the columns the query sees: with `causal` those j <= p, with a `window` > 0 those
-// p - j < window (llama.cpp's LLAMA_SWA_TYPE_STANDARD); the others come out 0.
+// p - j < window (llama.cpp's LLAMA_SWA_TYPE_STANDARD); the others come out 0. A finite `sink` is one
+// more score in the softmax's maximum and denominator that takes no column (gpt-oss's attention
+// sinks, ggml_soft_max_add_sinks): the probabilities then sum to less than 1.
 struct SoftmaxParams {
   float scale = 1.0f;
   bool causal = false;
   int64_t offset = 0;
-  int64_t window = 0;  // 0: no sliding window
-  float softcap = 0;   // 0: no capping
+  int64_t window = 0;                                    // 0: no sliding window
+  float softcap = 0;                                     // 0: no capping
+  float sink = -std::numeric_limits<float>::infinity();  // -inf: none
 };
 
 // Attention over a KV cache (ops::attention): query head h reads KV head h / (heads / kv_heads); query
@@ -52,9 +56,11 @@ struct AttentionParams {
 // The part of ops::attention one task runs: query heads [h0, h1), which all read KV head h0 / group,
 // over keys and values [cells, kv_heads * head_dim] that hold only the visible cells (the op narrows
 // them; `softmax.offset` counts positions from their first cell). q [n, heads * head_dim] F32.
+// sinks, when not null, holds one sink score per query head (indexed by h), each head's softmax.sink.
 struct AttentionHeads {
   int64_t head_dim = 0, group = 1, h0 = 0, h1 = 0;
   SoftmaxParams softmax;
+  const float* sinks = nullptr;
 };
 
 // The reference kernels (src/kernels/ref/): each KernelTable slot's default, so the reference table
@@ -67,6 +73,7 @@ void scale(const Tensor& x, float s, const Tensor& out) noexcept;
 void silu(const Tensor& x, const Tensor& out) noexcept;
 void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept;
 void geglu(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept;
+void swiglu_oai(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept;
 void softcap(const Tensor& x, float cap, const Tensor& out) noexcept;
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) noexcept;
 void rope(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& freq_factors, const Tensor& out) noexcept;
@@ -90,6 +97,9 @@ struct KernelTable {
   void (*swiglu)(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept = &ref::swiglu;
   // gelu(gate) * up, GELU the tanh approximation (ggml_gelu_f32, computed in F32: see the reference).
   void (*geglu)(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept = &ref::geglu;
+  // gpt-oss's clamped SwiGLU (ggml_swiglu_oai; op_constants.hpp). Reference only: one expert FFN's
+  // activation, next to whose matmuls it costs nothing.
+  void (*swiglu_oai)(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept = &ref::swiglu_oai;
   // cap * tanh(x * (1 / cap)) elementwise (Gemma 2's final logit soft-capping); cap > 0.
   void (*softcap)(const Tensor& x, float cap, const Tensor& out) noexcept = &ref::softcap;
   // Over the innermost dim. weight may be undefined (no scaling).

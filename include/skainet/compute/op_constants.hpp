@@ -9,4 +9,9 @@ namespace skainet::kernels {
 inline constexpr float kGeluCoefA = 0.044715f;
 inline constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
 
+// gpt-oss's clamped SwiGLU (ggml_swiglu_oai; llama.cpp fixes both for LLM_FFN_SWIGLU_OAI_MOE):
+// g = min(gate, limit), u = clamp(up, -limit, limit), g / (1 + exp(-alpha g)) * (u + 1).
+inline constexpr float kOaiSwigluAlpha = 1.702f;
+inline constexpr float kOaiSwigluLimit = 7.0f;
+
 }  // namespace skainet::kernels

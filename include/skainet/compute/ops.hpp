@@ -37,11 +37,12 @@ using memory::ExecutionContext;
   X(Silu, silu, 1, 1)              \
   X(Swiglu, swiglu, 2, 2)          \
   X(Geglu, geglu, 2, 2)            \
+  X(SwigluOai, swiglu_oai, 2, 2)   \
   X(Softcap, softcap, 1, 1)        \
   X(RmsNorm, rms_norm, 1, 2)       \
   X(Rope, rope, 1, 2)              \
   X(Softmax, softmax, 1, 1)        \
-  X(Attention, attention, 3, 3)    \
+  X(Attention, attention, 3, 4)    \
   X(GatherRows, gather_rows, 1, 1) \
   X(Copy, copy, 1, 1)              \
   X(WriteRows, write_rows, 1, 1)
@@ -73,6 +74,8 @@ Tensor silu(ExecutionContext& ctx, const Tensor& x);
 Tensor swiglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up);  // silu(gate) * up
 // gelu(gate) * up, GELU's tanh approximation as ggml_gelu_f32 writes it (Gemma's feed-forward).
 Tensor geglu(ExecutionContext& ctx, const Tensor& gate, const Tensor& up);
+// gpt-oss's clamped SwiGLU, as ggml_swiglu_oai computes it (op_constants.hpp: alpha, limit).
+Tensor swiglu_oai(ExecutionContext& ctx, const Tensor& gate, const Tensor& up);
 // cap * tanh(x / cap) (computed as llama.cpp does, x * (1 / cap)); cap finite and > 0 (Gemma 2's
 // final logits).
 Tensor softcap(ExecutionContext& ctx, const Tensor& x, float cap);
@@ -93,8 +96,10 @@ Tensor softmax(ExecutionContext& ctx, const Tensor& x, const SoftmaxParams& para
 // [cells, kv_heads * head_dim] (e.g. F16 cache rows; the whole cache may be passed: only cells from
 // the first query's window start to offset + n - 1 are read). Draws scores [heads, n, seen cells]
 // (turned into probabilities in place) and the output [n, heads * head_dim]; heads run in parallel.
+// sinks, when defined, is F32 [heads]: head h's softmax has one more score, sinks[h], that takes no
+// value (gpt-oss's attention sinks; SoftmaxParams::sink).
 Tensor attention(ExecutionContext& ctx, const Tensor& q, const Tensor& keys, const Tensor& values,
-                 const AttentionParams& params);
+                 const AttentionParams& params, const Tensor& sinks = Tensor());
 
 // Embedding lookup: table [vocab, d] (any format with reference kernels) → F32 [ids.size(), d].
 Tensor gather_rows(ExecutionContext& ctx, const Tensor& table, std::span<const int32_t> ids);

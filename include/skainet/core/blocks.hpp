@@ -152,6 +152,26 @@ struct BlockIQ4_XS {
   uint8_t qs[kQK_K / 2];
 };
 
+// The 16 levels MXFP4 indexes: OCP MX's E2M1 values doubled (ggml's kvalues_mxfp4), so that they
+// are integers; the block scale is halved to match (mxfp4_scale).
+inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// x = mxfp4_scale(e) * kMxfp4Values[q]; e an E8M0 exponent (2^(e - 127), no mantissa); nibbles as
+// Q4_0. gpt-oss ships its expert weights in this format.
+struct BlockMXFP4 {
+  static constexpr GgmlType kType = GgmlType::MXFP4;
+  static constexpr int kElements = kQK;
+  uint8_t e;
+  uint8_t qs[kQK / 2];
+};
+
+// 2^(e - 128): half the E8M0 value, as the doubled levels need (ggml's GGML_E8M0_TO_FP32_HALF). The
+// float's bits directly: e < 2 are subnormals (2^-128, 2^-127), the rest normals of exponent e - 1.
+// e = 255 (E8M0's NaN) reads as 2^127, as ggml reads it.
+constexpr uint32_t mxfp4_scale_bits(uint8_t e) noexcept {
+  return e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23;
+}
+
 // The activation side of K-quant dot products: float scale, and sums of each 16 quants.
 struct BlockQ8_K {
   static constexpr GgmlType kType = GgmlType::Q8_K;
@@ -176,12 +196,13 @@ static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 static_assert(sizeof(BlockIQ4_NL) == 18);
 static_assert(sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockMXFP4) == 17);
 
 template <class B>
 inline constexpr bool kIsBlock = std::is_trivially_copyable_v<B>&& std::is_standard_layout_v<B>;
 static_assert(kIsBlock<BlockQ4_0> && kIsBlock<BlockQ4_1> && kIsBlock<BlockQ5_0> && kIsBlock<BlockQ5_1> &&
               kIsBlock<BlockQ8_0> && kIsBlock<BlockQ8_1> && kIsBlock<BlockQ4_K> && kIsBlock<BlockQ5_K> &&
               kIsBlock<BlockQ6_K> && kIsBlock<BlockQ8_K> && kIsBlock<BlockQ2_K> && kIsBlock<BlockQ3_K> &&
-              kIsBlock<BlockIQ4_NL> && kIsBlock<BlockIQ4_XS>);
+              kIsBlock<BlockIQ4_NL> && kIsBlock<BlockIQ4_XS> && kIsBlock<BlockMXFP4>);
 
 }  // namespace skainet

@@ -26,7 +26,7 @@
 namespace skainet::arch {
 
 // The forward passes the engine has. Architectures that share one (llama, mistral) share the value.
-enum class Family : uint8_t { Llama, Qwen2, Qwen3, Phi3, Gemma, Gemma2, Gemma3, Qwen3Moe };
+enum class Family : uint8_t { Llama, Qwen2, Qwen3, Phi3, Gemma, Gemma2, Gemma3, Qwen3Moe, GptOss };
 
 // What distinguishes a family's forward pass from the llama one, as data the model reads.
 struct Features {
@@ -41,6 +41,14 @@ struct Features {
   bool geglu = false;          // GELU(gate) * up instead of SiLU (Gemma)
   bool tied_output = false;    // the output is always token_embd; an output.weight is not read (Gemma 1, 2)
   bool moe = false;            // the FFN is a mixture of experts (qwen3moe always; a llama file when expert_count > 0)
+  // gpt-oss: a learned per-head score in every attention softmax (attn_sinks), attn_output's bias, the
+  // router's and the expert stacks' biases, the clamped SwiGLU (ops::swiglu_oai), and the FFN's input
+  // norm stored as post_attention_norm.
+  bool attn_sinks = false;
+  bool out_bias = false;
+  bool expert_bias = false;
+  bool oai_swiglu = false;
+  bool ffn_norm_post_attn = false;
   friend bool operator==(const Features&, const Features&) = default;
 };
 
@@ -164,6 +172,12 @@ enum class Role : uint8_t {
   FfnGateExps,
   FfnUpExps,    // the experts' gate and up weights, one 2-D matrix per expert: [dim, expert_ffn, experts]
   FfnDownExps,  // the experts' down weights [expert_ffn, dim, experts]
+  AttnSinks,    // gpt-oss: one sink score per query head [heads]
+  AttnOutputBias,
+  FfnGateInpBias,   // the router's bias [experts]
+  FfnGateExpsBias,  // per expert [expert_ffn, experts]
+  FfnUpExpsBias,
+  FfnDownExpsBias,  // per expert [dim, experts]
 };
 std::string_view role_name(Role r) noexcept;  // "attn_q.weight"; the model's own: "token_embd.weight"
 // Why the engine refuses a tensor of this role ("LongRoPE scaling"), empty when it does not.

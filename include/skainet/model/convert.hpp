@@ -49,6 +49,7 @@ enum class FileType : uint32_t {
   MostlyIQ4_NL = 25,
   MostlyIQ4_XS = 30,
   MostlyBF16 = 32,
+  MostlyMXFP4_MOE = 38,
 };
 
 // A target the user can ask for: a single type written uniformly, or a llama.cpp-style mix whose
@@ -72,6 +73,7 @@ enum class TypeRule : uint8_t {
   Copied,        // a non-float tensor (e.g. I32) is copied unchanged
   OutputTensor,  // mix: output.weight gets Q6_K, or Q8_0 when its rows do not fit the base blocks
   MoreBits,      // mix: attn_v / ffn_down / attn_output of some layers get a larger type (llama.cpp's rules)
+  NonExpert,     // MXFP4_MOE: only the 3-D expert stacks are MXFP4, every other weight Q8_0
 };
 std::string_view rule_name(TypeRule r) noexcept;
 

@@ -41,6 +41,8 @@ struct LayerWeights {
   Tensor attn_post_norm, ffn_post_norm;  // Gemma 2/3
   Tensor ffn_norm, w_gate, w_up, w_down;
   Tensor router, gate_exps, up_exps, down_exps;  // a mixture of experts (arch::Features::moe), else undefined
+  Tensor sinks, bo;                              // gpt-oss: attention sinks [heads], attn_output's bias
+  Tensor router_bias, gate_exps_bias, up_exps_bias, down_exps_bias;  // gpt-oss: [experts], [experts, width]
 };
 
 // The mixture-of-experts FFN (qwen3moe, Mixtral), as llama.cpp's build_moe_ffn with softmax gating:
@@ -57,11 +59,16 @@ struct ExpertChoice {
 void route_experts(std::span<const float> logits, std::span<ExpertChoice> chosen);
 // The stacks as ggml stores them: router [experts, dim], gate and up [experts, expert_ffn, dim], down
 // [experts, dim, expert_ffn]; expert e is the 2-D matrix at index e of a stack.
+// gpt-oss adds a bias to the router's logits and to each expert's gate, up and down outputs (the
+// expert's row of [experts, width]; llama.cpp's ggml_add_id), and runs the clamped SwiGLU
+// (ops::swiglu_oai); its gating (softmax over the chosen logits) is the renormalized top-k above.
 struct ExpertWeights {
   Tensor router, gate, up, down;
   // Optional (--record-expert-stats): routed[e] += 1 for each row routed to expert e. Caller-owned,
   // sized once; counting allocates nothing.
   std::span<uint64_t> routed = {};
+  Tensor router_bias, gate_bias, up_bias, down_bias;  // undefined: none
+  bool oai_swiglu = false;
 };
 // Rows h [n, dim] through the experts each row is routed to, grouped by expert: each expert some row
 // chose runs once over its rows (views of the stacks the ordinary matmul takes); an expert no row chose

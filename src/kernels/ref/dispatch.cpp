@@ -41,8 +41,8 @@ using Index = std::array<const RefFormat*, kTypeSlots>;
 
 Index build_index() noexcept {
   Index index{};
-  for (std::span<const RefFormat> rows :
-       {std::span<const RefFormat>(kDense), legacy_formats(), k_formats(), k_low_formats(), iq4_formats()})
+  for (std::span<const RefFormat> rows : {std::span<const RefFormat>(kDense), legacy_formats(), k_formats(),
+                                          k_low_formats(), iq4_formats(), mxfp4_formats()})
     for (const RefFormat& r : rows) index[static_cast<size_t>(r.type)] = &r;
   return index;
 }

@@ -138,7 +138,9 @@ inline void attention_heads_by_parts(MatmulFn matmul, SoftmaxFn softmax, const T
     const int64_t g = h / a.group;
     const Tensor s = scores.select(0, h - a.h0);
     matmul(q.narrow(1, h * hd, hd), keys.narrow(1, g * hd, hd), s, 0, cells);
-    softmax(s, a.softmax, s);
+    SoftmaxParams p = a.softmax;
+    if (a.sinks) p.sink = a.sinks[h];
+    softmax(s, p, s);
     if (values.packed())
       probabilities_times_packed(s, values.narrow(1, g * hd, hd), out.narrow(1, h * hd, hd));
     else

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/ref/ops_common.hpp"
@@ -61,6 +62,16 @@ void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept {
 
 void geglu(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept {
   binary(gate, up, out, [](float g, float u) { return gelu_of(g) * u; });
+}
+
+// ggml_swiglu_oai's expression, operation for operation.
+void swiglu_oai(const Tensor& gate, const Tensor& up, const Tensor& out) noexcept {
+  binary(gate, up, out, [](float g, float u) {
+    const float x = std::min(g, kOaiSwigluLimit);
+    const float y = std::clamp(u, -kOaiSwigluLimit, kOaiSwigluLimit);
+    const float glu = x / (1.0f + std::exp(kOaiSwigluAlpha * (-x)));
+    return glu * (y + 1.0f);
+  });
 }
 
 // As llama.cpp builds it: ggml_scale by 1 / cap (a multiplication, not a division), ggml_tanh,

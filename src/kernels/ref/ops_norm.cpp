@@ -95,12 +95,14 @@ void softmax_rows(const Tensor& x, const SoftmaxParams& p, const Tensor& out) no
     const auto [begin, end] = softmax_visible(p, r, queries, n);
     float mx = -std::numeric_limits<float>::infinity();
     for (int64_t j = begin; j < end; ++j) mx = std::fmax(mx, softmax_score<kCap>(p, px[j * sx]));
+    mx = std::fmax(mx, p.sink);  // (fmax ignores no sink's -inf)
     double sum = 0.0;
     for (int64_t j = begin; j < end; ++j) {
       const float e = std::exp(softmax_score<kCap>(p, px[j * sx]) - mx);
       po[j * so] = e;
       sum += e;
     }
+    if (std::isfinite(p.sink)) sum += std::exp(p.sink - mx);
     const float inv = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
     for (int64_t j = begin; j < end; ++j) po[j * so] *= inv;
     // Out of place or in place alike: the hidden columns are written after the visible ones are read.

@@ -83,6 +83,7 @@ std::span<const RefFormat> legacy_formats() noexcept;  // quant_legacy.cpp
 std::span<const RefFormat> k_formats() noexcept;       // quant_k.cpp
 std::span<const RefFormat> k_low_formats() noexcept;   // quant_k_low.cpp
 std::span<const RefFormat> iq4_formats() noexcept;     // quant_iq4.cpp
+std::span<const RefFormat> mxfp4_formats() noexcept;   // quant_mxfp4.cpp
 
 // The row of `type`, or null when it has no reference kernels.
 const RefFormat* find_format(GgmlType type) noexcept;

@@ -52,6 +52,7 @@ constexpr FormatKernels kSharedFormats[] = {
      .gemv = gemm_legacy<IQ4_NLDec, &dot_iq4_nl>,
      .attend_keys = &attend_keys<KvRef<GgmlType::IQ4_NL>>,
      .attend_values = &attend_values<KvRef<GgmlType::IQ4_NL>>},
+    {.type = GgmlType::MXFP4, .act = Act::Q8x32, .gemv = gemm_legacy<MXFP4Dec, &dot_mxfp4>},
     {.type = GgmlType::Q2_K, .act = Act::Q8x256, .gemv = gemm_k<Q2_KDecode, &dot_q2_k>},
     {.type = GgmlType::Q3_K, .act = Act::Q8x256, .gemv = gemm_k<Q3_KDecode, &dot_q3_k>},
     {.type = GgmlType::Q4_K,

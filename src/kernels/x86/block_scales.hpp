@@ -1,4 +1,5 @@
-// Block fields the x86 kernels read in scalar code before the vector work: an F16 scale, and the
+// Block fields the x86 kernels read in scalar code before the vector work: an F16 scale (or MXFP4's
+// E8M0 one), and the
 // packed sub-block scales of Q3_K and IQ4_XS, centred (6-bit value - 32). Shared by the ISA units
 // (simd_int8.hpp and what follows it) and the AMX tiles (matmul_amx.cpp); internal linkage like
 // isa.hpp's helpers.
@@ -19,6 +20,24 @@ inline float half_at(const std::byte* p) noexcept {
   uint16_t h;
   std::memcpy(&h, p, 2);
   return _cvtsh_ss(h);
+}
+
+// MXFP4's E8M0 exponent byte at p as the float scale of its doubled levels (blocks.hpp).
+inline float e8m0_half_at(const std::byte* p) noexcept {
+  float f;
+  const uint32_t bits = mxfp4_scale_bits(static_cast<uint8_t>(*p));
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// The float scale of a 32-element block whose decoder D (simd_int8.hpp) reads it: D::scale where the
+// format names one (MXFP4's exponent), else the F16 at the block's start (Q8_0, Q4_1, IQ4_NL, ...).
+template <class D>
+inline float block_scale(const std::byte* p) noexcept {
+  if constexpr (requires { D::scale(p); })
+    return D::scale(p);
+  else
+    return half_at(p);
 }
 
 // Q3_K's 16 sub-block scales, unpacked from their 12 bytes (4 low bits, then 2 high bits).

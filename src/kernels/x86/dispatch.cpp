@@ -207,7 +207,7 @@ void softmax(const Tensor& x, const SoftmaxParams& p, const Tensor& out) noexcep
     const auto [begin, end] = softmax_visible(p, r, queries, n);
     K.isa->softmax_row(reinterpret_cast<const float*>(x.raw() + row_offset(x.shape(), x.strides(), r)),
                        reinterpret_cast<float*>(out.raw_mut() + row_offset(out.shape(), out.strides(), r)), begin, end,
-                       n, p.scale, p.softcap);
+                       n, p.scale, p.softcap, p.sink);
   }
 }
 
@@ -258,7 +258,7 @@ void attention_heads(const Tensor& q, const Tensor& keys, const Tensor& values, 
   keys_fn(task);
   for (int64_t h = 0; h < heads; ++h) {
     float* s = task.scores + h * task.scores_stride;
-    K.isa->softmax_row(s, s, begin, end, cells, task.scale, task.softcap);
+    K.isa->softmax_row(s, s, begin, end, cells, task.scale, task.softcap, a.sinks ? a.sinks[a.h0 + h] : a.softmax.sink);
   }
   values_fn(task);
 }

@@ -121,10 +121,10 @@ using GemmTFn = void (*)(const GemmT&) noexcept;
 
 // One query's attention for `heads` adjacent query heads that share one KV head (ops::attention's
 // decode), in two kernels: attend_keys writes scores[h * scores_stride + j] = q_h · k_j for the visible
-// cells j in [begin, end); the dispatch runs softmax_row over them in place (scale, softcap; 0 for the
-// other j < cells); attend_values writes out_h = sum_j scores[h][j] v_j. q and out: `heads` rows of
-// head_dim floats, one after the other; cell j's key and value start at k + j * k_stride and
-// v + j * v_stride.
+// cells j in [begin, end); the dispatch runs softmax_row over them in place (scale, softcap, the head's
+// sink; 0 for the other j < cells); attend_values writes out_h = sum_j scores[h][j] v_j. q and out:
+// `heads` rows of head_dim floats, one after the other; cell j's key and value start at k + j * k_stride
+// and v + j * v_stride.
 struct Attend {
   const float* q = nullptr;
   const std::byte* k = nullptr;  // the KV head's part of the first cell
@@ -173,9 +173,10 @@ struct IsaKernels {
   const FormatKernels* formats;  // format_count rows, one per type the level accelerates
   int64_t format_count;
   // out[j] = softmax(score(x))[j] over j in [begin, end), 0 for the other j < n, score(v) = scale * v
-  // capped to softcap * tanh(score / softcap) when softcap > 0; contiguous rows, out may be x.
-  void (*softmax_row)(const float* x, float* out, int64_t begin, int64_t end, int64_t n, float scale,
-                      float softcap) noexcept;
+  // capped to softcap * tanh(score / softcap) when softcap > 0; a finite sink joins the max and the
+  // sum (SoftmaxParams::sink); contiguous rows, out may be x.
+  void (*softmax_row)(const float* x, float* out, int64_t begin, int64_t end, int64_t n, float scale, float softcap,
+                      float sink) noexcept;
   // Writes x row r of n into `prepared` (bf16_pairs_bytes(n, k)) for the rows' `tiles` kernels; null
   // where the level has none.
   void (*split_bf16_pairs)(const float* x, int64_t k, int64_t r, int64_t n, std::byte* prepared) noexcept;

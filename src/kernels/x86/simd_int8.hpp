@@ -243,7 +243,8 @@ struct Q8_0Dec {
   static __m256i quants(const std::byte* b) noexcept { return loadu(b + 2); }
 };
 
-// A format of 32-element blocks with an F16 scale and signed quants (Q8_0; IQ4_NL's levels),
+// A format of 32-element blocks with one scale (block_scale) and signed quants (Q8_0; IQ4_NL's and
+// MXFP4's levels),
 // against Q8x32: two blocks per iteration into two accumulators.
 template <class D>
 float dot_signed(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
@@ -257,13 +258,13 @@ float dot_signed(const std::byte* w, const std::byte* xr, int64_t k, const ActLa
     const std::byte* p1 = p0 + kB;
     const __m256i i0 = mul_sum_s8(D::quants(p0), loadu(a.q + 32 * b));
     const __m256i i1 = mul_sum_s8(D::quants(p1), loadu(a.q + 32 * b + 32));
-    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p0) * a.d[b]), _mm256_cvtepi32_ps(i0), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p1) * a.d[b + 1]), _mm256_cvtepi32_ps(i1), acc1);
+    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(block_scale<D>(p0) * a.d[b]), _mm256_cvtepi32_ps(i0), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_set1_ps(block_scale<D>(p1) * a.d[b + 1]), _mm256_cvtepi32_ps(i1), acc1);
   }
   if (b < nb) {
     const std::byte* p0 = w + b * kB;
     const __m256i i0 = mul_sum_s8(D::quants(p0), loadu(a.q + 32 * b));
-    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_at(p0) * a.d[b]), _mm256_cvtepi32_ps(i0), acc0);
+    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(block_scale<D>(p0) * a.d[b]), _mm256_cvtepi32_ps(i0), acc0);
   }
   return hsum(_mm256_add_ps(acc0, acc1));
 }

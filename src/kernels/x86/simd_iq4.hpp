@@ -1,4 +1,4 @@
-// IQ4_NL and IQ4_XS one-row dot products on 256-bit vectors (IQ4_XS's on 512 in the AVX-512 unit),
+// IQ4_NL, IQ4_XS and MXFP4 one-row dot products on 256-bit vectors (IQ4_XS's on 512 in the AVX-512 unit),
 // for both ISA units (included after simd_int8.hpp, whose helpers and SKAINET_X86_VNNI choice they
 // use). The 4-bit indices become the
 // signed levels kIq4nlValues with one byte shuffle, then a signed x signed integer dot per 32
@@ -28,6 +28,22 @@ struct IQ4_NLDec {
 
 float dot_iq4_nl(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
   return dot_signed<IQ4_NLDec>(w, xr, k, L);
+}
+
+// MXFP4 as IQ4_NL with its own 16 levels (|level| <= 12) and the E8M0 scale in the block's first
+// byte: the same signed dot and legacy prefill tiles (llama.cpp dots it against Q8_0 likewise).
+struct MXFP4Dec {
+  static constexpr int64_t kBytes = sizeof(BlockMXFP4);
+  static constexpr bool kSigned = true;
+  static __m256i quants(const std::byte* b) noexcept {
+    const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values));
+    return _mm256_shuffle_epi8(_mm256_set_m128i(table, table), nibbles32(b + offsetof(BlockMXFP4, qs)));
+  }
+  static float scale(const std::byte* b) noexcept { return e8m0_half_at(b + offsetof(BlockMXFP4, e)); }
+};
+
+float dot_mxfp4(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
+  return dot_signed<MXFP4Dec>(w, xr, k, L);
 }
 
 // The one-row IQ4_XS dot's loop over blocks: `block(acc, d_w * d_x, scale, qs, xq)` adds one block's

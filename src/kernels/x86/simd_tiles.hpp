@@ -182,7 +182,7 @@ void decode_rows(const std::byte* w, int64_t w_stride, int64_t b0, int64_t b1, D
     SKAINET_UNROLL
     for (int i = 0; i < RW; ++i) {
       const std::byte* p = w + i * w_stride + b * D::kBytes;
-      const float s0 = half_at(p), s1 = blocks == 2 ? half_at(p + D::kBytes) : 0.0f;
+      const float s0 = block_scale<D>(p), s1 = blocks == 2 ? block_scale<D>(p + D::kBytes) : 0.0f;
       t.scale[step][i] = Vec::halves(s0, s1);
       t.q[step][i] = Vec::template prepare<kSigned>(Vec::template weights<D>(p, blocks));
       if constexpr (!kSigned) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -162,10 +163,11 @@ typename SoftmaxVec::F softmax_scores(const float* x, const RowLanes& lanes, typ
     return s;
 }
 
-// out[j] = exp(score(x[j]) - max) / sum for j in [begin, end), 0 for the other j < n. out may be x.
+// out[j] = exp(score(x[j]) - max) / sum for j in [begin, end), 0 for the other j < n. out may be x. A
+// finite sink joins max and sum (SoftmaxParams::sink).
 template <bool kCap>
-void softmax_row_of(const float* x, float* out, int64_t begin, int64_t end, int64_t n, float scale,
-                    float softcap) noexcept {
+void softmax_row_of(const float* x, float* out, int64_t begin, int64_t end, int64_t n, float scale, float softcap,
+                    float sink) noexcept {
   using V = SoftmaxVec;
   constexpr int L = V::kLanes;
   const typename V::F s = V::set1(scale), cap = V::set1(softcap), inv_cap = V::set1(kCap ? 1.0f / softcap : 0.0f);
@@ -174,7 +176,8 @@ void softmax_row_of(const float* x, float* out, int64_t begin, int64_t end, int6
     const RowLanes lanes(end - j);
     mx = V::max(mx, lanes.keep(mx, softmax_scores<kCap>(x + j, lanes, s, cap, inv_cap)));
   }
-  const typename V::F top = V::set1(V::hmax(mx));
+  const float row_max = std::fmax(V::hmax(mx), sink);
+  const typename V::F top = V::set1(row_max);
   typename V::F sum = V::set1(0.0f);
   for (int64_t j = begin; j < end; j += L) {
     const RowLanes lanes(end - j);
@@ -182,7 +185,7 @@ void softmax_row_of(const float* x, float* out, int64_t begin, int64_t end, int6
     lanes.store(out + j, e);
     sum = V::add(sum, lanes.keep(V::set1(0.0f), e));
   }
-  const float total = V::hsum(sum);
+  const float total = V::hsum(sum) + (std::isfinite(sink) ? std::exp(sink - row_max) : 0.0f);
   const typename V::F inv = V::set1(total > 0.0f ? 1.0f / total : 0.0f);
   for (int64_t j = begin; j < end; j += L) {
     const RowLanes lanes(end - j);
@@ -193,12 +196,12 @@ void softmax_row_of(const float* x, float* out, int64_t begin, int64_t end, int6
 }
 
 // softcap > 0 caps the scores (SoftmaxParams); the uncapped row runs the loop it always did.
-void softmax_row(const float* x, float* out, int64_t begin, int64_t end, int64_t n, float scale,
-                 float softcap) noexcept {
+void softmax_row(const float* x, float* out, int64_t begin, int64_t end, int64_t n, float scale, float softcap,
+                 float sink) noexcept {
   if (softcap > 0)
-    softmax_row_of<true>(x, out, begin, end, n, scale, softcap);
+    softmax_row_of<true>(x, out, begin, end, n, scale, softcap, sink);
   else
-    softmax_row_of<false>(x, out, begin, end, n, scale, softcap);
+    softmax_row_of<false>(x, out, begin, end, n, scale, softcap, sink);
 }
 
 }  // namespace
