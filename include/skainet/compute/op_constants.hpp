@@ -9,4 +9,8 @@ namespace skainet::kernels {
 inline constexpr float kGeluCoefA = 0.044715f;
 inline constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
 
+// A mixture of experts' routing (ops::expert_weights) divides the chosen probabilities by their sum
+// clamped below at this, the smallest normal F16, as llama.cpp does.
+inline constexpr float kMinChosenExpertSum = 6.103515625e-5f;
+
 }  // namespace skainet::kernels
