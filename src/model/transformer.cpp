@@ -9,16 +9,10 @@ namespace skainet::model {
 
 Transformer::Transformer(arch::ModelShape shape, TransformerWeights weights, load::KvCacheStore& kv,
                          uint64_t layer_slab_bytes)
-    : shape_(std::move(shape)),
-      w_(std::move(weights)),
-      kv_(&kv),
-      layer_scope_({.slab_bytes = layer_slab_bytes}) {}
+    : shape_(std::move(shape)), w_(std::move(weights)), kv_(&kv), layer_scope_({.slab_bytes = layer_slab_bytes}) {}
 
 Transformer::Transformer(arch::ModelShape shape, TransformerWeights weights, uint64_t layer_slab_bytes)
-    : shape_(std::move(shape)),
-      w_(std::move(weights)),
-      kv_(nullptr),
-      layer_scope_({.slab_bytes = layer_slab_bytes}) {}
+    : shape_(std::move(shape)), w_(std::move(weights)), kv_(nullptr), layer_scope_({.slab_bytes = layer_slab_bytes}) {}
 
 uint32_t Transformer::n_ctx() const {
   if (!kv_) throw InvalidArgument("this transformer is bound to no KV cache: its batches name theirs");
@@ -118,8 +112,9 @@ Tensor Transformer::layer(memory::ExecutionContext& ctx, uint32_t l, const Tenso
   if (shape_.features.post_norms) attn_out = ops::rms_norm(ctx, attn_out, w.attn_post_norm, shape_.rms_eps);
   const Tensor x1 = ops::add(ctx, x, attn_out);
   const Tensor h2 = ops::rms_norm(ctx, x1, w.ffn_norm, shape_.rms_eps);
-  Tensor ffn_out = shape_.features.moe ? experts_ffn(ctx, h2, {w.router, w.gate_exps, w.up_exps, w.down_exps}, shape_.experts_used)
-                                       : ffn(ctx, w, h2);
+  Tensor ffn_out = shape_.features.moe
+                       ? experts_ffn(ctx, h2, {w.router, w.gate_exps, w.up_exps, w.down_exps}, shape_.experts_used)
+                       : ffn(ctx, w, h2);
   if (shape_.features.post_norms) ffn_out = ops::rms_norm(ctx, ffn_out, w.ffn_post_norm, shape_.rms_eps);
   return ops::add(ctx, x1, ffn_out);
 }

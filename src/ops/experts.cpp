@@ -43,13 +43,13 @@ void require_routing(const Tensor& logits, int64_t k, std::string_view op) {
 void require_ids(const Tensor& ids, int64_t rows, int64_t experts, std::string_view op) {
   require_live(ids, op, "ids");
   if (ids.type() != GgmlType::I32 || ids.rank() != 2 || ids.dim(0) != rows || !ids.is_contiguous())
-    throw InvalidArgument(
-        fmt::format("{}: ids {} must be contiguous I32 [{}, k]", op, ids.describe(), rows));
+    throw InvalidArgument(fmt::format("{}: ids {} must be contiguous I32 [{}, k]", op, ids.describe(), rows));
   if (ids.storage().symbolic()) return;  // a recording: the values are computed later
   const int32_t* p = ids.data<int32_t>();
   for (int64_t i = 0; i < ids.numel(); ++i)
     if (p[i] < 0 || p[i] >= experts)
-      throw InvalidArgument(fmt::format("{}: expert id {} at index {} is outside the {} experts", op, p[i], i, experts));
+      throw InvalidArgument(
+          fmt::format("{}: expert id {} at index {} is outside the {} experts", op, p[i], i, experts));
 }
 
 }  // namespace
@@ -120,8 +120,8 @@ Tensor matmul_experts(ExecutionContext& ctx, const Tensor& x, const Tensor& stac
   require_inner_contiguous(x, kOp, "x");
   require_live(stack, kOp, "stack");
   if (stack.rank() != 3 || stack.dim(2) != x.dim(-1))
-    throw InvalidArgument(fmt::format("{}: stack {} must be [experts, out, {}] for x {}", kOp, stack.shape().to_string(),
-                                      x.dim(-1), x.shape().to_string()));
+    throw InvalidArgument(fmt::format("{}: stack {} must be [experts, out, {}] for x {}", kOp,
+                                      stack.shape().to_string(), x.dim(-1), x.shape().to_string()));
   require_ids(ids, x.dim(0), stack.dim(0), kOp);
   const int64_t n = ids.dim(0), k = ids.dim(1), in_dim = stack.dim(2), out_dim = stack.dim(1);
   if (!(x.rank() == 2 || (x.rank() == 3 && x.dim(1) == k)))

@@ -189,7 +189,8 @@ hlo::Value Lowering::view(const Node& n) {
   const int rank = r.shape.rank();
   const int64_t total = n.source_shape.numel();
   std::vector<int64_t> el(static_cast<size_t>(rank));
-  for (int i = 0; i < rank; ++i) el[static_cast<size_t>(i)] = r.strides[static_cast<size_t>(i)] / static_cast<int64_t>(es);
+  for (int i = 0; i < rank; ++i)
+    el[static_cast<size_t>(i)] = r.strides[static_cast<size_t>(i)] / static_cast<int64_t>(es);
   bool pitched = rank >= 1 && el.back() == 1 && el[0] > 0 && total % el[0] == 0;
   for (int i = 1; pitched && i < rank; ++i)
     pitched = el[static_cast<size_t>(i)] > 0 && el[static_cast<size_t>(i - 1)] % el[static_cast<size_t>(i)] == 0;

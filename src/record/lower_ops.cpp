@@ -393,9 +393,10 @@ hlo::Value Lowering::lower_matmul_experts(const Node& n) {
   if (stack.kind != NodeKind::Parameter || stack.shape.rank() != 3)
     throw Error(fmt::format("record {}: matmul_experts reads a stack that is not a 3-D weight", tape_.entry.name));
   if (stack.order != BlockOrder::RowMajor)
-    throw Error(fmt::format("record {}: expert stack '{}' is held in a kernel-feed block order; the experts' "
-                            "products read file order only",
-                            tape_.entry.name, stack.name));
+    throw Error(
+        fmt::format("record {}: expert stack '{}' is held in a kernel-feed block order; the experts' "
+                    "products read file order only",
+                    tape_.entry.name, stack.name));
   const int64_t rows = n.shape[0], k = n.shape[1], out = n.shape[2], experts = stack.shape[0], in = stack.shape[2];
   const hlo::Value raw = raw_weight(n.inputs[1]);  // [E * out, …]
   std::vector<int64_t> per_expert{experts, out};

@@ -1,5 +1,6 @@
 // The mixture-of-experts FFN (model::experts_ffn) against a direct computation in double, and its
-// routing (ops::choose_experts, ops::weigh_experts) against llama.cpp's rule: softmax over all experts, top-k, renormalized.
+// routing (ops::choose_experts, ops::weigh_experts) against llama.cpp's rule: softmax over all experts, top-k,
+// renormalized.
 #include <cmath>
 #include <limits>
 #include <numeric>

@@ -29,23 +29,23 @@ using memory::ExecutionContext;
 // lowering's dispatch (one `Lowering::lower_<name>` per row, record/lowering.hpp). The attributes a
 // row reads are named in OpAttributes. Inputs are tensors; an optional one (rms_norm's weight,
 // rope's frequency factors) widens the range.
-#define SKAINET_OPS(X)             \
-  X(Matmul, matmul, 2, 2)          \
-  X(Add, add, 2, 2)                \
-  X(Mul, mul, 2, 2)                \
-  X(Scale, scale, 1, 1)            \
-  X(Silu, silu, 1, 1)              \
-  X(Swiglu, swiglu, 2, 2)          \
-  X(Geglu, geglu, 2, 2)            \
-  X(Softcap, softcap, 1, 1)        \
-  X(RmsNorm, rms_norm, 1, 2)       \
-  X(Rope, rope, 1, 2)              \
-  X(Softmax, softmax, 1, 1)        \
-  X(Attention, attention, 3, 3)    \
-  X(GatherRows, gather_rows, 1, 1) \
-  X(Copy, copy, 1, 1)              \
-  X(WriteRows, write_rows, 1, 1)   \
-  X(ExpertIds, expert_ids, 1, 1)   \
+#define SKAINET_OPS(X)                   \
+  X(Matmul, matmul, 2, 2)                \
+  X(Add, add, 2, 2)                      \
+  X(Mul, mul, 2, 2)                      \
+  X(Scale, scale, 1, 1)                  \
+  X(Silu, silu, 1, 1)                    \
+  X(Swiglu, swiglu, 2, 2)                \
+  X(Geglu, geglu, 2, 2)                  \
+  X(Softcap, softcap, 1, 1)              \
+  X(RmsNorm, rms_norm, 1, 2)             \
+  X(Rope, rope, 1, 2)                    \
+  X(Softmax, softmax, 1, 1)              \
+  X(Attention, attention, 3, 3)          \
+  X(GatherRows, gather_rows, 1, 1)       \
+  X(Copy, copy, 1, 1)                    \
+  X(WriteRows, write_rows, 1, 1)         \
+  X(ExpertIds, expert_ids, 1, 1)         \
   X(ExpertWeights, expert_weights, 2, 2) \
   X(MatmulExperts, matmul_experts, 3, 3)
 
