@@ -9,18 +9,10 @@ namespace skainet::model {
 
 Transformer::Transformer(arch::ModelShape shape, TransformerWeights weights, load::KvCacheStore& kv,
                          uint64_t layer_slab_bytes)
-    : shape_(std::move(shape)),
-      w_(std::move(weights)),
-      kv_(&kv),
-      layer_scope_({.slab_bytes = layer_slab_bytes}),
-      chosen_(shape_.experts_used) {}
+    : shape_(std::move(shape)), w_(std::move(weights)), kv_(&kv), layer_scope_({.slab_bytes = layer_slab_bytes}) {}
 
 Transformer::Transformer(arch::ModelShape shape, TransformerWeights weights, uint64_t layer_slab_bytes)
-    : shape_(std::move(shape)),
-      w_(std::move(weights)),
-      kv_(nullptr),
-      layer_scope_({.slab_bytes = layer_slab_bytes}),
-      chosen_(shape_.experts_used) {}
+    : shape_(std::move(shape)), w_(std::move(weights)), kv_(nullptr), layer_scope_({.slab_bytes = layer_slab_bytes}) {}
 
 void Transformer::count_experts(std::span<uint64_t> routed) {
   if (!routed.empty() && routed.size() != uint64_t{shape_.layers} * shape_.experts)
@@ -141,7 +133,7 @@ Tensor Transformer::layer(memory::ExecutionContext& ctx, uint32_t l, const Tenso
                                                       .up_bias = w.up_exps_bias,
                                                       .down_bias = w.down_exps_bias,
                                                       .oai_swiglu = shape_.features.oai_swiglu},
-                                                     chosen_)
+                                                     shape_.experts_used)
                                        : ffn(ctx, w, h2);
   if (shape_.features.post_norms) ffn_out = ops::rms_norm(ctx, ffn_out, w.ffn_post_norm, shape_.rms_eps);
   return ops::add(ctx, x1, ffn_out);

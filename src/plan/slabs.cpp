@@ -34,39 +34,28 @@ void add_each(std::vector<ActivationBuffer>& list, uint64_t& total, std::string 
   total = checked_add(total, bytes, "slab bytes");
 }
 
-// `rows` rows of `floats` each, split over at most `groups` buffers (one per expert chosen), each
-// rounded up on its own: at most one alignment more per group than one buffer of them all.
-void add_grouped(std::vector<ActivationBuffer>& list, uint64_t& total, std::string name, uint64_t rows, uint64_t floats,
-                 uint64_t groups) {
-  add(list, total, std::move(name), rows * floats);
-  const uint64_t slack = checked_mul<uint64_t>(groups, kSlabAlignment, "slab alignment");
-  list.back().bytes = checked_add(list.back().bytes, slack, "activation bytes");
-  total = checked_add(total, slack, "slab bytes");
+// ops::matmul_experts: its output [n, k, out], then its slot list [n * k] (I32), the rows gathered
+// for one expert and their products, each sized for all n * k slots (the experts' groups share them).
+void add_expert_matmul(SlabPlan& s, const char* name, uint64_t slots, uint64_t in, uint64_t out) {
+  add(s.layer, s.layer_bytes, fmt::format("{} [n, k, {}]", name, out), slots * out);
+  add(s.layer, s.layer_bytes, fmt::format("{}: slots of one expert's rows [n * k] (I32)", name), slots);
+  add(s.layer, s.layer_bytes, fmt::format("{}: rows of one expert [n * k, {}]", name, in), slots * in);
+  add(s.layer, s.layer_bytes, fmt::format("{}: products of one expert [n * k, {}]", name, out), slots * out);
 }
 
-// model::experts_ffn: the router's logits and the routes once; then, per expert some row chose, its
-// rows gathered, gate, up, SwiGLU, down and weighted down (n * k rows over all experts); each row's k
-// outputs and their k - 1 running sums. Bounded, as the groups depend on the routes.
+// model::experts_ffn: the router's logits, the routes (ids, weights), gate, up, SwiGLU and down over
+// every row's k choices, the down products weighted, and the k - 1 running sums of each row's k.
 void add_experts(SlabPlan& s, const arch::ModelShape& m, uint64_t n) {
-  const uint64_t k = m.experts_used, fe = m.expert_ffn, groups = std::min<uint64_t>(m.experts, n * k);
+  const uint64_t k = m.experts_used, fe = m.expert_ffn, slots = n * k;
   add(s.layer, s.layer_bytes, "router logits [n, experts]", n * m.experts);
   if (m.features.expert_bias) add(s.layer, s.layer_bytes, "router logits + bias [n, experts]", n * m.experts);
-  add(s.layer, s.layer_bytes, "experts of each row [n, k] (I32)", n * k);
-  add(s.layer, s.layer_bytes, "weights of each row's experts [n, k]", n * k);
-  add(s.layer, s.layer_bytes, "rows of one expert [n] (I32)", n);
-  add(s.layer, s.layer_bytes, "weights of one expert's rows [n, 1]", n);
-  add(s.layer, s.layer_bytes, "slots of one expert's rows [n] (I32)", n);
-  add(s.layer, s.layer_bytes, "each row's experts' outputs [n * k, dim]", n * k * m.dim);
-  add_grouped(s.layer, s.layer_bytes, "rows of each chosen expert [m, dim]", n * k, m.dim, groups);
-  const bool bias = m.features.expert_bias;
-  add_grouped(s.layer, s.layer_bytes, "expert gate [m, expert_ffn]", n * k, fe, groups);
-  if (bias) add_grouped(s.layer, s.layer_bytes, "expert gate + bias [m, expert_ffn]", n * k, fe, groups);
-  add_grouped(s.layer, s.layer_bytes, "expert up [m, expert_ffn]", n * k, fe, groups);
-  if (bias) add_grouped(s.layer, s.layer_bytes, "expert up + bias [m, expert_ffn]", n * k, fe, groups);
-  add_grouped(s.layer, s.layer_bytes, "expert swiglu [m, expert_ffn]", n * k, fe, groups);
-  add_grouped(s.layer, s.layer_bytes, "expert down [m, dim]", n * k, m.dim, groups);
-  if (bias) add_grouped(s.layer, s.layer_bytes, "expert down + bias [m, dim]", n * k, m.dim, groups);
-  add_grouped(s.layer, s.layer_bytes, "expert down * weight [m, dim]", n * k, m.dim, groups);
+  add(s.layer, s.layer_bytes, "experts of each row [n, k] (I32)", slots);
+  add(s.layer, s.layer_bytes, "weights of each row's experts [n, k]", slots);
+  add_expert_matmul(s, "expert gate", slots, m.dim, fe);
+  add_expert_matmul(s, "expert up", slots, m.dim, fe);
+  add(s.layer, s.layer_bytes, "expert swiglu [n, k, expert_ffn]", slots * fe);
+  add_expert_matmul(s, "expert down", slots, fe, m.dim);
+  add(s.layer, s.layer_bytes, "expert down * weight [n, k, dim]", slots * m.dim);
   if (k > 1) add_each(s.layer, s.layer_bytes, "sum of each row's experts [n, dim]", k - 1, n * m.dim);
 }
 

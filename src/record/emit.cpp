@@ -15,6 +15,12 @@ hlo::Elem elem_of(GgmlType t) {
   }
 }
 
+hlo::TensorType carried_type(GgmlType type, const std::vector<int64_t>& dims) {
+  if (dims.size() == 2) return hlo::raw_type(type, dims[0], dims[1]);
+  if (dims.size() == 3) return hlo::raw_type(type, dims[0] * dims[1], dims[2]);
+  return {dims, elem_of(type)};
+}
+
 std::vector<int64_t> dims_of(const Shape& s) {
   std::vector<int64_t> d;
   for (int i = 0; i < s.rank(); ++i) d.push_back(s[i]);
@@ -85,9 +91,7 @@ hlo::Value Lowering::raw_weight(int node) {
   auto it = raw_.find(node);
   if (it != raw_.end()) return it->second;
   const Node& n = g_.nodes[static_cast<size_t>(node)];
-  hlo::TensorType t = n.shape.rank() == 2 ? hlo::raw_type(n.type, n.shape[0], n.shape[1])
-                                          : hlo::TensorType{dims_of(n.shape), elem_of(n.type)};
-  hlo::Value v = f_.global_load(n.name, t);
+  hlo::Value v = f_.global_load(n.name, carried_type(n.type, dims_of(n.shape)));
   raw_.emplace(node, v);
   return v;
 }
@@ -180,6 +184,32 @@ hlo::Value Lowering::view(const Node& n) {
     }
     return f_.slice(base, start, limit);
   }
+  // A pitched view (each stride a multiple of the next, the innermost 1: a row range's columns, a
+  // mixture of experts' choice j of every row): the base reshaped to the pitches, then one slice.
+  const int rank = r.shape.rank();
+  const int64_t total = n.source_shape.numel();
+  std::vector<int64_t> el(static_cast<size_t>(rank));
+  for (int i = 0; i < rank; ++i)
+    el[static_cast<size_t>(i)] = r.strides[static_cast<size_t>(i)] / static_cast<int64_t>(es);
+  bool pitched = rank >= 1 && el.back() == 1 && el[0] > 0 && total % el[0] == 0;
+  for (int i = 1; pitched && i < rank; ++i)
+    pitched = el[static_cast<size_t>(i)] > 0 && el[static_cast<size_t>(i - 1)] % el[static_cast<size_t>(i)] == 0;
+  if (pitched) {
+    std::vector<int64_t> dims, start, limit;
+    int64_t rest = static_cast<int64_t>(r.offset / es);
+    for (int i = 0; i < rank; ++i) {
+      const int64_t stride = el[static_cast<size_t>(i)];
+      dims.push_back(i == 0 ? total / stride : el[static_cast<size_t>(i - 1)] / stride);
+      start.push_back(rest / stride);
+      rest %= stride;
+      limit.push_back(start.back() + r.shape[i]);
+      pitched = pitched && limit.back() <= dims.back();
+    }
+    if (pitched) {
+      const hlo::Value shaped = f_.reshape(base, dims);
+      return f_.slice(shaped, start, limit);
+    }
+  }
   throw Error(fmt::format("record {}: a strided view {} of {} has no StableHLO form here", tape_.entry.name,
                           r.shape.to_string(), n.source_shape.to_string()));
 }
@@ -221,8 +251,7 @@ EmittedModule emit_module(const std::vector<const ComputeGraph*>& functions, Ker
   bodies = detail::engine_executables(imports) + bodies;
   std::string globals;
   for (const auto& [name, l] : layouts) {
-    const stablehlo::TensorType t = l.shape.size() == 2 ? stablehlo::raw_type(l.format, l.shape[0], l.shape[1])
-                                                        : stablehlo::TensorType{l.shape, detail::elem_of(l.format)};
+    const stablehlo::TensorType t = detail::carried_type(l.format, l.shape);
     globals += "  " + stablehlo::global_declaration(name, parameter_scope, name, t) + "\n";
   }
   out.text = fmt::format("module @skainet attributes {{skainet.tensor_layouts = {{{}\n  }}}} {{\n{}{}}}\n",

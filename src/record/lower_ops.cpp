@@ -328,3 +328,126 @@ hlo::Value Lowering::lower_gather_rows(const Node& n) {
 }
 
 }  // namespace skainet::record::detail
+
+namespace skainet::record::detail {
+
+// softmax over the experts (dim 1) of router logits [n, E], in f32.
+hlo::Value Lowering::expert_probabilities(const hlo::Value& logits) {
+  const std::vector<int64_t> dims = logits.type.dims;
+  const hlo::Value max = f_.reduce_max(logits, {1});
+  const hlo::Value max_b = f_.broadcast_in_dim(max, dims, {0});
+  const hlo::Value centered = f_.subtract(logits, max_b);
+  const hlo::Value e = f_.unary("exponential", centered);
+  const hlo::Value sum = f_.reduce_sum(e, {1});
+  const hlo::Value sum_b = f_.broadcast_in_dim(sum, dims, {0});
+  return f_.divide(e, sum_b);
+}
+
+// Top-k as k rounds of argmax over the logits (the order of the probabilities, without their
+// rounding): each round takes the lowest expert among the row's largest logits (the eager tie rule)
+// and hides it from the next. k is small (2 to 8), so this beats a sort of every expert.
+hlo::Value Lowering::lower_expert_ids(const Node& n) {
+  const hlo::Value& logits = value(n.inputs[0]);
+  const int64_t rows = logits.type.dims[0], experts = logits.type.dims[1], k = n.shape[1];
+  const hlo::TensorType all{{rows, experts}, hlo::Elem::F32};
+  const hlo::Value index = f_.iota(all, 1);
+  const hlo::Value beyond = splat(static_cast<float>(experts), all);
+  const hlo::Value hidden = splat(-std::numeric_limits<float>::infinity(), all);
+  hlo::Value rest = logits;
+  std::vector<hlo::Value> chosen;
+  for (int64_t j = 0; j < k; ++j) {
+    const hlo::Value max = f_.reduce_max(rest, {1});
+    const hlo::Value max_b = f_.broadcast_in_dim(max, {rows, experts}, {0});
+    const hlo::Value is_max = f_.compare(rest, max_b, "EQ");
+    // The lowest index among the maxima: -max(-index) over them (reduce has max only; indices are
+    // exact in f32).
+    const hlo::Value candidates = f_.select(is_max, index, beyond);
+    const hlo::Value negated = f_.unary("negate", candidates);
+    const hlo::Value lowest_neg = f_.reduce_max(negated, {1});
+    const hlo::Value lowest = f_.unary("negate", lowest_neg);
+    const hlo::Value lowest_b = f_.broadcast_in_dim(lowest, {rows, experts}, {0});
+    const hlo::Value taken = f_.compare(index, lowest_b, "EQ");
+    rest = f_.select(taken, hidden, rest);
+    const hlo::Value id = f_.convert(lowest, hlo::Elem::I32);
+    chosen.push_back(f_.reshape(id, {rows, 1}));
+  }
+  return k == 1 ? chosen[0] : f_.concatenate(chosen, 1);
+}
+
+// The chosen experts' probabilities (a one-hot select over the experts), divided by their sum
+// clamped below as the eager kernel does.
+hlo::Value Lowering::lower_expert_weights(const Node& n) {
+  const hlo::Value& logits = value(n.inputs[0]);
+  const hlo::Value& ids = value(n.inputs[1]);
+  const int64_t rows = logits.type.dims[0], experts = logits.type.dims[1], k = n.shape[1];
+  const hlo::Value p = expert_probabilities(logits);
+  const hlo::Value p_b = f_.broadcast_in_dim(p, {rows, k, experts}, {0, 2});
+  const hlo::Value ids_b = f_.broadcast_in_dim(ids, {rows, k, experts}, {0, 1});
+  const hlo::Value index = f_.iota({{rows, k, experts}, hlo::Elem::I32}, 2);
+  const hlo::Value is_chosen = f_.compare(index, ids_b, "EQ");
+  const hlo::Value zeros = splat(0.0f, p_b.type);
+  const hlo::Value picked = f_.select(is_chosen, p_b, zeros);
+  const hlo::Value chosen = f_.reduce_sum(picked, {2});  // [rows, k]
+  const hlo::Value sum = f_.reduce_sum(chosen, {1});
+  const hlo::Value floor = splat(kernels::kMinChosenExpertSum, sum.type);
+  const hlo::Value clamped = f_.maximum(sum, floor);
+  const hlo::Value clamped_b = f_.broadcast_in_dim(clamped, {rows, k}, {0});
+  return f_.divide(chosen, clamped_b);
+}
+
+// x [n, in] or [n, k, in] times the experts ids [n, k] chose, from a stack [E, out, in] carried as
+// its raw bytes (E * out rows). Both kernel forms lower it to StableHLO (docs/export.md says why).
+//  - One row (decode): the k chosen experts' packed rows are gathered from the stack (only their
+//    bytes are read), dequantized and contracted with the row, one batched dot_general.
+//  - Many rows (prefill): every expert's product over every row from the stack's flat
+//    dequantization (as a many-row matmul does), then each (row, choice)'s expert picked by a one-hot
+//    select; a prefill chunk chooses most experts anyway, and this keeps the transient one f32
+//    stack instead of n * k gathered matrices.
+hlo::Value Lowering::lower_matmul_experts(const Node& n) {
+  const hlo::Value& x = value(n.inputs[0]);
+  const Node& stack = g_.nodes[static_cast<size_t>(n.inputs[1])];
+  const hlo::Value& ids = value(n.inputs[2]);
+  if (stack.kind != NodeKind::Parameter || stack.shape.rank() != 3)
+    throw Error(fmt::format("record {}: matmul_experts reads a stack that is not a 3-D weight", tape_.entry.name));
+  if (stack.order != BlockOrder::RowMajor)
+    throw Error(
+        fmt::format("record {}: expert stack '{}' is held in a kernel-feed block order; the experts' "
+                    "products read file order only",
+                    tape_.entry.name, stack.name));
+  const int64_t rows = n.shape[0], k = n.shape[1], out = n.shape[2], experts = stack.shape[0], in = stack.shape[2];
+  const hlo::Value raw = raw_weight(n.inputs[1]);  // [E * out, …]
+  std::vector<int64_t> per_expert{experts, out};
+  per_expert.insert(per_expert.end(), raw.type.dims.begin() + 1, raw.type.dims.end());
+  const hlo::Value by_expert = f_.reshape(raw, per_expert);
+  // x as [n, k, in]: every choice of a row reads that row when x is [n, in].
+  const hlo::Value xk = x.type.rank() == 3 ? x : f_.broadcast_in_dim(x, {rows, k, in}, {0, 2});
+  // gpt-oss: each choice's expert bias row (llama.cpp's add_id), gathered by the same ids.
+  const auto biased = [&](const hlo::Value& y) {
+    if (n.inputs.size() < 4) return y;
+    const hlo::Value rows_of_bias = f_.gather_rows(value(n.inputs[3]), f_.reshape(ids, {rows * k}));  // [n * k, out]
+    return f_.add(y, f_.reshape(rows_of_bias, {rows, k, out}));
+  };
+  if (rows == 1) {
+    const hlo::Value flat_ids = f_.reshape(ids, {k});
+    const hlo::Value picked = f_.gather_rows(by_expert, flat_ids);  // [k, out, …]
+    std::vector<int64_t> picked_rows{k * out};
+    picked_rows.insert(picked_rows.end(), raw.type.dims.begin() + 1, raw.type.dims.end());
+    const hlo::Value as_rows = f_.reshape(picked, picked_rows);
+    const hlo::Value dense = hlo::dequantize(f_, stack.type, as_rows);  // [k * out, in]
+    const hlo::Value w = f_.reshape(dense, {k, out, in});
+    const hlo::Value x2 = f_.reshape(xk, {k, in});
+    const hlo::Value y = f_.dot_general(w, x2, {0}, {0}, {2}, {1}, {{k, out}, hlo::Elem::F32});
+    return biased(f_.reshape(y, {1, k, out}));
+  }
+  const hlo::Value dense = hlo::dequantize(f_, stack.type, raw);  // [E * out, in]
+  const hlo::Value all = f_.dot_general(xk, dense, {}, {}, {2}, {1}, {{rows, k, experts * out}, hlo::Elem::F32});
+  const hlo::Value by_e = f_.reshape(all, {rows, k, experts, out});
+  const hlo::Value ids_b = f_.broadcast_in_dim(ids, {rows, k, experts, out}, {0, 1});
+  const hlo::Value index = f_.iota({{rows, k, experts, out}, hlo::Elem::I32}, 2);
+  const hlo::Value is_chosen = f_.compare(index, ids_b, "EQ");
+  const hlo::Value zeros = splat(0.0f, by_e.type);
+  const hlo::Value picked = f_.select(is_chosen, by_e, zeros);
+  return biased(f_.reduce_sum(picked, {2}));
+}
+
+}  // namespace skainet::record::detail

@@ -19,6 +19,9 @@ namespace hlo = stablehlo;
 
 hlo::Elem elem_of(GgmlType t);  // dense types only; Error otherwise
 std::vector<int64_t> dims_of(const Shape& s);
+// How a weight of `dims` is carried in the module: a 2-D one as stablehlo::raw_type, a 3-D expert stack
+// [E, out, in] as the raw type of its E * out rows (the bytes as the file holds them), others dense.
+hlo::TensorType carried_type(GgmlType type, const std::vector<int64_t>& dims);
 // The first row and the row count of a View node that is a row range of a weight.
 std::pair<int64_t, int64_t> weight_rows(const Node& view);
 // The block order a weight node is held in: the parameter's, or for a row range the viewed parameter's.
@@ -62,6 +65,7 @@ class Lowering {
   hlo::Value stablehlo_matmul(const MatmulOperands& m);
   hlo::Value binary(const Node& n, std::string_view name);
   hlo::Value stablehlo_attention(const Node& n);
+  hlo::Value expert_probabilities(const hlo::Value& logits);
   hlo::Value silu(const hlo::Value& x);
   hlo::Value gelu(const hlo::Value& x);
   hlo::Value softcap(const hlo::Value& x, float cap);

@@ -29,6 +29,13 @@ uint64_t working_bytes(const ComputeGraph& g, const Node& n, KernelForm form) {
     // of the flat form) write the weight in f32 once per call.
     return rows == 1 && form == KernelForm::StableHlo ? 0 : f32_bytes(out * k);
   }
+  if (op.kind == ops::OpKind::MatmulExperts) {
+    // Both forms (lower_matmul_experts): one row dequantizes its k chosen experts, many rows the
+    // whole stack, in f32.
+    const Node& stack = g.nodes[static_cast<size_t>(n.inputs[1])];
+    const int64_t matrix = stack.shape[1] * stack.shape[2];
+    return f32_bytes(n.shape[0] == 1 ? n.shape[1] * matrix : stack.shape[0] * matrix);
+  }
   if (op.kind == ops::OpKind::Attention && form != KernelForm::Engine) {
     // Keys and values of the cells read, in f32, and the scores of every head.
     const Node& keys = g.nodes[static_cast<size_t>(n.inputs[1])];

@@ -62,11 +62,6 @@ load::LoadedModel symbolic_weights(const plan::MemoryPlan& plan) {
 
 Tape record_entry(model::Transformer& llama, const load::LoadedModel& weights, const load::KvCacheStore& kv,
                   SymbolicScope& scope, const EntrySpec& entry) {
-  if (llama.shape().features.moe)  // routing reads the router's logits, which a recording has not computed
-    throw InvalidArgument(
-        fmt::format("record {}: {} routes each row to experts chosen at run time; export of "
-                    "mixture-of-experts models is not supported yet",
-                    entry.name, llama.shape().architecture));
   if (entry.tokens <= 0 || static_cast<uint64_t>(entry.tokens) > kv.n_ctx())
     throw InvalidArgument(
         fmt::format("record {}: {} tokens do not fit a context of {}", entry.name, entry.tokens, kv.n_ctx()));

@@ -1,5 +1,6 @@
 // The mixture-of-experts FFN (model::experts_ffn) against a direct computation in double, and its
-// routing (model::route_experts) against llama.cpp's rule: softmax over all experts, top-k, renormalized.
+// routing (ops::choose_experts, ops::weigh_experts) against llama.cpp's rule: softmax over all experts, top-k,
+// renormalized.
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -8,12 +9,25 @@
 
 #include <gtest/gtest.h>
 
+#include "skainet/compute/ops.hpp"
 #include "skainet/model/model.hpp"
 
 using namespace skainet;
-using model::ExpertChoice;
 
 namespace {
+
+struct ExpertChoice {
+  uint32_t expert = 0;
+  float weight = 0.0f;
+};
+// One row's routing through the two ops' row kernels, as (expert, weight) pairs.
+void route_experts(const std::vector<float>& logits, std::vector<ExpertChoice>& chosen) {
+  std::vector<int32_t> ids(chosen.size());
+  std::vector<float> weights(chosen.size());
+  skainet::ops::choose_experts(logits, ids);
+  skainet::ops::weigh_experts(logits, ids, weights);
+  for (size_t j = 0; j < chosen.size(); ++j) chosen[j] = {static_cast<uint32_t>(ids[j]), weights[j]};
+}
 
 Tensor filled(const Shape& shape, std::mt19937& rng, float sd) {
   const Tensor t = memory::ambient().allocate(shape, GgmlType::F32, "test");
@@ -73,7 +87,7 @@ std::vector<double> direct(const Stacks& s, const float* row, size_t k) {
 TEST(Experts, RoutingIsSoftmaxThenTopKRenormalized) {
   const std::vector<float> logits = {0.5f, 2.0f, -1.0f, 1.5f, 0.0f};
   std::vector<ExpertChoice> chosen(2);
-  model::route_experts(logits, chosen);
+  route_experts(logits, chosen);
   EXPECT_EQ(chosen[0].expert, 1u);
   EXPECT_EQ(chosen[1].expert, 3u);
   // Renormalized softmax probabilities equal a softmax over the chosen logits alone.
@@ -83,11 +97,11 @@ TEST(Experts, RoutingIsSoftmaxThenTopKRenormalized) {
 
 TEST(Experts, TiesGoToTheLowerExpert) {
   std::vector<ExpertChoice> chosen(2);
-  model::route_experts(std::vector<float>{1.0f, 3.0f, 3.0f, 3.0f}, chosen);
+  route_experts(std::vector<float>{1.0f, 3.0f, 3.0f, 3.0f}, chosen);
   EXPECT_EQ(chosen[0].expert, 1u);
   EXPECT_EQ(chosen[1].expert, 2u);
   EXPECT_FLOAT_EQ(chosen[0].weight, 0.5f);
-  model::route_experts(std::vector<float>{0.0f, 0.0f, 0.0f}, chosen);
+  route_experts(std::vector<float>{0.0f, 0.0f, 0.0f}, chosen);
   EXPECT_EQ(chosen[0].expert, 0u);
   EXPECT_EQ(chosen[1].expert, 1u);
 }
@@ -95,7 +109,7 @@ TEST(Experts, TiesGoToTheLowerExpert) {
 TEST(Experts, AllExpertsUsedWeighsEachByItsSoftmax) {
   const std::vector<float> logits = {0.3f, -2.0f, 1.1f, 0.7f};
   std::vector<ExpertChoice> chosen(4);
-  model::route_experts(logits, chosen);
+  route_experts(logits, chosen);
   double total = 0;
   for (float l : logits) total += std::exp(l);
   const std::vector<uint32_t> order = {2, 3, 0, 1};
@@ -104,7 +118,7 @@ TEST(Experts, AllExpertsUsedWeighsEachByItsSoftmax) {
     EXPECT_NEAR(chosen[j].weight, std::exp(logits[order[j]]) / total, 1e-6);
   }
   std::vector<ExpertChoice> too_many(5);
-  EXPECT_THROW(model::route_experts(logits, too_many), InvalidArgument);
+  EXPECT_THROW(route_experts(logits, too_many), InvalidArgument);
 }
 
 TEST(Experts, FfnEqualsTheDirectComputationAtOddSizes) {
@@ -114,8 +128,7 @@ TEST(Experts, FfnEqualsTheDirectComputationAtOddSizes) {
     SCOPED_TRACE(::testing::Message() << experts << " experts, " << k << " used");
     const Stacks s = make_stacks(experts, 37, 23, rng);
     const Tensor h = filled({9, s.dim}, rng, 1.0f);  // groups of several rows
-    std::vector<ExpertChoice> chosen(static_cast<size_t>(k));
-    const Tensor y = model::experts_ffn(ctx, h, s.w, chosen);
+    const Tensor y = model::experts_ffn(ctx, h, s.w, k);
     ASSERT_EQ(y.shape(), (Shape{9, s.dim}));
     for (int64_t t = 0; t < 9; ++t) {
       const std::vector<double> want = direct(s, h.data<float>() + t * s.dim, static_cast<size_t>(k));
@@ -141,7 +154,33 @@ TEST(Experts, AnExpertNeverChosenIsNeverRead) {
     float* p = stack.mutable_data<float>() + 3 * s.dim * s.ffn;
     std::fill(p, p + s.dim * s.ffn, std::numeric_limits<float>::quiet_NaN());
   }
-  std::vector<ExpertChoice> chosen(2);
-  const Tensor y = model::experts_ffn(ctx, h, s.w, chosen);
+  const Tensor y = model::experts_ffn(ctx, h, s.w, 2);
   for (int64_t i = 0; i < y.numel(); ++i) ASSERT_TRUE(std::isfinite(y.data<float>()[i])) << i;
+}
+
+// matmul_experts equals, slot by slot, the plain matmul of that slot's row by its expert's matrix,
+// for x [n, in] (every choice reads its row) and [n, k, in] (each choice its own row).
+TEST(Experts, MatmulByExpertIdEqualsThePlainMatmulOfEachSlot) {
+  std::mt19937 rng(3);
+  memory::ExecutionContext ctx;
+  const int64_t n = 5, k = 3, experts = 6, in = 19, out = 11;
+  const Tensor stack = filled({experts, out, in}, rng, 0.5f);
+  const Tensor ids = memory::ambient().allocate({n, k}, GgmlType::I32, "ids");
+  const int32_t chosen[n * k] = {5, 0, 2, 2, 5, 0, 0, 2, 5, 3, 2, 0, 5, 2, 0};  // expert 1 and 4 never
+  std::copy(chosen, chosen + n * k, ids.mutable_data<int32_t>());
+  for (const Shape& xs : {Shape{n, in}, Shape{n, k, in}}) {
+    const Tensor x = filled(xs, rng, 1.0f);
+    const Tensor y = ops::matmul_experts(ctx, x, stack, ids);
+    ASSERT_EQ(y.shape(), (Shape{n, k, out}));
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t j = 0; j < k; ++j) {
+        const Tensor row = xs.rank() == 2 ? x.rows(t, 1) : x.row(t).rows(j, 1);
+        const Tensor want = ops::matmul(ctx, row, stack.select(0, chosen[t * k + j]));
+        for (int64_t o = 0; o < out; ++o)
+          ASSERT_EQ(y.row(t).row(j).data<float>()[o], want.data<float>()[o]) << t << " " << j << " " << o;
+      }
+  }
+  const Tensor bad = memory::ambient().allocate({n, k}, GgmlType::I32, "ids");
+  std::fill(bad.mutable_data<int32_t>(), bad.mutable_data<int32_t>() + n * k, static_cast<int32_t>(experts));
+  EXPECT_THROW(ops::matmul_experts(ctx, filled({n, in}, rng, 1.0f), stack, bad), InvalidArgument);
 }

@@ -14,4 +14,8 @@ inline constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
 inline constexpr float kOaiSwigluAlpha = 1.702f;
 inline constexpr float kOaiSwigluLimit = 7.0f;
 
+// A mixture of experts' routing (ops::expert_weights) divides the chosen probabilities by their sum
+// clamped below at this, the smallest normal F16, as llama.cpp does.
+inline constexpr float kMinChosenExpertSum = 6.103515625e-5f;
+
 }  // namespace skainet::kernels

@@ -29,23 +29,26 @@ using memory::ExecutionContext;
 // lowering's dispatch (one `Lowering::lower_<name>` per row, record/lowering.hpp). The attributes a
 // row reads are named in OpAttributes. Inputs are tensors; an optional one (rms_norm's weight,
 // rope's frequency factors) widens the range.
-#define SKAINET_OPS(X)             \
-  X(Matmul, matmul, 2, 2)          \
-  X(Add, add, 2, 2)                \
-  X(Mul, mul, 2, 2)                \
-  X(Scale, scale, 1, 1)            \
-  X(Silu, silu, 1, 1)              \
-  X(Swiglu, swiglu, 2, 2)          \
-  X(Geglu, geglu, 2, 2)            \
-  X(SwigluOai, swiglu_oai, 2, 2)   \
-  X(Softcap, softcap, 1, 1)        \
-  X(RmsNorm, rms_norm, 1, 2)       \
-  X(Rope, rope, 1, 2)              \
-  X(Softmax, softmax, 1, 1)        \
-  X(Attention, attention, 3, 4)    \
-  X(GatherRows, gather_rows, 1, 1) \
-  X(Copy, copy, 1, 1)              \
-  X(WriteRows, write_rows, 1, 1)
+#define SKAINET_OPS(X)                   \
+  X(Matmul, matmul, 2, 2)                \
+  X(Add, add, 2, 2)                      \
+  X(Mul, mul, 2, 2)                      \
+  X(Scale, scale, 1, 1)                  \
+  X(Silu, silu, 1, 1)                    \
+  X(Swiglu, swiglu, 2, 2)                \
+  X(Geglu, geglu, 2, 2)                  \
+  X(SwigluOai, swiglu_oai, 2, 2)         \
+  X(Softcap, softcap, 1, 1)              \
+  X(RmsNorm, rms_norm, 1, 2)             \
+  X(Rope, rope, 1, 2)                    \
+  X(Softmax, softmax, 1, 1)              \
+  X(Attention, attention, 3, 4)          \
+  X(GatherRows, gather_rows, 1, 1)       \
+  X(Copy, copy, 1, 1)                    \
+  X(WriteRows, write_rows, 1, 1)         \
+  X(ExpertIds, expert_ids, 1, 1)         \
+  X(ExpertWeights, expert_weights, 2, 2) \
+  X(MatmulExperts, matmul_experts, 3, 4)
 
 // What a recorded call of an op carries beside its tensors (opset.hpp's OpCall): one field per
 // meaning, set only by the ops that name it (the rest keep their defaults).
@@ -110,5 +113,24 @@ void copy(ExecutionContext& ctx, const Tensor& src, const Tensor& dst);
 // forward pass, which a recording makes the runtime position argument.
 void write_rows(ExecutionContext& ctx, const Tensor& src, const Tensor& dst, int64_t row);
 Tensor convert(ExecutionContext& ctx, const Tensor& src, GgmlType to);
+
+// A mixture of experts' routing, as llama.cpp's softmax gating: p = softmax(router logits) over every
+// expert (in double from the row's maximum), the k most probable experts chosen (most probable first;
+// of equal probabilities the lower expert first), their p renormalized to sum 1 (the sum clamped
+// below at the smallest normal F16). Split in two ops, ids then weights, so each has one output.
+// logits F32 [n, experts] → I32 [n, k].
+Tensor expert_ids(ExecutionContext& ctx, const Tensor& logits, int64_t k);
+// logits F32 [n, experts], ids I32 [n, k] (expert_ids') → F32 [n, k]: the chosen experts' weights.
+Tensor expert_weights(ExecutionContext& ctx, const Tensor& logits, const Tensor& ids);
+// One row's routing, the kernels of the two ops above (1 <= ids.size() <= logits.size()). Allocate nothing.
+void choose_experts(std::span<const float> logits, std::span<int32_t> ids);
+void weigh_experts(std::span<const float> logits, std::span<const int32_t> ids, std::span<float> weights);
+// Each row times the experts it chose: x F32 [n, in] (every choice of row t reads x[t]) or [n, k, in]
+// (choice j reads x[t, j]), stack [experts, out, in] (a 3-D expert stack, any matmul weight type),
+// ids I32 [n, k] → F32 [n, k, out], [t, j] = x[t(, j)] · stack[ids[t, j]]ᵀ. Grouped by expert: each
+// expert some row chose is multiplied once over all its rows; one no row chose is never read.
+// bias F32 [experts, out] (gpt-oss; llama.cpp's add_id), when defined, adds the chosen expert's row.
+Tensor matmul_experts(ExecutionContext& ctx, const Tensor& x, const Tensor& stack, const Tensor& ids,
+                      const Tensor& bias = {});
 
 }  // namespace skainet::ops

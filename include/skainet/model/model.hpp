@@ -49,14 +49,7 @@ struct LayerWeights {
 // probabilities p = softmax(router logits) over every expert, the k most probable experts chosen,
 // their p renormalized to sum 1 (norm_topk_prob; the same as a softmax over the chosen logits), and
 // out = sum over chosen e of w_e * down_e(silu(gate_e(x)) * up_e(x)).
-struct ExpertChoice {
-  uint32_t expert = 0;
-  float weight = 0.0f;
-  friend bool operator==(const ExpertChoice&, const ExpertChoice&) = default;
-};
-// Fills `chosen` (k = chosen.size() choices, 1 <= k <= logits.size()) most probable first; of equal
-// probabilities the lower expert is chosen first. Allocates nothing.
-void route_experts(std::span<const float> logits, std::span<ExpertChoice> chosen);
+// (ops::expert_ids and ops::expert_weights hold the routing.)
 // The stacks as ggml stores them: router [experts, dim], gate and up [experts, expert_ffn, dim], down
 // [experts, dim, expert_ffn]; expert e is the 2-D matrix at index e of a stack.
 // gpt-oss adds a bias to the router's logits and to each expert's gate, up and down outputs (the
@@ -72,10 +65,8 @@ struct ExpertWeights {
 };
 // Rows h [n, dim] through the experts each row is routed to, grouped by expert: each expert some row
 // chose runs once over its rows (views of the stacks the ordinary matmul takes); an expert no row chose
-// is never read. `chosen` is the caller's scratch of experts_used choices. Eager only: the routing
-// reads the router's logits.
-Tensor experts_ffn(memory::ExecutionContext& ctx, const Tensor& h, const ExpertWeights& w,
-                   std::span<ExpertChoice> chosen);
+// is never read. k: the experts each row uses. Ops of the op list only, so a recording lowers it too.
+Tensor experts_ffn(memory::ExecutionContext& ctx, const Tensor& h, const ExpertWeights& w, int64_t k);
 
 struct TransformerWeights {
   Tensor tok_embd, output_norm, output;  // output is tok_embd when the model ties them
@@ -147,8 +138,7 @@ class Transformer {
   TransformerWeights w_;
   load::KvCacheStore* kv_;  // null: batches only
   memory::ForwardScope layer_scope_;
-  std::vector<ExpertChoice> chosen_;  // a row's experts (sized once: a step allocates nothing)
-  std::span<uint64_t> routed_;        // count_experts's counts, or empty
+  std::span<uint64_t> routed_;  // count_experts's counts, or empty
 };
 
 }  // namespace skainet::model

@@ -1,0 +1,173 @@
+// The mixture-of-experts ops: routing (which experts each row chose, and their weights) and the
+// product of each row with the experts it chose. Three ops rather than one FFN call, so that a
+// recording sees the routing as values it can compute (StableHLO top-k and gather) instead of
+// host-side decisions, and the eager path still reads only the experts some row chose.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "ops/checks.hpp"
+#include "skainet/compute/kernels.hpp"
+#include "skainet/compute/op_constants.hpp"
+
+namespace skainet::ops {
+
+using namespace detail;
+
+namespace {
+
+// softmax(logits)[e], computed as llama.cpp's routing does: in double from the row's maximum.
+struct Softmax {
+  explicit Softmax(std::span<const float> logits) : l(logits) {
+    top = *std::max_element(l.begin(), l.end());
+    for (float x : l) total += std::exp(static_cast<double>(x - top));
+  }
+  float operator()(int32_t e) const {
+    return static_cast<float>(std::exp(static_cast<double>(l[static_cast<size_t>(e)] - top)) / total);
+  }
+  std::span<const float> l;
+  float top = 0;
+  double total = 0;
+};
+
+void require_routing(const Tensor& logits, int64_t k, std::string_view op) {
+  require_f32(logits, op, "logits");
+  require_inner_contiguous(logits, op, "logits");
+  if (logits.rank() != 2 || k < 1 || k > logits.dim(1))
+    throw InvalidArgument(
+        fmt::format("{}: {} experts chosen of router logits {} ([rows, experts])", op, k, logits.shape().to_string()));
+}
+
+void require_ids(const Tensor& ids, int64_t rows, int64_t experts, std::string_view op) {
+  require_live(ids, op, "ids");
+  if (ids.type() != GgmlType::I32 || ids.rank() != 2 || ids.dim(0) != rows || !ids.is_contiguous())
+    throw InvalidArgument(fmt::format("{}: ids {} must be contiguous I32 [{}, k]", op, ids.describe(), rows));
+  if (ids.storage().symbolic()) return;  // a recording: the values are computed later
+  const int32_t* p = ids.data<int32_t>();
+  for (int64_t i = 0; i < ids.numel(); ++i)
+    if (p[i] < 0 || p[i] >= experts)
+      throw InvalidArgument(
+          fmt::format("{}: expert id {} at index {} is outside the {} experts", op, p[i], i, experts));
+}
+
+}  // namespace
+
+void choose_experts(std::span<const float> logits, std::span<int32_t> ids) {
+  if (ids.empty() || ids.size() > logits.size())
+    throw InvalidArgument(fmt::format("ops::choose_experts: {} experts chosen of {}", ids.size(), logits.size()));
+  const Softmax p(logits);
+  size_t filled = 0;
+  for (size_t e = 0; e < logits.size(); ++e) {
+    const auto id = static_cast<int32_t>(e);
+    const float pe = p(id);
+    if (filled == ids.size() && pe <= p(ids.back())) continue;  // ties keep the lower expert
+    size_t at = std::min(filled, ids.size() - 1);
+    while (at > 0 && p(ids[at - 1]) < pe) {
+      ids[at] = ids[at - 1];
+      --at;
+    }
+    ids[at] = id;
+    filled = std::min(filled + 1, ids.size());
+  }
+}
+
+void weigh_experts(std::span<const float> logits, std::span<const int32_t> ids, std::span<float> weights) {
+  if (ids.size() != weights.size())
+    throw InvalidArgument(fmt::format("ops::weigh_experts: {} ids for {} weights", ids.size(), weights.size()));
+  const Softmax p(logits);
+  float sum = 0;
+  for (size_t j = 0; j < ids.size(); ++j) sum += weights[j] = p(ids[j]);
+  sum = std::max(sum, kernels::kMinChosenExpertSum);
+  for (float& w : weights) w /= sum;
+}
+
+Tensor expert_ids(ExecutionContext& ctx, const Tensor& logits, int64_t k) {
+  constexpr std::string_view kOp = "ops::expert_ids";
+  require_routing(logits, k, kOp);
+  Tensor out = output(ctx, Shape{logits.dim(0), k}, kOp, GgmlType::I32);
+  const Tensor* in[] = {&logits};
+  if (recorded(ctx, {.kind = OpKind::ExpertIds, .inputs = in, .output = out})) return out;
+  const auto e = static_cast<size_t>(logits.dim(1));
+  for (int64_t t = 0; t < logits.dim(0); ++t)
+    choose_experts({logits.row(t).data<float>(), e}, {out.row(t).mutable_data<int32_t>(), static_cast<size_t>(k)});
+  return out;
+}
+
+Tensor expert_weights(ExecutionContext& ctx, const Tensor& logits, const Tensor& ids) {
+  constexpr std::string_view kOp = "ops::expert_weights";
+  require_routing(logits, 1, kOp);
+  require_ids(ids, logits.dim(0), logits.dim(1), kOp);
+  const int64_t k = ids.dim(1);
+  Tensor out = output(ctx, Shape{logits.dim(0), k}, kOp);
+  const Tensor* in[] = {&logits, &ids};
+  if (recorded(ctx, {.kind = OpKind::ExpertWeights, .inputs = in, .output = out})) return out;
+  const auto e = static_cast<size_t>(logits.dim(1)), ku = static_cast<size_t>(k);
+  for (int64_t t = 0; t < logits.dim(0); ++t)
+    weigh_experts({logits.row(t).data<float>(), e}, {ids.row(t).data<int32_t>(), ku},
+                  {out.row(t).mutable_data<float>(), ku});
+  return out;
+}
+
+// Grouped by expert: the (row, choice) slots that chose expert e are gathered into consecutive rows,
+// multiplied by e's matrix in one matmul (so a prefill chunk reads each chosen expert once, a decode
+// row only its k experts), and the products scattered back to their slots. An expert no row chose is
+// never read. The buffers (slot list, gathered rows, products) come from the scope, sized for n * k.
+Tensor matmul_experts(ExecutionContext& ctx, const Tensor& x, const Tensor& stack, const Tensor& ids,
+                      const Tensor& bias) {
+  constexpr std::string_view kOp = "ops::matmul_experts";
+  require_f32(x, kOp, "x");
+  require_inner_contiguous(x, kOp, "x");
+  require_live(stack, kOp, "stack");
+  if (stack.rank() != 3 || stack.dim(2) != x.dim(-1))
+    throw InvalidArgument(fmt::format("{}: stack {} must be [experts, out, {}] for x {}", kOp,
+                                      stack.shape().to_string(), x.dim(-1), x.shape().to_string()));
+  require_ids(ids, x.dim(0), stack.dim(0), kOp);
+  const int64_t n = ids.dim(0), k = ids.dim(1), in_dim = stack.dim(2), out_dim = stack.dim(1);
+  if (!(x.rank() == 2 || (x.rank() == 3 && x.dim(1) == k)))
+    throw InvalidArgument(
+        fmt::format("{}: x {} must be [{}, {}] or [{}, {}, {}]", kOp, x.shape().to_string(), n, in_dim, n, k, in_dim));
+  if (bias.defined()) {
+    require_f32(bias, kOp, "bias");
+    require_inner_contiguous(bias, kOp, "bias");
+    if (bias.rank() != 2 || bias.dim(0) != stack.dim(0) || bias.dim(1) != out_dim)
+      throw InvalidArgument(fmt::format("{}: bias {} must be [{}, {}] (a row per expert)", kOp,
+                                        bias.shape().to_string(), stack.dim(0), out_dim));
+  }
+  Tensor out = output(ctx, Shape{n, k, out_dim}, kOp);
+  const Tensor* in[] = {&x, &stack, &ids, &bias};
+  if (recorded(ctx, {.kind = OpKind::MatmulExperts, .inputs = {in, bias.defined() ? 4u : 3u}, .output = out}))
+    return out;
+
+  const Tensor slots = output(ctx, Shape{n * k}, "slots of one expert's rows", GgmlType::I32);
+  const Tensor gathered = output(ctx, Shape{n * k, in_dim}, "rows of one expert");
+  const Tensor products = output(ctx, Shape{n * k, out_dim}, "products of one expert");
+  const int32_t* chosen = ids.data<int32_t>();
+  int32_t* slot = slots.mutable_data<int32_t>();
+  for (int64_t e = 0; e < stack.dim(0); ++e) {
+    int64_t m = 0;
+    for (int64_t i = 0; i < n * k; ++i)
+      if (chosen[i] == e) slot[m++] = static_cast<int32_t>(i);
+    if (m == 0) continue;  // an expert no row chose is not read
+    for (int64_t r = 0; r < m; ++r) {
+      const int64_t t = slot[r] / k, j = slot[r] % k;
+      const Tensor src = x.rank() == 2 ? x.row(t) : x.row(t).row(j);
+      std::memcpy(gathered.row(r).mutable_data<float>(), src.data<float>(), static_cast<size_t>(in_dim) * 4);
+    }
+    matmul_into(ctx, gathered.rows(0, m), stack.select(0, e), products.rows(0, m));
+    const float* b = bias.defined() ? bias.row(e).data<float>() : nullptr;
+    for (int64_t r = 0; r < m; ++r) {
+      float* to = out.row(slot[r] / k).row(slot[r] % k).mutable_data<float>();
+      const float* from = products.row(r).data<float>();
+      if (b == nullptr) {
+        std::memcpy(to, from, static_cast<size_t>(out_dim) * 4);
+      } else {
+        for (int64_t i = 0; i < out_dim; ++i) to[i] = from[i] + b[i];  // gpt-oss: the expert's bias row
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace skainet::ops
