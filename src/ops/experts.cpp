@@ -3,6 +3,7 @@
 // recording sees the routing as values it can compute (StableHLO top-k and gather) instead of
 // host-side decisions, and the eager path still reads only the experts some row chose.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -50,6 +51,70 @@ void require_ids(const Tensor& ids, int64_t rows, int64_t experts, std::string_v
     if (p[i] < 0 || p[i] >= experts)
       throw InvalidArgument(
           fmt::format("{}: expert id {} at index {} is outside the {} experts", op, p[i], i, experts));
+}
+
+// One chosen expert's share of a matmul_experts call: its rows, gathered at [first, first + m).
+struct Group {
+  int64_t expert = 0, first = 0, m = 0;
+  size_t scratch_at = 0;  // where its prepared rows start in the context's scratch
+};
+constexpr size_t kMaxGroupsAtOnce = 32;
+
+// The groups' products in two parallel regions in all (every group's rows prepared, then all their
+// weight rows split over the threads as one range), instead of two regions per expert: a decode row
+// times one expert's matrix is too little work to hand to the pool on its own, and k experts' small
+// regions each end in a wait. Only where the scratch already holds every group's prepared rows (a
+// decode step's few rows; the plan prices the largest single matmul, so a prefill chunk's k-fold rows
+// take the per-expert path instead of growing it). False: nothing done.
+bool products_at_once(ExecutionContext& ctx, std::span<const Group> groups, const Tensor& gathered,
+                      const Tensor& stack, const Tensor& products) {
+  if (stack.block_order() != BlockOrder::RowMajor) return false;
+  const kernels::KernelTable& kt = ctx.kernels();
+  const auto x_of = [&](const Group& g) { return gathered.rows(g.first, g.m); };
+  const auto w_of = [&](const Group& g) { return stack.select(0, g.expert); };
+  std::array<Group, kMaxGroupsAtOnce> at{};
+  size_t need = 0, rows = 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    at[i] = groups[i];
+    at[i].scratch_at = need;
+    const size_t bytes = kt.matmul_scratch ? kt.matmul_scratch(x_of(groups[i]), w_of(groups[i])) : 0;
+    need += (bytes + 63) / 64 * 64;  // each group's prepared rows 64-byte aligned, as the scratch is
+    rows += static_cast<size_t>(groups[i].m);
+  }
+  if (need > ctx.scratch_stats().held) return false;
+  std::byte* scratch = need ? ctx.scratch(need).data() : nullptr;
+  const std::span<const Group> gs(at.data(), groups.size());
+  const int64_t out_dim = stack.dim(1), in_dim = stack.dim(2);
+  const auto threads = static_cast<int64_t>(ctx.pool().size());
+  if (need) {
+    auto* prepare = kt.matmul_prepare;
+    ctx.pool().parallel_for(static_cast<int64_t>(gs.size()), 1, [&](int64_t b, int64_t e) noexcept {
+      for (int64_t i = b; i < e; ++i) {
+        const Group& g = gs[static_cast<size_t>(i)];
+        prepare(x_of(g), w_of(g), scratch + g.scratch_at, 0, g.m);
+      }
+    });
+  }
+  // The same chunking as ops::matmul: a chunk of at least 2^16 multiply-adds.
+  const int64_t units = static_cast<int64_t>(gs.size()) * out_dim;
+  const int64_t macs_per_unit = std::max<int64_t>(1, static_cast<int64_t>(rows / gs.size()) * in_dim);
+  const int64_t grain = std::max<int64_t>({units / (threads * 4), (int64_t{1} << 16) / macs_per_unit, 1});
+  auto* kernel = kt.matmul;
+  auto* prepared = kt.matmul_prepared;
+  ctx.pool().parallel_for(units, grain, [&](int64_t b, int64_t e) noexcept {
+    while (b < e) {  // a chunk may span the end of one expert's rows and the start of the next's
+      const Group& g = gs[static_cast<size_t>(b / out_dim)];
+      const int64_t r0 = b % out_dim, r1 = std::min(out_dim, r0 + (e - b));
+      const Tensor x = x_of(g), w = w_of(g), y = products.rows(g.first, g.m);
+      if (need) {
+        prepared(x, w, y, r0, r1, scratch + g.scratch_at);
+      } else {
+        kernel(x, w, y, r0, r1);
+      }
+      b += r1 - r0;
+    }
+  });
+  return true;
 }
 
 }  // namespace
@@ -143,21 +208,15 @@ Tensor matmul_experts(ExecutionContext& ctx, const Tensor& x, const Tensor& stac
   const Tensor slots = output(ctx, Shape{n * k}, "slots of one expert's rows", GgmlType::I32);
   const Tensor gathered = output(ctx, Shape{n * k, in_dim}, "rows of one expert");
   const Tensor products = output(ctx, Shape{n * k, out_dim}, "products of one expert");
+  // The slots grouped by expert, in expert order: group g's rows are gathered at [first, first + m).
   const int32_t* chosen = ids.data<int32_t>();
   int32_t* slot = slots.mutable_data<int32_t>();
-  for (int64_t e = 0; e < stack.dim(0); ++e) {
-    int64_t m = 0;
-    for (int64_t i = 0; i < n * k; ++i)
-      if (chosen[i] == e) slot[m++] = static_cast<int32_t>(i);
-    if (m == 0) continue;  // an expert no row chose is not read
-    for (int64_t r = 0; r < m; ++r) {
-      const int64_t t = slot[r] / k, j = slot[r] % k;
-      const Tensor src = x.rank() == 2 ? x.row(t) : x.row(t).row(j);
-      std::memcpy(gathered.row(r).mutable_data<float>(), src.data<float>(), static_cast<size_t>(in_dim) * 4);
-    }
-    matmul_into(ctx, gathered.rows(0, m), stack.select(0, e), products.rows(0, m));
-    const float* b = bias.defined() ? bias.row(e).data<float>() : nullptr;
-    for (int64_t r = 0; r < m; ++r) {
+  std::array<Group, kMaxGroupsAtOnce> few{};
+  size_t n_groups = 0;
+  int64_t filled = 0;
+  const auto scatter = [&](const Group& g) {
+    const float* b = bias.defined() ? bias.row(g.expert).data<float>() : nullptr;
+    for (int64_t r = g.first; r < g.first + g.m; ++r) {
       float* to = out.row(slot[r] / k).row(slot[r] % k).mutable_data<float>();
       const float* from = products.row(r).data<float>();
       if (b == nullptr) {
@@ -166,6 +225,31 @@ Tensor matmul_experts(ExecutionContext& ctx, const Tensor& x, const Tensor& stac
         for (int64_t i = 0; i < out_dim; ++i) to[i] = from[i] + b[i];  // gpt-oss: the expert's bias row
       }
     }
+  };
+  for (int64_t e = 0; e < stack.dim(0); ++e) {
+    const Group g{.expert = e, .first = filled};
+    for (int64_t i = 0; i < n * k; ++i)
+      if (chosen[i] == e) slot[filled++] = static_cast<int32_t>(i);
+    if (filled == g.first) continue;  // an expert no row chose is not read
+    for (int64_t r = g.first; r < filled; ++r) {
+      const int64_t t = slot[r] / k, j = slot[r] % k;
+      const Tensor src = x.rank() == 2 ? x.row(t) : x.row(t).row(j);
+      std::memcpy(gathered.row(r).mutable_data<float>(), src.data<float>(), static_cast<size_t>(in_dim) * 4);
+    }
+    if (n_groups < few.size()) few[n_groups] = {.expert = e, .first = g.first, .m = filled - g.first};
+    ++n_groups;
+  }
+  if (n_groups <= few.size() && products_at_once(ctx, {few.data(), n_groups}, gathered, stack, products)) {
+    for (size_t i = 0; i < n_groups; ++i) scatter(few[i]);
+    return out;
+  }
+  // Many experts chosen (a prefill chunk): one matmul per expert over its gathered rows.
+  for (int64_t r = 0; r < filled;) {
+    Group g{.expert = chosen[slot[r]], .first = r};
+    while (r < filled && chosen[slot[r]] == g.expert) ++r;
+    g.m = r - g.first;
+    matmul_into(ctx, gathered.rows(g.first, g.m), stack.select(0, g.expert), products.rows(g.first, g.m));
+    scatter(g);
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // The mixture-of-experts FFN (model::experts_ffn) against a direct computation in double, and its
 // routing (ops::choose_experts, ops::weigh_experts) against llama.cpp's rule: softmax over all experts, top-k,
 // renormalized.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -183,4 +184,46 @@ TEST(Experts, MatmulByExpertIdEqualsThePlainMatmulOfEachSlot) {
   const Tensor bad = memory::ambient().allocate({n, k}, GgmlType::I32, "ids");
   std::fill(bad.mutable_data<int32_t>(), bad.mutable_data<int32_t>() + n * k, static_cast<int32_t>(experts));
   EXPECT_THROW(ops::matmul_experts(ctx, filled({n, in}, rng, 1.0f), stack, bad), InvalidArgument);
+}
+
+// A decode step's few rows: every chosen expert's product in one pass over all of them (where the
+// scratch already holds their prepared rows) gives what one matmul per expert gives (a context with no
+// scratch takes that path), for dense and packed stacks and with gpt-oss's bias rows; and each
+// slot is its row times its expert's matrix plus the expert's bias row.
+TEST(Experts, FewRowsInOnePassEqualOneMatmulPerExpert) {
+  std::mt19937 rng(5);
+  memory::ExecutionContext one_pass, per_expert;
+  one_pass.reserve_scratch(size_t{1} << 20);
+  const int64_t k = 3, experts = 7, in = 512, out = 37;
+  for (const GgmlType type : {GgmlType::F32, GgmlType::Q8_0, GgmlType::Q4_K}) {
+    const Tensor stack = ops::convert(one_pass, filled({experts, out, in}, rng, 0.5f), type);
+    const Tensor bias = filled({experts, out}, rng, 1.0f);
+    for (const int64_t n : {1, 2, 5}) {
+      const Tensor ids = memory::ambient().allocate({n, k}, GgmlType::I32, "ids");
+      std::vector<int32_t> order(experts);
+      for (int64_t t = 0; t < n; ++t) {
+        std::iota(order.begin(), order.end(), 0);
+        std::shuffle(order.begin(), order.end(), rng);
+        std::copy(order.begin(), order.begin() + k, ids.row(t).mutable_data<int32_t>());
+      }
+      const Tensor x = filled({n, in}, rng, 1.0f);
+      const Tensor fast = ops::matmul_experts(one_pass, x, stack, ids, bias);
+      const Tensor slow = ops::matmul_experts(per_expert, x, stack, ids, bias);
+      // The same kernels on the same rows; only where a chunk of weight rows starts differs, which a
+      // tile kernel's remainder may round differently.
+      for (int64_t i = 0; i < fast.numel(); ++i)
+        ASSERT_NEAR(fast.data<float>()[i], slow.data<float>()[i], 1e-5 * std::max(1.0f, std::abs(slow.data<float>()[i])))
+            << type_name(type) << " n " << n << " at " << i;
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t j = 0; j < k; ++j) {
+          const int32_t e = ids.row(t).data<int32_t>()[j];
+          const Tensor want = ops::matmul(per_expert, x.rows(t, 1), stack.select(0, e));
+          for (int64_t o = 0; o < out; ++o)
+            ASSERT_NEAR(fast.row(t).row(j).data<float>()[o], want.data<float>()[o] + bias.row(e).data<float>()[o],
+                        1e-3)
+                << type_name(type) << " n " << n << " slot " << t << "," << j;
+        }
+    }
+  }
+  EXPECT_EQ(one_pass.scratch_stats().growths, 0u);
 }
