@@ -56,8 +56,10 @@ constexpr std::array<FamilyInfo, 9> kFamilies = {{
      "gpt-oss: attention sinks, every other layer windowed, biases, experts with a clamped SwiGLU (without YaRN)"},
 }};
 
-constexpr std::array<Variant, 1> kVariants = {{
+constexpr std::array<Variant, 2> kVariants = {{
     {"llama3", "llama", 500000.0f, true, "Llama 3.1+: RoPE base 500000 and rope_freqs (frequency scaling)"},
+    {"mixtral", "llama", 1000000.0f, false,
+     "Mixtral: llama with a mixture of experts in every layer (llama.expert_count 8, 2 chosen), RoPE base 1e6", 8, 2},
 }};
 
 }  // namespace

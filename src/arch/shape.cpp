@@ -178,6 +178,7 @@ ModelShape ModelShape::of_family(std::string_view name) {
   if (variant) {
     m.rope_base = variant->rope_base;
     m.features.rope_freqs = variant->llama3_rope_freqs;
+    if (variant->experts) m.features.moe = true, m.experts = variant->experts, m.experts_used = variant->experts_used;
   }
   if (m.family == Family::Gemma2) {  // llama.cpp's defaults (Gemma 2 2B's values)
     const GemmaDefaults& d = kGemma2Defaults;
@@ -185,7 +186,7 @@ ModelShape ModelShape::of_family(std::string_view name) {
     m.final_softcap = d.final_softcap;
   } else if (m.family == Family::Gemma3) {  // Gemma 3 1B's: a 512 window, global RoPE base 1e6
     m.sliding_window = 512, m.swa_pattern = kGemma3Defaults.pattern, m.rope_base = 1000000.0f, m.rms_eps = 1e-6f;
-  } else if (m.features.moe) {  // Qwen3-30B-A3B routes 8 of 128; a small synth 2 of 8
+  } else if (m.features.moe && !m.experts) {  // Qwen3-30B-A3B routes 8 of 128; a small synth 2 of 8
     m.experts = 8, m.experts_used = 2;
   }
   if (m.family == Family::GptOss)  // gpt-oss-20b's window, pattern and router (4 of 32; a synth 2 of 8)

@@ -66,8 +66,8 @@ constexpr size_t kMaxGroupsAtOnce = 32;
 // regions each end in a wait. Only where the scratch already holds every group's prepared rows (a
 // decode step's few rows; the plan prices the largest single matmul, so a prefill chunk's k-fold rows
 // take the per-expert path instead of growing it). False: nothing done.
-bool products_at_once(ExecutionContext& ctx, std::span<const Group> groups, const Tensor& gathered,
-                      const Tensor& stack, const Tensor& products) {
+bool products_at_once(ExecutionContext& ctx, std::span<const Group> groups, const Tensor& gathered, const Tensor& stack,
+                      const Tensor& products) {
   if (stack.block_order() != BlockOrder::RowMajor) return false;
   const kernels::KernelTable& kt = ctx.kernels();
   const auto x_of = [&](const Group& g) { return gathered.rows(g.first, g.m); };

@@ -74,10 +74,10 @@ TEST(Shapes, MetadataReadsBackAsTheSameShape) {
        {"llama", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3", "llama3", "qwen3moe", "mixtral", "gpt-oss"}) {
     SCOPED_TRACE(name);
     const bool mixtral = std::string_view(name) == "mixtral";
-    ModelShape s = ModelShape::of_family(mixtral ? "llama" : name);
+    ModelShape s = ModelShape::of_family(name);
     s.dim = 128, s.layers = 2, s.heads = 4, s.kv_heads = 2, s.head_dim = 64, s.rope_dims = 64, s.ffn = 256;
     s.vocab = 300, s.ctx_train = 64;
-    if (mixtral) s.features.moe = true, s.experts = 4, s.experts_used = 2, s.expert_ffn = s.ffn;
+    if (mixtral) s.expert_ffn = s.ffn;  // Mixtral's experts are feed_forward_length wide
     if (s.family == Family::Qwen3Moe || s.family == Family::GptOss) s.expert_ffn = 96;  // its own key
     const test::TempDir dir("arch-metadata");
     gguf::Writer w(dir / "m.gguf");
@@ -89,6 +89,17 @@ TEST(Shapes, MetadataReadsBackAsTheSameShape) {
     if (s.family == Family::Gemma2 || s.family == Family::Gemma3) back.attention_scale = s.attention_scale = 0;
     EXPECT_EQ(back, s);
   }
+}
+
+// `synth --arch mixtral`: a llama file with llama.expert_count (Mixtral 8x7B's 8 experts, 2 chosen).
+TEST(Shapes, MixtralIsLlamaWithExperts) {
+  const ModelShape s = ModelShape::of_family("mixtral");
+  EXPECT_EQ(s.architecture, "llama");
+  EXPECT_EQ(s.family, Family::Llama);
+  EXPECT_TRUE(s.features.moe);
+  EXPECT_EQ(s.experts, 8u);
+  EXPECT_EQ(s.experts_used, 2u);
+  EXPECT_EQ(s.rope_base, 1000000.0f);
 }
 
 TEST(Shapes, MixtureOfExpertsTensorsAreLlamaCppsStacks) {

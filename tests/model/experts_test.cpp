@@ -212,15 +212,15 @@ TEST(Experts, FewRowsInOnePassEqualOneMatmulPerExpert) {
       // The same kernels on the same rows; only where a chunk of weight rows starts differs, which a
       // tile kernel's remainder may round differently.
       for (int64_t i = 0; i < fast.numel(); ++i)
-        ASSERT_NEAR(fast.data<float>()[i], slow.data<float>()[i], 1e-5 * std::max(1.0f, std::abs(slow.data<float>()[i])))
+        ASSERT_NEAR(fast.data<float>()[i], slow.data<float>()[i],
+                    1e-5 * std::max(1.0f, std::abs(slow.data<float>()[i])))
             << type_name(type) << " n " << n << " at " << i;
       for (int64_t t = 0; t < n; ++t)
         for (int64_t j = 0; j < k; ++j) {
           const int32_t e = ids.row(t).data<int32_t>()[j];
           const Tensor want = ops::matmul(per_expert, x.rows(t, 1), stack.select(0, e));
           for (int64_t o = 0; o < out; ++o)
-            ASSERT_NEAR(fast.row(t).row(j).data<float>()[o], want.data<float>()[o] + bias.row(e).data<float>()[o],
-                        1e-3)
+            ASSERT_NEAR(fast.row(t).row(j).data<float>()[o], want.data<float>()[o] + bias.row(e).data<float>()[o], 1e-3)
                 << type_name(type) << " n " << n << " slot " << t << "," << j;
         }
     }

@@ -111,7 +111,7 @@ if(peer_ok)
       list(APPEND env "SKAINET_LOGITS_IDS=12522,5193,264,882")
     elseif(weights STREQUAL "mixtral")
       # Mixtral: a llama file with 8 experts of ffn width, 2 used per token.
-      set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --experts 8 --experts-used 2 --bigram --arch llama)
+      set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --bigram --arch mixtral)  # 8 experts, 2 used
     elseif(weights STREQUAL "gpt-oss")
       # 8 experts of 256, 2 used; a 16-position window on layer 0 (of 2), so the 37 positions cross it.
       set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --experts 8 --experts-used 2 --expert-ffn 256 --sliding-window 16

@@ -72,6 +72,7 @@ struct Variant {
   float rope_base = 10000.0f;
   bool llama3_rope_freqs = false;
   std::string_view summary;
+  uint32_t experts = 0, experts_used = 0;  // > 0: a mixture of experts in every layer (Mixtral)
 };
 std::span<const Variant> variants() noexcept;
 
