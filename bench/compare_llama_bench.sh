@@ -10,7 +10,7 @@
 #   bench/compare_llama_bench.sh --types "Q4_0 Q8_0 Q4_K_M F16" --shapes "tinyllama 100m" --runs 7
 #
 # Options: --skainet PATH (default build/release/skainet), --work DIR (models and raw results; default
-# build/compare), --out FILE.md, --runs N, -p N, -n N, -t N, --shapes "tinyllama 100m",
+# build/compare), --out FILE.md, --runs N, -p N, -n N, -t N, --shapes "tinyllama 100m" (or moe7b, a ~7B/1.1B-active MoE),
 # --types "Q4_0 Q8_0", --sources "synth peerq" (synth: `skainet synth --type T`; peerq: the peer's
 # llama-quantize from an F16 synth of the same seed), --python PY (default build/venv/bin/python:
 # needs the gguf package for the bytes-per-token figure).
