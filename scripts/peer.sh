@@ -80,11 +80,31 @@ fi
 sdist=$work/llama_cpp_python-$PIN.tar.gz
 if [[ ! -f $sdist ]]; then
   log "downloading llama-cpp-python==$PIN (source distribution) into $work"
-  # pip prepares the sdist's metadata, so this installs the package's build requirements in an isolated
-  # environment; it takes about a minute.
-  "$python" -m pip download --quiet --no-binary :all: --no-deps "llama-cpp-python==$PIN" -d "$work/dl" >&2
-  mv "$work/dl/llama_cpp_python-$PIN.tar.gz" "$sdist"
-  rm -rf "$work/dl"
+  # The file PyPI's simple index (PEP 691, JSON) lists for the pin, checked against the sha256 it gives.
+  # Not `pip download`: pip prepares an sdist's metadata, building its build requirements from source
+  # under --no-binary :all: (with some pips that took tens of minutes).
+  "$python" - "$PIN" "$sdist" >&2 <<'PY'
+import hashlib, json, os, sys, urllib.request
+pin, out = sys.argv[1], sys.argv[2]
+name = f"llama_cpp_python-{pin}.tar.gz"
+index = urllib.request.Request("https://pypi.org/simple/llama-cpp-python/",
+                               headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+with urllib.request.urlopen(index, timeout=60) as r:
+    files = [f for f in json.load(r)["files"] if f["filename"] == name]
+if len(files) != 1:
+    sys.exit(f"peer.sh: PyPI's index lists {len(files)} files named {name}, expected 1")
+f = files[0]
+tmp = out + ".part"
+with urllib.request.urlopen(f["url"], timeout=600) as r, open(tmp, "wb") as w:
+    while chunk := r.read(1 << 20):
+        w.write(chunk)
+with open(tmp, "rb") as got_file:
+    got = hashlib.sha256(got_file.read()).hexdigest()
+if got != f["hashes"]["sha256"]:
+    os.remove(tmp)
+    sys.exit(f"peer.sh: {name}: sha256 {got}, PyPI's index says {f['hashes']['sha256']}")
+os.replace(tmp, out)
+PY
 fi
 
 if [[ ! -f $llama_src/CMakeLists.txt ]]; then
