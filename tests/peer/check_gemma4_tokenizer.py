@@ -10,8 +10,9 @@ run per engine and mode; on a difference each case is run on its own to name the
     check_gemma4_tokenizer.py SKAINET PEER_BIN VOCAB WORK
 """
 import os
-import subprocess
 import sys
+
+from check_pre_tokenizers import run  # beside this file
 
 SEP = "\n__ggml_vocab_test__\n"
 EXTRA = [
@@ -36,15 +37,6 @@ def cases(vocab):
         if c and c not in out:
             out.append(c)
     return out + EXTRA
-
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True)
-    if r.returncode != 0:
-        tail = r.stderr.decode(errors="replace").strip().splitlines()
-        return "error: " + (tail[-1] if tail else "exit %d" % r.returncode)
-    lines = [l for l in r.stdout.decode().splitlines() if l.startswith("[")]
-    return lines[-1] if lines else "no output"
 
 
 def peer(peer_bin, vocab, text, plain, work):

@@ -75,7 +75,8 @@ class PreSplicer:
             f.write(self.data[:self.begin] + struct.pack("<Q", len(new)) + new + self.data[self.end:])
 
 
-def run(cmd, text):
+def run(cmd):
+    """The last id list a tokenizer command prints, or its error (check_gemma4_tokenizer.py uses it too)."""
     r = subprocess.run(cmd, capture_output=True)
     if r.returncode != 0:
         tail = r.stderr.decode(errors="replace").strip().splitlines()
@@ -89,11 +90,11 @@ def peer(peer_bin, model, text, work):
     with open(path, "wb") as f:
         f.write(text.encode())
     return run([os.path.join(peer_bin, "llama-tokenize"), "-m", model, "-f", path, "--no-escape", "--ids",
-                "--log-disable"], text)
+                "--log-disable"])
 
 
 def ours(skainet, model, text):
-    return run([skainet, "tokenize", "-m", model, "-p", text, "--ids"], text)
+    return run([skainet, "tokenize", "-m", model, "-p", text, "--ids"])
 
 
 def main():
