@@ -2,6 +2,8 @@
 // before a kernel runs. Messages are built only when throwing (no allocation on the success path).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <string_view>
 
 #include "skainet/compute/ops.hpp"
@@ -20,6 +22,14 @@ void require_inner_contiguous(const Tensor& t, std::string_view op, std::string_
 void require_softcap(float cap, std::string_view op, bool zero_means_none);
 // A sliding window: >= 0 (0: none).
 void require_window(int64_t window, std::string_view op);
+
+// The grain of a matmul's parallel split over `items` output rows: about four chunks per thread, and
+// each chunk at least 2^16 multiply-adds, since a hand-off to another thread costs microseconds
+// (attention's per-head products are far smaller than that, and run inline).
+inline int64_t matmul_grain(int64_t items, int64_t threads, int64_t macs_per_item) {
+  constexpr int64_t kMinChunkMacs = int64_t{1} << 16;
+  return std::max<int64_t>({items / (threads * 4), kMinChunkMacs / std::max<int64_t>(macs_per_item, 1), 1});
+}
 
 // A recorded (symbolic) tensor reaching a kernel: it has no bytes.
 [[noreturn]] void symbolic_in_eager_op(const OpCall& call, const Tensor& t);

@@ -95,10 +95,9 @@ bool products_at_once(ExecutionContext& ctx, std::span<const Group> groups, cons
       }
     });
   }
-  // The same chunking as ops::matmul: a chunk of at least 2^16 multiply-adds.
+  // The same chunking as ops::matmul, each unit one output row of one expert.
   const int64_t units = static_cast<int64_t>(gs.size()) * out_dim;
-  const int64_t macs_per_unit = std::max<int64_t>(1, static_cast<int64_t>(rows / gs.size()) * in_dim);
-  const int64_t grain = std::max<int64_t>({units / (threads * 4), (int64_t{1} << 16) / macs_per_unit, 1});
+  const int64_t grain = matmul_grain(units, threads, static_cast<int64_t>(rows / gs.size()) * in_dim);
   auto* kernel = kt.matmul;
   auto* prepared = kt.matmul_prepared;
   ctx.pool().parallel_for(units, grain, [&](int64_t b, int64_t e) noexcept {

@@ -48,11 +48,7 @@ void matmul_into(ExecutionContext& ctx, const Tensor& x, const Tensor& w, const 
   if (recorded(ctx, {.kind = OpKind::Matmul, .inputs = in, .output = out})) return;
   const int64_t items = w.rank() == 3 ? w.dim(0) * w.dim(1) : w.dim(0);
   const int64_t threads = static_cast<int64_t>(ctx.pool().size());
-  // Each chunk gets at least kMinChunkMacs multiply-adds: a hand-off to another thread costs
-  // microseconds, and attention's per-head products are far smaller than that (they run inline).
-  constexpr int64_t kMinChunkMacs = 1 << 16;
-  const int64_t macs_per_item = std::max<int64_t>(1, (x.numel() / x.dim(-1)) * x.dim(-1));
-  const int64_t grain = std::max<int64_t>({items / (threads * 4), kMinChunkMacs / macs_per_item, 1});
+  const int64_t grain = matmul_grain(items, threads, x.numel());
   const kernels::KernelTable& k = ctx.kernels();
   const size_t need = k.matmul_scratch ? k.matmul_scratch(x, w) : 0;
   // A kernel-feed order splits only between its row groups: chunks are counted in groups.
