@@ -1,6 +1,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <string>
@@ -41,6 +42,24 @@ unsigned default_threads() noexcept {
     return std::max(1u, std::min(cpus, static_cast<unsigned>(cores.size())));
   } catch (...) {
     return 1;
+  }
+}
+
+double nominal_clock_hz() noexcept {
+  try {
+    if (const long khz = read_number("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"); khz > 0)
+      return static_cast<double>(khz) * 1e3;
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line;
+    double mhz = 0;
+    while (std::getline(cpuinfo, line)) {
+      if (!line.starts_with("cpu MHz")) continue;
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) mhz = std::max(mhz, std::strtod(line.c_str() + colon + 1, nullptr));
+    }
+    return mhz * 1e6;
+  } catch (...) {
+    return 0;
   }
 }
 

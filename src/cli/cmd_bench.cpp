@@ -1,5 +1,6 @@
 // `skainet bench`: llama-bench's protocol and output formats (md, json, csv; JSON records use
-// llama-bench's field names), so tools that read llama-bench output read ours. Adds peak RSS.
+// llama-bench's field names), so tools that read llama-bench output read ours. Adds peak RSS and the
+// share of the machine's matrix peak each test reaches (kernels::matrix_peak).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "cli.hpp"
 #include "llama_compat.hpp"
 #include "placement_args.hpp"
+#include "skainet/compute/kernel_ops.hpp"
 #include "skainet/model/engine.hpp"
 
 namespace skainet::cli {
@@ -96,14 +98,16 @@ uint64_t time_ns(const std::function<void()>& fn) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
 }
 
-std::string dominant_type(const gguf::Header& h) {
-  std::map<std::string, uint64_t> bytes;
+// The type holding most of the 2-D weights' bytes: the model's name in the table, and the arithmetic
+// of its matrix peak.
+GgmlType dominant_type(const gguf::Header& h) {
+  std::map<GgmlType, uint64_t> bytes;
   for (const auto& t : h.tensors)
-    if (t.shape.size() == 2) bytes[std::string(type_name(t.type))] += t.bytes;
-  std::string best = "F32";
+    if (t.shape.size() == 2) bytes[t.type] += t.bytes;
+  GgmlType best = GgmlType::F32;
   uint64_t most = 0;
-  for (const auto& [name, b] : bytes)
-    if (b > most) most = b, best = name;
+  for (const auto& [type, b] : bytes)
+    if (b > most) most = b, best = type;
   return best;
 }
 
@@ -144,6 +148,13 @@ std::vector<Result> measure(const BenchArgs& a, generate::Engine& e) {
 struct BenchInfo {
   std::string model_type, type_k, type_v;
   uint64_t params = 0, size = 0, rss = 0;
+  uint64_t ops_per_token = 0;  // plan::matmul_ops_per_token
+  kernels::MatrixPeak peak;
+  // The share of the matrix peak `tokens_per_second` reaches (0 when the clock is unknown).
+  double peak_fraction(double tokens_per_second) const {
+    const double peak_ops = peak.ops_per_second();
+    return peak_ops > 0 ? tokens_per_second * static_cast<double>(ops_per_token) / peak_ops : 0;
+  }
 };
 
 void print_json(const BenchArgs& a, const generate::Engine& e, const BenchInfo& b, const std::vector<Result>& results) {
@@ -177,6 +188,10 @@ void print_json(const BenchArgs& a, const generate::Engine& e, const BenchInfo& 
                    {"samples_ns", r.samples_ns},
                    {"samples_ts", r.samples_ts()},
                    {"max_rss_bytes", b.rss},
+                   {"matmul_ops_per_token", b.ops_per_token},
+                   {"matrix_unit", b.peak.unit.name},
+                   {"matrix_peak_ops", b.peak.ops_per_second()},
+                   {"peak_fraction", b.peak_fraction(r.avg_ts())},
                    {"profile", e.plan.profile}});
   fmt::print("{}\n", all.dump(2));
 }
@@ -184,19 +199,29 @@ void print_json(const BenchArgs& a, const generate::Engine& e, const BenchInfo& 
 void print_csv(const BenchArgs& a, const BenchInfo& b, const std::vector<Result>& results) {
   fmt::print(
       "model_filename,model_type,model_size,model_n_params,n_threads,n_prompt,n_gen,n_depth,"
-      "avg_ns,stddev_ns,avg_ts,stddev_ts,max_rss_bytes\n");
+      "avg_ns,stddev_ns,avg_ts,stddev_ts,max_rss_bytes,peak_fraction\n");
   for (const auto& r : results)
-    fmt::print("\"{}\",\"{}\",{},{},{},{},{},{},{:.0f},{:.0f},{:.6f},{:.6f},{}\n", a.model, b.model_type, b.size,
-               b.params, a.threads, r.n_prompt, r.n_gen, r.n_depth, r.avg_ns(), r.stddev_ns(), r.avg_ts(),
-               r.stddev_ts(), b.rss);
+    fmt::print("\"{}\",\"{}\",{},{},{},{},{},{},{:.0f},{:.0f},{:.6f},{:.6f},{},{:.6f}\n", a.model, b.model_type,
+               b.size, b.params, a.threads, r.n_prompt, r.n_gen, r.n_depth, r.avg_ns(), r.stddev_ns(), r.avg_ts(),
+               r.stddev_ts(), b.rss, b.peak_fraction(r.avg_ts()));
 }
 
 void print_md(const BenchArgs& a, const BenchInfo& b, const std::vector<Result>& results) {
-  fmt::print("| model | size | params | backend | threads | test | t/s | peak RSS |\n");
-  fmt::print("| ----- | ---: | -----: | ------- | ------: | ---: | --: | -------: |\n");
+  fmt::print("| model | size | params | backend | threads | test | t/s | of peak | peak RSS |\n");
+  fmt::print("| ----- | ---: | -----: | ------- | ------: | ---: | --: | ------: | -------: |\n");
+  const bool known = b.peak.ops_per_second() > 0;
   for (const auto& r : results)
-    fmt::print("| {} | {} | {} | CPU | {} | {} | {:.2f} ± {:.2f} | {} |\n", b.model_type, base::format_bytes(b.size),
-               human_count(b.params), a.threads, r.test(), r.avg_ts(), r.stddev_ts(), base::format_bytes(b.rss));
+    fmt::print("| {} | {} | {} | CPU | {} | {} | {:.2f} ± {:.2f} | {} | {} |\n", b.model_type,
+               base::format_bytes(b.size), human_count(b.params), a.threads, r.test(), r.avg_ts(), r.stddev_ts(),
+               known ? fmt::format("{:.1f}%", 100 * b.peak_fraction(r.avg_ts())) : "?", base::format_bytes(b.rss));
+  // How the peak column was computed, so a reader can check it (llama-bench ends with its build line).
+  const std::string clock = known ? fmt::format("{:.2f} GHz = {:.0f} Gop/s", b.peak.clock_hz / 1e9,
+                                                b.peak.ops_per_second() / 1e9)
+                                  : std::string("an unknown clock");
+  const auto ops = static_cast<double>(b.ops_per_token);
+  const std::string per_token = ops >= 1e9 ? fmt::format("{:.2f} Gop", ops / 1e9) : fmt::format("{:.2f} Mop", ops / 1e6);
+  fmt::print("\nof peak: {} a token (2 × the weights it multiplies) against {} op/cycle ({}) × {} cores × {}\n",
+             per_token, b.peak.unit.ops_per_cycle, b.peak.unit.name, b.peak.cores, clock);
 }
 
 int run(const BenchArgs& a) {
@@ -213,7 +238,10 @@ int run(const BenchArgs& a) {
 
   BenchInfo b;
   for (const auto& t : e->header.tensors) b.params += t.elements();
-  b.model_type = fmt::format("{} {} {}", e->plan.model->architecture, human_count(b.params), dominant_type(e->header));
+  const GgmlType dominant = dominant_type(e->header);
+  b.model_type = fmt::format("{} {} {}", e->plan.model->architecture, human_count(b.params), type_name(dominant));
+  b.ops_per_token = plan::matmul_ops_per_token(e->plan);
+  b.peak = kernels::matrix_peak(kernels::best_level(), kernels::arithmetic_of(dominant), static_cast<unsigned>(a.threads));
   b.size = e->plan.totals.file;
   b.rss = peak_rss_bytes();
   b.type_k = type_name(e->plan.kv->k_type);

@@ -44,6 +44,25 @@ ResidentSplit split(const MemoryPlan& p) {
   return s;
 }
 
+uint64_t matmul_ops_per_token(const MemoryPlan& p) {
+  const uint32_t vocab = p.model ? p.model->vocab : 0;
+  uint64_t elements = 0;
+  bool output_matrix = false;
+  const placement::Decision* embedding = nullptr;
+  for (const auto& d : p.tensors) {
+    uint64_t n = 1;
+    for (uint64_t x : d.shape) n *= x;
+    if (d.role == placement::TensorRole::Embedding) embedding = &d;
+    if (d.role != placement::TensorRole::MatmulWeight) continue;
+    // ggml order: [in, out] or an expert stack's [in, out, experts].
+    if (d.shape.size() == 3 && p.model && p.model->experts > 0) n = n / p.model->experts * p.model->experts_used;
+    output_matrix |= d.shape.size() == 2 && vocab > 0 && d.shape[1] == vocab;
+    elements += n;
+  }
+  if (!output_matrix && embedding) elements += embedding->shape.size() == 2 ? embedding->shape[0] * embedding->shape[1] : 0;
+  return 2 * elements;
+}
+
 std::string LayerGroup::name() const { return layer ? fmt::format("layer {}", *layer) : "outside the layers"; }
 
 std::vector<LayerGroup> group_by_layer(const MemoryPlan& p) {

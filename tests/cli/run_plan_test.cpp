@@ -295,11 +295,19 @@ TEST(BenchCommand, JsonUsesLlamaBenchFieldNames) {
     EXPECT_GT(rec["avg_ts"].get<double>(), 0.0);
     EXPECT_TRUE(rec.contains("stddev_ts") && rec.contains("model_size") && rec.contains("model_n_params"));
     EXPECT_GT(rec["max_rss_bytes"].get<uint64_t>(), 0u);
+    // The share of the matrix peak: 2 × (5 layers × (q 64·64 + k, v 64·32 + o 64·64 + FFN 3·64·172)
+    // + the output, 64·512, which is the embedding) operations a token.
+    EXPECT_EQ(rec["matmul_ops_per_token"], 2u * (5 * (4096 + 2 * 2048 + 4096 + 3 * 64 * 172) + 64 * 512));
+    EXPECT_GT(rec["matrix_peak_ops"].get<double>(), 0.0);
+    EXPECT_GT(rec["peak_fraction"].get<double>(), 0.0);
+    EXPECT_LT(rec["peak_fraction"].get<double>(), 1.0);
   }
   const RunResult md = run_skainet({"bench", "-m", kModel, "-p", "8", "-n", "4", "-r", "1"});
   ASSERT_EQ(md.exit_code, 0) << md.err;
   EXPECT_NE(md.out.find("| pp8 |"), std::string::npos) << md.out;
   EXPECT_NE(md.out.find("| tg4 |"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| of peak |"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("of peak: 0.52 Mop a token"), std::string::npos) << md.out;
 }
 
 // llama-bench's -d: each test after that many tokens already fill the KV cache, per depth the pp tests

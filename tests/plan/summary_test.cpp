@@ -55,6 +55,30 @@ TEST(Summary, SplitComesFromTheDomains) {
   EXPECT_EQ(s.total(), p.totals.resident());
 }
 
+// 2 × the weights one token multiplies: an expert stack at experts_used / experts, vectors never, the
+// embedding only where no matmul weight is the output (tied embeddings).
+TEST(Summary, MatmulOpsPerTokenCountTheWeightsATokenMultiplies) {
+  MemoryPlan p;
+  p.model.emplace();
+  p.model->vocab = 100, p.model->experts = 4, p.model->experts_used = 1;
+  const auto weight = [](std::string name, placement::TensorRole role, std::vector<uint64_t> shape) {
+    placement::Decision d;
+    d.tensor = std::move(name), d.role = role, d.shape = std::move(shape);
+    return d;
+  };
+  using R = placement::TensorRole;
+  p.tensors = {weight("token_embd.weight", R::Embedding, {8, 100}), weight("blk.0.attn_q.weight", R::MatmulWeight, {8, 8}),
+               weight("blk.0.attn_norm.weight", R::Vector, {8}),
+               weight("blk.0.ffn_gate_inp.weight", R::MatmulWeight, {8, 4}),
+               weight("blk.0.ffn_up_exps.weight", R::MatmulWeight, {8, 16, 4})};
+  EXPECT_EQ(matmul_ops_per_token(p), 2u * (800 + 64 + 32 + 8 * 16));
+  // With an output matrix of its own, that one counts and the embedding (a lookup) does not.
+  p.tensors.push_back(weight("output.weight", R::MatmulWeight, {8, 100}));
+  EXPECT_EQ(matmul_ops_per_token(p), 2u * (64 + 32 + 8 * 16 + 800));
+  p.tensors.front().shape = {8, 1000};
+  EXPECT_EQ(matmul_ops_per_token(p), 2u * (64 + 32 + 8 * 16 + 800));
+}
+
 TEST(Summary, GroupsByLayerThenTheRest) {
   const std::vector<LayerGroup> g = group_by_layer(hand_plan());
   ASSERT_EQ(g.size(), 3u);

@@ -154,5 +154,31 @@ const KernelTable* table_for(IsaLevel level) noexcept;
 // The fastest table this CPU runs (base::CpuFeatures::detected()); the ExecutionContext default.
 // The environment variable SKAINET_ISA=reference|avx2|avx512|amx picks a lower level (read once).
 const KernelTable& best_table() noexcept;
+IsaLevel best_level() noexcept;  // the level of best_table()
+
+// ---- The matrix peak: what the multiply units of a level can do, for reports ---------------------
+// Which multiply a weight's products use: quantized weights are int8 dot products (activations
+// quantized to 8 bits), F16/BF16 can use 16-bit tiles, F32 (and anything else) f32 multiply-adds.
+enum class Arithmetic : uint8_t { Int8, Half, F32 };
+Arithmetic arithmetic_of(GgmlType weights) noexcept;
+
+// The nominal issue rate of the unit a level's matmuls use: multiply instructions per cycle times
+// multiply-adds per instruction, a multiply-add counted as 2 operations (matrix_peak.cpp says where
+// each number comes from). A bound no kernel reaches; reports give the fraction of it.
+struct MatrixUnit {
+  const char* name = "";     // "avx2 int8 (vpmaddubsw)"
+  double ops_per_cycle = 0;  // per core
+};
+MatrixUnit matrix_unit(IsaLevel level, Arithmetic arithmetic, const base::CpuFeatures& cpu) noexcept;
+
+// The peak of `threads` threads, one per physical core at most, at the nominal clock: ops_per_second
+// is 0 when the clock cannot be read (base::nominal_clock_hz).
+struct MatrixPeak {
+  MatrixUnit unit;
+  unsigned cores = 0;
+  double clock_hz = 0;
+  double ops_per_second() const noexcept { return unit.ops_per_cycle * cores * clock_hz; }
+};
+MatrixPeak matrix_peak(IsaLevel level, Arithmetic arithmetic, unsigned threads) noexcept;
 
 }  // namespace skainet::kernels

@@ -186,6 +186,9 @@ class AtomicFile {
 // The number of threads to use when none is asked for: the physical cores among the CPUs this process
 // may run on (its affinity mask, so a container's CPU limit is respected), at least 1.
 unsigned default_threads() noexcept;
+// The CPU's nominal clock in Hz: cpufreq's maximum where the kernel exposes it, else the highest
+// "cpu MHz" of /proc/cpuinfo (a virtual machine's usual only source); 0 when neither can be read.
+double nominal_clock_hz() noexcept;
 
 // ISA features of this CPU, detected once. Tests may override to exercise lower levels.
 struct CpuFeatures {

@@ -254,6 +254,12 @@ struct ResidentSplit {
 };
 ResidentSplit split(const MemoryPlan& plan);
 
+// Operations one token costs in the weights' products, a multiply-add counted as 2 ("2 × parameters",
+// as the matrix peak is counted): every matmul weight, an expert stack at experts_used / experts of
+// its elements (the experts a token reads), and the token embedding where it is also the output (no
+// matmul weight has the vocabulary's rows). Attention's scores and values are not counted.
+uint64_t matmul_ops_per_token(const MemoryPlan& plan);
+
 // The tensors of one layer ("blk.N."), or of everything outside the layers (layer unset), with how
 // their bytes are held: held_how (placement::held_how) -> tensor count, in first-seen order.
 struct LayerGroup {

@@ -369,18 +369,19 @@ const KernelTable* table_for(IsaLevel level) noexcept {
   return level == IsaLevel::Reference ? &reference_table() : nullptr;
 }
 
-const KernelTable& best_table() noexcept {
-  static const KernelTable* best = [] {
+IsaLevel best_level() noexcept {
+  static const IsaLevel best = [] {
     // SKAINET_ISA=reference|avx2|avx512|amx caps the choice (A/B measurements, bisecting a kernel).
     if (const char* want = std::getenv("SKAINET_ISA"))
       for (IsaLevel l : kIsaLevels)
-        if (std::strcmp(want, isa_level_name(l)) == 0)
-          if (const KernelTable* t = table_for(l)) return t;
+        if (std::strcmp(want, isa_level_name(l)) == 0 && table_for(l)) return l;
     for (IsaLevel l : {IsaLevel::Amx, IsaLevel::Avx512, IsaLevel::Avx2})
-      if (const KernelTable* t = table_for(l)) return t;
-    return &reference_table();
+      if (table_for(l)) return l;
+    return IsaLevel::Reference;
   }();
-  return *best;
+  return best;
 }
+
+const KernelTable& best_table() noexcept { return *table_for(best_level()); }
 
 }  // namespace skainet::kernels
