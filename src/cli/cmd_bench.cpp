@@ -201,8 +201,8 @@ void print_csv(const BenchArgs& a, const BenchInfo& b, const std::vector<Result>
       "model_filename,model_type,model_size,model_n_params,n_threads,n_prompt,n_gen,n_depth,"
       "avg_ns,stddev_ns,avg_ts,stddev_ts,max_rss_bytes,peak_fraction\n");
   for (const auto& r : results)
-    fmt::print("\"{}\",\"{}\",{},{},{},{},{},{},{:.0f},{:.0f},{:.6f},{:.6f},{},{:.6f}\n", a.model, b.model_type,
-               b.size, b.params, a.threads, r.n_prompt, r.n_gen, r.n_depth, r.avg_ns(), r.stddev_ns(), r.avg_ts(),
+    fmt::print("\"{}\",\"{}\",{},{},{},{},{},{},{:.0f},{:.0f},{:.6f},{:.6f},{},{:.6f}\n", a.model, b.model_type, b.size,
+               b.params, a.threads, r.n_prompt, r.n_gen, r.n_depth, r.avg_ns(), r.stddev_ns(), r.avg_ts(),
                r.stddev_ts(), b.rss, b.peak_fraction(r.avg_ts()));
 }
 
@@ -215,11 +215,12 @@ void print_md(const BenchArgs& a, const BenchInfo& b, const std::vector<Result>&
                base::format_bytes(b.size), human_count(b.params), a.threads, r.test(), r.avg_ts(), r.stddev_ts(),
                known ? fmt::format("{:.1f}%", 100 * b.peak_fraction(r.avg_ts())) : "?", base::format_bytes(b.rss));
   // How the peak column was computed, so a reader can check it (llama-bench ends with its build line).
-  const std::string clock = known ? fmt::format("{:.2f} GHz = {:.0f} Gop/s", b.peak.clock_hz / 1e9,
-                                                b.peak.ops_per_second() / 1e9)
-                                  : std::string("an unknown clock");
+  const std::string clock =
+      known ? fmt::format("{:.2f} GHz = {:.0f} Gop/s", b.peak.clock_hz / 1e9, b.peak.ops_per_second() / 1e9)
+            : std::string("an unknown clock");
   const auto ops = static_cast<double>(b.ops_per_token);
-  const std::string per_token = ops >= 1e9 ? fmt::format("{:.2f} Gop", ops / 1e9) : fmt::format("{:.2f} Mop", ops / 1e6);
+  const std::string per_token =
+      ops >= 1e9 ? fmt::format("{:.2f} Gop", ops / 1e9) : fmt::format("{:.2f} Mop", ops / 1e6);
   fmt::print("\nof peak: {} a token (2 × the weights it multiplies) against {} op/cycle ({}) × {} cores × {}\n",
              per_token, b.peak.unit.ops_per_cycle, b.peak.unit.name, b.peak.cores, clock);
 }
@@ -241,7 +242,8 @@ int run(const BenchArgs& a) {
   const GgmlType dominant = dominant_type(e->header);
   b.model_type = fmt::format("{} {} {}", e->plan.model->architecture, human_count(b.params), type_name(dominant));
   b.ops_per_token = plan::matmul_ops_per_token(e->plan);
-  b.peak = kernels::matrix_peak(kernels::best_level(), kernels::arithmetic_of(dominant), static_cast<unsigned>(a.threads));
+  b.peak =
+      kernels::matrix_peak(kernels::best_level(), kernels::arithmetic_of(dominant), static_cast<unsigned>(a.threads));
   b.size = e->plan.totals.file;
   b.rss = peak_rss_bytes();
   b.type_k = type_name(e->plan.kv->k_type);

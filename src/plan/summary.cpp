@@ -59,7 +59,8 @@ uint64_t matmul_ops_per_token(const MemoryPlan& p) {
     output_matrix |= d.shape.size() == 2 && vocab > 0 && d.shape[1] == vocab;
     elements += n;
   }
-  if (!output_matrix && embedding) elements += embedding->shape.size() == 2 ? embedding->shape[0] * embedding->shape[1] : 0;
+  if (!output_matrix && embedding)
+    elements += embedding->shape.size() == 2 ? embedding->shape[0] * embedding->shape[1] : 0;
   return 2 * elements;
 }
 

@@ -67,8 +67,8 @@ TEST(Summary, MatmulOpsPerTokenCountTheWeightsATokenMultiplies) {
     return d;
   };
   using R = placement::TensorRole;
-  p.tensors = {weight("token_embd.weight", R::Embedding, {8, 100}), weight("blk.0.attn_q.weight", R::MatmulWeight, {8, 8}),
-               weight("blk.0.attn_norm.weight", R::Vector, {8}),
+  p.tensors = {weight("token_embd.weight", R::Embedding, {8, 100}),
+               weight("blk.0.attn_q.weight", R::MatmulWeight, {8, 8}), weight("blk.0.attn_norm.weight", R::Vector, {8}),
                weight("blk.0.ffn_gate_inp.weight", R::MatmulWeight, {8, 4}),
                weight("blk.0.ffn_up_exps.weight", R::MatmulWeight, {8, 16, 4})};
   EXPECT_EQ(matmul_ops_per_token(p), 2u * (800 + 64 + 32 + 8 * 16));
