@@ -25,6 +25,12 @@ std::optional<std::pair<uint32_t, std::string_view>> layer_of(std::string_view n
   return std::pair{layer, name.substr(static_cast<size_t>(end + 1 - name.data()))};
 }
 
+uint64_t elements_of(const placement::Decision& d) {
+  uint64_t n = 1;
+  for (uint64_t x : d.shape) n *= x;
+  return n;
+}
+
 std::string plural(uint64_t n, std::string_view word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
 
 }  // namespace
@@ -45,22 +51,20 @@ ResidentSplit split(const MemoryPlan& p) {
 }
 
 uint64_t matmul_ops_per_token(const MemoryPlan& p) {
-  const uint32_t vocab = p.model ? p.model->vocab : 0;
+  static const arch::ModelShape kNoModel;
+  const arch::ModelShape& m = p.model ? *p.model : kNoModel;
   uint64_t elements = 0;
   bool output_matrix = false;
   const placement::Decision* embedding = nullptr;
   for (const auto& d : p.tensors) {
-    uint64_t n = 1;
-    for (uint64_t x : d.shape) n *= x;
     if (d.role == placement::TensorRole::Embedding) embedding = &d;
     if (d.role != placement::TensorRole::MatmulWeight) continue;
-    // ggml order: [in, out] or an expert stack's [in, out, experts].
-    if (d.shape.size() == 3 && p.model && p.model->experts > 0) n = n / p.model->experts * p.model->experts_used;
-    output_matrix |= d.shape.size() == 2 && vocab > 0 && d.shape[1] == vocab;
-    elements += n;
+    // ggml order: [in, out], or an expert stack's [in, out, experts] of which a token reads experts_used.
+    const bool stack = d.shape.size() == 3 && m.experts > 0;
+    elements += stack ? elements_of(d) / m.experts * m.experts_used : elements_of(d);
+    output_matrix |= d.shape.size() == 2 && d.shape[1] == m.vocab;
   }
-  if (!output_matrix && embedding)
-    elements += embedding->shape.size() == 2 ? embedding->shape[0] * embedding->shape[1] : 0;
+  if (embedding && !output_matrix) elements += elements_of(*embedding);
   return 2 * elements;
 }
 
