@@ -298,9 +298,11 @@ TEST(BenchCommand, JsonUsesLlamaBenchFieldNames) {
     // The share of the matrix peak: 2 × (5 layers × (q 64·64 + k, v 64·32 + o 64·64 + FFN 3·64·172)
     // + the output, 64·512, which is the embedding) operations a token.
     EXPECT_EQ(rec["matmul_ops_per_token"], 2u * (5 * (4096 + 2 * 2048 + 4096 + 3 * 64 * 172) + 64 * 512));
+    EXPECT_LT(rec["peak_fraction"].get<double>(), 1.0);
+#if defined(__x86_64__)  // elsewhere the clock may be unknown, and the peak 0
     EXPECT_GT(rec["matrix_peak_ops"].get<double>(), 0.0);
     EXPECT_GT(rec["peak_fraction"].get<double>(), 0.0);
-    EXPECT_LT(rec["peak_fraction"].get<double>(), 1.0);
+#endif
   }
   const RunResult md = run_skainet({"bench", "-m", kModel, "-p", "8", "-n", "4", "-r", "1"});
   ASSERT_EQ(md.exit_code, 0) << md.err;
