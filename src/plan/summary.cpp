@@ -25,11 +25,8 @@ std::optional<std::pair<uint32_t, std::string_view>> layer_of(std::string_view n
   return std::pair{layer, name.substr(static_cast<size_t>(end + 1 - name.data()))};
 }
 
-uint64_t elements_of(const placement::Decision& d) {
-  uint64_t n = 1;
-  for (uint64_t x : d.shape) n *= x;
-  return n;
-}
+// A decision's element count, by the shape type's own product (which checks rank and overflow).
+uint64_t elements_of(const placement::Decision& d) { return static_cast<uint64_t>(Shape::from_ggml(d.shape).numel()); }
 
 std::string plural(uint64_t n, std::string_view word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
 
