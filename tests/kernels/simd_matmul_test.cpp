@@ -207,19 +207,22 @@ TEST_P(SimdMatmul, MatchesReferenceOnEveryLevel) {
           }
 }
 
-// Dense F16/BF16 weights against 16 and more x rows: on the AMX level the BF16 tiles (whole 16s of
+// Dense F32/F16/BF16 weights against 16 and more x rows: on the AMX level the BF16 tiles (whole 16s of
 // weight and x rows, k in steps of 32 converted 512 at a time, accumulators spilled every 256 x
 // rows) and what they leave to AVX-512 (x rows past the last 16, weight rows past the last 16, k not
-// a multiple of 32); the other levels' prefill tiles at these sizes too.
+// a multiple of 32); the other levels' prefill tiles at these sizes too, the short-k transposed
+// products among them (k <= 128: whole 16s or 32s of weight rows and leftovers, x rows in 6s and 4s
+// and leftovers, k not a multiple of 8).
 TEST(SimdMatmulDense, ManyRowsMatchReferenceOnEveryLevel) {
   struct Size {
     int64_t k, out_rows, n;
   };
   // The runner splits the weight rows in 2 chunks a thread: at least 64 rows give each a whole 16.
-  const Size sizes[] = {{32, 64, 16}, {96, 53, 37}, {608, 70, 70}, {1056, 64, 17}, {100, 17, 20}, {64, 67, 275}};
+  const Size sizes[] = {{32, 64, 16},  {96, 53, 37}, {608, 70, 70}, {1056, 64, 17}, {100, 17, 20},
+                        {64, 67, 275}, {8, 37, 11},  {13, 33, 5},   {128, 16, 2}};
   uint32_t seed = 900;
   for (IsaLevel level : simd_levels())
-    for (GgmlType type : {GgmlType::F16, GgmlType::BF16})
+    for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
       for (const Size& z : sizes)
         for (Path path : {Path::Plain, Path::Prepared})
           for (int threads : {1, 2}) {

@@ -2,6 +2,7 @@
 // reading/writing one float in any dense float type. Private to src/kernels.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -128,23 +129,46 @@ inline void probabilities_times_packed(const Tensor& p, const Tensor& values, co
 // quantized K read as a packed weight), the softmax in place, then the probabilities times V_g as a
 // matmul of the transposed values (a quantized V: probabilities_times_packed). The reference table's
 // attention, and the x86 tables' for the calls their fused kernel does not take.
+//
+// The queries go kQueryBlock at a time, each block over only the cells its rows can see (from its
+// first row's first visible cell to its last row's last): a causal prefill chunk without them would
+// compute, exponentiate to zero and multiply by V a score for every cell past each query, about half
+// the products. A masked cell took probability 0 and added nothing, so the sums are the ones the
+// whole rows gave (bit for bit on the reference's products).
+inline constexpr int64_t kQueryBlock = 32;
 using MatmulFn = void (*)(const Tensor&, const Tensor&, const Tensor&, int64_t, int64_t) noexcept;
 using SoftmaxFn = void (*)(const Tensor&, const SoftmaxParams&, const Tensor&) noexcept;
 inline void attention_heads_by_parts(MatmulFn matmul, SoftmaxFn softmax, const Tensor& q, const Tensor& keys,
                                      const Tensor& values, const AttentionHeads& a, const Tensor& scores,
                                      const Tensor& out) noexcept {
-  const int64_t hd = a.head_dim, cells = keys.dim(0);
-  for (int64_t h = a.h0; h < a.h1; ++h) {
-    const int64_t g = h / a.group;
-    const Tensor s = scores.select(0, h - a.h0);
-    matmul(q.narrow(1, h * hd, hd), keys.narrow(1, g * hd, hd), s, 0, cells);
+  const int64_t hd = a.head_dim, n = q.dim(0), cells = keys.dim(0);
+  for (int64_t t0 = 0; t0 < n; t0 += kQueryBlock) {
+    const int64_t rows = std::min(kQueryBlock, n - t0);
+    const int64_t c0 = softmax_visible(a.softmax, t0, n, cells).begin;
+    const int64_t c1 = softmax_visible(a.softmax, t0 + rows - 1, n, cells).end;
     SoftmaxParams p = a.softmax;
-    if (a.sinks) p.sink = a.sinks[h];
-    softmax(s, p, s);
-    if (values.packed())
-      probabilities_times_packed(s, values.narrow(1, g * hd, hd), out.narrow(1, h * hd, hd));
-    else
-      matmul(s, values.narrow(1, g * hd, hd).transpose(0, 1), out.narrow(1, h * hd, hd), 0, hd);
+    p.offset += t0 - c0;  // the block's row 0 against its column 0, cell c0
+    const Tensor block_q = q.narrow(0, t0, rows), block_out = out.narrow(0, t0, rows);
+    for (int64_t h = a.h0; h < a.h1; ++h) {
+      const int64_t g = h / a.group;
+      const Tensor head_out = block_out.narrow(1, h * hd, hd);
+      if (c1 <= c0) {  // no cell visible to any row (only a query before the cache could be)
+        for (int64_t t = 0; t < rows; ++t)
+          for (int64_t d = 0; d < hd; ++d)
+            f32(head_out.raw_mut() + t * head_out.stride(0))[d * (inner_stride(head_out) / 4)] = 0.0f;
+        continue;
+      }
+      const Tensor s = scores.select(0, h - a.h0).narrow(0, t0, rows).narrow(1, 0, c1 - c0);
+      const Tensor k = keys.narrow(0, c0, c1 - c0).narrow(1, g * hd, hd);
+      const Tensor v = values.narrow(0, c0, c1 - c0).narrow(1, g * hd, hd);
+      matmul(block_q.narrow(1, h * hd, hd), k, s, 0, c1 - c0);
+      if (a.sinks) p.sink = a.sinks[h];
+      softmax(s, p, s);
+      if (values.packed())
+        probabilities_times_packed(s, v, head_out);
+      else
+        matmul(s, v.transpose(0, 1), head_out, 0, hd);
+    }
   }
 }
 

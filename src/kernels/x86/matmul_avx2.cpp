@@ -95,6 +95,79 @@ void tile_dense(const std::byte* w, int64_t w_stride, const std::byte* x, int64_
   }
 }
 
+// Dense weights with a short k (attention's scores against the K cache, where k is the head
+// dimension; small models' projections, k <= 256) against several x rows. The tiles above end every (weight
+// row, x row) pair in a horizontal sum, which at k <= 128 costs as much as the products (stories260K's
+// heads of 8: one FMA, then the sum). Instead, as the AVX-512 unit does, 16 weight rows are transposed
+// to floats once per call (wt[c] holds element c of the 16 rows) and each x row runs k broadcast FMAs
+// into 2 vectors of 16 outputs: 6 x rows at a time, 12 accumulators, no horizontal work at all.
+constexpr int64_t kShortK = 256;  // 16 rows of it: 16 KiB, half of L1
+constexpr int64_t kShortRows = 16;
+
+template <int R>
+void short_k_rows(const float (&wt)[kShortK][kShortRows], const Gemv& g, int64_t r, int64_t o0, int64_t rows) noexcept {
+  __m256 acc[R][2];
+  SKAINET_UNROLL
+  for (int j = 0; j < R; ++j) acc[j][0] = acc[j][1] = _mm256_setzero_ps();
+  for (int64_t c = 0; c < g.k; ++c) {
+    const __m256 w0 = _mm256_load_ps(wt[c]), w1 = _mm256_load_ps(wt[c] + 8);
+    SKAINET_UNROLL
+    for (int j = 0; j < R; ++j) {
+      const __m256 xv = _mm256_broadcast_ss(reinterpret_cast<const float*>(g.x + (r + j) * g.x_stride) + c);
+      acc[j][0] = _mm256_fmadd_ps(xv, w0, acc[j][0]);
+      acc[j][1] = _mm256_fmadd_ps(xv, w1, acc[j][1]);
+    }
+  }
+  SKAINET_UNROLL
+  for (int j = 0; j < R; ++j) {
+    float* out = reinterpret_cast<float*>(g.out + (r + j) * g.out_row) + o0;
+    if (rows == kShortRows) {
+      _mm256_storeu_ps(out, acc[j][0]);
+      _mm256_storeu_ps(out + 8, acc[j][1]);
+    } else {
+      alignas(32) float part[kShortRows];
+      _mm256_store_ps(part, acc[j][0]);
+      _mm256_store_ps(part + 8, acc[j][1]);
+      std::memcpy(out, part, static_cast<size_t>(rows) * 4);
+    }
+  }
+}
+
+template <class W>
+void gemm_short_k(const Gemv& g) noexcept {
+  alignas(32) float wt[kShortK][kShortRows];
+  alignas(32) float row[kShortK];
+  const int64_t kv = g.k - g.k % 8;
+  for (int64_t o0 = 0; o0 < g.rows; o0 += kShortRows) {
+    const int64_t rows = std::min(kShortRows, g.rows - o0);
+    for (int64_t i = 0; i < kShortRows; ++i) {
+      const std::byte* w = g.w + (o0 + i) * g.w_stride;
+      if (i < rows) {
+        for (int64_t c = 0; c < kv; c += 8) _mm256_store_ps(row + c, W::at(w, c));
+        for (int64_t c = kv; c < g.k; ++c) row[c] = W::one(w, c);
+      }
+      for (int64_t c = 0; c < g.k; ++c) wt[c][i] = i < rows ? row[c] : 0.0f;
+    }
+    int64_t r = 0;
+    for (; r + 6 <= g.n; r += 6) short_k_rows<6>(wt, g, r, o0, rows);
+    switch (g.n - r) {
+      case 5: short_k_rows<5>(wt, g, r, o0, rows); break;
+      case 4: short_k_rows<4>(wt, g, r, o0, rows); break;
+      case 3: short_k_rows<3>(wt, g, r, o0, rows); break;
+      case 2: short_k_rows<2>(wt, g, r, o0, rows); break;
+      case 1: short_k_rows<1>(wt, g, r, o0, rows); break;
+      default: break;
+    }
+  }
+}
+
+// The dense entries: short k with several x rows as above, else the 2 x 4 tiles.
+template <class W>
+void gemm_dense(const Gemv& g) noexcept {
+  if (g.n >= 2 && g.k <= kShortK && g.out_col == 4) return gemm_short_k<W>(g);
+  gemm<&tile_dense<W>, 2, 4, &dot_dense<W>, Act::None>(g);
+}
+
 // GemmT on up to 2 x rows and 32 output columns at a time (4 vectors; 16 registers hold 8
 // accumulators, the weight row and the broadcast). Columns past the last multiple of 8 in scalar.
 template <class W, int R>
@@ -146,17 +219,17 @@ void gemm_t(const GemmT& g) noexcept {
 // activation a row names is the one its kernels' dot products read.
 constexpr FormatKernels kOwnFormats[] = {
     {.type = GgmlType::F32,
-     .gemv = &gemm<&tile_dense<F32Load>, 2, 4, &dot_dense<F32Load>, Act::None>,
+     .gemv = &gemm_dense<F32Load>,
      .transposed = &gemm_t<F32Load>,
      .attend_keys = &attend_keys<KvF32>,
      .attend_values = &attend_values<KvF32>},
     {.type = GgmlType::F16,
-     .gemv = &gemm<&tile_dense<F16Load>, 2, 4, &dot_dense<F16Load>, Act::None>,
+     .gemv = &gemm_dense<F16Load>,
      .transposed = &gemm_t<F16Load>,
      .attend_keys = &attend_keys<KvF16>,
      .attend_values = &attend_values<KvF16>},
     {.type = GgmlType::BF16,
-     .gemv = &gemm<&tile_dense<BF16Load>, 2, 4, &dot_dense<BF16Load>, Act::None>,
+     .gemv = &gemm_dense<BF16Load>,
      .attend_keys = &attend_keys<KvBF16>,
      .attend_values = &attend_values<KvBF16>},
     {.type = GgmlType::Q4_0,
