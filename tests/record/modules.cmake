@@ -1,7 +1,7 @@
 # The IREE modules the recorded-path tests run, made as build steps: each is exported and compiled
 # once (tests/record/build_module.py), and again only when `skainet`, its model or the scripts change,
 # so a test run on a warm build only runs them. They are not part of `all` (a kernel edit should not
-# wait for 47 compiles): the test `record.modules` builds the target `record_modules` as the fixture
+# wait for 63 compiles): the test `record.modules` builds the target `record_modules` as the fixture
 # every test that reads them requires, a no-op when they are current.
 #
 # Under ${CMAKE_BINARY_DIR}/record-modules: models/<case>.gguf (made here; stories260K F32 is read in
