@@ -1,7 +1,8 @@
 // skainet::iree_plugin — skainet_attention: ops::attention (src/ops/attention.cpp) over one layer
 // of the whole KV caches, for the heads [head_begin, head_end) a workgroup is given: the heads of each
-// KV head among them through the engine's attention_heads kernel over the visible cells only, as the
-// eager op hands them out — so the same numbers (a head's do not depend on the heads beside it), and
+// KV head among them through the engine's attention_heads kernel over the visible cells only (with
+// the per-head sink scores, gpt-oss's, which are -inf for the other models), as the eager op hands
+// them out — so the same numbers (a head's do not depend on the heads beside it), and
 // a decode step reads the cells up to its position, not the whole context.
 #include <algorithm>
 #include <bit>
@@ -65,6 +66,9 @@ int attention(void* params, void*, void*) noexcept {
                       BlockOrder::RowMajor, false, origin);
     };
     const Tensor keys = layer_of(p.k_cache, "iree attention k"), values = layer_of(p.v_cache, "iree attention v");
+    // One score per query head, -inf where the model has none (kernel_imports.hpp).
+    const Tensor sinks =
+        borrowed(p.sinks.get(), Shape{p.heads}, GgmlType::F32, BlockOrder::RowMajor, false, "iree attention sinks");
 
     // As ops::attention: no query sees a cell after offset + n - 1, nor (with a window) one before
     // the first query's window; the softmax counts positions from the first visible cell.
@@ -77,8 +81,10 @@ int attention(void* params, void*, void*) noexcept {
     const Tensor s = scores_buffer(std::min(group, p.head_end - p.head_begin), p.n, cells);
     for (int64_t h0 = p.head_begin; h0 < p.head_end;) {
       const int64_t h1 = std::min(p.head_end, (h0 / group + 1) * group);
-      k.attention_heads(q, vk, vv, {.head_dim = hd, .group = group, .h0 = h0, .h1 = h1, .softmax = softmax},
-                        s.narrow(0, 0, h1 - h0), out);
+      k.attention_heads(
+          q, vk, vv,
+          {.head_dim = hd, .group = group, .h0 = h0, .h1 = h1, .softmax = softmax, .sinks = sinks.data<float>()},
+          s.narrow(0, 0, h1 - h0), out);
       h0 = h1;
     }
   });

@@ -39,7 +39,7 @@ struct MatmulRowsParams {
   int64_t rows, k, n, type, order, scratch_bytes, begin, end;
 };
 struct AttentionCallParams {
-  Binding q, k_cache, v_cache, pos, out;
+  Binding q, k_cache, v_cache, pos, sinks, out;
   int64_t n, heads, kv_heads, head_dim, layer, n_ctx, kv_type, scale_bits, window, softcap_bits, position_delta,
       head_begin, head_end;
 };

@@ -9,6 +9,7 @@
 // docs/export.md), where the engine's kernels stream at the memory's pace.
 #include <algorithm>
 #include <bit>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -127,8 +128,12 @@ hlo::Value Lowering::engine_attention(const Node& n) {
                                      p.window,
                                      std::bit_cast<uint32_t>(p.softcap),
                                      0};
+  // gpt-oss's sinks weight, or -inf for every head (no sink: kernel_imports.hpp).
+  const hlo::Value sinks = n.inputs.size() > 3
+                               ? operand(n.inputs[3])
+                               : splat(-std::numeric_limits<float>::infinity(), {{p.heads}, hlo::Elem::F32});
   // One workgroup per KV head: its query heads share the keys and values it reads.
-  return dispatch(imports::kAttention, {q, k_, v_, pos}, scalars, p.heads, p.heads / p.kv_heads, q.type);
+  return dispatch(imports::kAttention, {q, k_, v_, pos, sinks}, scalars, p.heads, p.heads / p.kv_heads, q.type);
 }
 
 hlo::Value Lowering::engine_gather(int table, const hlo::Value& ids) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -64,11 +65,8 @@ hlo::Value Lowering::lower_swiglu_oai(const Node& n) {
 
 hlo::Value Lowering::lower_softcap(const Node& n) { return softcap(value(n.inputs[0]), n.op->attrs.cap); }
 
+// A fourth input is gpt-oss's sinks (F32 [heads]), which both forms carry.
 hlo::Value Lowering::lower_attention(const Node& n) {
-  // Attention sinks (gpt-oss) are a fourth input neither form lowers yet: refused by name, never
-  // dropped (a module without them would compute other probabilities).
-  if (n.inputs.size() > 3)
-    throw Error(fmt::format("record {}: attention with sinks (gpt-oss) has no lowering yet", tape_.entry.name));
   return form_ == KernelForm::Engine ? engine_attention(n) : stablehlo_attention(n);
 }
 
@@ -248,7 +246,9 @@ hlo::Value Lowering::lower_rope(const Node& n) {
 
 // softmax(q kᵀ · scale) v per head over the cache cells a query may see (cell j for query t when
 // j <= pos + t and, with a window, pos + t - j < window), the scores capped first when softcap > 0;
-// query head h reads KV head h / (heads / kv_heads).
+// query head h reads KV head h / (heads / kv_heads). With sinks (gpt-oss, inputs[3]) head h's
+// softmax has one more score, sinks[h] (neither scaled nor capped), in its maximum and denominator
+// and no column: the probabilities sum to less than 1 (SoftmaxParams::sink).
 hlo::Value Lowering::stablehlo_attention(const Node& n) {
   const kernels::AttentionParams& p = n.op->attrs.attention;
   const hlo::Value& q = value(n.inputs[0]);
@@ -293,11 +293,22 @@ hlo::Value Lowering::stablehlo_attention(const Node& n) {
   const hlo::Value hidden = splat(-std::numeric_limits<float>::infinity(), scores.type);
   const hlo::Value masked = f_.select(visible_b, scores, hidden);
 
-  const hlo::Value max = f_.reduce_max(masked, {2});
+  hlo::Value max = f_.reduce_max(masked, {2});  // [H, tokens]
+  std::optional<hlo::Value> sink;
+  if (n.inputs.size() > 3) {
+    const hlo::Value sinks = operand(n.inputs[3]);
+    sink = f_.broadcast_in_dim(sinks, {H, tokens}, {0});
+    max = f_.maximum(max, *sink);
+  }
   const hlo::Value max_b = f_.broadcast_in_dim(max, {H, tokens, cells}, {0, 1});
   const hlo::Value centered = f_.subtract(masked, max_b);
   const hlo::Value e = f_.unary("exponential", centered);
-  const hlo::Value sum = f_.reduce_sum(e, {2});
+  hlo::Value sum = f_.reduce_sum(e, {2});
+  if (sink) {
+    const hlo::Value sink_centered = f_.subtract(*sink, max);
+    const hlo::Value sink_e = f_.unary("exponential", sink_centered);
+    sum = f_.add(sum, sink_e);
+  }
   const hlo::Value sum_b = f_.broadcast_in_dim(sum, {H, tokens, cells}, {0, 1});
   const hlo::Value probs = f_.divide(e, sum_b);
 
@@ -331,18 +342,6 @@ hlo::Value Lowering::lower_gather_rows(const Node& n) {
 
 namespace skainet::record::detail {
 
-// softmax over the experts (dim 1) of router logits [n, E], in f32.
-hlo::Value Lowering::expert_probabilities(const hlo::Value& logits) {
-  const std::vector<int64_t> dims = logits.type.dims;
-  const hlo::Value max = f_.reduce_max(logits, {1});
-  const hlo::Value max_b = f_.broadcast_in_dim(max, dims, {0});
-  const hlo::Value centered = f_.subtract(logits, max_b);
-  const hlo::Value e = f_.unary("exponential", centered);
-  const hlo::Value sum = f_.reduce_sum(e, {1});
-  const hlo::Value sum_b = f_.broadcast_in_dim(sum, dims, {0});
-  return f_.divide(e, sum_b);
-}
-
 // Top-k as k rounds of argmax over the logits (the order of the probabilities, without their
 // rounding): each round takes the lowest expert among the row's largest logits (the eager tie rule)
 // and hides it from the next. k is small (2 to 8), so this beats a sort of every expert.
@@ -374,20 +373,30 @@ hlo::Value Lowering::lower_expert_ids(const Node& n) {
   return k == 1 ? chosen[0] : f_.concatenate(chosen, 1);
 }
 
-// The chosen experts' probabilities (a one-hot select over the experts), divided by their sum
-// clamped below as the eager kernel does.
+// The chosen experts' probabilities, divided by their sum clamped below as the eager kernel does.
+// A probability is exp(l - max) / sum over the row (f32); the chosen exponentials are picked first
+// (a one-hot select over the experts) and divided after: the same operations on the same values as
+// dividing the whole row, but not a softmax, which IREE 3.13 (aggressive fusion) puts in one dispatch
+// with a biased router's add (gpt-oss) and then cannot compile ("write affecting operations on global
+// resources are restricted to workgroup distributed contexts").
 hlo::Value Lowering::lower_expert_weights(const Node& n) {
   const hlo::Value& logits = value(n.inputs[0]);
   const hlo::Value& ids = value(n.inputs[1]);
   const int64_t rows = logits.type.dims[0], experts = logits.type.dims[1], k = n.shape[1];
-  const hlo::Value p = expert_probabilities(logits);
-  const hlo::Value p_b = f_.broadcast_in_dim(p, {rows, k, experts}, {0, 2});
+  const hlo::Value max = f_.reduce_max(logits, {1});
+  const hlo::Value max_b = f_.broadcast_in_dim(max, logits.type.dims, {0});
+  const hlo::Value centered = f_.subtract(logits, max_b);
+  const hlo::Value e = f_.unary("exponential", centered);
+  const hlo::Value row_sum = f_.reduce_sum(e, {1});
+  const hlo::Value e_b = f_.broadcast_in_dim(e, {rows, k, experts}, {0, 2});
   const hlo::Value ids_b = f_.broadcast_in_dim(ids, {rows, k, experts}, {0, 1});
   const hlo::Value index = f_.iota({{rows, k, experts}, hlo::Elem::I32}, 2);
   const hlo::Value is_chosen = f_.compare(index, ids_b, "EQ");
-  const hlo::Value zeros = splat(0.0f, p_b.type);
-  const hlo::Value picked = f_.select(is_chosen, p_b, zeros);
-  const hlo::Value chosen = f_.reduce_sum(picked, {2});  // [rows, k]
+  const hlo::Value zeros = splat(0.0f, e_b.type);
+  const hlo::Value picked = f_.select(is_chosen, e_b, zeros);
+  const hlo::Value chosen_e = f_.reduce_sum(picked, {2});  // [rows, k]
+  const hlo::Value row_sum_b = f_.broadcast_in_dim(row_sum, {rows, k}, {0});
+  const hlo::Value chosen = f_.divide(chosen_e, row_sum_b);
   const hlo::Value sum = f_.reduce_sum(chosen, {1});
   const hlo::Value floor = splat(kernels::kMinChosenExpertSum, sum.type);
   const hlo::Value clamped = f_.maximum(sum, floor);
@@ -424,7 +433,7 @@ hlo::Value Lowering::lower_matmul_experts(const Node& n) {
   // gpt-oss: each choice's expert bias row (llama.cpp's add_id), gathered by the same ids.
   const auto biased = [&](const hlo::Value& y) {
     if (n.inputs.size() < 4) return y;
-    const hlo::Value rows_of_bias = f_.gather_rows(value(n.inputs[3]), f_.reshape(ids, {rows * k}));  // [n * k, out]
+    const hlo::Value rows_of_bias = f_.gather_rows(operand(n.inputs[3]), f_.reshape(ids, {rows * k}));  // [n * k, out]
     return f_.add(y, f_.reshape(rows_of_bias, {rows, k, out}));
   };
   if (rows == 1) {

@@ -65,7 +65,6 @@ class Lowering {
   hlo::Value stablehlo_matmul(const MatmulOperands& m);
   hlo::Value binary(const Node& n, std::string_view name);
   hlo::Value stablehlo_attention(const Node& n);
-  hlo::Value expert_probabilities(const hlo::Value& logits);
   hlo::Value silu(const hlo::Value& x);
   hlo::Value gelu(const hlo::Value& x);
   hlo::Value softcap(const hlo::Value& x, float cap);

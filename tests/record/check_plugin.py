@@ -11,8 +11,8 @@ Compiles tests/record/plugin_dispatch.mlir for llvm-cpu (this CPU), then, with t
     k = 256 or 512, 48 output features, in file order and (Q8_0, Q4_0, Q4_K, Q6_K) in the
     interleaved16 kernel-feed order made by the plugin's repack; the two-phase path against the
     fallback (scratch too small); attention (F16 and F32 caches; decode n=1 at pos 5 of 32 cells,
-    prefill n=7 at 0, a sliding window with a soft cap, GQA) against numpy; the embedding gather in
-    both orders;
+    prefill n=7 at 0, a sliding window with a soft cap, GQA, gpt-oss's per-head sinks, with and
+    without a window) against numpy; the embedding gather in both orders;
   - calls that must fail do (a position past the cache, a token id outside the table), each in
     iree-run-module so the failure is seen as the tool's exit status.
 The weights are packed by gguf-py (Q8_0, Q4_0) or made of random blocks with sane scales (Q4_K,
@@ -133,7 +133,7 @@ def check_matmul(mod):
                   results[(qtype, rows, ROW_MAJOR)].astype(np.float64), 1e-4)
 
 
-def attention_ref(q, kc, vc, layer, heads, kv_heads, hd, offset, scale, window, softcap):
+def attention_ref(q, kc, vc, layer, heads, kv_heads, hd, offset, scale, window, softcap, sinks):
     n = q.shape[0]
     group = heads // kv_heads
     out = np.zeros((n, heads * hd))
@@ -149,8 +149,10 @@ def attention_ref(q, kc, vc, layer, heads, kv_heads, hd, offset, scale, window, 
         if window > 0:
             visible &= pos - cell < window
         s = np.where(visible, s, -np.inf)
-        p = np.exp(s - s.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
+        # A sink joins each row's maximum and denominator and takes no column (-inf: none).
+        mx = np.maximum(s.max(axis=1, keepdims=True), sinks[h])
+        p = np.exp(s - mx)
+        p /= p.sum(axis=1, keepdims=True) + np.exp(sinks[h] - mx)
         out[:, h * hd:(h + 1) * hd] = p @ values[:, g * hd:(g + 1) * hd]
     return out
 
@@ -166,20 +168,28 @@ def attention_inputs(kv, layers=2, ctx=32, heads=4, kv_heads=2, hd=16, n=1):
 def check_attention(mod):
     heads, kv_heads, hd, ctx, layer = 4, 2, 16, 32, 1
     scale = 1.0 / np.sqrt(hd)
-    cases = [  # name, kv type, n, pos, delta, window, softcap, heads per workgroup
-        ("decode", "F16", 1, 5, 0, 0, 0.0, 1),
-        ("decode", "F32", 1, 5, 0, 0, 0.0, 3),
-        ("prefill", "F16", 7, 0, 0, 0, 0.0, 1),
-        ("prefill", "F32", 7, 0, 0, 0, 0.0, 2),
-        ("prefill at 9 (pos 4 + delta 5)", "F16", 7, 4, 5, 0, 0.0, 1),
-        ("window 3, softcap 2", "F16", 7, 10, 0, 3, 2.0, 1),
-        ("last cell", "F32", 1, ctx - 1, 0, 0, 0.0, 4),
+    none = np.full(heads, -np.inf, np.float32)
+    # gpt-oss's sinks: of the scores' size, one far above them (the head's output all but vanishes)
+    # and one far below (no effect).
+    sinks = np.array([0.5, -1.0, 30.0, -30.0], np.float32)
+    cases = [  # name, kv type, n, pos, delta, window, softcap, heads per workgroup, sinks
+        ("decode", "F16", 1, 5, 0, 0, 0.0, 1, none),
+        ("decode", "F32", 1, 5, 0, 0, 0.0, 3, none),
+        ("prefill", "F16", 7, 0, 0, 0, 0.0, 1, none),
+        ("prefill", "F32", 7, 0, 0, 0, 0.0, 2, none),
+        ("prefill at 9 (pos 4 + delta 5)", "F16", 7, 4, 5, 0, 0.0, 1, none),
+        ("window 3, softcap 2", "F16", 7, 10, 0, 3, 2.0, 1, none),
+        ("last cell", "F32", 1, ctx - 1, 0, 0, 0.0, 4, none),
+        ("sinks, decode", "F16", 1, 5, 0, 0, 0.0, 1, sinks),
+        ("sinks, prefill", "F32", 7, 0, 0, 0, 0.0, 2, sinks),
+        ("sinks, window 3", "F16", 7, 10, 0, 3, 0.0, 1, sinks),
     ]
-    for name, kv, n, pos, delta, window, softcap, chunk in cases:
+    for name, kv, n, pos, delta, window, softcap, chunk, sink in cases:
         q, kc, vc = attention_inputs(kv, ctx=ctx, heads=heads, kv_heads=kv_heads, hd=hd, n=n)
         got = mod.call("attention", q, kc.view(np.int8).reshape(-1), vc.view(np.int8).reshape(-1), np.array(pos, np.int32),
-                       heads, kv_heads, hd, layer, ctx, TYPE_ID[kv], f32_bits(scale), window, f32_bits(softcap), delta, chunk)
-        want = attention_ref(q, kc, vc, layer, heads, kv_heads, hd, pos + delta, scale, window, softcap)
+                       sink, heads, kv_heads, hd, layer, ctx, TYPE_ID[kv], f32_bits(scale), window, f32_bits(softcap),
+                       delta, chunk)
+        want = attention_ref(q, kc, vc, layer, heads, kv_heads, hd, pos + delta, scale, window, softcap, sink)
         close(f"attention {name} {kv} n={n}", got, want, 1e-5)
 
 
@@ -227,10 +237,10 @@ def check_tools(work, vmfb, plugin):
     np.save(os.path.join(work, "table.npy"), table)
     for what, function, inputs in [
         ("pos past the cache", "attention",
-         ["@" + os.path.join(work, f) for f in ("q.npy", "kc.npy", "vc.npy")] + ["i32=32"] +
+         ["@" + os.path.join(work, f) for f in ("q.npy", "kc.npy", "vc.npy")] + ["i32=32", "4xf32=0"] +
          [f"{v}" for v in (4, 2, 16, 1, 32, 1, f32_bits(0.25), 0, 0, 0, 1)]),
         ("negative position", "attention",
-         ["@" + os.path.join(work, f) for f in ("q.npy", "kc.npy", "vc.npy")] + ["i32=-1"] +
+         ["@" + os.path.join(work, f) for f in ("q.npy", "kc.npy", "vc.npy")] + ["i32=-1", "4xf32=0"] +
          [f"{v}" for v in (4, 2, 16, 1, 32, 1, f32_bits(0.25), 0, 0, 0, 1)]),
         ("token id outside the table", "gather_rows",
          ["@" + os.path.join(work, "table.npy"), "3xi32=1 40 2"] + [f"{v}" for v in (40, 256, 2, 0, 3)]),
@@ -243,7 +253,7 @@ def check_tools(work, vmfb, plugin):
         print(f"  {what}: refused by the import (exit {p.returncode})", flush=True)
     # The same inputs within range run (so the refusals above are the imports' checks).
     p = run_module(vmfb, plugin, "attention", ["@" + os.path.join(work, f) for f in ("q.npy", "kc.npy", "vc.npy")] +
-                   ["i32=31"] + [f"{v}" for v in (4, 2, 16, 1, 32, 1, f32_bits(0.25), 0, 0, 0, 1)])
+                   ["i32=31", "4xf32=0"] + [f"{v}" for v in (4, 2, 16, 1, 32, 1, f32_bits(0.25), 0, 0, 0, 1)])
     if p.returncode != 0:
         fail(f"attention at the last cell failed: {p.stderr[-2000:]}")
 

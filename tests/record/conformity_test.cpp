@@ -1,5 +1,5 @@
 // The recorded path against IREE: stories260K (F32, and quantized to Q8_0 and Q4_0 with their
-// per-tensor fallbacks) and six synthetic families, exported and compiled for llvm-cpu by the build
+// per-tensor fallbacks) and the synthetic families, exported and compiled for llvm-cpu by the build
 // (tests/record/modules.cmake) and run by iree-run-module; their prefill logits at every position, and
 // one decode step fed the prefill's KV caches, are compared with the eager engine's. Missing IREE
 // tools or modules fail the tests (never skip).
@@ -235,7 +235,8 @@ INSTANTIATE_TEST_SUITE_P(Models, RecordedConformity,
                                            Case{"Qwen2_Q4_K_M", 3e-2}, Case{"Qwen3_Q8_0", 3e-2},
                                            Case{"Phi3_Q8_0", 3e-2}, Case{"Llama3_F32", 1e-4}, Case{"Gemma2_Q8_0", 3e-2},
                                            Case{"Gemma3_F32", 1e-4}, Case{"Qwen3Moe_Q8_0", 3e-2},
-                                           Case{"Mixtral_F32", 1e-4}),
+                                           Case{"Mixtral_F32", 1e-4}, Case{"GptOss_Q8_0", 3e-2},
+                                           Case{"GptOss_MXFP4", 3e-2}),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 }  // namespace

@@ -1,5 +1,5 @@
-// The StableHLO rules of the ops that Gemma 2/3, Llama 3.1 and Phi-3 add (GeGLU, soft-capping, RoPE
-// frequency factors, attention's sliding window and capped scores), which no recorded model uses yet:
+// The StableHLO rules of the ops that Gemma 2/3, Llama 3.1, Phi-3 and gpt-oss add (GeGLU, soft-capping,
+// RoPE frequency factors, attention's sliding window, capped scores and sinks), on their own:
 // a small program of them is recorded op for op, emitted, compiled by iree-compile and run by
 // iree-run-module with its weights in a GGUF, and compared with the same ops run eagerly. Once with
 // the positions static and once with the position a runtime argument (the decode form), each in both
@@ -41,11 +41,9 @@ struct Weight {
 std::vector<Weight> weights() {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.5f, 1.5f), factor(1.0f, 6.0f);
-  std::vector<Weight> w = {{"q", Shape{kTokens, kHeads * kHeadDim}, {}},
-                           {"k", Shape{kCells, kKvHeads * kHeadDim}, {}},
-                           {"v", Shape{kCells, kKvHeads * kHeadDim}, {}},
-                           {"up", Shape{kTokens, kHeads * kHeadDim}, {}},
-                           {"rope_freqs", Shape{kHeadDim / 2}, {}}};
+  std::vector<Weight> w = {{"q", Shape{kTokens, kHeads * kHeadDim}, {}},  {"k", Shape{kCells, kKvHeads * kHeadDim}, {}},
+                           {"v", Shape{kCells, kKvHeads * kHeadDim}, {}}, {"up", Shape{kTokens, kHeads * kHeadDim}, {}},
+                           {"rope_freqs", Shape{kHeadDim / 2}, {}},       {"sinks", Shape{kHeads}, {}}};
   for (Weight& x : w) {
     x.values.resize(static_cast<size_t>(x.shape.numel()));
     for (float& v : x.values) v = x.name == "rope_freqs" ? factor(rng) : dist(rng);
@@ -53,8 +51,9 @@ std::vector<Weight> weights() {
   return w;
 }
 
-// The program: q roped (with frequency factors) attends over k and v with a window and capped
-// scores; the result goes through GeGLU with `up` and a final soft-cap.
+// The program: q roped (with frequency factors) attends over k and v with a window, capped scores
+// and a sink per head (of the scores' size, so that they weigh); the result goes through GeGLU with
+// `up` and a final soft-cap.
 Tensor program(memory::ExecutionContext& ctx, const std::map<std::string, Tensor>& w, int64_t pos, bool neox) {
   const Tensor q0 = ops::convert(ctx, w.at("q"), GgmlType::F32);
   const Tensor q = ops::rope(ctx, q0.reshape(Shape{kTokens, kHeads, kHeadDim}), pos,
@@ -67,7 +66,8 @@ Tensor program(memory::ExecutionContext& ctx, const std::map<std::string, Tensor
                                    .scale = 0.7f,
                                    .offset = pos,
                                    .window = 3,
-                                   .softcap = 1.25f});
+                                   .softcap = 1.25f},
+                                  w.at("sinks"));
   const Tensor g = ops::geglu(ctx, a, ops::convert(ctx, w.at("up"), GgmlType::F32));
   return ops::softcap(ctx, g, 0.8f);
 }
@@ -121,7 +121,7 @@ std::vector<float> eager(bool neox) {
   return v;
 }
 
-TEST(RecordedFamilyOps, GegluSoftcapRopeFactorsAndWindowedAttentionEqualTheEagerOps) {
+TEST(RecordedFamilyOps, GegluSoftcapRopeFactorsAndWindowedAttentionWithSinksEqualTheEagerOps) {
   const fs::path bin = SKAINET_IREE_BIN;
   for (const char* tool : {"iree-compile", "iree-run-module"})
     ASSERT_TRUE(fs::exists(bin / tool)) << tool << " not found in " << bin.string()

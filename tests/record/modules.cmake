@@ -1,7 +1,7 @@
 # The IREE modules the recorded-path tests run, made as build steps: each is exported and compiled
 # once (tests/record/build_module.py), and again only when `skainet`, its model or the scripts change,
 # so a test run on a warm build only runs them. They are not part of `all` (a kernel edit should not
-# wait for 47 compiles): the test `record.modules` builds the target `record_modules` as the fixture
+# wait for 63 compiles): the test `record.modules` builds the target `record_modules` as the fixture
 # every test that reads them requires, a no-op when they are current.
 #
 # Under ${CMAKE_BINARY_DIR}/record-modules: models/<case>.gguf (made here; stories260K F32 is read in
@@ -67,11 +67,23 @@ foreach(synth Qwen2_Q4_K_M:qwen2:Q4_K_M Qwen3_Q8_0:qwen3:Q8_0 Phi3_Q8_0:phi3:Q8_
   skainet_conformity_modules(${case} ${model})
 endforeach()
 # Mixtures of experts (routing by expert_ids/expert_weights, products by matmul_experts): qwen3moe
-# (8 experts, 2 used, experts of their own width) and a Mixtral-style llama (4 experts, 2 used).
+# (8 experts, 2 used, experts of their own width), a Mixtral-style llama (4 experts, 2 used) and
+# gpt-oss (below).
 skainet_test_model(Qwen3Moe_Q8_0 model synth --preset tiny --arch qwen3moe --expert-ffn 96 --type Q8_0 --bigram --seed 7 OUT)
 skainet_conformity_modules(Qwen3Moe_Q8_0 ${model})
 skainet_test_model(Mixtral_F32 model synth --preset tiny --arch llama --experts 4 --type F32 --bigram --seed 7 OUT)
 skainet_conformity_modules(Mixtral_F32 ${model})
+# gpt-oss: attention sinks, biases, the clamped SwiGLU and expert biases; layer 0 of the two windowed,
+# its window (8) shorter than the prompt, so the mask's window bites in prefill and decode alike. Q8_0
+# throughout, and MXFP4_MOE (MXFP4 expert stacks, dequantized by the StableHLO rules in both forms).
+foreach(synth GptOss_Q8_0:Q8_0 GptOss_MXFP4:MXFP4_MOE)
+  string(REPLACE ":" ";" parts ${synth})
+  list(GET parts 0 case)
+  list(GET parts 1 type)
+  skainet_test_model(${case} model synth --preset tiny --arch gpt-oss --expert-ffn 96 --sliding-window 8
+                     --type ${type} --bigram --seed 7 OUT)
+  skainet_conformity_modules(${case} ${model})
+endforeach()
 
 # record.generation (check_generation.py): 64 greedy tokens at ctx 128, F32 and Q8_0 in both kernel
 # forms, and Q8_0 in the form without fused one-row products.

@@ -99,10 +99,11 @@ module @plugin_dispatch {
     }
     builtin.module {
       func.func private @skainet_attention(memref<i8>, index, memref<i8>, index, memref<i8>, index, memref<i8>, index,
-          memref<i8>, index, index, index, index, index, index, index, index, index, index, index, index, index, index)
+          memref<i8>, index, memref<i8>, index, index, index, index, index, index, index, index, index, index, index,
+          index, index, index)
           attributes {llvm.bareptr = true}
       func.func @attention(%q: !stream.binding, %kc: !stream.binding, %vc: !stream.binding, %pos: !stream.binding,
-          %out: !stream.binding, %n: index, %heads: index, %kv_heads: index, %head_dim: index, %layer: index,
+          %sinks: !stream.binding, %out: !stream.binding, %n: index, %heads: index, %kv_heads: index, %head_dim: index, %layer: index,
           %ctx: index, %kv_type: index, %scale_bits: index, %window: index, %softcap_bits: index, %delta: index,
           %cache_bytes: index, %chunk: index) {
         %c0 = arith.constant 0 : index
@@ -114,20 +115,24 @@ module @plugin_dispatch {
         %km = stream.binding.subspan %kc[%c0] : !stream.binding -> memref<?xi8>{%cache_bytes}
         %vm = stream.binding.subspan %vc[%c0] : !stream.binding -> memref<?xi8>{%cache_bytes}
         %pm = stream.binding.subspan %pos[%c0] : !stream.binding -> memref<?xi8>{%c4}
+        %sinks_bytes = arith.muli %heads, %c4 : index
+        %sm = stream.binding.subspan %sinks[%c0] : !stream.binding -> memref<?xi8>{%sinks_bytes}
         %om = stream.binding.subspan %out[%c0] : !stream.binding -> memref<?xi8>{%q_bytes}
         %qp, %qo, %qn, %qs = iree_codegen.extract_strided_metadata %qm : memref<?xi8> -> memref<i8>, index, index, index
         %kp, %ko, %kn, %ks = iree_codegen.extract_strided_metadata %km : memref<?xi8> -> memref<i8>, index, index, index
         %vp, %vo, %vn, %vs = iree_codegen.extract_strided_metadata %vm : memref<?xi8> -> memref<i8>, index, index, index
         %pp, %po, %pn, %ps = iree_codegen.extract_strided_metadata %pm : memref<?xi8> -> memref<i8>, index, index, index
+        %sp, %so, %sn, %ss = iree_codegen.extract_strided_metadata %sm : memref<?xi8> -> memref<i8>, index, index, index
         %op, %oo, %on, %os = iree_codegen.extract_strided_metadata %om : memref<?xi8> -> memref<i8>, index, index, index
         %id = stream.dispatch.workgroup.id[0] : index
         %begin = arith.muli %id, %chunk : index
         %e = arith.addi %begin, %chunk : index
         %end = arith.minui %e, %heads : index
-        func.call @skainet_attention(%qp, %qo, %kp, %ko, %vp, %vo, %pp, %po, %op, %oo, %n, %heads, %kv_heads, %head_dim,
-            %layer, %ctx, %kv_type, %scale_bits, %window, %softcap_bits, %delta, %begin, %end)
+        func.call @skainet_attention(%qp, %qo, %kp, %ko, %vp, %vo, %pp, %po, %sp, %so, %op, %oo, %n, %heads, %kv_heads,
+            %head_dim, %layer, %ctx, %kv_type, %scale_bits, %window, %softcap_bits, %delta, %begin, %end)
             : (memref<i8>, index, memref<i8>, index, memref<i8>, index, memref<i8>, index, memref<i8>, index,
-               index, index, index, index, index, index, index, index, index, index, index, index, index) -> ()
+               memref<i8>, index, index, index, index, index, index, index, index, index, index, index, index, index,
+               index) -> ()
         return
       }
     }
@@ -242,8 +247,10 @@ module @plugin_dispatch {
   }
 
   // Attention of q [n, heads * head_dim] over layer `layer` of caches given as bytes
-  // ([layers, ctx, kv_heads * head_dim] of kv_type), queries at pos + delta.
-  func.func @attention(%q: tensor<?x?xf32>, %kc: tensor<?xi8>, %vc: tensor<?xi8>, %pos: tensor<i32>, %heads64: i64,
+  // ([layers, ctx, kv_heads * head_dim] of kv_type), queries at pos + delta, with one sink score per
+  // head (-inf: none).
+  func.func @attention(%q: tensor<?x?xf32>, %kc: tensor<?xi8>, %vc: tensor<?xi8>, %pos: tensor<i32>,
+      %sinks: tensor<?xf32>, %heads64: i64,
       %kv_heads64: i64, %head_dim64: i64, %layer64: i64, %ctx64: i64, %kv_type64: i64, %scale_bits64: i64,
       %window64: i64, %softcap_bits64: i64, %delta64: i64, %head_chunk64: i64) -> tensor<?x?xf32> {
     %c0 = arith.constant 0 : index
@@ -251,6 +258,7 @@ module @plugin_dispatch {
     %n = tensor.dim %q, %c0 : tensor<?x?xf32>
     %width = tensor.dim %q, %c1 : tensor<?x?xf32>
     %cache_bytes = tensor.dim %kc, %c0 : tensor<?xi8>
+    %sink_count = tensor.dim %sinks, %c0 : tensor<?xf32>
     %heads = arith.index_cast %heads64 : i64 to index
     %kv_heads = arith.index_cast %kv_heads64 : i64 to index
     %head_dim = arith.index_cast %head_dim64 : i64 to index
@@ -262,10 +270,10 @@ module @plugin_dispatch {
     %softcap_bits = arith.index_cast %softcap_bits64 : i64 to index
     %delta = arith.index_cast %delta64 : i64 to index
     %hc = arith.index_cast %head_chunk64 : i64 to index
-    %out = flow.dispatch @attention_exe::@attention[%heads, %hc](%q, %kc, %vc, %pos, %n, %heads, %kv_heads, %head_dim, %layer,
-        %ctx, %kv_type, %scale_bits, %window, %softcap_bits, %delta, %cache_bytes, %hc)
+    %out = flow.dispatch @attention_exe::@attention[%heads, %hc](%q, %kc, %vc, %pos, %sinks, %n, %heads, %kv_heads,
+        %head_dim, %layer, %ctx, %kv_type, %scale_bits, %window, %softcap_bits, %delta, %cache_bytes, %hc)
         : (tensor<?x?xf32>{%n, %width}, tensor<?xi8>{%cache_bytes}, tensor<?xi8>{%cache_bytes}, tensor<i32>,
-           index, index, index, index, index, index, index, index, index, index, index, index, index)
+           tensor<?xf32>{%sink_count}, index, index, index, index, index, index, index, index, index, index, index, index, index)
         -> tensor<?x?xf32>{%n, %width}
     return %out : tensor<?x?xf32>
   }

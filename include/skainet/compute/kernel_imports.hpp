@@ -40,8 +40,10 @@ inline constexpr int64_t kScratchSlack = 64;
 // ops::attention over layer `layer` of the whole caches [layers, ctx, kv_heads * head_dim] (kv_type
 // F16 or F32): query t of q F32 [n, heads * head_dim] is at position pos + position_delta + t (pos:
 // one int32 binding, so decode's position stays a runtime value); only the cells a query sees are
-// read. scale_bits / softcap_bits: the f32 bit patterns.
-inline constexpr std::string_view kAttentionBindings[] = {"q", "k_cache", "v_cache", "pos", "out"};
+// read. scale_bits / softcap_bits: the f32 bit patterns. sinks F32 [heads]: head h's sink score
+// (gpt-oss; SoftmaxParams::sink), -inf for none — a model without sinks passes a constant of -inf,
+// which the kernels treat as no sink, so one import serves both.
+inline constexpr std::string_view kAttentionBindings[] = {"q", "k_cache", "v_cache", "pos", "sinks", "out"};
 inline constexpr std::string_view kAttentionScalars[] = {"n",      "heads",        "kv_heads",      "head_dim",
                                                          "layer",  "ctx",          "kv_type",       "scale_bits",
                                                          "window", "softcap_bits", "position_delta"};
