@@ -51,8 +51,11 @@ void matmul_into(ExecutionContext& ctx, const Tensor& x, const Tensor& w, const 
   const int64_t grain = matmul_grain(items, threads, x.numel());
   const kernels::KernelTable& k = ctx.kernels();
   const size_t need = k.matmul_scratch ? k.matmul_scratch(x, w) : 0;
-  // A kernel-feed order splits only between its row groups: chunks are counted in groups.
-  const int64_t granule = w.block_order() == BlockOrder::RowMajor ? 1 : kInterleaveRows;
+  // A kernel-feed order splits only between its row groups: chunks are counted in groups. So does a
+  // 2-D row-major weight, at the 16 rows the dense short-k products transpose at once (chunks of 8,
+  // what a small model's 64-row projection got, left half of every block's lanes zero).
+  const bool batched_rows = w.block_order() == BlockOrder::RowMajor && w.rank() == 3;
+  const int64_t granule = batched_rows ? 1 : kInterleaveRows;
   const auto rows_of = [&](auto&& fn) noexcept {
     return [&, fn](int64_t gb, int64_t ge) noexcept { fn(gb * granule, std::min(ge * granule, items)); };
   };
