@@ -174,6 +174,82 @@ Tensor expert_weights(ExecutionContext& ctx, const Tensor& logits, const Tensor&
   return out;
 }
 
+namespace {
+
+void require_expert_operands(const Tensor& x, const Tensor& stack, const Tensor& ids, const Tensor& bias,
+                             std::string_view op) {
+  require_f32(x, op, "x");
+  require_inner_contiguous(x, op, "x");
+  require_live(stack, op, "stack");
+  if (stack.rank() != 3 || stack.dim(2) != x.dim(-1))
+    throw InvalidArgument(fmt::format("{}: stack {} must be [experts, out, {}] for x {}", op, stack.shape().to_string(),
+                                      x.dim(-1), x.shape().to_string()));
+  require_ids(ids, x.dim(0), stack.dim(0), op);
+  const int64_t n = ids.dim(0), k = ids.dim(1), in_dim = stack.dim(2), out_dim = stack.dim(1);
+  if (!(x.rank() == 2 || (x.rank() == 3 && x.dim(1) == k)))
+    throw InvalidArgument(
+        fmt::format("{}: x {} must be [{}, {}] or [{}, {}, {}]", op, x.shape().to_string(), n, in_dim, n, k, in_dim));
+  if (bias.defined()) {
+    require_f32(bias, op, "bias");
+    require_inner_contiguous(bias, op, "bias");
+    if (bias.rank() != 2 || bias.dim(0) != stack.dim(0) || bias.dim(1) != out_dim)
+      throw InvalidArgument(fmt::format("{}: bias {} must be [{}, {}] (a row per expert)", op, bias.shape().to_string(),
+                                        stack.dim(0), out_dim));
+  }
+}
+
+// The (row, choice) slots of a call grouped by expert, in expert order, with each slot's row of x
+// gathered: group g's slots are slot[first, first + m) and its rows gathered[first, first + m).
+struct ExpertGroups {
+  Tensor slots;     // I32 [n * k]: slot i is row i / k's choice i % k
+  Tensor gathered;  // [n * k, in]
+  int64_t filled = 0;
+  std::array<Group, kMaxGroupsAtOnce> few{};  // the first groups, enough for a decode step's
+  size_t count = 0;                           // groups in all (more than `few` holds: a prefill chunk)
+};
+
+ExpertGroups group_by_expert(ExecutionContext& ctx, const Tensor& x, const Tensor& ids, int64_t experts) {
+  const int64_t n = ids.dim(0), k = ids.dim(1), in_dim = x.dim(-1);
+  ExpertGroups groups{.slots = output(ctx, Shape{n * k}, "slots of one expert's rows", GgmlType::I32),
+                      .gathered = output(ctx, Shape{n * k, in_dim}, "rows of one expert")};
+  const int32_t* chosen = ids.data<int32_t>();
+  int32_t* slot = groups.slots.mutable_data<int32_t>();
+  for (int64_t e = 0; e < experts; ++e) {
+    const int64_t first = groups.filled;
+    for (int64_t i = 0; i < n * k; ++i)
+      if (chosen[i] == e) slot[groups.filled++] = static_cast<int32_t>(i);
+    if (groups.filled == first) continue;  // an expert no row chose is not read
+    for (int64_t r = first; r < groups.filled; ++r) {
+      const int64_t t = slot[r] / k, j = slot[r] % k;
+      const Tensor src = x.rank() == 2 ? x.row(t) : x.row(t).row(j);
+      std::memcpy(groups.gathered.row(r).mutable_data<float>(), src.data<float>(), static_cast<size_t>(in_dim) * 4);
+    }
+    if (groups.count < groups.few.size())
+      groups.few[groups.count] = {.expert = e, .first = first, .m = groups.filled - first};
+    ++groups.count;
+  }
+  return groups;
+}
+
+// A group's products back to their slots of out [n, k, out], plus the expert's bias row (gpt-oss).
+void scatter_products(const Group& g, const ExpertGroups& groups, const Tensor& products, const Tensor& bias,
+                      const Tensor& out) {
+  const int64_t k = out.dim(1), out_dim = out.dim(2);
+  const int32_t* slot = groups.slots.data<int32_t>();
+  const float* b = bias.defined() ? bias.row(g.expert).data<float>() : nullptr;
+  for (int64_t r = g.first; r < g.first + g.m; ++r) {
+    float* to = out.row(slot[r] / k).row(slot[r] % k).mutable_data<float>();
+    const float* from = products.row(r).data<float>();
+    if (b == nullptr) {
+      std::memcpy(to, from, static_cast<size_t>(out_dim) * 4);
+    } else {
+      for (int64_t i = 0; i < out_dim; ++i) to[i] = from[i] + b[i];
+    }
+  }
+}
+
+}  // namespace
+
 // Grouped by expert: the (row, choice) slots that chose expert e are gathered into consecutive rows,
 // multiplied by e's matrix in one matmul (so a prefill chunk reads each chosen expert once, a decode
 // row only its k experts), and the products scattered back to their slots. An expert no row chose is
@@ -181,74 +257,29 @@ Tensor expert_weights(ExecutionContext& ctx, const Tensor& logits, const Tensor&
 Tensor matmul_experts(ExecutionContext& ctx, const Tensor& x, const Tensor& stack, const Tensor& ids,
                       const Tensor& bias) {
   constexpr std::string_view kOp = "ops::matmul_experts";
-  require_f32(x, kOp, "x");
-  require_inner_contiguous(x, kOp, "x");
-  require_live(stack, kOp, "stack");
-  if (stack.rank() != 3 || stack.dim(2) != x.dim(-1))
-    throw InvalidArgument(fmt::format("{}: stack {} must be [experts, out, {}] for x {}", kOp,
-                                      stack.shape().to_string(), x.dim(-1), x.shape().to_string()));
-  require_ids(ids, x.dim(0), stack.dim(0), kOp);
-  const int64_t n = ids.dim(0), k = ids.dim(1), in_dim = stack.dim(2), out_dim = stack.dim(1);
-  if (!(x.rank() == 2 || (x.rank() == 3 && x.dim(1) == k)))
-    throw InvalidArgument(
-        fmt::format("{}: x {} must be [{}, {}] or [{}, {}, {}]", kOp, x.shape().to_string(), n, in_dim, n, k, in_dim));
-  if (bias.defined()) {
-    require_f32(bias, kOp, "bias");
-    require_inner_contiguous(bias, kOp, "bias");
-    if (bias.rank() != 2 || bias.dim(0) != stack.dim(0) || bias.dim(1) != out_dim)
-      throw InvalidArgument(fmt::format("{}: bias {} must be [{}, {}] (a row per expert)", kOp,
-                                        bias.shape().to_string(), stack.dim(0), out_dim));
-  }
+  require_expert_operands(x, stack, ids, bias, kOp);
+  const int64_t n = ids.dim(0), k = ids.dim(1), out_dim = stack.dim(1);
   Tensor out = output(ctx, Shape{n, k, out_dim}, kOp);
   const Tensor* in[] = {&x, &stack, &ids, &bias};
   if (recorded(ctx, {.kind = OpKind::MatmulExperts, .inputs = {in, bias.defined() ? 4u : 3u}, .output = out}))
     return out;
 
-  const Tensor slots = output(ctx, Shape{n * k}, "slots of one expert's rows", GgmlType::I32);
-  const Tensor gathered = output(ctx, Shape{n * k, in_dim}, "rows of one expert");
+  const ExpertGroups groups = group_by_expert(ctx, x, ids, stack.dim(0));
   const Tensor products = output(ctx, Shape{n * k, out_dim}, "products of one expert");
-  // The slots grouped by expert, in expert order: group g's rows are gathered at [first, first + m).
-  const int32_t* chosen = ids.data<int32_t>();
-  int32_t* slot = slots.mutable_data<int32_t>();
-  std::array<Group, kMaxGroupsAtOnce> few{};
-  size_t n_groups = 0;
-  int64_t filled = 0;
-  const auto scatter = [&](const Group& g) {
-    const float* b = bias.defined() ? bias.row(g.expert).data<float>() : nullptr;
-    for (int64_t r = g.first; r < g.first + g.m; ++r) {
-      float* to = out.row(slot[r] / k).row(slot[r] % k).mutable_data<float>();
-      const float* from = products.row(r).data<float>();
-      if (b == nullptr) {
-        std::memcpy(to, from, static_cast<size_t>(out_dim) * 4);
-      } else {
-        for (int64_t i = 0; i < out_dim; ++i) to[i] = from[i] + b[i];  // gpt-oss: the expert's bias row
-      }
-    }
-  };
-  for (int64_t e = 0; e < stack.dim(0); ++e) {
-    const Group g{.expert = e, .first = filled};
-    for (int64_t i = 0; i < n * k; ++i)
-      if (chosen[i] == e) slot[filled++] = static_cast<int32_t>(i);
-    if (filled == g.first) continue;  // an expert no row chose is not read
-    for (int64_t r = g.first; r < filled; ++r) {
-      const int64_t t = slot[r] / k, j = slot[r] % k;
-      const Tensor src = x.rank() == 2 ? x.row(t) : x.row(t).row(j);
-      std::memcpy(gathered.row(r).mutable_data<float>(), src.data<float>(), static_cast<size_t>(in_dim) * 4);
-    }
-    if (n_groups < few.size()) few[n_groups] = {.expert = e, .first = g.first, .m = filled - g.first};
-    ++n_groups;
-  }
-  if (n_groups <= few.size() && products_at_once(ctx, {few.data(), n_groups}, gathered, stack, products)) {
-    for (size_t i = 0; i < n_groups; ++i) scatter(few[i]);
+  const std::span<const Group> few(groups.few.data(), std::min(groups.count, groups.few.size()));
+  if (groups.count <= groups.few.size() && products_at_once(ctx, few, groups.gathered, stack, products)) {
+    for (const Group& g : few) scatter_products(g, groups, products, bias, out);
     return out;
   }
   // Many experts chosen (a prefill chunk): one matmul per expert over its gathered rows.
-  for (int64_t r = 0; r < filled;) {
+  const int32_t* chosen = ids.data<int32_t>();
+  const int32_t* slot = groups.slots.data<int32_t>();
+  for (int64_t r = 0; r < groups.filled;) {
     Group g{.expert = chosen[slot[r]], .first = r};
-    while (r < filled && chosen[slot[r]] == g.expert) ++r;
+    while (r < groups.filled && chosen[slot[r]] == g.expert) ++r;
     g.m = r - g.first;
-    matmul_into(ctx, gathered.rows(g.first, g.m), stack.select(0, g.expert), products.rows(g.first, g.m));
-    scatter(g);
+    matmul_into(ctx, groups.gathered.rows(g.first, g.m), stack.select(0, g.expert), products.rows(g.first, g.m));
+    scatter_products(g, groups, products, bias, out);
   }
   return out;
 }
