@@ -133,31 +133,33 @@ void short_k_rows(const float (&wt)[kShortK][kShortRows], const Gemv& g, int64_t
   }
 }
 
+// Weight rows [o0, o0 + rows) as floats in wt[c][i] (element c of row i), rows past them 0.
 template <class W>
-void gemm_short_k(const Gemv& g) noexcept {
-  alignas(32) float wt[kShortK][kShortRows];
+void transpose_rows(const Gemv& g, int64_t o0, int64_t rows, float (&wt)[kShortK][kShortRows]) noexcept {
   alignas(32) float row[kShortK];
   const int64_t kv = g.k - g.k % 8;
+  for (int64_t i = 0; i < kShortRows; ++i) {
+    const std::byte* w = g.w + (o0 + i) * g.w_stride;
+    if (i < rows) {
+      for (int64_t c = 0; c < kv; c += 8) _mm256_store_ps(row + c, W::at(w, c));
+      for (int64_t c = kv; c < g.k; ++c) row[c] = W::one(w, c);
+    }
+    for (int64_t c = 0; c < g.k; ++c) wt[c][i] = i < rows ? row[c] : 0.0f;
+  }
+}
+
+template <class W>
+void gemm_short_k(const Gemv& g) noexcept {
+  using RowsFn = void (*)(const float(&)[kShortK][kShortRows], const Gemv&, int64_t, int64_t, int64_t) noexcept;
+  static constexpr RowsFn kLeftover[] = {nullptr,          &short_k_rows<1>, &short_k_rows<2>,
+                                         &short_k_rows<3>, &short_k_rows<4>, &short_k_rows<5>};
+  alignas(32) float wt[kShortK][kShortRows];
   for (int64_t o0 = 0; o0 < g.rows; o0 += kShortRows) {
     const int64_t rows = std::min(kShortRows, g.rows - o0);
-    for (int64_t i = 0; i < kShortRows; ++i) {
-      const std::byte* w = g.w + (o0 + i) * g.w_stride;
-      if (i < rows) {
-        for (int64_t c = 0; c < kv; c += 8) _mm256_store_ps(row + c, W::at(w, c));
-        for (int64_t c = kv; c < g.k; ++c) row[c] = W::one(w, c);
-      }
-      for (int64_t c = 0; c < g.k; ++c) wt[c][i] = i < rows ? row[c] : 0.0f;
-    }
+    transpose_rows<W>(g, o0, rows, wt);
     int64_t r = 0;
     for (; r + 6 <= g.n; r += 6) short_k_rows<6>(wt, g, r, o0, rows);
-    switch (g.n - r) {
-      case 5: short_k_rows<5>(wt, g, r, o0, rows); break;
-      case 4: short_k_rows<4>(wt, g, r, o0, rows); break;
-      case 3: short_k_rows<3>(wt, g, r, o0, rows); break;
-      case 2: short_k_rows<2>(wt, g, r, o0, rows); break;
-      case 1: short_k_rows<1>(wt, g, r, o0, rows); break;
-      default: break;
-    }
+    if (r < g.n) kLeftover[g.n - r](wt, g, r, o0, rows);
   }
 }
 
