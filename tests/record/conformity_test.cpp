@@ -235,7 +235,7 @@ INSTANTIATE_TEST_SUITE_P(Models, RecordedConformity,
                                            Case{"Qwen2_Q4_K_M", 3e-2}, Case{"Qwen3_Q8_0", 3e-2},
                                            Case{"Phi3_Q8_0", 3e-2}, Case{"Llama3_F32", 1e-4}, Case{"Gemma2_Q8_0", 3e-2},
                                            Case{"Gemma3_F32", 1e-4}, Case{"Qwen3Moe_Q8_0", 3e-2},
-                                           Case{"Mixtral_F32", 1e-4}),
+                                           Case{"Mixtral_F32", 1e-4}, Case{"LlamaYarn_F32", 1e-4}),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 }  // namespace

@@ -72,6 +72,11 @@ skainet_test_model(Qwen3Moe_Q8_0 model synth --preset tiny --arch qwen3moe --exp
 skainet_conformity_modules(Qwen3Moe_Q8_0 ${model})
 skainet_test_model(Mixtral_F32 model synth --preset tiny --arch llama --experts 4 --type F32 --bigram --seed 7 OUT)
 skainet_conformity_modules(Mixtral_F32 ${model})
+# YaRN (lower_rope's per-pair blend and magnitude): factor 32 over an original context of 32, so the
+# ramp runs over pairs 0 to 6 of 32.
+skainet_test_model(LlamaYarn_F32 model synth --preset tiny --arch llama --rope-scaling yarn --rope-scale 32
+                   --yarn-orig-ctx 32 --type F32 --bigram --seed 7 OUT)
+skainet_conformity_modules(LlamaYarn_F32 ${model})
 
 # record.generation (check_generation.py): 64 greedy tokens at ctx 128, F32 and Q8_0 in both kernel
 # forms, and Q8_0 in the form without fused one-row products.
