@@ -53,7 +53,7 @@ constexpr std::array<FamilyInfo, 9> kFamilies = {{
       .expert_bias = true,
       .oai_swiglu = true,
       .ffn_norm_post_attn = true},
-     "gpt-oss: attention sinks, every other layer windowed, biases, experts with a clamped SwiGLU (without YaRN)"},
+     "gpt-oss: attention sinks, every other layer windowed, biases, experts with a clamped SwiGLU"},
 }};
 
 constexpr std::array<Variant, 2> kVariants = {{

@@ -4,13 +4,14 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "skainet/io/arch.hpp"
 
 namespace skainet::arch {
 namespace {
 
-constexpr std::array<std::string_view, 22> kKeySuffix = {
+constexpr std::array<std::string_view, 24> kKeySuffix = {
     "context_length",
     "embedding_length",
     "block_count",
@@ -24,6 +25,8 @@ constexpr std::array<std::string_view, 22> kKeySuffix = {
     "rope.freq_base",
     "rope.scaling.type",
     "rope.scaling.factor",
+    "rope.scaling.original_context_length",
+    "rope.scaling.attn_factor",
     "vocab_size",
     "attention.sliding_window",
     "attention.sliding_window_pattern",
@@ -88,9 +91,8 @@ void read_gemma(const gguf::Header& h, ModelShape& m) {
 }
 
 // gpt-oss as llama_model_openai_moe reads it: a window on every other layer (the first of each pair,
-// pattern 2 unless the file says otherwise), windowed layers on their own RoPE base when given. The
-// YaRN context extension its released files declare is refused by name, never silently dropped: the
-// engine's RoPE has no YaRN ramp.
+// pattern 2 unless the file says otherwise), windowed layers on their own RoPE base when given and
+// the global layers' scaling (its released files' YaRN).
 constexpr uint32_t kGptOssPattern = 2, kGptOssWindow = 128;
 void read_gpt_oss(const gguf::Header& h, ModelShape& m) {
   const auto k = [&](Key which) { return key(m.architecture, which); };
@@ -98,11 +100,32 @@ void read_gpt_oss(const gguf::Header& h, ModelShape& m) {
   m.swa_pattern = h.find_u32(k(Key::SlidingWindowPattern)).value_or(kGptOssPattern);
   m.rope_base_swa = h.find_f32(k(Key::RopeFreqBaseSwa)).value_or(m.rope_base);
   m.rope_scale_swa = m.rope_scale;
-  if (const auto* type = h.find(k(Key::RopeScalingType));
-      type && type->type == gguf::ValueType::String && std::get<std::string>(type->scalar) == "yarn")
-    throw gguf::FormatError(gguf::FormatErrorKind::WrongValueType,
-                            fmt::format("{}: {} 'yarn' (YaRN RoPE scaling) is not supported by this engine",
-                                        h.path.string(), k(Key::RopeScalingType)));
+}
+
+constexpr std::array<std::string_view, 3> kRopeScalingName = {"none", "linear", "yarn"};
+static_assert(kRopeScalingName.size() == static_cast<size_t>(RopeScaling::Yarn) + 1);
+
+// rope.scaling.* as llama.cpp's load_hparams and context read them: the type (absent: linear), the
+// factor whatever the type (0 or absent: 1), ignored for "none"; YaRN's original context (absent or
+// 0: the training context); the magnitude factor.
+void read_rope_scaling(const gguf::Header& h, ModelShape& m) {
+  const auto k = [&](Key which) { return key(m.architecture, which); };
+  if (h.find(k(Key::RopeScalingType))) {
+    const std::string name = h.get_string(k(Key::RopeScalingType));
+    const std::optional<RopeScaling> r = parse_rope_scaling(name);
+    if (!r)
+      throw gguf::FormatError(gguf::FormatErrorKind::WrongValueType,
+                              fmt::format("{}: {} '{}' is not supported by this engine (supported: {})",
+                                          h.path.string(), k(Key::RopeScalingType), name, rope_scaling_names()));
+    m.rope_scaling = *r;
+  }
+  const float factor = h.find_f32(k(Key::RopeScalingFactor)).value_or(0.0f);
+  m.rope_scale = m.rope_scaling == RopeScaling::None || factor == 0.0f ? 1.0f : factor;
+  if (m.rope_scaling == RopeScaling::Yarn) {
+    const uint32_t orig = h.find_u32(k(Key::RopeScalingOrigCtx)).value_or(0);
+    m.yarn_orig_ctx = orig != 0 ? orig : m.ctx_train;
+  }
+  m.rope_attn_factor = h.find_f32(k(Key::RopeScalingAttnFactor)).value_or(1.0f);
 }
 
 std::string variant_names() {
@@ -115,6 +138,16 @@ std::string variant_names() {
 
 std::string key(std::string_view architecture, Key k) {
   return fmt::format("{}.{}", architecture, kKeySuffix[static_cast<size_t>(k)]);
+}
+
+std::string_view rope_scaling_name(RopeScaling r) noexcept { return kRopeScalingName[static_cast<size_t>(r)]; }
+
+std::string rope_scaling_names() { return fmt::format("{}", fmt::join(kRopeScalingName, ", ")); }
+
+std::optional<RopeScaling> parse_rope_scaling(std::string_view name) noexcept {
+  for (size_t i = 0; i < kRopeScalingName.size(); ++i)
+    if (kRopeScalingName[i] == name) return static_cast<RopeScaling>(i);
+  return std::nullopt;
 }
 
 ModelShape ModelShape::from_header(const gguf::Header& h) {
@@ -146,9 +179,7 @@ ModelShape ModelShape::from_header(const gguf::Header& h) {
   m.rope_dims = h.find_u32(k(Key::RopeDimensionCount)).value_or(m.head_dim);
   m.rope_base = h.find_f32(k(Key::RopeFreqBase)).value_or(10000.0f);
   m.rms_eps = h.find_f32(k(Key::RmsEpsilon)).value_or(1e-5f);
-  if (const auto* type = h.find(k(Key::RopeScalingType));
-      type && type->type == gguf::ValueType::String && std::get<std::string>(type->scalar) == "linear")
-    m.rope_scale = h.find_f32(k(Key::RopeScalingFactor)).value_or(1.0f);
+  read_rope_scaling(h, m);
   if (m.family == Family::Gemma2 || m.family == Family::Gemma3) read_gemma(h, m);
   if (m.family == Family::GptOss) read_gpt_oss(h, m);
   if (m.family) read_experts(h, m);
@@ -227,10 +258,11 @@ std::vector<gguf::KeyValue> ModelShape::metadata() const {
     if (family && has_expert_ffn_key(*family))
       kv.push_back({k(Key::ExpertFeedForwardLength), gguf::Value::u32(expert_ffn)});
   }
-  if (rope_scale != 1.0f) {
-    kv.push_back({k(Key::RopeScalingType), gguf::Value::string("linear")});
-    kv.push_back({k(Key::RopeScalingFactor), gguf::Value::f32(rope_scale)});
-  }
+  if (rope_scaling != RopeScaling::Linear || rope_scale != 1.0f)
+    kv.push_back({k(Key::RopeScalingType), gguf::Value::string(std::string(rope_scaling_name(rope_scaling)))});
+  if (rope_scale != 1.0f) kv.push_back({k(Key::RopeScalingFactor), gguf::Value::f32(rope_scale)});
+  if (rope_scaling == RopeScaling::Yarn) kv.push_back({k(Key::RopeScalingOrigCtx), gguf::Value::u32(yarn_orig_ctx)});
+  if (rope_attn_factor != 1.0f) kv.push_back({k(Key::RopeScalingAttnFactor), gguf::Value::f32(rope_attn_factor)});
   return kv;
 }
 

@@ -11,7 +11,9 @@ Subcommand add_synth(CLI::App& app) {
   struct Options {
     std::string out, preset = "tiny", type = "F32", vocab_from, name = "skainet-synth", arch = "llama";
     std::optional<uint32_t> dim, layers, heads, kv_heads, head_dim, ffn, vocab, n_ctx, window;
-    std::optional<uint32_t> experts, experts_used, expert_ffn;
+    std::optional<uint32_t> experts, experts_used, expert_ffn, yarn_orig_ctx;
+    std::optional<std::string> rope_scaling;
+    std::optional<float> rope_scale;
     uint64_t seed = 0;
     unsigned threads = 0;
     bool verbose = false, bigram = false, quiet = false;
@@ -34,6 +36,10 @@ Subcommand add_synth(CLI::App& app) {
   sub->add_option("--head-dim", o->head_dim, "Size of one head (default: dim / heads)");
   sub->add_option("--sliding-window", o->window,
                   "Window of the sliding-window layers (Gemma, gpt-oss; default: the family's)");
+  sub->add_option("--rope-scaling", o->rope_scaling,
+                  "RoPE scaling type: " + arch::rope_scaling_names() + " (default: linear, by --rope-scale)");
+  sub->add_option("--rope-scale", o->rope_scale, "RoPE scaling factor (default 1)");
+  sub->add_option("--yarn-orig-ctx", o->yarn_orig_ctx, "YaRN's original training context (default: --ctx)");
   sub->add_option("--ffn", o->ffn, "Feed-forward size");
   sub->add_option("--experts", o->experts,
                   "Experts of a mixture-of-experts FFN (qwen3moe: default 8; llama: Mixtral, its experts --ffn wide)");
@@ -66,6 +72,15 @@ Subcommand add_synth(CLI::App& app) {
             if (o->n_ctx) s.shape.ctx_train = *o->n_ctx;
             if (o->head_dim) s.shape.head_dim = *o->head_dim;
             if (o->window) s.shape.sliding_window = *o->window;
+            if (o->rope_scaling) {
+              const auto r = arch::parse_rope_scaling(*o->rope_scaling);
+              if (!r)
+                throw InvalidArgument(fmt::format("unknown --rope-scaling '{}' (known: {})", *o->rope_scaling,
+                                                  arch::rope_scaling_names()));
+              s.shape.rope_scaling = *r;
+            }
+            if (o->rope_scale) s.shape.rope_scale = *o->rope_scale;
+            s.shape.yarn_orig_ctx = o->yarn_orig_ctx.value_or(0);
             s.shape.experts = o->experts.value_or(0);
             s.shape.experts_used = o->experts_used.value_or(0);
             s.shape.expert_ffn = o->expert_ffn.value_or(0);

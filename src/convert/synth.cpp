@@ -274,6 +274,23 @@ void read_experts(const SynthOptions& options, arch::ModelShape& shape) {
   shape.expert_ffn = n.expert_ffn != 0 ? n.expert_ffn : shape.ffn;
 }
 
+// The RoPE scaling asked for (by default linear by 1: no key written); YaRN's original context defaults
+// to the training context, as llama.cpp reads a file without one. Windowed layers follow the reader
+// (ModelShape::from_header), so the shape written is the shape read back.
+void read_rope_scaling(const SynthOptions& options, arch::ModelShape& shape) {
+  const arch::ModelShape& n = options.shape;
+  if (n.yarn_orig_ctx != 0 && n.rope_scaling != arch::RopeScaling::Yarn)
+    throw InvalidArgument("synth: an original context (--yarn-orig-ctx) needs YaRN (--rope-scaling yarn)");
+  if (n.rope_scale <= 0.0f || !std::isfinite(n.rope_scale))
+    throw InvalidArgument(fmt::format("synth: RoPE scaling factor {} is not a positive number", n.rope_scale));
+  shape.rope_scaling = n.rope_scaling;
+  shape.rope_scale = n.rope_scaling == arch::RopeScaling::None ? 1.0f : n.rope_scale;
+  if (shape.rope_scaling == arch::RopeScaling::Yarn)
+    shape.yarn_orig_ctx = n.yarn_orig_ctx ? n.yarn_orig_ctx : n.ctx_train;
+  if (shape.family == arch::Family::GptOss || shape.family == arch::Family::Gemma2)
+    shape.rope_scale_swa = shape.rope_scale;
+}
+
 // The family's own tensors and keys around the given numbers; head_dim 0 means dim / heads. The
 // vocabulary's keys are returned in `vocab` (copied from options.vocab_from, or the built-in one).
 arch::ModelShape shape_of(const SynthOptions& options, std::vector<gguf::KeyValue>& vocab) {
@@ -287,6 +304,7 @@ arch::ModelShape shape_of(const SynthOptions& options, std::vector<gguf::KeyValu
     shape.sliding_window = n.sliding_window;
   }
   read_experts(options, shape);
+  read_rope_scaling(options, shape);
   if (n.head_dim == 0 && n.heads != 0 && n.dim % n.heads != 0)
     throw InvalidArgument(
         fmt::format("synth: dim {} is not a multiple of heads {} (or give the head size)", n.dim, n.heads));

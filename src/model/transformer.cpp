@@ -7,6 +7,25 @@
 
 namespace skainet::model {
 
+kernels::RopeParams rope_params(const arch::ModelShape& s, uint32_t layer) {
+  const bool windowed = s.is_swa_layer(layer);
+  kernels::RopeParams p{.base = windowed ? s.rope_base_swa : s.rope_base,
+                        .dims = static_cast<int64_t>(s.rope_dims),
+                        .neox = s.features.neox_rope,
+                        .freq_scale = 1.0f / (windowed ? s.rope_scale_swa : s.rope_scale),
+                        .attn_factor = s.rope_attn_factor};
+  if (s.rope_scaling != arch::RopeScaling::Yarn) return p;
+  // llama_context's yarn_attn_factor, from the global layers' factor for every layer: YaRN's mscale
+  // times the inverse of the 1 + 0.1 ln(1 / freq_scale) that ggml's rope_yarn multiplies in again
+  // (llama.cpp cancels it so that the magnitude is applied once), in llama.cpp's float order.
+  const float factor = 1.0f / (1.0f / s.rope_scale);  // 1 / rope_freq_scale there
+  const float mscale = factor <= 1.0f ? 1.0f : 1.0f + 0.1f * std::log(factor);
+  p.ext_factor = 1.0f;
+  p.attn_factor = mscale * (1.0f / (1.0f + 0.1f * std::log(factor))) * s.rope_attn_factor;
+  p.orig_ctx = s.yarn_orig_ctx;
+  return p;
+}
+
 Transformer::Transformer(arch::ModelShape shape, TransformerWeights weights, load::KvCacheStore& kv,
                          uint64_t layer_slab_bytes)
     : shape_(std::move(shape)), w_(std::move(weights)), kv_(&kv), layer_scope_({.slab_bytes = layer_slab_bytes}) {}
@@ -169,10 +188,7 @@ Tensor Transformer::attend_one(memory::ExecutionContext& ctx, uint32_t l, const 
                                const Tensor& v, const BatchEntry& e) {
   const int64_t n = e.rows, hd = shape_.head_dim, heads = shape_.heads, kv_heads = shape_.kv_heads;
   const bool windowed = shape_.is_swa_layer(l);
-  const kernels::RopeParams rope{.base = windowed ? shape_.rope_base_swa : shape_.rope_base,
-                                 .dims = static_cast<int64_t>(shape_.rope_dims),
-                                 .neox = shape_.features.neox_rope,
-                                 .freq_scale = 1.0f / (windowed ? shape_.rope_scale_swa : shape_.rope_scale)};
+  const kernels::RopeParams rope = rope_params(shape_, l);
   const Tensor qr = ops::rope(ctx, q.reshape({n, heads, hd}), e.pos, rope, w_.rope_freqs).reshape({n, heads * hd});
   const Tensor kr =
       ops::rope(ctx, k.reshape({n, kv_heads, hd}), e.pos, rope, w_.rope_freqs).reshape({n, kv_heads * hd});

@@ -112,6 +112,9 @@ void model_fields(Shape& s, Visit&& visit) {
   visit("swa_pattern", s.swa_pattern, Since::Later);
   visit("rope_base_swa", s.rope_base_swa, Since::Later);
   visit("rope_scale_swa", s.rope_scale_swa, Since::Later);
+  visit("rope_scaling", s.rope_scaling, Since::Later);
+  visit("yarn_orig_ctx", s.yarn_orig_ctx, Since::Later);
+  visit("rope_attn_factor", s.rope_attn_factor, Since::Later);
   visit("attention_scale", s.attention_scale, Since::Later);
   visit("attn_softcap", s.attn_softcap, Since::Later);
   visit("final_softcap", s.final_softcap, Since::Later);
@@ -274,7 +277,12 @@ std::string to_json(const MemoryPlan& p) {
   j["profile"] = p.profile;
   if (p.model) {
     json& m = j["model"];
-    model_fields(*p.model, [&](const char* key, const auto& field, Since) { m[key] = field; });
+    model_fields(*p.model, [&](const char* key, const auto& field, Since) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(field)>, arch::RopeScaling>)
+        m[key] = arch::rope_scaling_name(field);
+      else
+        m[key] = field;
+    });
   }
   j["tensors"] = json::array();
   for (const auto& d : p.tensors) j["tensors"].push_back(decision_json(d));
@@ -341,7 +349,12 @@ arch::ModelShape model_from(const json& m) {
   model_fields(s, [&](const char* key, auto& field, Since since) {
     using T = std::decay_t<decltype(field)>;
     if (since == Since::Later && !m.contains(key)) return;  // an older plan: the field's neutral default
-    if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, bool>)
+    if constexpr (std::is_same_v<T, arch::RopeScaling>) {
+      const std::string name = m.at(key).get<std::string>();
+      const std::optional<arch::RopeScaling> r = arch::parse_rope_scaling(name);
+      if (!r) throw InvalidArgument(fmt::format("plan JSON: unknown rope_scaling '{}'", name));
+      field = *r;
+    } else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, bool>)
       field = m.at(key).get<T>();
     else
       field = number<T>(m, key);

@@ -177,9 +177,10 @@ hlo::Value Lowering::lower_rms_norm(const Node& n) {
   return y;
 }
 
-// Angles as the reference kernel takes them: (pos0 + t) · freq_scale · base^(-2i/dims), divided by the
-// freq_factors weight's entry i when the op has one (inputs[1]), pairs (2i, 2i+1) or, NeoX-style,
-// (i, i + dims/2); dims past the rotated ones pass through.
+// Angles as the reference kernel takes them (kernels::RopeAngles: (pos0 + t) · frequency(i), YaRN's
+// blend folded in), divided by the freq_factors weight's entry i when the op has one (inputs[1]), cos
+// and sin times the one mscale; pairs (2i, 2i+1) or, NeoX-style, (i, i + dims/2); dims past the
+// rotated ones pass through.
 hlo::Value Lowering::lower_rope(const Node& n) {
   const kernels::RopeParams& p = n.op->attrs.rope;
   const hlo::Value& x_in = value(n.inputs[0]);
@@ -188,11 +189,9 @@ hlo::Value Lowering::lower_rope(const Node& n) {
   const int64_t dims = p.dims > 0 ? p.dims : d, half = dims / 2;
   const hlo::Value x = f_.reshape(x_in, {tokens, heads, d});
 
+  const kernels::RopeAngles angles(p, dims);
   std::vector<float> inv_freq;
-  for (int64_t i = 0; i < half; ++i)
-    inv_freq.push_back(static_cast<float>(
-        static_cast<double>(p.freq_scale) *
-        std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(i) / static_cast<double>(dims))));
+  for (int64_t i = 0; i < half; ++i) inv_freq.push_back(static_cast<float>(angles.frequency(i)));
   const hlo::Value t_iota = f_.iota({{tokens}, hlo::Elem::I32}, 0);
   const hlo::Value p0 = position(n.op->attrs.position);
   const hlo::Value p0b = f_.broadcast_in_dim(p0, {tokens}, {});
@@ -207,8 +206,13 @@ hlo::Value Lowering::lower_rope(const Node& n) {
     const hlo::Value factors_b = f_.broadcast_in_dim(factors, {tokens, half}, {1});
     angle = f_.divide(angle, factors_b);
   }
-  const hlo::Value cos_t = f_.unary("cosine", angle);
-  const hlo::Value sin_t = f_.unary("sine", angle);
+  hlo::Value cos_t = f_.unary("cosine", angle);
+  hlo::Value sin_t = f_.unary("sine", angle);
+  if (angles.mscale() != 1.0f) {
+    const hlo::Value m = f_.constant_f32(angles.mscale(), {tokens, half});
+    cos_t = f_.multiply(cos_t, m);
+    sin_t = f_.multiply(sin_t, m);
+  }
   const hlo::Value c = f_.broadcast_in_dim(cos_t, {tokens, heads, half}, {0, 2});
   const hlo::Value s = f_.broadcast_in_dim(sin_t, {tokens, heads, half}, {0, 2});
 

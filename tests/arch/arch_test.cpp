@@ -79,6 +79,10 @@ TEST(Shapes, MetadataReadsBackAsTheSameShape) {
     s.vocab = 300, s.ctx_train = 64;
     if (mixtral) s.expert_ffn = s.ffn;  // Mixtral's experts are feed_forward_length wide
     if (s.family == Family::Qwen3Moe || s.family == Family::GptOss) s.expert_ffn = 96;  // its own key
+    if (s.family == Family::GptOss || s.family == Family::Qwen2) {  // YaRN's keys, written and read back
+      s.rope_scaling = RopeScaling::Yarn, s.rope_scale = 32.0f, s.yarn_orig_ctx = 16, s.rope_attn_factor = 0.5f;
+      if (s.family == Family::GptOss) s.rope_scale_swa = s.rope_scale;
+    }
     const test::TempDir dir("arch-metadata");
     gguf::Writer w(dir / "m.gguf");
     w.set("general.architecture", gguf::Value::string(s.architecture));
@@ -89,6 +93,54 @@ TEST(Shapes, MetadataReadsBackAsTheSameShape) {
     if (s.family == Family::Gemma2 || s.family == Family::Gemma3) back.attention_scale = s.attention_scale = 0;
     EXPECT_EQ(back, s);
   }
+}
+
+// rope.scaling.* as llama.cpp reads them: no type is linear (a factor alone scales), "none" ignores the
+// factor, YaRN's original context defaults to the training context, and any other type is refused
+// naming the key and the value.
+TEST(Shapes, RopeScalingTypes) {
+  struct Case {
+    const char* type;  // nullptr: no key
+    float factor;      // 0: no key
+    RopeScaling want;
+    float want_scale;
+  };
+  for (const Case& c : {Case{nullptr, 0.0f, RopeScaling::Linear, 1.0f}, Case{nullptr, 4.0f, RopeScaling::Linear, 4.0f},
+                        Case{"linear", 2.0f, RopeScaling::Linear, 2.0f}, Case{"none", 8.0f, RopeScaling::None, 1.0f},
+                        Case{"yarn", 4.0f, RopeScaling::Yarn, 4.0f}, Case{"yarn", 0.0f, RopeScaling::Yarn, 1.0f}}) {
+    SCOPED_TRACE(c.type ? c.type : "(none)");
+    ModelShape s = ModelShape::of_family("qwen2");
+    s.dim = 128, s.layers = 2, s.heads = 4, s.kv_heads = 2, s.head_dim = 32, s.rope_dims = 32, s.ffn = 256;
+    s.vocab = 300, s.ctx_train = 640;
+    const test::TempDir dir("arch-rope-scaling");
+    gguf::Writer w(dir / "m.gguf");
+    w.set("general.architecture", gguf::Value::string(s.architecture));
+    for (gguf::KeyValue& kv : s.metadata()) w.set(std::move(kv.key), std::move(kv.value));
+    if (c.type) w.set(key("qwen2", Key::RopeScalingType), gguf::Value::string(c.type));
+    if (c.factor != 0.0f) w.set(key("qwen2", Key::RopeScalingFactor), gguf::Value::f32(c.factor));
+    w.write([](size_t, std::span<std::byte>) {});
+    const ModelShape back = ModelShape::from_header(gguf::read_header(dir / "m.gguf"));
+    EXPECT_EQ(back.rope_scaling, c.want);
+    EXPECT_EQ(back.rope_scale, c.want_scale);
+    EXPECT_EQ(back.yarn_orig_ctx, c.want == RopeScaling::Yarn ? 640u : 0u);
+    EXPECT_EQ(back.rope_attn_factor, 1.0f);
+  }
+  const test::TempDir dir("arch-rope-scaling");
+  gguf::Writer w(dir / "longrope.gguf");
+  ModelShape s = ModelShape::of_family("phi3");
+  s.dim = 128, s.layers = 2, s.heads = 4, s.kv_heads = 4, s.head_dim = 32, s.rope_dims = 32, s.ffn = 256;
+  w.set("general.architecture", gguf::Value::string(s.architecture));
+  for (gguf::KeyValue& kv : s.metadata()) w.set(std::move(kv.key), std::move(kv.value));
+  w.set(key("phi3", Key::RopeScalingType), gguf::Value::string("longrope"));
+  w.write([](size_t, std::span<std::byte>) {});
+  try {
+    ModelShape::from_header(gguf::read_header(dir / "longrope.gguf"));
+    ADD_FAILURE() << "longrope was not refused";
+  } catch (const gguf::FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("phi3.rope.scaling.type 'longrope'"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(key("qwen2", Key::RopeScalingOrigCtx), "qwen2.rope.scaling.original_context_length");
+  EXPECT_EQ(key("qwen2", Key::RopeScalingAttnFactor), "qwen2.rope.scaling.attn_factor");
 }
 
 // `synth --arch mixtral`: a llama file with llama.expert_count (Mixtral 8x7B's 8 experts, 2 chosen).
@@ -122,7 +174,7 @@ TEST(Shapes, MixtureOfExpertsTensorsAreLlamaCppsStacks) {
 }
 
 // gpt-oss as llama_model_openai_moe loads it: sinks per query head, attn_output's bias, the router's
-// and the stacks' biases, the FFN's norm named post_attention_norm; windows on even layers; YaRN refused.
+// and the stacks' biases, the FFN's norm named post_attention_norm; windows on even layers; YaRN read.
 TEST(Shapes, GptOssTensorsAndWindows) {
   ModelShape s = ModelShape::of_family("gpt-oss");
   s.dim = 64, s.layers = 4, s.heads = 4, s.kv_heads = 2, s.head_dim = 32, s.ffn = 128, s.expert_ffn = 48;
@@ -145,17 +197,19 @@ TEST(Shapes, GptOssTensorsAndWindows) {
   EXPECT_GT(s.sliding_window, 0u);
   for (uint32_t l = 0; l < s.layers; ++l) EXPECT_EQ(s.is_swa_layer(l), l % 2 == 0) << l;
 
+  // Its released files' YaRN, read as llama.cpp reads it; the windowed layers take the same factor.
   const test::TempDir dir("arch-gpt-oss");
   gguf::Writer w(dir / "yarn.gguf");
   w.set("general.architecture", gguf::Value::string(s.architecture));
   s.vocab = 300, s.ctx_train = 64, s.rope_dims = 32;
   for (gguf::KeyValue& kv : s.metadata()) w.set(std::move(kv.key), std::move(kv.value));
   w.set(key("gpt-oss", Key::RopeScalingType), gguf::Value::string("yarn"));
+  w.set(key("gpt-oss", Key::RopeScalingFactor), gguf::Value::f32(32.0f));
+  w.set(key("gpt-oss", Key::RopeScalingOrigCtx), gguf::Value::u32(4096));
   w.write([](size_t, std::span<std::byte>) {});
-  try {
-    ModelShape::from_header(gguf::read_header(dir / "yarn.gguf"));
-    ADD_FAILURE() << "YaRN was not refused";
-  } catch (const gguf::FormatError& e) {
-    EXPECT_NE(std::string(e.what()).find("gpt-oss.rope.scaling.type 'yarn'"), std::string::npos) << e.what();
-  }
+  const ModelShape back = ModelShape::from_header(gguf::read_header(dir / "yarn.gguf"));
+  EXPECT_EQ(back.rope_scaling, RopeScaling::Yarn);
+  EXPECT_EQ(back.rope_scale, 32.0f);
+  EXPECT_EQ(back.rope_scale_swa, 32.0f);
+  EXPECT_EQ(back.yarn_orig_ctx, 4096u);
 }

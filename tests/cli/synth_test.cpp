@@ -168,6 +168,39 @@ TEST_F(Synth, MixturesOfExpertsWriteTheRouterAndTheExpertStacks) {
   EXPECT_THROW(convert::synth(path("x.gguf"), o), InvalidArgument);  // qwen3 has no experts
 }
 
+// --rope-scaling yarn: the type, factor and original context written as llama.cpp reads them, the
+// command line and the library writing the same bytes, the file reading back as the shape asked for
+// (the windowed layers of gpt-oss on the same factor); an original context without YaRN is refused.
+TEST_F(Synth, YarnKeysRoundTrip) {
+  convert::SynthOptions o = tiny("F32");
+  o.arch = "gpt-oss";
+  o.shape.rope_scaling = arch::RopeScaling::Yarn, o.shape.rope_scale = 32.0f, o.shape.yarn_orig_ctx = 64;
+  const RunResult r =
+      run_skainet({"synth", path("cli.gguf").string(), "--type", "F32", "--seed", "1", "--threads", "2", "--arch",
+                   "gpt-oss", "--rope-scaling", "yarn", "--rope-scale", "32", "--yarn-orig-ctx", "64"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  convert::synth(path("yarn.gguf"), o);
+  EXPECT_TRUE(read_bytes(path("cli.gguf")) == read_bytes(path("yarn.gguf")));
+  const gguf::Header h = gguf::read_header(path("yarn.gguf"));
+  EXPECT_EQ(h.get_string("gpt-oss.rope.scaling.type"), "yarn");
+  EXPECT_EQ(h.get_f32("gpt-oss.rope.scaling.factor"), 32.0f);
+  EXPECT_EQ(h.get_u32("gpt-oss.rope.scaling.original_context_length"), 64u);
+  const arch::ModelShape s = arch::ModelShape::from_header(h);
+  EXPECT_EQ(s.rope_scaling, arch::RopeScaling::Yarn);
+  EXPECT_EQ(s.rope_scale, 32.0f);
+  EXPECT_EQ(s.rope_scale_swa, 32.0f);
+  EXPECT_EQ(s.yarn_orig_ctx, 64u);
+
+  o.arch = "llama", o.shape.yarn_orig_ctx = 0;  // the training context when not given
+  convert::synth(path("llama.gguf"), o);
+  EXPECT_EQ(arch::ModelShape::from_header(gguf::read_header(path("llama.gguf"))).yarn_orig_ctx, o.shape.ctx_train);
+  o.shape.rope_scaling = arch::RopeScaling::Linear, o.shape.yarn_orig_ctx = 64;
+  EXPECT_THROW(convert::synth(path("x.gguf"), o), InvalidArgument);
+  const RunResult bad = run_skainet({"synth", path("x.gguf").string(), "--rope-scaling", "longrope"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("longrope"), std::string::npos) << bad.err;
+}
+
 TEST_F(Synth, Q4KMRaisesAttnVAndFfnDownLikeLlamaCpp) {
   // TinyLlama's shape with 22 layers: llama.cpp's Q4_K_M gives 45 F32, 135 Q4_K and 21 Q6_K tensors
   // (10 attn_v + 10 ffn_down by use_more_bits, + output). Only the decisions are checked here.

@@ -76,7 +76,10 @@ if(peer_ok)
                # gguf-py beside us (check_logits.sh's type comparison) has no type 39.
                "gpt_oss_F32;gpt-oss;strict;F32;1e-3;2.5e-4" "gpt_oss_Q8_0;gpt-oss;strict;Q8_0;3e-2;1e-2"
                "gpt_oss_Q4_K_M;gpt-oss;strict;Q4_K_M@peer;5e-2;1.5e-2"
-               "gpt_oss_MXFP4;gpt-oss;strict;MXFP4_MOE;3e-2;1e-2")
+               "gpt_oss_MXFP4;gpt-oss;strict;MXFP4_MOE;3e-2;1e-2"
+               # YaRN (rope.scaling.type yarn): gpt-oss's released files' scaling, NeoX pairs, its windowed
+               # layers on the same factor; and llama's adjacent pairs (Qwen's 128K files are the same math).
+               "gpt_oss_yarn_F32;gpt-oss-yarn;strict;F32;1e-3;2.5e-4" "llama_yarn_F32;llama-yarn;strict;F32;1e-3;2.5e-4")
     list(GET case 0 name)
     list(GET case 1 weights)
     list(GET case 2 top1)
@@ -112,10 +115,12 @@ if(peer_ok)
     elseif(weights STREQUAL "mixtral")
       # Mixtral: a llama file with 8 experts of ffn width, 2 used per token.
       set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --bigram --arch mixtral)  # 8 experts, 2 used
-    elseif(weights STREQUAL "gpt-oss")
+    elseif(weights MATCHES "^gpt-oss")
       # 8 experts of 256, 2 used; a 16-position window on layer 0 (of 2), so the 37 positions cross it.
       set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --experts 8 --experts-used 2 --expert-ffn 256 --sliding-window 16
           --bigram --arch gpt-oss)
+    elseif(weights STREQUAL "llama-yarn")
+      set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --bigram --arch llama)
     elseif(weights STREQUAL "phi3")
       set(shape ${SKAINET_FAMILY_SHAPE} --layers 2 --bigram --arch phi3)
       set(vocab phi-3)
@@ -137,6 +142,11 @@ if(peer_ok)
       else()
         list(APPEND shape --layers 2)
       endif()
+    endif()
+    if(weights MATCHES "-yarn$")
+      # Factor 32 over an original context of 32: at head size 64 and base 10000 the ramp runs over pairs
+      # 0 to 6 (the rest interpolated), the magnitude is 1 + 0.1 ln 32, and the 37 positions pass 32.
+      list(APPEND shape --rope-scaling yarn --rope-scale 32 --yarn-orig-ctx 32)
     endif()
     add_test(NAME peer_logits_${name}
       COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_logits.sh $<TARGET_FILE:skainet> $<TARGET_FILE:peer_logits>

@@ -1,3 +1,5 @@
+#include <regex>
+
 #include <gtest/gtest.h>
 
 #include "skainet/model/plan.hpp"
@@ -113,6 +115,15 @@ TEST(Plan, JsonRoundTripsIntoTheSameDecisions) {
   const MemoryPlan back = from_json(to_json(p));
   EXPECT_EQ(back, p);
   EXPECT_THROW(from_json("{\"file\": 3}"), InvalidArgument);
+
+  // YaRN's hyper-parameters travel by name and number; a plan without them reads as no scaling.
+  MemoryPlan yarn = p;
+  yarn.model->rope_scaling = arch::RopeScaling::Yarn, yarn.model->rope_scale = 32.0f;
+  yarn.model->yarn_orig_ctx = 4096, yarn.model->rope_attn_factor = 0.5f;
+  const std::string text = to_json(yarn);
+  EXPECT_NE(text.find("\"rope_scaling\": \"yarn\""), std::string::npos) << text.substr(0, 2000);
+  EXPECT_EQ(from_json(text), yarn);
+  EXPECT_THROW(from_json(std::regex_replace(text, std::regex("\"yarn\""), "\"longrope\"")), InvalidArgument);
 }
 
 TEST(Plan, TextLeadsWithTheVerdictThenOneLinePerLayer) {

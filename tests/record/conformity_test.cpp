@@ -236,7 +236,7 @@ INSTANTIATE_TEST_SUITE_P(Models, RecordedConformity,
                                            Case{"Phi3_Q8_0", 3e-2}, Case{"Llama3_F32", 1e-4}, Case{"Gemma2_Q8_0", 3e-2},
                                            Case{"Gemma3_F32", 1e-4}, Case{"Qwen3Moe_Q8_0", 3e-2},
                                            Case{"Mixtral_F32", 1e-4}, Case{"GptOss_Q8_0", 3e-2},
-                                           Case{"GptOss_MXFP4", 3e-2}),
+                                           Case{"GptOss_MXFP4", 3e-2}, Case{"LlamaYarn_F32", 1e-4}),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 }  // namespace

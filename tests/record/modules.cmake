@@ -1,7 +1,7 @@
 # The IREE modules the recorded-path tests run, made as build steps: each is exported and compiled
 # once (tests/record/build_module.py), and again only when `skainet`, its model or the scripts change,
 # so a test run on a warm build only runs them. They are not part of `all` (a kernel edit should not
-# wait for 63 compiles): the test `record.modules` builds the target `record_modules` as the fixture
+# wait for 67 compiles): the test `record.modules` builds the target `record_modules` as the fixture
 # every test that reads them requires, a no-op when they are current.
 #
 # Under ${CMAKE_BINARY_DIR}/record-modules: models/<case>.gguf (made here; stories260K F32 is read in
@@ -84,6 +84,11 @@ foreach(synth GptOss_Q8_0:Q8_0 GptOss_MXFP4:MXFP4_MOE)
                      --type ${type} --bigram --seed 7 OUT)
   skainet_conformity_modules(${case} ${model})
 endforeach()
+# YaRN (lower_rope's per-pair blend and magnitude): factor 32 over an original context of 32, so the
+# ramp runs over pairs 0 to 6 of 32.
+skainet_test_model(LlamaYarn_F32 model synth --preset tiny --arch llama --rope-scaling yarn --rope-scale 32
+                   --yarn-orig-ctx 32 --type F32 --bigram --seed 7 OUT)
+skainet_conformity_modules(LlamaYarn_F32 ${model})
 
 # record.generation (check_generation.py): 64 greedy tokens at ctx 128, F32 and Q8_0 in both kernel
 # forms, and Q8_0 in the form without fused one-row products.

@@ -20,11 +20,39 @@
 
 namespace skainet::kernels {
 
+// ggml_rope_ext's parameters. With ext_factor 0 the angle of pair i is pos * freq_scale *
+// base^(-2i/dims); YaRN (ext_factor > 0) blends, pair by pair, that interpolated angle with the
+// unscaled one by a ramp between the correction dims of beta_fast and beta_slow rotations over
+// orig_ctx positions, and raises the magnitude by 1 + 0.1 ln(1 / freq_scale). Every cos and sin is
+// multiplied by attn_factor (llama.cpp's yarn_attn_factor, 1 without scaling).
 struct RopeParams {
   float base = 10000.0f;
   int64_t dims = 0;         // rotated leading dims of each head (0: the whole innermost dim); even
   bool neox = false;        // rotate pairs (i, i + dims/2) (GPT-NeoX, Qwen2) instead of (2i, 2i+1)
   float freq_scale = 1.0f;  // linear RoPE scaling: the angle uses pos * freq_scale
+  float ext_factor = 0.0f;  // YaRN's extrapolation mix (1 for YaRN files, 0: none)
+  float attn_factor = 1.0f;
+  int64_t orig_ctx = 0;  // YaRN's original training context
+  float beta_fast = 32.0f, beta_slow = 1.0f;
+};
+
+// The per-pair frequencies and the one magnitude of a RoPE, ggml's rope_yarn folded into them: the
+// reference kernel and the StableHLO lowering both take their angles from here. Pair i of a token at
+// position p turns by p * frequency(i) (divided by freq_factors[i] when the op has them, as ggml
+// divides the unscaled angle; YaRN's blend is linear in it, so the division commutes), and its cos
+// and sin are multiplied by mscale().
+class RopeAngles {
+ public:
+  // dims: the rotated dims (RopeParams::dims resolved against the head size).
+  RopeAngles(const RopeParams& p, int64_t dims) noexcept;
+  double frequency(int64_t pair) const noexcept;
+  float mscale() const noexcept { return mscale_; }
+
+ private:
+  RopeParams p_;
+  int64_t dims_;
+  float corr_low_ = 0.0f, corr_high_ = 0.0f;  // ggml_rope_yarn_corr_dims
+  float mscale_ = 1.0f;
 };
 
 // Row i (second-innermost index) is the query at position p = i + offset. The scores are s = x * scale,

@@ -95,6 +95,8 @@ enum class Key : uint8_t {
   RopeFreqBase,
   RopeScalingType,
   RopeScalingFactor,
+  RopeScalingOrigCtx,
+  RopeScalingAttnFactor,
   VocabSize,
   SlidingWindow,
   SlidingWindowPattern,
@@ -107,6 +109,13 @@ enum class Key : uint8_t {
 };
 std::string key(std::string_view architecture, Key k);
 
+// rope.scaling.type, as llama.cpp reads it: absent means linear (a factor, when given, divides the
+// positions); "none" scales nothing. Other types (Phi-3's "longrope") are refused by key and value.
+enum class RopeScaling : uint8_t { None, Linear, Yarn };
+std::string_view rope_scaling_name(RopeScaling r) noexcept;  // the GGUF value: "none", "linear", "yarn"
+std::optional<RopeScaling> parse_rope_scaling(std::string_view name) noexcept;
+std::string rope_scaling_names();  // "none, linear, yarn", for messages
+
 // The hyper-parameters every part above reads (plan sizes the KV cache and slabs from them, the
 // model runs them, synth writes them). One struct for all families; features absent from a family
 // keep their neutral values.
@@ -118,7 +127,14 @@ struct ModelShape {
   uint32_t rope_dims = 0;
   float rope_base = 10000.0f;
   float rms_eps = 1e-5f;
-  float rope_scale = 1.0f;  // linear RoPE scaling: positions are divided by this
+  // RoPE scaling (rope.scaling.*): the factor divides the positions (linear) or, with YaRN, the
+  // frequencies that turn fewer than beta_slow times over yarn_orig_ctx positions (the training context
+  // before the extension), leaving those above beta_fast turns unscaled. rope_attn_factor multiplies
+  // every cos and sin (rope.scaling.attn_factor, with or without YaRN).
+  float rope_scale = 1.0f;
+  RopeScaling rope_scaling = RopeScaling::Linear;
+  uint32_t yarn_orig_ctx = 0;  // YaRN only (0 otherwise): rope.scaling.original_context_length or ctx_train
+  float rope_attn_factor = 1.0f;
   // Sliding-window layers (Gemma): a query sees the last `sliding_window` positions (0: none). Every
   // `swa_pattern`-th layer (the last of each run) is global, the others windowed, as llama.cpp's
   // set_swa_pattern; windowed layers rotate with their own RoPE base and scale.

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "skainet/model/load.hpp"
+#include "skainet/compute/kernel_ops.hpp"
 #include "skainet/compute/memory.hpp"
 #include "skainet/model/plan.hpp"
 
@@ -67,6 +68,13 @@ struct ExpertWeights {
 // chose runs once over its rows (views of the stacks the ordinary matmul takes); an expert no row chose
 // is never read. k: the experts each row uses. Ops of the op list only, so a recording lowers it too.
 Tensor experts_ffn(memory::ExecutionContext& ctx, const Tensor& h, const ExpertWeights& w, int64_t k);
+
+// Layer l's RoPE as llama.cpp's context sets it up (llama_context's cparams, the model's
+// get_rope_freq_base / get_rope_freq_scale): windowed layers on their own base and scale; with YaRN
+// ext_factor 1, its original context, beta_fast 32 and beta_slow 1, and an attn_factor that cancels
+// the magnitude ggml's rope_yarn adds (1 + 0.1 ln factor) down to the file's rope_attn_factor times
+// YaRN's mscale (the same 1 + 0.1 ln factor above a factor of 1).
+kernels::RopeParams rope_params(const arch::ModelShape& s, uint32_t layer);
 
 struct TransformerWeights {
   Tensor tok_embd, output_norm, output;  // output is tok_embd when the model ties them

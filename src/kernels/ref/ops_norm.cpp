@@ -41,20 +41,18 @@ void rope(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& freq
   int64_t cached = -1;
   const float* ff = freq_factors.defined() ? f32(freq_factors.raw()) : nullptr;
   const int64_t sf = ff ? inner_stride(freq_factors) / 4 : 0;
-  const auto frequency = [&](int64_t i) noexcept {
-    return std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(i) / static_cast<double>(dims));
-  };
+  const RopeAngles angles(p, dims);
+  const double mscale = angles.mscale();
   double freq[kCachedPairs];  // pair i's frequency, the same for every token
   if (use_cache)
-    for (int64_t i = 0; i < half; ++i) freq[i] = frequency(i);
+    for (int64_t i = 0; i < half; ++i) freq[i] = angles.frequency(i);
   const auto angle = [&](int64_t token, int64_t i, float& c, float& s) noexcept {
-    const double pos = static_cast<double>(pos0 + token) * p.freq_scale;
-    double theta = pos * (use_cache ? freq[i] : frequency(i));
+    double theta = static_cast<double>(pos0 + token) * (use_cache ? freq[i] : angles.frequency(i));
     // ggml_rope_cache_init divides pair i's frequency by its factor (NeoX pairs too: factor i for
     // the pair (i, i + dims/2)).
     if (ff) theta /= static_cast<double>(ff[i * sf]);
-    c = static_cast<float>(std::cos(theta));
-    s = static_cast<float>(std::sin(theta));
+    c = static_cast<float>(std::cos(theta) * mscale);
+    s = static_cast<float>(std::sin(theta) * mscale);
   };
   for (int64_t r = 0; r < rows; ++r) {
     const float* px = f32(x.raw() + row_offset(x.shape(), x.strides(), r));
