@@ -10,6 +10,7 @@ namespace {
 
 // Eight lanes of weights as floats from element i of a dense row.
 struct F32Load {
+  static constexpr int64_t kBytes = 4;
   static __m256 at(const std::byte* w, int64_t i) noexcept {
     return _mm256_loadu_ps(reinterpret_cast<const float*>(w) + i);
   }
@@ -20,12 +21,14 @@ struct F32Load {
   }
 };
 struct F16Load {
+  static constexpr int64_t kBytes = 2;
   static __m256 at(const std::byte* w, int64_t i) noexcept {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 2 * i)));
   }
   static float one(const std::byte* w, int64_t i) noexcept { return half_at(w + 2 * i); }
 };
 struct BF16Load {
+  static constexpr int64_t kBytes = 2;
   static __m256 at(const std::byte* w, int64_t i) noexcept {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 2 * i));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
@@ -40,12 +43,19 @@ struct BF16Load {
   }
 };
 
+// A decode step's dense row streams from memory: asked for this far ahead of the FMAs, as the
+// hardware prefetchers alone left the 1.1B F16 file's decode at 88% of the read ceiling (96-98% with).
+inline constexpr int64_t kDensePrefetchBytes = 1024;
+
 template <class W>
 float dot_dense(const std::byte* w, const std::byte* xb, int64_t k, const ActLayout&) noexcept {
   const auto* x = reinterpret_cast<const float*>(xb);
   __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= k; i += 32) {
+    SKAINET_UNROLL
+    for (int64_t line = 0; line < 32 * W::kBytes; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(w) + i * W::kBytes + kDensePrefetchBytes + line, _MM_HINT_T0);
     a0 = _mm256_fmadd_ps(W::at(w, i), _mm256_loadu_ps(x + i), a0);
     a1 = _mm256_fmadd_ps(W::at(w, i + 8), _mm256_loadu_ps(x + i + 8), a1);
     a2 = _mm256_fmadd_ps(W::at(w, i + 16), _mm256_loadu_ps(x + i + 16), a2);
