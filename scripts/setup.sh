@@ -19,7 +19,7 @@ debian_packages=(
 # reference renderer for chat templates; openai is the real client the server's tests drive it with;
 # jsonschema validates what structured output generates (tests/grammar, tests/serve); prometheus_client
 # parses /metrics as Prometheus would.
-python_packages=(numpy "gguf==0.17.1" "iree-base-compiler==3.13.0" "iree-base-runtime==3.13.0" "jinja2==3.1.6"
+python_packages=(numpy "gguf==0.18.0" "iree-base-compiler==3.13.0" "iree-base-runtime==3.13.0" "jinja2==3.1.6"
                  "openai==3.57.0" "jsonschema==4.23.0" "prometheus_client==0.21.1")
 
 missing=()

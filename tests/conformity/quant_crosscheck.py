@@ -26,7 +26,7 @@ from gguf import GGMLQuantizationType as T
 from gguf.constants import GGML_QUANT_SIZES
 
 OURS = [T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K,
-        T.IQ4_NL, T.IQ4_XS]
+        T.IQ4_NL, T.IQ4_XS, T.MXFP4]
 
 # Byte differences between our quantizer and gguf.quants that have a known, legitimate cause.
 # Empty: on the data below every byte agrees. (Q4_0/Q5_0 round x*id + offset as a fused
@@ -69,10 +69,12 @@ def random_blocks(t: T, rng: np.random.Generator, rows: int) -> np.ndarray:
     raw = rng.integers(0, 256, (rows, nblocks, size), dtype=np.uint8)
     half_fields = {T.Q4_0: [0], T.Q8_0: [0], T.Q5_0: [0], T.Q4_1: [0, 2], T.Q5_1: [0, 2],
                    T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
-                   T.IQ4_NL: [0], T.IQ4_XS: [0]}[t]
+                   T.IQ4_NL: [0], T.IQ4_XS: [0], T.MXFP4: []}[t]
     for off in half_fields:
         h = (rng.standard_normal((rows, nblocks)) * 0.01).astype(np.float16)
         raw[:, :, off:off + 2] = h.view(np.uint8).reshape(rows, nblocks, 2)
+    if t == T.MXFP4:  # the E8M0 exponent byte first: scales 2^-20 .. 2^10, every product finite
+        raw[:, :, 0] = rng.integers(127 - 20, 127 + 10, (rows, nblocks), dtype=np.uint8)
     return raw.reshape(rows, nblocks * size)
 
 

@@ -72,11 +72,12 @@ if(peer_ok)
                "llama_moe_F32;mixtral;strict;F32;1e-3;2.5e-4" "llama_moe_Q8_0;mixtral;strict;Q8_0;3e-2;1e-2"
                "llama_moe_Q4_K_M;mixtral;strict;Q4_K_M@peer;5e-2;1.5e-2"
                # gpt-oss: sinks, biases, the clamped SwiGLU, every other layer windowed. MXFP4: our synth's
-               # MXFP4_MOE (expert stacks MXFP4, the rest Q8_0), which both engines read; not @peer, as the
-               # gguf-py beside us (check_logits.sh's type comparison) has no type 39.
+               # MXFP4_MOE (expert stacks MXFP4, the rest Q8_0), which both engines read, and llama-quantize's
+               # own MXFP4_MOE of the F16 synth (@peer), whose per-tensor types ours must equal.
                "gpt_oss_F32;gpt-oss;strict;F32;1e-3;2.5e-4" "gpt_oss_Q8_0;gpt-oss;strict;Q8_0;3e-2;1e-2"
                "gpt_oss_Q4_K_M;gpt-oss;strict;Q4_K_M@peer;5e-2;1.5e-2"
                "gpt_oss_MXFP4;gpt-oss;strict;MXFP4_MOE;3e-2;1e-2"
+               "gpt_oss_MXFP4_peer;gpt-oss;strict;MXFP4_MOE@peer;3e-2;1e-2"
                # YaRN (rope.scaling.type yarn): gpt-oss's released files' scaling, NeoX pairs, its windowed
                # layers on the same factor; and llama's adjacent pairs (Qwen's 128K files are the same math).
                "gpt_oss_yarn_F32;gpt-oss-yarn;strict;F32;1e-3;2.5e-4" "llama_yarn_F32;llama-yarn;strict;F32;1e-3;2.5e-4")
