@@ -250,6 +250,25 @@ TEST(SimdMatmulSplitTiles, ManyRowsMatchReferenceOnEveryLevel) {
         }
 }
 
+// Q4_K, Q5_K and Q6_K in file order against 16 and more x rows: Q4_K's 16-row groups put into the
+// feed order per call and multiplied by the feed tiles (weight rows past the last 16 and k over 16
+// blocks by the K tiles), the K tiles for the others.
+TEST(SimdMatmulKFormats, ManyRowsMatchReferenceOnEveryLevel) {
+  struct Size {
+    int64_t k, out_rows, n;
+  };
+  const Size sizes[] = {{256, 64, 16}, {2048, 35, 21}, {768, 67, 37}, {4096 + 256, 32, 17}};
+  uint32_t seed = 1700;
+  for (IsaLevel level : simd_levels())
+    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
+      for (const Size& z : sizes)
+        for (Path path : {Path::Plain, Path::Prepared})
+          for (int threads : {1, 2}) {
+            check(level, type, z.k, z.out_rows, z.n, path, threads, seed++);
+            if (HasFatalFailure()) return;
+          }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, SimdMatmul, ::testing::ValuesIn(test::kRefTypes),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 

@@ -57,13 +57,16 @@ constexpr FormatKernels kSharedFormats[] = {
     {.type = GgmlType::Q3_K, .act = Act::Q8x256, .gemv = gemm_k<Q3_KDecode, &dot_q3_k>},
     {.type = GgmlType::Q4_K,
      .act = Act::Q8x256,
-     .gemv = gemm_k<Q4_KDecode, &dot_q4_k>,
+     .gemv = &gemm_q4_k_as_feed,
      .feed = &gemm_feed<FeedQ4_K, &dot_q4_k>},
     {.type = GgmlType::Q5_K, .act = Act::Q8x256, .gemv = gemm_k<Q5_KDecode, &dot_q5_k>},
     {.type = GgmlType::Q6_K,
      .act = Act::Q8x256,
      .gemv = gemm_k<Q6_KDecode, &dot_q6_k>,
-     .feed = &gemm_feed<FeedQ6_K, &dot_q6_k>},
+#if SKAINET_X86_VNNI  // AVX2 reads Q6_K faster in file order (feed_tiles.hpp, kFeedRx)
+     .feed = &gemm_feed<FeedQ6_K, &dot_q6_k>
+#endif
+    },
 };
 
 // A level's rows: the unit's own, then the shared ones (x86/level.cpp indexes them by type).
