@@ -133,63 +133,62 @@ TEST(FeedOrder, EveryTableMatchesFileOrder) {
     if (!table) continue;
     if (level != IsaLevel::Reference) {
       ASSERT_NE(table->feeds, nullptr) << isa_level_name(level);
-      // AVX2 reads Q6_K faster in file order and offers no feed order for it (feed_tiles.hpp).
+      // AVX2 reads Q6_K faster in file order, so it does not offer its feed order (avx_unit.hpp).
       for (GgmlType type : kFeedTypes)
         EXPECT_EQ(table->feeds(type, kFeed), !(level == IsaLevel::Avx2 && type == GgmlType::Q6_K))
             << isa_level_name(level) << " " << type_name(type);
     }
-    for (GgmlType type : kFeedTypes)
-      if (level == IsaLevel::Reference || table->feeds(type, kFeed))
-        for (int64_t rows : {1, 16, 17, 35, 64})
-          for (int64_t k : lengths(type, 4096))
-            for (int64_t n : {1, 2, 3, 4, 7, 13, 37})  // 7: AVX2 tiles of 4, 2, 1; 37: two AMX tiles, a rest
-              for (int threads : {1, 2}) {
-                const bool prepared = (seed % 2) == 0, strided = (seed % 5) == 0;
-                const std::string where = std::string(isa_level_name(level)) + " " + std::string(type_name(type)) +
-                                          " rows=" + std::to_string(rows) + " k=" + std::to_string(k) +
-                                          " n=" + std::to_string(n) + " threads=" + std::to_string(threads) +
-                                          (prepared ? " prepared" : " plain") + (strided ? " strided-out" : "");
-                std::vector<std::byte> file = quantized(type, rows, k, seed), feed(file.size());
-                ref::repack_rows(type, kFeed, file.data(), feed.data(), rows, k);
-                const Tensor w_file = weight(file, type, rows, k, BlockOrder::RowMajor);
-                const Tensor w_feed = weight(feed, type, rows, k, kFeed);
-                const X x = make_x(n, k, seed + 1);
-                const Out want = make_out(n, rows, false), got = make_out(n, rows, strided),
-                          refd = make_out(n, rows, false);
-                run(*table, prepared, x.t, w_file, want.t, threads);
-                run(*table, prepared, x.t, w_feed, got.t, threads);
-                ref::matmul(x.t, w_file, refd.t, 0, rows);
-                std::vector<float> wrow(static_cast<size_t>(k));
-                for (int64_t o = 0; o < rows; ++o) {
-                  ref::dequantize_row(type, file.data() + o * row_bytes(type, k), wrow.data(), k);
-                  for (int64_t r = 0; r < n; ++r) {
-                    const float* xr = x.v.data() + 1 + r * (k + 3);
-                    double mag = 0, terms = 0, quant_bound = 0;
-                    const int64_t e = type_traits(type).block_elements;  // also the activation's block
-                    for (int64_t b = 0; b < k / e; ++b) {
-                      float amax = 0, wmax = 0;
-                      for (int64_t i = e * b; i < e * b + e; ++i) {
-                        amax = std::max(amax, std::fabs(xr[i]));
-                        wmax = std::max(wmax, std::fabs(wrow[static_cast<size_t>(i)]));
-                      }
-                      for (int64_t i = e * b; i < e * b + e; ++i) {
-                        const double wi = std::fabs(wrow[static_cast<size_t>(i)]);
-                        mag += wi * std::fabs(xr[i]);
-                        terms += (wi + wmax) * std::fabs(xr[i]);
-                        quant_bound += wi * (amax / 254.0 * 1.001 + std::fabs(xr[i]) * 0x1p-10);  // + F16 scale
-                      }
+    for (GgmlType type : kFeedTypes)  // every level's feed kernels, the ones not offered included
+      for (int64_t rows : {1, 16, 17, 35, 64})
+        for (int64_t k : lengths(type, 4096))
+          for (int64_t n : {1, 2, 3, 4, 7, 13, 37})  // 7: AVX2 tiles of 4, 2, 1; 37: two AMX tiles, a rest
+            for (int threads : {1, 2}) {
+              const bool prepared = (seed % 2) == 0, strided = (seed % 5) == 0;
+              const std::string where = std::string(isa_level_name(level)) + " " + std::string(type_name(type)) +
+                                        " rows=" + std::to_string(rows) + " k=" + std::to_string(k) +
+                                        " n=" + std::to_string(n) + " threads=" + std::to_string(threads) +
+                                        (prepared ? " prepared" : " plain") + (strided ? " strided-out" : "");
+              std::vector<std::byte> file = quantized(type, rows, k, seed), feed(file.size());
+              ref::repack_rows(type, kFeed, file.data(), feed.data(), rows, k);
+              const Tensor w_file = weight(file, type, rows, k, BlockOrder::RowMajor);
+              const Tensor w_feed = weight(feed, type, rows, k, kFeed);
+              const X x = make_x(n, k, seed + 1);
+              const Out want = make_out(n, rows, false), got = make_out(n, rows, strided),
+                        refd = make_out(n, rows, false);
+              run(*table, prepared, x.t, w_file, want.t, threads);
+              run(*table, prepared, x.t, w_feed, got.t, threads);
+              ref::matmul(x.t, w_file, refd.t, 0, rows);
+              std::vector<float> wrow(static_cast<size_t>(k));
+              for (int64_t o = 0; o < rows; ++o) {
+                ref::dequantize_row(type, file.data() + o * row_bytes(type, k), wrow.data(), k);
+                for (int64_t r = 0; r < n; ++r) {
+                  const float* xr = x.v.data() + 1 + r * (k + 3);
+                  double mag = 0, terms = 0, quant_bound = 0;
+                  const int64_t e = type_traits(type).block_elements;  // also the activation's block
+                  for (int64_t b = 0; b < k / e; ++b) {
+                    float amax = 0, wmax = 0;
+                    for (int64_t i = e * b; i < e * b + e; ++i) {
+                      amax = std::max(amax, std::fabs(xr[i]));
+                      wmax = std::max(wmax, std::fabs(wrow[static_cast<size_t>(i)]));
                     }
-                    // Same table, same activation: float order only, of terms as large as `terms` (file
-                    // order adds Q4_0's -8 * d * sum(x) apart; the feed kernels fold it into the integer
-                    // sum). Against the float reference: the 8-bit activation's rounding (half a step of
-                    // each block's largest |x| / 127) dominates.
-                    ASSERT_NEAR(got.at(r, o), want.at(r, o), 2e-6 * terms + 1e-30) << where << " r=" << r << " o=" << o;
-                    ASSERT_NEAR(got.at(r, o), refd.at(r, o), quant_bound + 1e-5 * mag + 1e-30)
-                        << where << " r=" << r << " o=" << o;
+                    for (int64_t i = e * b; i < e * b + e; ++i) {
+                      const double wi = std::fabs(wrow[static_cast<size_t>(i)]);
+                      mag += wi * std::fabs(xr[i]);
+                      terms += (wi + wmax) * std::fabs(xr[i]);
+                      quant_bound += wi * (amax / 254.0 * 1.001 + std::fabs(xr[i]) * 0x1p-10);  // + F16 scale
+                    }
                   }
+                  // Same table, same activation: float order only, of terms as large as `terms` (file
+                  // order adds Q4_0's -8 * d * sum(x) apart; the feed kernels fold it into the integer
+                  // sum). Against the float reference: the 8-bit activation's rounding (half a step of
+                  // each block's largest |x| / 127) dominates.
+                  ASSERT_NEAR(got.at(r, o), want.at(r, o), 2e-6 * terms + 1e-30) << where << " r=" << r << " o=" << o;
+                  ASSERT_NEAR(got.at(r, o), refd.at(r, o), quant_bound + 1e-5 * mag + 1e-30)
+                      << where << " r=" << r << " o=" << o;
                 }
-                ++seed;
               }
+              ++seed;
+            }
   }
 }
 

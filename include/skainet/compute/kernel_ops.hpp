@@ -162,9 +162,9 @@ struct KernelTable {
                          int64_t row_end) noexcept = nullptr;
   void (*matmul_prepared)(const Tensor& x, const Tensor& w, const Tensor& out, int64_t begin, int64_t end,
                           const std::byte* scratch) noexcept = nullptr;
-  // Whether this table has a fast kernel for weights of `type` in the kernel-feed `order` (null: none).
-  // Every table reads such weights (the reference does, block by block); the platform offers the
-  // load-time repack only where this says it pays.
+  // Whether this table reads weights of `type` in the kernel-feed `order` faster than in file order
+  // (null: never). Every table reads such weights (the reference does, block by block); the platform
+  // offers the load-time repack only where this says it pays.
   bool (*feeds)(GgmlType type, BlockOrder order) noexcept = nullptr;
   const char* name = "reference";
 };

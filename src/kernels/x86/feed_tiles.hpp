@@ -1,6 +1,6 @@
 // Matmul kernels for weights in the kernel-feed order BlockOrder::Interleaved16 (format.hpp; made by
-// kernels::ref::repack_rows at load): Q4_0 and Q8_0 against Q8x32 activations, Q4_K and (AVX-512
-// only) Q6_K against Q8x256. Included by the ISA
+// kernels::ref::repack_rows at load): Q4_0 and Q8_0 against Q8x32 activations, Q4_K and Q6_K against
+// Q8x256. Included by the ISA
 // units after simd_int8.hpp; internal linkage like it.
 //
 // Why the order pays: in file order one 32-element block of one row fills a register, so every block
@@ -381,6 +381,67 @@ void feed_tile_q4_k(const std::byte* group, int64_t blocks, const std::byte* x, 
   }
 }
 
+// Q6_K for two halves of 8 rows. Pair sums reach 2 * 63 * 127 = 16002, so two chunks add up in 16
+// bits before each vpmaddwd.
+template <int RX>
+void feed_tile_q6_k(const std::byte* group, int64_t blocks, const std::byte* x, int64_t x_stride, const ActLayout& L,
+                    __m256 (&acc)[2][RX]) noexcept {
+  const __m256i low4 = _mm256_set1_epi8(0x0f), low2 = _mm256_set1_epi8(0x03), ones = _mm256_set1_epi16(1);
+  SKAINET_UNROLL
+  for (int h2 = 0; h2 < 2; ++h2) {
+    SKAINET_UNROLL
+    for (int j = 0; j < RX; ++j) acc[h2][j] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < blocks; ++b) {
+    const std::byte* p = group + b * FeedQ6_K::kGroupBlock;
+    if constexpr (RX == 1) prefetch_ahead(p, FeedQ6_K::kGroupBlock);
+    const std::byte* q = p + FeedQ6_K::kHeadBytes;
+    SKAINET_UNROLL
+    for (int rh = 0; rh < 2; ++rh) {  // rows 8 rh .. 8 rh + 7
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + FeedQ6_K::kD + 16 * rh)));
+      __m256 dsc[16];
+      SKAINET_UNROLL
+      for (int u = 0; u < 8; ++u) {
+        const __m256i v =
+            _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32 * u + 16 * rh)));
+        dsc[2 * u] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 24), 24)));
+        dsc[2 * u + 1] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 16), 24)));
+      }
+      const auto quarter = [&]<int h, int t>() noexcept {
+        __m256i v[8];
+        SKAINET_UNROLL
+        for (int m = 0; m < 8; ++m) {
+          const __m256i ql = loadu(q + 64 * (16 * h + 8 * (t & 1) + m) + 32 * rh);
+          const __m256i qh = loadu(q + 64 * (FeedQ6_K::kQhChunk + 8 * h + m) + 32 * rh);
+          const __m256i nib = _mm256_and_si256(t < 2 ? ql : _mm256_srli_epi16(ql, 4), low4);
+          v[m] = _mm256_or_si256(nib, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * t), low2), 4));
+        }
+        const int sb = 8 * h + 2 * t;
+        SKAINET_UNROLL
+        for (int j = 0; j < RX; ++j) {
+          const std::byte* xr = x + j * x_stride;
+          const std::byte* xq = xr + 256 * b + 32 * (4 * h + t);
+          float dx;
+          std::memcpy(&dx, xr + L.d_off + 4 * b, 4);
+          SKAINET_UNROLL
+          for (int half = 0; half < 2; ++half) {
+            const auto pair = [&](int m) noexcept {
+              return _mm256_add_epi16(_mm256_maddubs_epi16(v[m], _mm256_set1_epi32(load_i32(xq + 4 * m))),
+                                      _mm256_maddubs_epi16(v[m + 1], _mm256_set1_epi32(load_i32(xq + 4 * m + 4))));
+            };
+            __m256i s = _mm256_set1_epi32(-32 * bsum16_at(xr, L, 16 * b + sb + half));
+            s = _mm256_add_epi32(s, _mm256_madd_epi16(pair(4 * half), ones));
+            s = _mm256_add_epi32(s, _mm256_madd_epi16(pair(4 * half + 2), ones));
+            acc[rh][j] =
+                _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dsc[sb + half], _mm256_set1_ps(dx)), acc[rh][j]);
+          }
+        }
+      };
+      each_quarter(quarter);
+    }
+  }
+}
+
 template <int RX>
 void store_tile(const __m256 (&acc)[2][RX], const Gemv& g, int64_t o, int64_t r) noexcept {
   SKAINET_UNROLL
@@ -398,11 +459,11 @@ void store_tile(const __m256 (&acc)[2][RX], const Gemv& g, int64_t o, int64_t r)
 
 // x rows per tile: Q4_0 and Q8_0 run one half at a time (8 weight vectors + 4 accumulators in 16
 // registers). Q4_K at 4 rows spills but still pays its scale unpacking half as often (n 4 and 16
-// 1.3x, n 128 1.15x on one thread). Q6_K has no AVX2 feed tile: in file order its one-row dot
-// (14.8 against 11.5 GB/s from L2/L3) and its K tiles (n 128: 36.9 against 58.2 ms, k 2048, 5632
-// rows, one thread) were faster than the feed tile it had, so AVX2 offers Q6_K no feed order.
+// 1.3x, n 128 1.15x on one thread); Q6_K at 4 rows was no faster, so it stays at 2. (AVX2 reads
+// Q6_K faster in file order, so it is not offered there: avx_unit.hpp; this tile reads a Q6_K
+// weight repacked elsewhere, e.g. an exported module's.)
 template <class F>
-constexpr int kFeedRx = 4;
+constexpr int kFeedRx = std::is_same_v<F, FeedQ6_K> ? 2 : 4;
 
 #endif
 
@@ -416,10 +477,8 @@ void feed_tile_store(const Gemv& g, const std::byte* group, int64_t blocks, int6
 #endif
   if constexpr (std::is_same_v<F, FeedQ4_K>)
     feed_tile_q4_k<RX>(group, blocks, g.x + r * g.x_stride, g.x_stride, L, acc);
-#if SKAINET_X86_VNNI
   else if constexpr (std::is_same_v<F, FeedQ6_K>)
     feed_tile_q6_k<RX>(group, blocks, g.x + r * g.x_stride, g.x_stride, L, acc);
-#endif
   else
     feed_tile<F, RX>(group, blocks, g.x + r * g.x_stride, g.x_stride, L, r == 0, acc);
   store_tile<RX>(acc, g, o, r);

@@ -153,9 +153,12 @@ constexpr bool attend_takes(int64_t head_dim) noexcept {
 // to the reference kernels.
 struct FormatKernels {
   GgmlType type = GgmlType::F32;
-  Act act = Act::None;           // what gemv and feed read: prepared x rows, or (None) x as F32
-  GemvFn gemv = nullptr;         // BlockOrder::RowMajor weights
-  GemvFn feed = nullptr;         // BlockOrder::Interleaved16 weights (feed_tiles.hpp), same act
+  Act act = Act::None;    // what gemv and feed read: prepared x rows, or (None) x as F32
+  GemvFn gemv = nullptr;  // BlockOrder::RowMajor weights
+  GemvFn feed = nullptr;  // BlockOrder::Interleaved16 weights (feed_tiles.hpp), same act
+  // Whether the placement should repack for `feed` (kernels::feeds): false where the level's file-order
+  // kernels are the faster ones; `feed` still reads a weight repacked elsewhere (an exported module's).
+  bool feed_offered = true;
   GemmTFn transposed = nullptr;  // dense: the weight viewed transposed (output dimension contiguous)
   // One query over a KV cache of this type (attend.hpp): the scores from keys, and the probabilities
   // (the scores after the softmax) times values.

@@ -12,7 +12,10 @@ namespace {
 void lay_over(FormatKernels& row, const FormatKernels& over) noexcept {
   if (over.act != Act::None) row.act = over.act;
   if (over.gemv) row.gemv = over.gemv;
-  if (over.feed) row.feed = over.feed;
+  if (over.feed) {
+    row.feed = over.feed;
+    row.feed_offered = over.feed_offered;
+  }
   if (over.transposed) row.transposed = over.transposed;
   if (over.attend_keys) row.attend_keys = over.attend_keys;
   if (over.attend_values) row.attend_values = over.attend_values;
@@ -79,7 +82,7 @@ Route route_of(const Level& level, GgmlType type, BlockOrder order, int64_t rows
 }
 
 bool feeds(const Level& level, GgmlType type, BlockOrder order) noexcept {
-  return order == BlockOrder::Interleaved16 && level.row(type).feed != nullptr;
+  return order == BlockOrder::Interleaved16 && level.row(type).feed != nullptr && level.row(type).feed_offered;
 }
 
 }  // namespace skainet::kernels::x86

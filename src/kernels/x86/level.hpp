@@ -43,7 +43,8 @@ struct Route {
 // prepared once per call (the two-phase entry), which the BF16 tiles need.
 Route route_of(const Level& level, GgmlType type, BlockOrder order, int64_t rows, int64_t k, bool prepared) noexcept;
 
-// Whether `level` has a fast kernel for weights of `type` held in the kernel-feed `order`.
+// Whether `level` reads weights of `type` faster in the kernel-feed `order` than in file order (a
+// feed kernel, FormatKernels::feed_offered).
 bool feeds(const Level& level, GgmlType type, BlockOrder order) noexcept;
 
 }  // namespace skainet::kernels::x86
