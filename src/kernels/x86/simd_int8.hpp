@@ -381,9 +381,10 @@ float dot_q6_k(const std::byte* w, const std::byte* xr, int64_t k, const ActLayo
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + offsetof(BlockQ6_K, scales))));
     __m256i sumi = _mm256_slli_epi32(_mm256_madd_epi16(sc16, loadu(a.sums + 16 * b)), 5);
     sumi = _mm256_sub_epi32(_mm256_setzero_si256(), sumi);
+    // each half's eight scales in both 128-bit halves, for the pair splats.
+    const __m256i sc_halves[2] = {_mm256_permute4x64_epi64(sc16, 0x44), _mm256_permute4x64_epi64(sc16, 0xee)};
     for (int h = 0; h < 2; ++h) {
-      // this half's eight scales in both 128-bit halves, for the pair splats.
-      const __m256i sc_h = _mm256_permute4x64_epi64(sc16, h == 0 ? 0x44 : 0xee);
+      const __m256i sc_h = sc_halves[h];
       const std::byte* ql = p + offsetof(BlockQ6_K, ql) + 64 * h;
       const __m256i qa = loadu(ql), qb = loadu(ql + 32), qh = loadu(p + offsetof(BlockQ6_K, qh) + 32 * h);
       const __m256i q1 =
