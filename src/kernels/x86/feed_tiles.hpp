@@ -1,7 +1,8 @@
 // Matmul kernels for weights in the kernel-feed order BlockOrder::Interleaved16 (format.hpp; made by
 // kernels::ref::repack_rows at load): Q4_0 and Q8_0 against Q8x32 activations, Q4_K and Q6_K against
-// Q8x256. Included by the ISA
-// units after simd_int8.hpp; internal linkage like it.
+// Q8x256; and Q4_K in file order against many x rows, through the same tiles (gemm_q4_k_as_feed, with
+// k_tiles.hpp's K tiles for what it leaves). Included by the ISA units after simd_int8.hpp and
+// k_tiles.hpp; internal linkage like them.
 //
 // Why the order pays: in file order one 32-element block of one row fills a register, so every block
 // of every (weight row, activation row) pair ends in its own conversion, scale and horizontal work.
