@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -207,6 +208,25 @@ TEST_P(SimdMatmul, MatchesReferenceOnEveryLevel) {
           }
 }
 
+// One weight shape of a many-rows test: k, weight rows, x rows.
+struct Size {
+  int64_t k, out_rows, n;
+};
+
+// check() over every level, type, size, path and thread count (1, 2), seeds counted up from `seed`;
+// stops at the first fatal failure.
+void check_many_rows(std::initializer_list<GgmlType> types, std::initializer_list<Size> sizes,
+                     std::initializer_list<Path> paths, uint32_t seed) {
+  for (IsaLevel level : simd_levels())
+    for (GgmlType type : types)
+      for (const Size& z : sizes)
+        for (Path path : paths)
+          for (int threads : {1, 2}) {
+            check(level, type, z.k, z.out_rows, z.n, path, threads, seed++);
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+}
+
 // Dense F32/F16/BF16 weights against 16 and more x rows: on the AMX level the BF16 tiles (whole 16s of
 // weight and x rows, k in steps of 32 converted 512 at a time, accumulators spilled every 256 x
 // rows) and what they leave to AVX-512 (x rows past the last 16, weight rows past the last 16, k not
@@ -214,21 +234,18 @@ TEST_P(SimdMatmul, MatchesReferenceOnEveryLevel) {
 // products among them (k <= 128: whole 16s or 32s of weight rows and leftovers, x rows in 6s and 4s
 // and leftovers, k not a multiple of 8).
 TEST(SimdMatmulDense, ManyRowsMatchReferenceOnEveryLevel) {
-  struct Size {
-    int64_t k, out_rows, n;
-  };
   // The runner splits the weight rows in 2 chunks a thread: at least 64 rows give each a whole 16.
-  const Size sizes[] = {{32, 64, 16},  {96, 53, 37}, {608, 70, 70}, {1056, 64, 17}, {100, 17, 20},
-                        {64, 67, 275}, {8, 37, 11},  {13, 33, 5},   {128, 16, 2}};
-  uint32_t seed = 900;
-  for (IsaLevel level : simd_levels())
-    for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
-      for (const Size& z : sizes)
-        for (Path path : {Path::Plain, Path::Prepared})
-          for (int threads : {1, 2}) {
-            check(level, type, z.k, z.out_rows, z.n, path, threads, seed++);
-            if (HasFatalFailure()) return;
-          }
+  check_many_rows({GgmlType::F32, GgmlType::F16, GgmlType::BF16},
+                  {{32, 64, 16},
+                   {96, 53, 37},
+                   {608, 70, 70},
+                   {1056, 64, 17},
+                   {100, 17, 20},
+                   {64, 67, 275},
+                   {8, 37, 11},
+                   {13, 33, 5},
+                   {128, 16, 2}},
+                  {Path::Plain, Path::Prepared}, 900);
 }
 
 // IQ4_XS, Q2_K and Q3_K in file order against 16 and more x rows: on the AMX level their split tiles
@@ -236,37 +253,17 @@ TEST(SimdMatmulDense, ManyRowsMatchReferenceOnEveryLevel) {
 // rows) and the AVX-512 kernels for the rest (weight rows past the last 16, x rows past the last
 // 16); the other levels' prefill paths at these sizes too.
 TEST(SimdMatmulSplitTiles, ManyRowsMatchReferenceOnEveryLevel) {
-  struct Size {
-    int64_t k, out_rows, n;
-  };
-  const Size sizes[] = {{256, 64, 16}, {512, 67, 37}, {4096 + 256, 64, 33}};
-  uint32_t seed = 1300;
-  for (IsaLevel level : simd_levels())
-    for (GgmlType type : {GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K})
-      for (const Size& z : sizes)
-        for (int threads : {1, 2}) {
-          check(level, type, z.k, z.out_rows, z.n, Path::Prepared, threads, seed++);
-          if (HasFatalFailure()) return;
-        }
+  check_many_rows({GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K},
+                  {{256, 64, 16}, {512, 67, 37}, {4096 + 256, 64, 33}}, {Path::Prepared}, 1300);
 }
 
 // Q4_K, Q5_K and Q6_K in file order against 16 and more x rows: Q4_K's 16-row groups put into the
 // feed order per call and multiplied by the feed tiles (weight rows past the last 16 and k over 16
 // blocks by the K tiles), the K tiles for the others.
 TEST(SimdMatmulKFormats, ManyRowsMatchReferenceOnEveryLevel) {
-  struct Size {
-    int64_t k, out_rows, n;
-  };
-  const Size sizes[] = {{256, 64, 16}, {2048, 35, 21}, {768, 67, 37}, {4096 + 256, 32, 17}};
-  uint32_t seed = 1700;
-  for (IsaLevel level : simd_levels())
-    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
-      for (const Size& z : sizes)
-        for (Path path : {Path::Plain, Path::Prepared})
-          for (int threads : {1, 2}) {
-            check(level, type, z.k, z.out_rows, z.n, path, threads, seed++);
-            if (HasFatalFailure()) return;
-          }
+  check_many_rows({GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K},
+                  {{256, 64, 16}, {2048, 35, 21}, {768, 67, 37}, {4096 + 256, 32, 17}}, {Path::Plain, Path::Prepared},
+                  1700);
 }
 
 INSTANTIATE_TEST_SUITE_P(All, SimdMatmul, ::testing::ValuesIn(test::kRefTypes),

@@ -49,10 +49,7 @@ void gemm_in_tiles(const Gemv& g, GemvFn rest, bool tiles) noexcept {
     rest(h);
   }
   if (groups * kTileRows < g.rows) {
-    Gemv t = g;
-    t.w += groups * kTileRows * g.w_stride;
-    t.rows = g.rows - groups * kTileRows;
-    t.out += groups * kTileRows * g.out_col;
+    Gemv t = weight_rows(g, groups * kTileRows, g.rows - groups * kTileRows);
     t.n = rows;
     rest(t);
   }

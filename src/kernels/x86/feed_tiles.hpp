@@ -516,8 +516,8 @@ void gemm_feed(const Gemv& g) noexcept {
   dot_rows<Dot>(g, o, L);
 }
 
-// Eight rows' 32-bit words j0..j0+7 (row i at src + i * stride) transposed: word j0 + j of the eight
-// rows, side by side, to dst + j * dst_stride.
+// The first eight 32-bit words of eight rows (row i at src + i * stride) transposed: word j of the
+// eight rows, side by side, to dst + j * dst_stride.
 inline void transpose_words_8x8(const std::byte* src, int64_t stride, std::byte* dst, int64_t dst_stride) noexcept {
   __m256i r[8], t[8];
   SKAINET_UNROLL
@@ -551,9 +551,11 @@ inline void group_q4_k_to_feed(const std::byte* src, int64_t stride, int64_t blo
   static_assert(kWords * 4 == kFeedQ4_K.head_bytes + kFeedQ4_K.quant_bytes && kWords >= 8);
   for (int64_t b = 0; b < blocks; ++b)
     for (int64_t r0 = 0; r0 < kR; r0 += 8)
-      for (int64_t j0 = 0; j0 < kWords; j0 = j0 + 8 < kWords ? std::min(j0 + 8, kWords - 8) : kWords)
+      for (int64_t j = 0; j < kWords; j += 8) {
+        const int64_t j0 = std::min(j, kWords - 8);  // 0, 8, 16, 24, then 28
         transpose_words_8x8(src + r0 * stride + b * static_cast<int64_t>(sizeof(BlockQ4_K)) + 4 * j0, stride,
                             dst + b * FeedQ4_K::kGroupBlock + (kR * j0 + r0) * 4, kR * 4);
+      }
 }
 
 // Q4_K in file order against many x rows (prefill through a row-major weight: an expert's slice of
@@ -573,18 +575,11 @@ inline void gemm_q4_k_as_feed(const Gemv& g) noexcept {
   int64_t o = 0;
   for (; o + R <= g.rows; o += R) {
     group_q4_k_to_feed(g.w + o * g.w_stride, g.w_stride, blocks, group);
-    Gemv one = g;
+    Gemv one = weight_rows(g, o, R);
     one.w = group;
-    one.rows = R;
-    one.out = g.out + o * g.out_col;
     gemm_feed<FeedQ4_K, &dot_q4_k>(one);
   }
-  if (o == g.rows) return;
-  Gemv rest = g;
-  rest.w = g.w + o * g.w_stride;
-  rest.rows = g.rows - o;
-  rest.out = g.out + o * g.out_col;
-  gemm_k_rows<Q4_KDecode, &dot_q4_k, KStep>(rest);
+  if (o < g.rows) gemm_k_rows<Q4_KDecode, &dot_q4_k, KStep>(weight_rows(g, o, g.rows - o));
 }
 
 }  // namespace

@@ -100,6 +100,15 @@ struct Gemv {
   int64_t out_col = 0;
 };
 
+// The same products for weight rows [from, from + count) only.
+inline Gemv weight_rows(const Gemv& g, int64_t from, int64_t count) noexcept {
+  Gemv part = g;
+  part.w += from * g.w_stride;
+  part.rows = count;
+  part.out += from * g.out_col;
+  return part;
+}
+
 using GemvFn = void (*)(const Gemv&) noexcept;
 
 // A dense weight whose output dimension is the contiguous one (a transposed view, e.g. attention's
