@@ -94,6 +94,7 @@ std::vector<Case> cases() {
           all.push_back({hd, cells, group, 0, group, 0, 0.0f, cache});                  // group 0, every head
           all.push_back({hd, cells, group, 2 * group - 1, 2 * group, 0, 0.0f, cache});  // group 1, its last
           if (group == 8) all.push_back({hd, cells, group, 9, 14, 0, 0.0f, cache});     // a run inside group 1
+          if (group == 8) all.push_back({hd, cells, group, 8, 14, 0, 0.0f, cache});     // six heads: 4 + 2
         }
   for (GgmlType cache : {GgmlType::F16, GgmlType::F32})
     for (int64_t window : {0, 1, 5})

@@ -7,14 +7,15 @@
 // Included by the ISA units (avx_unit.hpp); internal linkage like the other kernel headers.
 //
 // The numbers are the reference's within float rounding, not the per-head matmul's bit for bit: each
-// score sums its products in eight lanes then across them (sum8), the order that lets eight cells'
-// scores leave in one vector. The softmax is softmax_row, and each output element sums probability
-// times value over the cells in order as gemm_t does.
+// score sums its products over the head's elements in order, one cell per vector lane (the keys
+// transposed eight cells at a time), with fused multiply-adds. The softmax is softmax_row, and each
+// output element sums probability times value over the cells in order as gemm_t does.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/x86/block_scales.hpp"
 #include "skainet/compute/kernels.hpp"
@@ -25,35 +26,39 @@ namespace {
 
 // A KV head's part of a cell (hd elements of the cache's type, hd a multiple of 8 and, for a packed
 // type, of its 32-element blocks) as hd floats; D > 0: hd = D, unrolled.
-struct KvF32 {
+//
+// The element-wise types (F32, F16, BF16) give any eight elements as a vector (vec8), which the
+// scores read straight into their transposed octets; row() is the same for the three.
+template <class W>
+struct ElementWise {
+  template <int64_t D>
+  static void row(const std::byte* p, int64_t hd, float* out) noexcept {
+    SKAINET_UNROLL
+    for (int64_t c = 0; c < (D > 0 ? D : hd); c += 8) _mm256_store_ps(out + c, W::vec8(p, c));
+  }
+};
+struct KvF32 : ElementWise<KvF32> {
   static int64_t bytes(int64_t hd) noexcept { return 4 * hd; }
-  template <int64_t D>
-  static void row(const std::byte* p, int64_t hd, float* out) noexcept {
-    SKAINET_UNROLL
-    for (int64_t c = 0; c < (D > 0 ? D : hd); c += 8)
-      _mm256_store_ps(out + c, _mm256_loadu_ps(reinterpret_cast<const float*>(p) + c));
+  static __m256 vec8(const std::byte* p, int64_t c) noexcept {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + c);
   }
 };
-struct KvF16 {
+struct KvF16 : ElementWise<KvF16> {
   static int64_t bytes(int64_t hd) noexcept { return 2 * hd; }
-  template <int64_t D>
-  static void row(const std::byte* p, int64_t hd, float* out) noexcept {
-    SKAINET_UNROLL
-    for (int64_t c = 0; c < (D > 0 ? D : hd); c += 8)
-      _mm256_store_ps(out + c, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * c))));
+  static __m256 vec8(const std::byte* p, int64_t c) noexcept {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * c)));
   }
 };
-struct KvBF16 {
+struct KvBF16 : ElementWise<KvBF16> {
   static int64_t bytes(int64_t hd) noexcept { return 2 * hd; }
-  template <int64_t D>
-  static void row(const std::byte* p, int64_t hd, float* out) noexcept {
-    SKAINET_UNROLL
-    for (int64_t c = 0; c < (D > 0 ? D : hd); c += 8) {
-      const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * c)));
-      _mm256_store_ps(out + c, _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
-    }
+  static __m256 vec8(const std::byte* p, int64_t c) noexcept {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * c)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
   }
 };
+template <class W>
+constexpr bool kElementWise = std::is_base_of_v<ElementWise<W>, W>;
+
 // Q8_0 blocks (blocks.hpp): an F16 scale, then 32 signed bytes.
 struct KvQ8_0 {
   static int64_t bytes(int64_t hd) noexcept { return hd / 32 * static_cast<int64_t>(sizeof(BlockQ8_0)); }
@@ -131,54 +136,135 @@ void convert_cells(const Attend& a, const std::byte* base, int64_t stride, int64
   }
 }
 
-// The eight sums of a[0..8) as one vector, lane c holding a[c]'s: pairs added by hadd within each
-// 128-bit half twice, then the two halves' partial sums added across.
-[[gnu::always_inline]] inline __m256 sum8(const __m256 a[8]) noexcept {
-  const __m256 s0123 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
-  const __m256 s4567 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
-  return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
-}
-
-// q · key_c for eight converted keys (rows of hd floats from kb): eight accumulators, one per key, so
-// eight independent chains keep both FMA pipes busy and the query is loaded once per 8 elements; the
-// scores come out as one vector, stored whole. D = 64 unrolls it; D = 0 takes hd at run time.
-template <int64_t D>
-[[gnu::always_inline]] inline __m256 dot8(const float* kb, int64_t hd, const float* q) noexcept {
-  if constexpr (D > 0) hd = D;
-  __m256 acc[8];
-  SKAINET_UNROLL
-  for (int c = 0; c < 8; ++c) acc[c] = _mm256_setzero_ps();
-  SKAINET_UNROLL
-  for (int64_t d = 0; d < hd; d += 8) {
-    const __m256 qv = _mm256_loadu_ps(q + d);
+// Eight cells turned into their "octet": hd vectors, vector d holding the eight cells' element d, so a
+// score leaves the products with one cell per lane and no sum across lanes. load(i, c) gives cell i's
+// elements c..c+8; each 8 x 8 tile is transposed in registers: unpack pairs, then shuffle quads, then
+// join 128-bit halves.
+template <class Load>
+[[gnu::always_inline]] inline void transpose_octet(Load load, int64_t hd, float* octet) noexcept {
+  for (int64_t c = 0; c < hd; c += 8) {
+    __m256 r[8], t[8];
     SKAINET_UNROLL
-    for (int c = 0; c < 8; ++c) acc[c] = _mm256_fmadd_ps(_mm256_load_ps(kb + c * hd + d), qv, acc[c]);
+    for (int i = 0; i < 8; ++i) r[i] = load(i, c);
+    SKAINET_UNROLL
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    SKAINET_UNROLL
+    for (int i = 0; i < 8; i += 4) {
+      r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+      r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+      r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    // r[i] (i < 4) holds element c + i of cells 0-3 in its low half and c + i + 4 in its high half,
+    // r[i + 4] the same of cells 4-7: joining halves gives whole columns.
+    SKAINET_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      _mm256_store_ps(octet + (c + i) * 8, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+      _mm256_store_ps(octet + (c + i + 4) * 8, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+    }
   }
-  return sum8(acc);
 }
 
-// The raw scores q_h · k_j of every head, eight cells at a time: a block of keys converted once into
-// floats (the rows past the visible end zeroed), then each head's
-// scores of eight cells summed in registers and stored as one vector. A score per cell and head, as
-// the per-head matmul gave, cost a horizontal sum and a scalar store a head's row apart.
+// Scores of R heads from h over O octets (8 O cells) of the transposed keys: R * O accumulators, one
+// cell per lane, each summing q_h[d] * k[d] over d in order; every key vector is loaded once for the
+// R heads and every query element broadcast once for the O octets.
+template <int R, int O, int64_t D>
+[[gnu::always_inline]] inline void score_octets(const float* q, int64_t hd, const float* kt,
+                                                __m256 out[R][O]) noexcept {
+  if constexpr (D > 0) hd = D;
+  SKAINET_UNROLL
+  for (int r = 0; r < R; ++r) {
+    SKAINET_UNROLL
+    for (int o = 0; o < O; ++o) out[r][o] = _mm256_setzero_ps();
+  }
+#pragma GCC unroll 4
+  for (int64_t d = 0; d < hd; ++d) {
+    __m256 k[O];
+    SKAINET_UNROLL
+    for (int o = 0; o < O; ++o) {
+      k[o] = _mm256_load_ps(kt + (o * hd + d) * 8);
+      // Kept in a register for the R heads: folded into each FMA, the load would be repeated R times
+      // and the loads, not the FMAs, would set the pace.
+      __asm__("" : "+x"(k[o]));
+    }
+    SKAINET_UNROLL
+    for (int r = 0; r < R; ++r) {
+      const __m256 qd = _mm256_broadcast_ss(q + r * hd + d);
+      SKAINET_UNROLL
+      for (int o = 0; o < O; ++o) out[r][o] = _mm256_fmadd_ps(qd, k[o], out[r][o]);
+    }
+  }
+}
+
+// Stores one octet's scores: the cells past m (the block's end) are not the task's to write.
+inline void store_scores(float* s, __m256 v, int64_t valid) noexcept {
+  if (valid >= 8) return _mm256_storeu_ps(s, v);
+  alignas(32) float last[8];
+  _mm256_store_ps(last, v);
+  std::copy(last, last + valid, s);
+}
+
+// R heads from h over the block's octets, two at a time (the last alone when their count is odd).
+template <int R, int64_t D>
+void score_heads(const Attend& a, int64_t h, const float* kt, int64_t j0, int64_t m) noexcept {
+  const int64_t hd = D > 0 ? D : a.head_dim, octets = (m + 7) / 8;
+  const float* q = a.q + h * hd;
+  float* s = a.scores + h * a.scores_stride + j0;
+  int64_t o = 0;
+  for (; o + 2 <= octets; o += 2) {
+    __m256 acc[R][2];
+    score_octets<R, 2, D>(q, hd, kt + o * 8 * hd, acc);
+    SKAINET_UNROLL
+    for (int r = 0; r < R; ++r) {
+      store_scores(s + r * a.scores_stride + 8 * o, acc[r][0], m - 8 * o);
+      store_scores(s + r * a.scores_stride + 8 * o + 8, acc[r][1], m - 8 * o - 8);
+    }
+  }
+  if (o < octets) {
+    __m256 acc[R][1];
+    score_octets<R, 1, D>(q, hd, kt + o * 8 * hd, acc);
+    SKAINET_UNROLL
+    for (int r = 0; r < R; ++r) store_scores(s + r * a.scores_stride + 8 * o, acc[r][0], m - 8 * o);
+  }
+}
+
+// The raw scores q_h · k_j of every head, a block of cells at a time: the block's keys converted to
+// floats eight cells at a time (the rows past the visible end zeroed) and transposed into octets,
+// then the heads four at a time over the octets. Summing across a vector's lanes per cell (or per
+// eight cells) left each score waiting on a chain of horizontal adds; here a lane is a cell.
 template <class W, int64_t D>
 void attend_scores(const Attend& a) noexcept {
-  alignas(32) float kb[kBlockFloats];
+  alignas(32) float rows[8 * kAttendMaxHeadDim];
+  alignas(32) float kt[kBlockFloats];
   const int64_t hd = D > 0 ? D : a.head_dim, block = kBlockFloats / hd / 8 * 8;
   for (int64_t j0 = a.begin; j0 < a.end; j0 += block) {
-    const int64_t m = std::min(block, a.end - j0), padded = (m + 7) / 8 * 8;
-    convert_cells<W, D>(a, a.k, a.k_stride, j0, m, kb);
-    std::fill(kb + m * hd, kb + padded * hd, 0.0f);
-    for (int64_t h = 0; h < a.heads; ++h) {
-      float* s = a.scores + h * a.scores_stride + j0;
-      const float* q = a.q + h * hd;
-      int64_t c0 = 0;
-      for (; c0 + 8 <= m; c0 += 8) _mm256_storeu_ps(s + c0, dot8<D>(kb + c0 * hd, hd, q));
-      if (c0 < m) {
-        alignas(32) float last[8];
-        _mm256_store_ps(last, dot8<D>(kb + c0 * hd, hd, q));
-        std::copy(last, last + (m - c0), s + c0);
+    const int64_t m = std::min(block, a.end - j0);
+    for (int64_t o = 0; o * 8 < m; ++o) {
+      const int64_t j = j0 + 8 * o, n = std::min<int64_t>(8, m - 8 * o);
+      float* octet = kt + o * 8 * hd;
+      if constexpr (kElementWise<W>) {
+        if (n == 8) {
+          const std::byte* cell = a.k + j * a.k_stride;
+          for (int64_t i = 0; i < 8 && j + i + kPrefetchCells < a.end; ++i)
+            prefetch_cell(cell + (i + kPrefetchCells) * a.k_stride, W::bytes(hd));
+          transpose_octet([&](int i, int64_t c) { return W::vec8(cell + i * a.k_stride, c); }, hd, octet);
+          continue;
+        }
       }
+      convert_cells<W, D>(a, a.k, a.k_stride, j, n, rows);
+      std::fill(rows + n * hd, rows + 8 * hd, 0.0f);
+      transpose_octet([&](int i, int64_t c) { return _mm256_load_ps(rows + i * hd + c); }, hd, octet);
+    }
+    int64_t h = 0;
+    for (; h + 4 <= a.heads; h += 4) score_heads<4, D>(a, h, kt, j0, m);
+    switch (a.heads - h) {
+      case 3: score_heads<3, D>(a, h, kt, j0, m); break;
+      case 2: score_heads<2, D>(a, h, kt, j0, m); break;
+      case 1: score_heads<1, D>(a, h, kt, j0, m); break;
+      default: break;
     }
   }
 }
@@ -198,7 +284,10 @@ void attend_values_of(const Attend& a, int64_t h, int64_t d0, const float* vb, i
   for (int64_t j = 0; j < m; ++j) {
     __m256 val[V];
     SKAINET_UNROLL
-    for (int v = 0; v < V; ++v) val[v] = _mm256_load_ps(vb + j * hd + d0 + 8 * v);
+    for (int v = 0; v < V; ++v) {
+      val[v] = _mm256_load_ps(vb + j * hd + d0 + 8 * v);
+      __asm__("" : "+x"(val[v]));  // loaded once for the R heads (as the keys in score_octets)
+    }
     SKAINET_UNROLL
     for (int r = 0; r < R; ++r) {
       const __m256 pr = _mm256_set1_ps(p[r * a.scores_stride + j]);
@@ -227,18 +316,26 @@ void attend_values_heads(const Attend& a, int64_t h, const float* vb, int64_t j0
 
 // out_h = sum_j p_h[j] value_j: the values converted to floats a block at a time, then read by every
 // head two at a time. An AttendFn for FormatKernels::attend_values.
-template <class W>
-void attend_values(const Attend& a) noexcept {
+template <class W, int64_t D>
+void attend_values_in(const Attend& a) noexcept {
   alignas(32) float vb[kBlockFloats];
-  const int64_t hd = a.head_dim, block = kBlockFloats / hd;
+  const int64_t hd = D > 0 ? D : a.head_dim, block = kBlockFloats / hd;
   std::fill(a.out, a.out + a.heads * hd, 0.0f);
   for (int64_t j0 = a.begin; j0 < a.end; j0 += block) {
     const int64_t m = std::min(block, a.end - j0);
-    convert_cells<W, 0>(a, a.v, a.v_stride, j0, m, vb);
+    convert_cells<W, D>(a, a.v, a.v_stride, j0, m, vb);
     int64_t h = 0;
     for (; h + 2 <= a.heads; h += 2) attend_values_heads<2>(a, h, vb, j0, m);
     if (h < a.heads) attend_values_heads<1>(a, h, vb, j0, m);
   }
+}
+
+template <class W>
+void attend_values(const Attend& a) noexcept {
+  if (a.head_dim == 64)
+    attend_values_in<W, 64>(a);
+  else
+    attend_values_in<W, 0>(a);
 }
 
 // The scores of a cache of keys W: an AttendFn for FormatKernels::attend_keys.
