@@ -312,6 +312,20 @@ inline void k4_scales(const std::byte* packed, uint32_t out[4]) noexcept {
   out[3] = ((w[2] >> 4) & kLow4) | (((w[1] >> 6) & kLow2) << 4);
 }
 
+// k4_scales in one vector: bytes sc[0..7] then mn[0..7] (its out[0..3] in order). Reads 16 bytes from
+// `packed`, the 12 of the scales and the first 4 of the quants after them. With X = words (w0, w2, w1,
+// w2) and Y = (w0, w0, w1, w1), lane i is (X_i >> s_i & m_i) | (Y_i >> t_i & n_i), the scalar words'
+// shifts and masks lane by lane; eight vector operations instead of scalar unpacking and four inserts.
+inline __m128i k4_scales_vec(const std::byte* packed) noexcept {
+  const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));
+  const __m128i x = _mm_shuffle_epi32(w, 0x98), y = _mm_shuffle_epi32(w, 0x50);
+  const __m128i low = _mm_and_si128(_mm_srlv_epi32(x, _mm_setr_epi32(0, 0, 0, 4)),
+                                    _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+  const __m128i high =
+      _mm_and_si128(_mm_srlv_epi32(y, _mm_setr_epi32(0, 2, 0, 2)), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+  return _mm_or_si128(low, high);
+}
+
 template <bool kFifthBit>
 float dot_q45_k(const std::byte* w, const std::byte* xr, int64_t k, const ActLayout& L) noexcept {
   using Block = std::conditional_t<kFifthBit, BlockQ5_K, BlockQ4_K>;
@@ -323,17 +337,17 @@ float dot_q45_k(const std::byte* w, const std::byte* xr, int64_t k, const ActLay
   __m128 acc_min = _mm_setzero_ps();
   for (int64_t b = 0; b < k / 256; ++b) {
     const std::byte* p = w + b * kB;
-    uint32_t u[4];
-    k4_scales(p + 4, u);
     // sc[0..7] then mn[0..7] as int16; the scales repeated in both 128-bit halves for the splats.
-    const __m256i sc_mn = _mm256_cvtepu8_epi16(
-        _mm_set_epi32(static_cast<int>(u[3]), static_cast<int>(u[2]), static_cast<int>(u[1]), static_cast<int>(u[0])));
+    const __m256i sc_mn = _mm256_cvtepu8_epi16(k4_scales_vec(p + 4));
     const __m256i sc = _mm256_permute4x64_epi64(sc_mn, 0x44);
-    const float dx = a.d[b];
+    // d and dmin (the block's first two halves) times the activation's scale, converted together.
+    int32_t halves;
+    std::memcpy(&halves, p, sizeof halves);
+    const __m128 d_dmin = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(halves)), _mm_set1_ps(a.d[b]));
     // mins: sum over sub-blocks of mn[j] * (its 32 activation quants), 4 lanes of int32.
     const __m256i bs = loadu(a.sums + 16 * b);
     const __m128i bs32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-    acc_min = _mm_fmadd_ps(_mm_set1_ps(dx * half_at(p + 2)),
+    acc_min = _mm_fmadd_ps(_mm_shuffle_ps(d_dmin, d_dmin, 0x55),
                            _mm_cvtepi32_ps(_mm_madd_epi16(_mm256_extracti128_si256(sc_mn, 1), bs32)), acc_min);
     const int8_t* xq = a.q + 256 * b;
     __m256i hbits = _mm256_setzero_si256();
@@ -354,7 +368,7 @@ float dot_q45_k(const std::byte* w, const std::byte* xr, int64_t k, const ActLay
       sumi = _mm256_add_epi32(sumi, mul_sum_scaled(lo, loadu(xq + 64 * c), splat_int16_lane(sc, 2 * c)));
       sumi = _mm256_add_epi32(sumi, mul_sum_scaled(hi, loadu(xq + 64 * c + 32), splat_int16_lane(sc, 2 * c + 1)));
     }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(dx * half_at(p)), _mm256_cvtepi32_ps(sumi), acc);
+    acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(d_dmin), _mm256_cvtepi32_ps(sumi), acc);
   }
   __m128 m = _mm_add_ps(acc_min, _mm_movehl_ps(acc_min, acc_min));
   m = _mm_add_ss(m, _mm_movehdup_ps(m));
