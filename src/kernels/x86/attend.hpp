@@ -315,7 +315,7 @@ void attend_values_heads(const Attend& a, int64_t h, const float* vb, int64_t j0
 }
 
 // out_h = sum_j p_h[j] value_j: the values converted to floats a block at a time, then read by every
-// head two at a time. An AttendFn for FormatKernels::attend_values.
+// head two at a time.
 template <class W, int64_t D>
 void attend_values_in(const Attend& a) noexcept {
   alignas(32) float vb[kBlockFloats];
@@ -330,21 +330,25 @@ void attend_values_in(const Attend& a) noexcept {
   }
 }
 
-template <class W>
-void attend_values(const Attend& a) noexcept {
-  if (a.head_dim == 64)
-    attend_values_in<W, 64>(a);
+// fn(D) with D = 64 when the head size is 64 (the common one, whose loops are then unrolled), else
+// D = 0 (the size taken at run time).
+template <class Fn>
+void by_head_dim(int64_t head_dim, Fn&& fn) noexcept {
+  if (head_dim == 64)
+    fn(std::integral_constant<int64_t, 64>{});
   else
-    attend_values_in<W, 0>(a);
+    fn(std::integral_constant<int64_t, 0>{});
 }
 
-// The scores of a cache of keys W: an AttendFn for FormatKernels::attend_keys.
+// The scores of a cache of keys W, and the values' product: FormatKernels::attend_keys and
+// attend_values.
 template <class W>
 void attend_keys(const Attend& a) noexcept {
-  if (a.head_dim == 64)
-    attend_scores<W, 64>(a);
-  else
-    attend_scores<W, 0>(a);
+  by_head_dim(a.head_dim, [&](auto d) { attend_scores<W, decltype(d)::value>(a); });
+}
+template <class W>
+void attend_values(const Attend& a) noexcept {
+  by_head_dim(a.head_dim, [&](auto d) { attend_values_in<W, decltype(d)::value>(a); });
 }
 
 }  // namespace
