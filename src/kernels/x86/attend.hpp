@@ -120,6 +120,11 @@ inline void prefetch_cell(const std::byte* cell, int64_t bytes) noexcept {
   for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(cell + o), _MM_HINT_T0);
 }
 
+// Asks for the cell kPrefetchCells after cell j (at base + j * stride) while the task has one.
+inline void ask_ahead(const Attend& a, const std::byte* base, int64_t stride, int64_t j, int64_t bytes) noexcept {
+  if (j + kPrefetchCells < a.end) prefetch_cell(base + (j + kPrefetchCells) * stride, bytes);
+}
+
 // Both products read the cache a block at a time, converted to floats: 16 KiB, beside the query or
 // the probabilities in L1.
 inline constexpr int64_t kBlockFloats = 4096;
@@ -130,9 +135,8 @@ template <class W, int64_t D>
 void convert_cells(const Attend& a, const std::byte* base, int64_t stride, int64_t j0, int64_t m, float* out) noexcept {
   const int64_t hd = D > 0 ? D : a.head_dim, bytes = W::bytes(hd);
   for (int64_t j = 0; j < m; ++j) {
-    const std::byte* row = base + (j0 + j) * stride;
-    if (j0 + j + kPrefetchCells < a.end) prefetch_cell(row + kPrefetchCells * stride, bytes);
-    W::template row<D>(row, hd, out + j * hd);
+    ask_ahead(a, base, stride, j0 + j, bytes);
+    W::template row<D>(base + (j0 + j) * stride, hd, out + j * hd);
   }
 }
 
@@ -166,6 +170,23 @@ template <class Load>
       _mm256_store_ps(octet + (c + i + 4) * 8, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
     }
   }
+}
+
+// The octet of cells [j, j + n) of the keys (n <= 8; the missing cells zero): an element-wise type's
+// whole octet straight from the cache, any other through its rows converted into `rows` first.
+template <class W, int64_t D>
+void key_octet(const Attend& a, int64_t j, int64_t n, float* rows, float* octet) noexcept {
+  const int64_t hd = D > 0 ? D : a.head_dim;
+  if constexpr (kElementWise<W>) {
+    if (n == 8) {
+      const std::byte* cell = a.k + j * a.k_stride;
+      for (int64_t i = 0; i < 8; ++i) ask_ahead(a, a.k, a.k_stride, j + i, W::bytes(hd));
+      return transpose_octet([&](int i, int64_t c) { return W::vec8(cell + i * a.k_stride, c); }, hd, octet);
+    }
+  }
+  convert_cells<W, D>(a, a.k, a.k_stride, j, n, rows);
+  std::fill(rows + n * hd, rows + 8 * hd, 0.0f);
+  transpose_octet([&](int i, int64_t c) { return _mm256_load_ps(rows + i * hd + c); }, hd, octet);
 }
 
 // Scores of R heads from h over O octets (8 O cells) of the transposed keys: R * O accumulators, one
@@ -242,22 +263,8 @@ void attend_scores(const Attend& a) noexcept {
   const int64_t hd = D > 0 ? D : a.head_dim, block = kBlockFloats / hd / 8 * 8;
   for (int64_t j0 = a.begin; j0 < a.end; j0 += block) {
     const int64_t m = std::min(block, a.end - j0);
-    for (int64_t o = 0; o * 8 < m; ++o) {
-      const int64_t j = j0 + 8 * o, n = std::min<int64_t>(8, m - 8 * o);
-      float* octet = kt + o * 8 * hd;
-      if constexpr (kElementWise<W>) {
-        if (n == 8) {
-          const std::byte* cell = a.k + j * a.k_stride;
-          for (int64_t i = 0; i < 8 && j + i + kPrefetchCells < a.end; ++i)
-            prefetch_cell(cell + (i + kPrefetchCells) * a.k_stride, W::bytes(hd));
-          transpose_octet([&](int i, int64_t c) { return W::vec8(cell + i * a.k_stride, c); }, hd, octet);
-          continue;
-        }
-      }
-      convert_cells<W, D>(a, a.k, a.k_stride, j, n, rows);
-      std::fill(rows + n * hd, rows + 8 * hd, 0.0f);
-      transpose_octet([&](int i, int64_t c) { return _mm256_load_ps(rows + i * hd + c); }, hd, octet);
-    }
+    for (int64_t o = 0; o * 8 < m; ++o)
+      key_octet<W, D>(a, j0 + 8 * o, std::min<int64_t>(8, m - 8 * o), rows, kt + o * 8 * hd);
     int64_t h = 0;
     for (; h + 4 <= a.heads; h += 4) score_heads<4, D>(a, h, kt, j0, m);
     switch (a.heads - h) {
