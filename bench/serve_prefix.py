@@ -2,6 +2,7 @@
 before it, beside the first's (docs/serving.md).
 
     python3 bench/serve_prefix.py SKAINET MODEL [--slots 1 4] [--threads 2] [--prefix 400] [--rounds 5]
+                                  [--between N] [--cache-ram MIB] [--llama-server PATH]
 
 For each slot count: start `skainet serve` with that many slots, then per round send two streamed
 greedy completions one after the other: the first opens with a prefix of at least --prefix tokens that
@@ -9,6 +10,12 @@ no earlier round used (its first word differs, so nothing of it is cached), the 
 with another ending. Time to first token is from sending the request to the first chunk with text. Prints
 each pair, the medians, the median of the pairwise ratios (min-max) and the cached_tokens the second
 reported (usage.prompt_tokens_details.cached_tokens, from the stream's usage chunk).
+
+--between N sends N other conversations (untimed, each opening with a word of its own) between the
+first and the second, so that with fewer slots than N + 1 the first's prefix is gone from every slot and
+only the prompt cache (`--cache-ram`, passed to the server) can give it back. --llama-server PATH runs
+the same rounds on llama.cpp's server after skainet's (the same slots, threads, per-slot context and
+--cache-ram; `cached_tokens` as it reports them).
 """
 import argparse
 import http.client
@@ -52,7 +59,7 @@ def first_token(port, prompt):
             ttft = time.perf_counter() - start
         usage = chunk.get("usage") or usage
     c.close()
-    return ttft, usage["prompt_tokens_details"]["cached_tokens"], usage["prompt_tokens"]
+    return ttft, (usage.get("prompt_tokens_details") or {}).get("cached_tokens"), usage["prompt_tokens"]
 
 
 def prompt_tokens(skainet, model, prompt):
@@ -80,10 +87,18 @@ def prefix_for(args, opener):
     return text(hi)
 
 
-def run(args, slots):
+def server_command(args, engine, slots, port):
+    if engine == "skainet":
+        return [args.skainet, "serve", "-m", args.model, "--port", str(port), "-t", str(args.threads),
+                "--slots", str(slots), "--ctx", str(args.ctx), "--cache-ram", str(args.cache_ram)]
+    # llama-server divides -c between its slots: N times the per-slot context.
+    return [args.llama_server, "-m", args.model, "--port", str(port), "--host", "127.0.0.1", "-t", str(args.threads),
+            "-np", str(slots), "-c", str(args.ctx * slots), "--cache-ram", str(args.cache_ram)]
+
+
+def run(args, engine, slots):
     port = free_port()
-    cmd = [args.skainet, "serve", "-m", args.model, "--port", str(port), "-t", str(args.threads),
-           "--slots", str(slots), "--ctx", str(args.ctx)]
+    cmd = server_command(args, engine, slots, port)
     prefixes = [prefix_for(args, OPENERS[r % len(OPENERS)]) for r in range(args.rounds)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -93,13 +108,15 @@ def run(args, slots):
         for r in range(args.rounds):
             prefix = prefixes[r]
             a, a_cached, a_tokens = first_token(port, prefix + " At last the dog")
+            for k in range(args.between):
+                first_token(port, f"Zed{r}x{k} went to the shop to buy some bread and milk for his mum")
             b, b_cached, b_tokens = first_token(port, prefix + " Then the girl said")
             firsts.append(a)
             seconds.append(b)
             ratios.append(a / b)
-            print(f"slots {slots} round {r}: first {a * 1e3:.1f} ms ({a_tokens} tokens, {a_cached} cached) | "
+            print(f"{engine} slots {slots} round {r}: first {a * 1e3:.1f} ms ({a_tokens} tokens, {a_cached} cached) | "
                   f"second {b * 1e3:.1f} ms ({b_tokens} tokens, {b_cached} cached) | {a / b:.1f}x", flush=True)
-        print(f"slots {slots}: median first {statistics.median(firsts) * 1e3:.1f} ms, second "
+        print(f"{engine} slots {slots}: median first {statistics.median(firsts) * 1e3:.1f} ms, second "
               f"{statistics.median(seconds) * 1e3:.1f} ms, ratio {statistics.median(ratios):.1f}x "
               f"({min(ratios):.1f}-{max(ratios):.1f})", flush=True)
     finally:
@@ -116,9 +133,13 @@ def main():
     p.add_argument("--prefix", type=int, default=400)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--ctx", type=int, default=1024)
+    p.add_argument("--between", type=int, default=0)
+    p.add_argument("--cache-ram", type=int, default=0, help="MiB (0: no prompt cache)")
+    p.add_argument("--llama-server", help="llama.cpp's llama-server, measured after skainet")
     args = p.parse_args()
     for slots in args.slots:
-        run(args, slots)
+        for engine in ["skainet"] + (["llama-server"] if args.llama_server else []):
+            run(args, engine, slots)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ inline constexpr LlamaAlias kLlamaAliases[] = {
     {"-cnv", "--conversation"}, {"-sys", "--system-prompt"},   {"-ctk", "--cache-type-k"},
     {"-ctv", "--cache-type-v"}, {"-ot", "--override-tensor"},  {"-no-cnv", "--no-conversation"},
     {"-np", "--parallel"},      {"-md", "--spec-draft-model"}, {"-jf", "--json-schema-file"},
+    {"-cram", "--cache-ram"},
 };
 
 // What skainet does with a llama.cpp flag that has no option of its own here.

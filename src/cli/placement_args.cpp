@@ -13,6 +13,19 @@ GgmlType kv_cache_type(const std::string& name, std::string_view flag) {
   throw InvalidArgument(fmt::format("{} '{}': a KV cache holds {}", flag, name, plan::kv_cache_type_list()));
 }
 
+// llama-server's --cache-ram N is in MiB (-1: no limit); a size with a unit is read as --budget's. The
+// plan prices the bound, so an unbounded cache is refused.
+uint64_t prompt_cache_bytes(const std::string& text) {
+  if (text == "-1")
+    throw InvalidArgument("--cache-ram -1 (no limit): the plan prices the prompt cache, so it needs a bound");
+  try {
+    const bool mib = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+    return placement::parse_bytes(mib ? text + "M" : text);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(fmt::format("--cache-ram: {}", e.what()));
+  }
+}
+
 }  // namespace
 
 void PlacementArgs::add_to(CLI::App* cmd) {
@@ -38,6 +51,9 @@ void PlacementArgs::add_slots_to(CLI::App* cmd) {
          "sequences served at once, each with its own KV cache, advanced together in one batch (llama.cpp: -np/--parallel)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
+  cmd->add_option("--cache-ram", prompt_cache,
+                  "prompt cache: slots' prefixes kept beyond the slots, up to this size, in MiB as llama-server's "
+                  "(or e.g. 512M, 2G; default 0: none), priced by the plan");
 }
 
 void PlacementArgs::add_batch_to(CLI::App* cmd) {
@@ -66,6 +82,7 @@ plan::PlanOptions PlacementArgs::plan_options() const {
   if (!kv_type.empty()) options.k_type = options.v_type = kv_cache_type(kv_type, "--kv-type");
   if (!k_type.empty()) options.k_type = kv_cache_type(k_type, "-ctk/--cache-type-k");
   if (!v_type.empty()) options.v_type = kv_cache_type(v_type, "-ctv/--cache-type-v");
+  if (!prompt_cache.empty()) options.prompt_cache = prompt_cache_bytes(prompt_cache);
   if (!expert_stats.empty()) options.expert_stats = plan::ExpertStats::read(expert_stats);
   return options;
 }

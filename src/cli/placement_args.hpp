@@ -23,10 +23,11 @@ struct PlacementArgs {
   std::vector<std::string> overrides;
   uint32_t slots = 1;
   uint32_t batch = 0;        // 0: the plan's default
+  std::string prompt_cache;  // --cache-ram: llama-server's MiB, or a size ("512M"); empty or 0: none
   std::string expert_stats;  // --expert-stats FILE: routing statistics to place experts by
 
   void add_to(CLI::App* cmd);
-  // --slots: only the commands that price or serve several sequences (plan, serve).
+  // --slots and --cache-ram: only the commands that price or serve several sequences (plan, serve).
   void add_slots_to(CLI::App* cmd);
   // --batch: only the command that prices a batched step without running one (plan).
   void add_batch_to(CLI::App* cmd);

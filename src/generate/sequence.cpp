@@ -1,6 +1,9 @@
 #include "skainet/model/sequence.hpp"
 
 #include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
 
 namespace skainet::generate {
 namespace {
@@ -65,6 +68,42 @@ void Sequence::ran(std::span<const int32_t> tokens) {
   const size_t room = cached_.capacity() - cached_.size();
   cached_.insert(cached_.end(), tokens.begin(),
                  tokens.begin() + static_cast<std::ptrdiff_t>(std::min(room, tokens.size())));
+}
+
+uint64_t Sequence::cell_bytes() const noexcept {
+  return uint64_t{plan.kv.layers} * (kv.k(0).row_bytes() + kv.v(0).row_bytes());
+}
+
+// Layer by layer, the first n rows of K, then of V: each layer's cache is one contiguous [n_ctx, width].
+SavedPrefix Sequence::save() const {
+  const std::span<const int32_t> tokens = cached();
+  SavedPrefix saved{.tokens = {tokens.begin(), tokens.end()}, .cells = {}};
+  saved.cells.resize(tokens.size() * cell_bytes());
+  std::byte* at = saved.cells.data();
+  for (uint32_t l = 0; l < plan.kv.layers; ++l)
+    for (const Tensor* t : {&kv.k(l), &kv.v(l)}) {
+      const size_t n = tokens.size() * t->row_bytes();
+      std::memcpy(at, t->bytes(), n);
+      at += n;
+    }
+  return saved;
+}
+
+void Sequence::restore(const SavedPrefix& saved) {
+  if (saved.tokens.size() > plan.kv.n_ctx || saved.cells.size() != saved.tokens.size() * cell_bytes())
+    throw InvalidArgument(
+        fmt::format("a saved prefix of {} tokens in {} bytes does not fit this KV cache ({} cells "
+                    "of {} bytes)",
+                    saved.tokens.size(), saved.cells.size(), plan.kv.n_ctx, cell_bytes()));
+  const std::byte* at = saved.cells.data();
+  for (uint32_t l = 0; l < plan.kv.layers; ++l)
+    for (const Tensor* t : {&kv.k(l), &kv.v(l)}) {
+      const size_t n = saved.tokens.size() * t->row_bytes();
+      std::memcpy(t->mutable_bytes(), at, n);
+      at += n;
+    }
+  cached_.assign(saved.tokens.begin(), saved.tokens.end());
+  recorded_at_step_ = generator.step_stats().step;
 }
 
 Stats Sequence::generate(std::span<const int32_t> prompt, const Options& options, const TokenCallback& on_token,

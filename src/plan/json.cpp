@@ -304,14 +304,22 @@ std::string to_json(const MemoryPlan& p) {
   if (p.batch) j["batch_slab"] = slab_json(*p.batch);
   j["batch_scratch"] = scratch_json(p.batch_scratch);
   const Totals& t = p.totals;
-  j["totals"] = {{"file", t.file}, {"mapped", t.mapped}, {"heap", t.heap},       {"pages", t.pages},
-                 {"kv", t.kv},     {"slab", t.slab},     {"scratch", t.scratch}, {"resident", t.resident()}};
+  j["totals"] = {{"file", t.file},
+                 {"mapped", t.mapped},
+                 {"heap", t.heap},
+                 {"pages", t.pages},
+                 {"kv", t.kv},
+                 {"slab", t.slab},
+                 {"scratch", t.scratch},
+                 {"prompt_cache", t.prompt_cache},
+                 {"resident", t.resident()}};
   const ResidentSplit split_ = split(p);
   j["resident_split"] = {{"pinned", split_.pinned},
                          {"evictable", split_.evictable},
                          {"kv", split_.kv},
                          {"slabs", split_.slabs},
                          {"scratch", split_.scratch},
+                         {"prompt_cache", split_.prompt_cache},
                          {"total", split_.total()},
                          {"pinned_tensors", split_.pinned_tensors},
                          {"evictable_tensors", split_.evictable_tensors}};
@@ -403,9 +411,14 @@ MemoryPlan from_json(std::string_view text) {
     if (j.contains("batch_slab")) p.batch = slab_from(j["batch_slab"]);
     if (j.contains("batch_scratch")) p.batch_scratch = scratch_from(j["batch_scratch"]);
     const json& t = j.at("totals");
-    p.totals = {number<uint64_t>(t, "file"),         number<uint64_t>(t, "mapped"), number<uint64_t>(t, "heap"),
-                number<uint64_t>(t, "pages"),        number<uint64_t>(t, "kv"),     number<uint64_t>(t, "slab"),
-                number_or<uint64_t>(t, "scratch", 0)};
+    p.totals = {number<uint64_t>(t, "file"),
+                number<uint64_t>(t, "mapped"),
+                number<uint64_t>(t, "heap"),
+                number<uint64_t>(t, "pages"),
+                number<uint64_t>(t, "kv"),
+                number<uint64_t>(t, "slab"),
+                number_or<uint64_t>(t, "scratch", 0),
+                number_or<uint64_t>(t, "prompt_cache", 0)};
     if (!j.at("budget").is_null()) p.budget = number<uint64_t>(j, "budget");
     p.fits = j.at("fits");
     for (const auto& s : j.at("suggestions"))

@@ -78,6 +78,7 @@ GgmlType checked_kv_type(const std::string& file, const arch::ModelShape& m, Ggm
 
 void add_totals(MemoryPlan& p) {
   Totals t;
+  t.prompt_cache = p.totals.prompt_cache;  // set from PlanOptions before the first call
   for (const auto& d : p.tensors) {
     t.file += d.file_bytes;
     switch (d.spec.domain) {
@@ -229,6 +230,7 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
                              {.sequences = p.slots, .packed_caches = packed, .drafts = options.draft_max > 0});
     p.batch_scratch = estimate_scratch(p.tensors, platform, batch_rows);
   }
+  p.totals.prompt_cache = options.prompt_cache;
   add_totals(p);
   if (p.model && p.model->experts > 0) {
     if (options.expert_stats) options.expert_stats->check_fits(*p.model, p.file);

@@ -120,6 +120,11 @@ std::string render_text(const MemoryPlan& p, bool tensors) {
                        p.slots, format_bytes(p.kv->bytes), format_bytes(p.totals.slab / p.slots),
                        format_bytes(p.totals.scratch / p.slots),
                        format_bytes(p.totals.kv + p.totals.slab + p.totals.scratch));
+  if (p.totals.prompt_cache > 0)
+    out += fmt::format(
+        "prompts   up to {} in the prompt cache (--cache-ram): what a new request would overwrite in a "
+        "slot, kept for a request that comes back to it\n",
+        format_bytes(p.totals.prompt_cache));
   const Totals& t = p.totals;
   out += fmt::format("domains   weights mapped {} | copied to the heap {} | copied to dedicated pages {}\n",
                      format_bytes(t.mapped), format_bytes(t.heap), format_bytes(t.pages));

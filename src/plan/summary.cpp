@@ -44,6 +44,7 @@ ResidentSplit split(const MemoryPlan& p) {
   s.kv = p.totals.kv;
   s.slabs = p.totals.slab;
   s.scratch = p.totals.scratch;
+  s.prompt_cache = p.totals.prompt_cache;
   return s;
 }
 
@@ -116,6 +117,19 @@ std::vector<Consumer> biggest_consumers(const MemoryPlan& p, size_t n) {
   return all;
 }
 
+namespace {
+
+// The resident total and its parts; the prompt cache's only where serve keeps one (--cache-ram).
+std::string resident_line(const ResidentSplit& s) {
+  const std::string prompt_cache =
+      s.prompt_cache > 0 ? fmt::format(" + prompt cache {}", format_bytes(s.prompt_cache)) : std::string();
+  return fmt::format("resident  {} = pinned {} + evictable {} + kv cache {} + slabs {} + scratch {}{}\n",
+                     format_bytes(s.total()), format_bytes(s.pinned), format_bytes(s.evictable), format_bytes(s.kv),
+                     format_bytes(s.slabs), format_bytes(s.scratch), prompt_cache);
+}
+
+}  // namespace
+
 std::vector<std::string> summary_lines(const MemoryPlan& p) {
   const ResidentSplit s = split(p);
   const uint64_t resident = s.total();
@@ -144,9 +158,7 @@ std::vector<std::string> summary_lines(const MemoryPlan& p) {
                            format_bytes(short_of_memory->value - short_of_memory->limit));
   lines.push_back(fmt::format("verdict   {}\n", verdict));
 
-  lines.push_back(fmt::format("resident  {} = pinned {} + evictable {} + kv cache {} + slabs {} + scratch {}\n",
-                              format_bytes(resident), format_bytes(s.pinned), format_bytes(s.evictable),
-                              format_bytes(s.kv), format_bytes(s.slabs), format_bytes(s.scratch)));
+  lines.push_back(resident_line(s));
 
   lines.push_back(
       fmt::format("weights   pinned {} ({} copied into memory) + evictable {} ({} mapped from the file, pages the "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -56,11 +57,12 @@ std::string rect(double x, double y, double w, double h, std::string_view fill, 
 // The stacked bar of the resident split, with its legend below.
 std::string split_bar(const MemoryPlan& p, double top) {
   const ResidentSplit s = split(p);
-  const Part parts[] = {{"pinned weights (copied into memory)", kPinned, s.pinned},
-                        {"evictable weights (mapped from the file)", kEvictable, s.evictable},
-                        {"KV cache", "#2980b9", s.kv},
-                        {"activation slabs", "#f39c12", s.slabs},
-                        {"matmul scratch", "#8e44ad", s.scratch}};
+  std::vector<Part> parts = {{"pinned weights (copied into memory)", kPinned, s.pinned},
+                             {"evictable weights (mapped from the file)", kEvictable, s.evictable},
+                             {"KV cache", "#2980b9", s.kv},
+                             {"activation slabs", "#f39c12", s.slabs},
+                             {"matmul scratch", "#8e44ad", s.scratch}};
+  if (s.prompt_cache > 0) parts.push_back({"prompt cache (--cache-ram)", "#16a085", s.prompt_cache});
   const uint64_t scale = std::max<uint64_t>({s.total(), p.budget.value_or(0), 1});
   const double width = kRight - kLeft;
   std::string out = text(kLeft, top - 10, fmt::format("Resident memory: {}", format_bytes(s.total())),
@@ -86,7 +88,7 @@ std::string split_bar(const MemoryPlan& p, double top) {
                 near_edge ? "font-size=\"13\" text-anchor=\"end\"" : "font-size=\"13\"");
   }
   // Legend: two rows of swatches.
-  for (size_t i = 0; i < std::size(parts); ++i) {
+  for (size_t i = 0; i < parts.size(); ++i) {
     const double lx = kLeft + static_cast<double>(i % 3) * 360, ly = top + 70 + static_cast<double>(i / 3) * 22;
     out += rect(lx, ly, 14, 14, parts[i].colour);
     out +=

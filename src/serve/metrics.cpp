@@ -49,6 +49,10 @@ constexpr Metric kMetrics[] = {
      [](const MetricsSnapshot& m) {
        return ratio(static_cast<double>(m.kv_cells_used), static_cast<double>(m.kv_cells));
      }},
+    {"skainet:prompt_cache_entries", "gauge", "Prefixes the prompt cache (--cache-ram) holds beyond the slots.",
+     [](const MetricsSnapshot& m) { return static_cast<double>(m.prompt_cache_entries); }},
+    {"skainet:prompt_cache_bytes", "gauge", "Bytes those prefixes take (at most --cache-ram).",
+     [](const MetricsSnapshot& m) { return static_cast<double>(m.prompt_cache_bytes); }},
 };
 
 }  // namespace

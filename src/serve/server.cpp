@@ -161,7 +161,7 @@ struct Server::Impl {
         template_reads_tools(generate::template_uses_tools(chat_template)),
         end_of_turn(std::move(eot)),
         // Admission bounds who waits (--queue); the pool's own limit is never the one reached.
-        pool(e, options.slots, options.slots + options.queue_limit),
+        pool(e, options.slots, options.slots + options.queue_limit, e.plan.totals.prompt_cache),
         stepper(e, options.threads, options.draft_max, options.draft_min),
         http(
             HttpLimits{}, [this](const std::shared_ptr<Exchange>& ex) { route(ex); }, log_finished),
@@ -469,7 +469,9 @@ MetricsSnapshot Server::Impl::metrics() const {
                     .decode_steps = stepper.steps(),
                     .requests_processing = c.busy,
                     .requests_deferred = requests_waiting(c),
-                    .kv_cells = uint64_t{engine.plan.kv->n_ctx} * c.slots};
+                    .kv_cells = uint64_t{engine.plan.kv->n_ctx} * c.slots,
+                    .prompt_cache_entries = c.prompt_cache_entries,
+                    .prompt_cache_bytes = c.prompt_cache_bytes};
   for (const SlotLoad& slot : pool.loads()) m.kv_cells_used += slot.cells;
   return m;
 }

@@ -9,6 +9,10 @@
 // Which slot: a finished request's keys and values stay in its slot's cache, so a request goes to the
 // free slot holding the longest prefix of its prompt (choose_slot) and computes only the rest. The
 // FIFO order is kept: the first in line takes the best free slot for its own prompt.
+//
+// With a prompt cache (--cache-ram), what a request is about to overwrite in the slot it gets is saved
+// there first, and a saved prefix the prompt shares more of than the slot's own is copied into it: more
+// conversations than slots keep their work (through_prompt_cache).
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -42,11 +46,16 @@ SlotPool::SlotPool(size_t slots, size_t queue_limit)
   for (size_t i = 0; i < slots; ++i) free_.push_back(i);
 }
 
-SlotPool::SlotPool(generate::Engine& engine, size_t slots, size_t queue_limit) : SlotPool(slots, queue_limit) {
+SlotPool::SlotPool(generate::Engine& engine, size_t slots, size_t queue_limit, uint64_t prompt_cache_bytes)
+    : SlotPool(slots, queue_limit) {
   if (!engine.plan.kv || !engine.plan.model || !engine.tokenizer)
     throw InvalidArgument("slots need an engine with a model plan and a tokenizer");
   if (engine.plan.slots < slots)
     throw InvalidArgument(fmt::format("{} slots asked for, but the plan priced {}", slots, engine.plan.slots));
+  if (prompt_cache_bytes > engine.plan.totals.prompt_cache)
+    throw InvalidArgument(fmt::format("a prompt cache of {} bytes asked for, but the plan priced {}",
+                                      prompt_cache_bytes, engine.plan.totals.prompt_cache));
+  if (prompt_cache_bytes > 0) prompt_cache_.emplace(prompt_cache_bytes);
   slots_.reserve(slots);
   for (size_t i = 0; i < slots; ++i) slots_.push_back(engine.new_sequence(1, generate::SequenceParts::KvCache));
 }
@@ -59,6 +68,25 @@ SlotChoice SlotPool::choose(std::span<const int32_t> prompt) const {
   for (const size_t i : free_)
     candidates.push_back({i, slots_.empty() || prompt.empty() ? 0 : slots_[i]->reusable(prompt), last_used_[i]});
   return choose_slot(candidates, prompt.size());
+}
+
+// The slot's cells past the prefix the request reuses are about to be overwritten: unless the request
+// continues most of what the slot holds (at least half), that is saved first. Then a saved prefix
+// longer than the slot's own match (and a match by choose_slot's share) is copied into the slot. The
+// slot is free, so nobody reads its cache meanwhile; the copies are at a request's start, never a step.
+SlotChoice SlotPool::through_prompt_cache(SlotChoice choice, std::span<const int32_t> prompt) {
+  if (!prompt_cache_ || slots_.empty()) return choice;
+  Slot& slot = *slots_[choice.index];
+  const std::optional<PromptCache::Match> saved = prompt_cache_->best(prompt);
+  const bool restore = saved && saved->reusable > choice.reusable &&
+                       static_cast<double>(saved->reusable) >= kSlotMatchShare * static_cast<double>(prompt.size());
+  // Taken out before the slot's prefix goes in, which could otherwise evict it.
+  generate::SavedPrefix back = restore ? prompt_cache_->take(saved->entry) : generate::SavedPrefix{};
+  if (restore || 2 * choice.reusable < slot.cached().size()) prompt_cache_->put(slot.save());
+  if (!restore) return choice;
+  slot.restore(back);
+  cells_[choice.index].store(static_cast<uint32_t>(back.tokens.size()), std::memory_order_relaxed);
+  return {choice.index, saved->reusable, SlotReason::PromptCache};
 }
 
 std::optional<SlotPool::Lease> SlotPool::acquire(std::span<const int32_t> prompt) {
@@ -86,7 +114,7 @@ std::vector<SlotPool::Lease> SlotPool::acquire(std::span<const int32_t> prompt, 
   leases.reserve(count);
   for (size_t k = 0; k < count; ++k) {
     // A free slot's cache is read here under the mutex: nobody generates on it until it is lent.
-    const SlotChoice choice = choose(prompt);
+    const SlotChoice choice = through_prompt_cache(choose(prompt), prompt);
     free_.erase(std::find(free_.begin(), free_.end(), choice.index));
     leases.push_back(Lease(this, choice));
   }
@@ -114,7 +142,8 @@ void SlotPool::close() {
 
 SlotCounts SlotPool::counts() const {
   std::lock_guard lock(mutex_);
-  return {size_, size_ - free_.size(), queue_.size()};
+  return {size_, size_ - free_.size(), queue_.size(), prompt_cache_ ? prompt_cache_->entries() : 0,
+          prompt_cache_ ? prompt_cache_->bytes() : 0};
 }
 
 std::vector<SlotLoad> SlotPool::loads() const {

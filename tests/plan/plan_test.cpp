@@ -184,6 +184,30 @@ TEST(Plan, SlotsMultiplyTheKvCacheAndShareOneBatch) {
   EXPECT_THROW(plan_stories(profile, {.n_ctx = 256, .slots = 0}), InvalidArgument);
 }
 
+// `serve --cache-ram`: the prompt cache's bound is resident like the slots' caches (all of it may fill),
+// so the budget counts it, and the text and JSON carry it.
+TEST(Plan, PromptCacheBoundIsPricedInTheResidentTotal) {
+  const auto profile = placement::MemoryProfile::preset("default");
+  const MemoryPlan without = plan_stories(profile, {.n_ctx = 256, .slots = 2, .batch_slots = true});
+  const uint64_t bound = uint64_t{3} << 20;
+  const MemoryPlan with = plan_stories(profile, {.n_ctx = 256, .slots = 2, .batch_slots = true, .prompt_cache = bound});
+  EXPECT_EQ(with.totals.prompt_cache, bound);
+  EXPECT_EQ(with.totals.resident(), without.totals.resident() + bound);
+  EXPECT_EQ(split(with).total(), with.totals.resident());
+  EXPECT_TRUE(
+      plan_stories(profile, {.n_ctx = 256, .budget = without.totals.resident(), .slots = 2, .batch_slots = true}).fits);
+  EXPECT_FALSE(
+      plan_stories(
+          profile,
+          {.n_ctx = 256, .budget = without.totals.resident(), .slots = 2, .batch_slots = true, .prompt_cache = bound})
+          .fits);
+  const std::string text = render_text(with);
+  EXPECT_NE(text.find("+ prompt cache 3.0 MiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("prompts   up to 3.0 MiB in the prompt cache (--cache-ram)"), std::string::npos) << text;
+  EXPECT_EQ(render_text(without).find("prompt cache"), std::string::npos);
+  EXPECT_EQ(from_json(to_json(with)), with);
+}
+
 // A sequence's sizes are stated once, final: each slab the larger of decode's and prefill's (a prefill
 // chunk of one token gives decode's), and a lone slot's totals count them.
 TEST(Plan, SequencePlanHoldsTheLargerSlabsAndTheTotalsCountIt) {

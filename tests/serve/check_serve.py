@@ -651,6 +651,40 @@ class PrefixReuse(ServedCase):
         self.assertIn("'cache_prompt' must be true or false", err["error"]["message"])
 
 
+class PromptCacheBeyondSlots(ServedCase):
+    """--cache-ram: two conversations take turns on one slot; each turn finds its conversation's prefix
+    in the prompt cache (the other took the slot meanwhile) and answers as computing everything does."""
+
+    server_args = ("--ctx", "1024", "--slots", "1", "--cache-ram", "16")
+
+    def complete(self, prompt, cache_prompt=True):
+        return self.c.completions.create(model="m", prompt=prompt, max_tokens=16, temperature=0,
+                                         extra_body={"cache_prompt": cache_prompt})
+
+    def test_two_conversations_on_one_slot_keep_their_prefixes(self):
+        first, second = STORY * 2, "Tom had a big blue kite. " * 12
+        for start in (first, second):
+            self.assertLess(cached_tokens(self.complete(start + "The end").usage), 5)
+        for start in (first, second):
+            reply = self.complete(start + "Then Max barked at")
+            self.assertGreater(cached_tokens(reply.usage), reply.usage.prompt_tokens // 2,
+                               "the conversation's prefix came back from the prompt cache")
+            recomputed = self.complete(start + "Then Max barked at", cache_prompt=False)
+            self.assertEqual(cached_tokens(recomputed.usage), 0)
+            self.assertEqual(reply.choices[0].text, recomputed.choices[0].text)
+        status, text = self.server.http("GET", "/metrics")
+        self.assertEqual(status, 200)
+        metrics = parse_metrics(text)
+        self.assertGreaterEqual(metrics["skainet:prompt_cache_entries"], 1)
+        self.assertGreater(metrics["skainet:prompt_cache_bytes"], 0)
+        self.assertLessEqual(metrics["skainet:prompt_cache_bytes"], 16 << 20)
+
+    def test_an_unbounded_cache_is_refused(self):
+        with self.assertRaises(RuntimeError) as caught:
+            Server("--ctx", "256", "--slots", "1", "--cache-ram", "-1")
+        self.assertIn("--cache-ram -1", str(caught.exception))
+
+
 class Speculative(unittest.TestCase):
     """--spec-type ngram-simple and -md (the model drafting for itself, so drafts are accepted): the
     batch verifies the drafts, the text is that of plain decoding, and `timings` reports the drafts."""

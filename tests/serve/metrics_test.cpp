@@ -49,7 +49,9 @@ TEST(ServeMetrics, EveryMetricHasHelpTypeAndValue) {
                           .requests_processing = 2,
                           .requests_deferred = 3,
                           .kv_cells_used = 256,
-                          .kv_cells = 1024};
+                          .kv_cells = 1024,
+                          .prompt_cache_entries = 2,
+                          .prompt_cache_bytes = 4096};
   const std::string text = metrics_text(m);
   const Parsed p = parse_exposition(text);
   EXPECT_EQ(p.values.at("llamacpp:prompt_tokens_total"), 120);
@@ -62,6 +64,8 @@ TEST(ServeMetrics, EveryMetricHasHelpTypeAndValue) {
   EXPECT_EQ(p.values.at("llamacpp:requests_processing"), 2);
   EXPECT_EQ(p.values.at("llamacpp:requests_deferred"), 3);
   EXPECT_EQ(p.values.at("llamacpp:kv_cache_usage_ratio"), 0.25);
+  EXPECT_EQ(p.values.at("skainet:prompt_cache_entries"), 2);
+  EXPECT_EQ(p.values.at("skainet:prompt_cache_bytes"), 4096);
   EXPECT_EQ(p.types.size(), p.values.size());
   for (const auto& [name, value] : p.values) {
     const std::string type = p.types.at(name);
@@ -74,7 +78,7 @@ TEST(ServeMetrics, EveryMetricHasHelpTypeAndValue) {
 
 TEST(ServeMetrics, NothingServedYetIsZeroNotNaN) {
   const Parsed p = parse_exposition(metrics_text({}));
-  EXPECT_EQ(p.values.size(), 10u);
+  EXPECT_EQ(p.values.size(), 12u);
   for (const auto& [name, value] : p.values) EXPECT_EQ(value, 0) << name;
 }
 

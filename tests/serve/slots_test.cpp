@@ -1,6 +1,6 @@
 // The slot pool: FIFO queue accounting (no model), and with stories260K: requests on slots built from
 // one loaded model, batched by one stepper, answer as one at a time; a reader stops its own request;
-// a request goes to the slot holding its prefix.
+// a request goes to the slot holding its prefix; the prompt cache keeps prefixes beyond the slots.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -142,10 +142,11 @@ TEST(ServeSlots, AccountingPoolLendsTheLeastRecentlyUsedSlot) {
 constexpr size_t kSlots = 3;
 constexpr int kTokens = 24;
 
-std::unique_ptr<generate::Engine> open_stories(uint32_t slots) {
+std::unique_ptr<generate::Engine> open_stories(uint32_t slots, uint64_t prompt_cache = 0) {
   generate::EngineOptions o;
   o.plan.n_ctx = 256;
   o.plan.slots = slots;
+  o.plan.prompt_cache = prompt_cache;
   o.plan.batch_slots = true;  // as serve plans them
   o.threads = 1;
   o.progress = false;
@@ -321,6 +322,103 @@ TEST(ServeSlots, ARequestGoesToTheSlotHoldingItsPrefix) {
     fresh = greedy_reusing(stepper, l->slot(), other, generate::PrefixReuse::Recompute);
   }
   EXPECT_EQ(reused, fresh);
+}
+
+// ---- the prompt cache ----
+
+generate::SavedPrefix saved(std::vector<int32_t> tokens, size_t cell_bytes = 10) {
+  const size_t cells = tokens.size() * cell_bytes;
+  return {.tokens = std::move(tokens), .cells = std::vector<std::byte>(cells, std::byte{7})};
+}
+
+TEST(ServePromptCache, FindsTheLongestSharedPrefixAndGivesItBack) {
+  PromptCache cache(1000);
+  cache.put(saved({1, 2, 3, 4}));
+  cache.put(saved({1, 2, 9}));
+  cache.put(saved({}));  // nothing to keep
+  EXPECT_EQ(cache.entries(), 2u);
+  EXPECT_EQ(cache.bytes(), 4u * 14 + 3u * 14);
+  // The common prefix less the prompt's last token (it must run), as a slot's reusable().
+  const std::vector<int32_t> prompt = {1, 2, 3, 4, 5};
+  ASSERT_TRUE(cache.best(prompt));
+  EXPECT_EQ(cache.best(prompt)->reusable, 4u);
+  EXPECT_EQ(cache.best(std::vector<int32_t>{1, 2, 3, 4})->reusable, 3u);
+  EXPECT_EQ(cache.best(std::vector<int32_t>{1, 2, 9, 9})->reusable, 3u);
+  EXPECT_FALSE(cache.best(std::vector<int32_t>{5, 1, 2}));
+  EXPECT_FALSE(cache.best(std::vector<int32_t>{1})) << "a one-token prompt reuses nothing";
+  EXPECT_FALSE(cache.best({}));
+  const generate::SavedPrefix back = cache.take(cache.best(prompt)->entry);
+  EXPECT_EQ(back.tokens, (std::vector<int32_t>{1, 2, 3, 4}));
+  EXPECT_EQ(back.cells.size(), 40u);
+  EXPECT_EQ(cache.entries(), 1u);
+  EXPECT_EQ(cache.bytes(), 3u * 14);
+  // Equal shares: the most recently saved or used.
+  cache.put(saved({1, 2, 7}));
+  EXPECT_EQ(cache.take(cache.best(std::vector<int32_t>{1, 2, 5})->entry).tokens, (std::vector<int32_t>{1, 2, 7}));
+}
+
+TEST(ServePromptCache, KeepsEachPrefixOnceAndWithinItsBound) {
+  PromptCache cache(100);  // 14 bytes a token here: 7 tokens fit
+  cache.put(saved({1, 2}));
+  cache.put(saved({1, 2, 3}));  // holds {1, 2} whole: that entry goes
+  EXPECT_EQ(cache.entries(), 1u);
+  cache.put(saved({1, 2}));  // held already
+  EXPECT_EQ(cache.entries(), 1u);
+  EXPECT_EQ(cache.bytes(), 3u * 14);
+  cache.put(saved({5, 6, 7}));
+  EXPECT_EQ(cache.entries(), 2u);
+  // {1, 2} was used last (put again): {5, 6, 7} is now the least recently used and makes room.
+  cache.put(saved({1, 2}));
+  cache.put(saved({8, 9, 10, 11}));
+  EXPECT_EQ(cache.entries(), 2u);
+  EXPECT_LE(cache.bytes(), cache.limit());
+  EXPECT_FALSE(cache.best(std::vector<int32_t>{5, 6, 7, 1}));
+  EXPECT_TRUE(cache.best(std::vector<int32_t>{1, 2, 3, 1}));
+  cache.put(saved(std::vector<int32_t>(8, 3)));  // over the bound alone: not kept, nothing evicted
+  EXPECT_EQ(cache.entries(), 2u);
+}
+
+// One slot and a prompt cache: a story, then another (the first is saved as the slot is taken), then
+// the first with a new ending gets its prefix back from the cache, computes only the rest and answers
+// as computing everything does; the second's prefix was saved in turn.
+TEST(ServeSlots, APromptCacheKeepsPrefixesBeyondTheSlots) {
+  const auto engine = open_stories(1, uint64_t{8} << 20);
+  EXPECT_THROW(SlotPool(*engine, 1, 0, uint64_t{9} << 20), InvalidArgument) << "more than the plan priced";
+  SlotPool pool(*engine, 1, 0, uint64_t{8} << 20);
+  Stepper stepper(*engine, 1);
+  const text::Tokenizer& tok = *engine->tokenizer;
+  const std::vector<int32_t> lily =
+      tok.encode("Once upon a time, there was a little girl named Lily. She loved to play outside in the sun.", true);
+  const std::vector<int32_t> cat =
+      tok.encode("The cat sat on the mat and looked at the bird in the tree. The bird sang a happy song.", true);
+  const auto new_ending = [&](const std::vector<int32_t>& ids) {
+    std::vector<int32_t> v = prefix_of(ids, ids.size() - 6);
+    for (int32_t t : tok.encode(" The dog ran away", false)) v.push_back(t);
+    return v;
+  };
+  for (const auto* ids : {&lily, &cat}) {
+    std::optional<SlotPool::Lease> l = pool.acquire(*ids);
+    EXPECT_EQ(l->choice().reason, SlotReason::LeastRecentlyUsed);
+    greedy_reusing(stepper, l->slot(), *ids, generate::PrefixReuse::Reuse);
+  }
+  for (const auto* ids : {&lily, &cat}) {
+    const std::vector<int32_t> prompt = new_ending(*ids);
+    std::vector<int32_t> reused, fresh;
+    generate::Stats s;
+    {
+      std::optional<SlotPool::Lease> l = pool.acquire(prompt);
+      EXPECT_EQ(l->choice(), (SlotChoice{0, ids->size() - 6, SlotReason::PromptCache}));
+      reused = greedy_reusing(stepper, l->slot(), prompt, generate::PrefixReuse::Reuse, &s);
+      EXPECT_EQ(static_cast<size_t>(s.cached_tokens), ids->size() - 6);
+    }
+    {
+      // Without the cache: the whole prompt computed afresh (taking the slot saves what it held).
+      std::optional<SlotPool::Lease> l = pool.acquire();
+      fresh = greedy_reusing(stepper, l->slot(), prompt, generate::PrefixReuse::Recompute, &s);
+      EXPECT_EQ(s.cached_tokens, 0);
+    }
+    EXPECT_EQ(reused, fresh);
+  }
 }
 
 }  // namespace

@@ -177,6 +177,8 @@ struct MetricsSnapshot {
   uint64_t decode_steps = 0;                              // batched forward passes
   size_t requests_processing = 0, requests_deferred = 0;  // busy slots; admitted requests waiting for one
   uint64_t kv_cells_used = 0, kv_cells = 0;               // over all slots
+  size_t prompt_cache_entries = 0;                        // prefixes saved beyond the slots (--cache-ram)
+  uint64_t prompt_cache_bytes = 0;
 };
 // Prometheus's text exposition format: # HELP, # TYPE and `name value` for each metric.
 std::string metrics_text(const MetricsSnapshot& m);
@@ -273,6 +275,8 @@ using Slot = generate::Sequence;
 
 struct SlotCounts {
   size_t slots = 0, busy = 0, waiting = 0;
+  size_t prompt_cache_entries = 0;  // the PromptCache's (0 without one)
+  uint64_t prompt_cache_bytes = 0;
 };
 
 // One slot's load, for /slots and /metrics.
@@ -286,7 +290,9 @@ struct SlotLoad {
 // kSlotMatchShare of the prompt (below it, most often a shared BOS alone, taking the slot would throw
 // away its cache for nearly nothing); otherwise, and among equal prefixes, the least recently used.
 constexpr double kSlotMatchShare = 0.1;
-enum class SlotReason : uint8_t { LongestPrefix, LeastRecentlyUsed };
+// PromptCache: the slot's own cache held less of the prompt than a prefix saved in the prompt cache,
+// which was copied into it.
+enum class SlotReason : uint8_t { LongestPrefix, LeastRecentlyUsed, PromptCache };
 struct SlotCandidate {
   size_t index = 0;
   size_t reusable = 0;     // prompt tokens this slot's cache would save
@@ -301,13 +307,49 @@ struct SlotChoice {
 // `free_slots` must not be empty; `prompt_tokens` is the request's prompt length (0: no reuse asked).
 SlotChoice choose_slot(std::span<const SlotCandidate> free_slots, size_t prompt_tokens);
 
+// ---- the prompt cache (prompt_cache.cpp) ----
+
+// Prefixes saved from slots a new request was about to overwrite (llama-server's --cache-ram), so that
+// more conversations than slots keep their work: bounded in bytes (the plan prices the bound,
+// PlanOptions::prompt_cache), the least recently saved or used evicted first. A request whose prompt
+// shares more with a saved prefix than with any free slot's cache gets it copied back into its slot.
+class PromptCache {
+ public:
+  explicit PromptCache(uint64_t limit_bytes) : limit_(limit_bytes) {}
+  // Keeps `saved`, evicting the least recently used entries until it fits. Not kept: an empty prefix,
+  // one over the limit, or one an entry already holds (its tokens a prefix of that entry's); entries it
+  // holds whole are dropped for it.
+  void put(generate::SavedPrefix saved);
+  struct Match {
+    size_t entry = 0;
+    size_t reusable = 0;  // as Sequence::reusable: the common prefix, less the prompt's last token
+  };
+  // The entry sharing the longest reusable prefix with `prompt`; nullopt when none shares a token.
+  std::optional<Match> best(std::span<const int32_t> prompt) const;
+  generate::SavedPrefix take(size_t entry);  // removes it (a slot holds it now)
+  size_t entries() const noexcept { return entries_.size(); }
+  uint64_t bytes() const noexcept { return bytes_; }
+  uint64_t limit() const noexcept { return limit_; }
+
+ private:
+  struct Entry {
+    generate::SavedPrefix saved;
+    uint64_t used = 0;  // the clock when saved
+  };
+  void drop(size_t entry);
+  std::vector<Entry> entries_;
+  uint64_t bytes_ = 0, limit_, clock_ = 0;
+};
+
 // N slots and a bounded FIFO of requests waiting for one. acquire() blocks until the caller's turn and
 // a free slot, and lends the free slot choose_slot() picks for its prompt; it answers nullopt at once
 // when `queue_limit` requests are already waiting.
 class SlotPool {
  public:
   // Builds `slots` slots (KV cache and sampler each) from an engine opened with sequence = false.
-  SlotPool(generate::Engine& engine, size_t slots, size_t queue_limit);
+  // prompt_cache_bytes > 0: a slot's prefix that a request would overwrite is kept in a PromptCache of
+  // that bound, and a request takes a saved prefix back when it shares more than the slot's own.
+  SlotPool(generate::Engine& engine, size_t slots, size_t queue_limit, uint64_t prompt_cache_bytes = 0);
   // Accounting only, no model (tests of the queue).
   SlotPool(size_t slots, size_t queue_limit);
   ~SlotPool();
@@ -353,7 +395,9 @@ class SlotPool {
   std::vector<std::unique_ptr<Slot>> slots_;
   mutable std::mutex mutex_;
   std::condition_variable turn_;
-  SlotChoice choose(std::span<const int32_t> prompt) const;  // under mutex_
+  SlotChoice choose(std::span<const int32_t> prompt) const;                             // under mutex_
+  SlotChoice through_prompt_cache(SlotChoice choice, std::span<const int32_t> prompt);  // under mutex_
+  std::optional<PromptCache> prompt_cache_;
 
   std::vector<size_t> free_;
   std::vector<uint64_t> last_used_;  // per slot: the release count when it was last handed back

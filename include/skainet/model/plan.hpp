@@ -120,7 +120,8 @@ struct BatchPlan {
 struct Totals {
   uint64_t file = 0;                                                        // all tensor bytes in the file
   uint64_t mapped = 0, heap = 0, pages = 0, kv = 0, slab = 0, scratch = 0;  // kv, slab, scratch: all slots'
-  uint64_t resident() const noexcept { return mapped + heap + pages + kv + slab + scratch; }
+  uint64_t prompt_cache = 0;  // PlanOptions::prompt_cache: the bound, all of which it may fill
+  uint64_t resident() const noexcept { return mapped + heap + pages + kv + slab + scratch + prompt_cache; }
   friend bool operator==(const Totals&, const Totals&) = default;
 };
 
@@ -190,6 +191,9 @@ struct PlanOptions {
   // Rows of a batched step (`--batch`), at least `slots` (a decode row for each); unset: one
   // sequence's prefill chunk joining a decode row of every other slot, prefill chunk + slots - 1.
   std::optional<uint32_t> batch;
+  // serve's prompt cache (--cache-ram): slots' prefixes kept beyond the slots, up to these bytes
+  // (serve::PromptCache). 0: none.
+  uint64_t prompt_cache = 0;
   // Routing statistics for a mixture of experts: with a budget, the hottest experts that fit are pinned
   // (place_experts). Without them every expert counts the same, and index order decides.
   std::optional<ExpertStats> expert_stats;
@@ -247,9 +251,9 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
 // kernel may drop and read back), then the KV cache, the activation slabs and the matmul scratch. From
 // the placement decisions (their domains), never estimated; total() equals totals.resident().
 struct ResidentSplit {
-  uint64_t pinned = 0, evictable = 0, kv = 0, slabs = 0, scratch = 0;
+  uint64_t pinned = 0, evictable = 0, kv = 0, slabs = 0, scratch = 0, prompt_cache = 0;
   uint32_t pinned_tensors = 0, evictable_tensors = 0;
-  uint64_t total() const noexcept { return pinned + evictable + kv + slabs + scratch; }
+  uint64_t total() const noexcept { return pinned + evictable + kv + slabs + scratch + prompt_cache; }
   friend bool operator==(const ResidentSplit&, const ResidentSplit&) = default;
 };
 ResidentSplit split(const MemoryPlan& plan);

@@ -31,6 +31,14 @@ enum class PrefixReuse : uint8_t { Reuse, Recompute };
 // scratch and threads of the passes it runs over its members' caches (serve's slots).
 enum class SequenceParts : uint8_t { Whole, KvCache };
 
+// A sequence's cached prefix copied out of its KV cache (serve's prompt cache, --cache-ram): the
+// tokens, and for each layer the keys of their cells, then the values.
+struct SavedPrefix {
+  std::vector<int32_t> tokens;
+  std::vector<std::byte> cells;
+  uint64_t bytes() const noexcept { return cells.size() + tokens.size() * sizeof(int32_t); }
+};
+
 class Sequence {
  public:
   // `plan` must have a model (MemoryPlan::sequence()); the KV cache is allocated in `scope`, where
@@ -68,6 +76,13 @@ class Sequence {
   // knows. A forward pass run around it (on `generator` directly) makes this empty: the cells may
   // have been overwritten.
   std::span<const int32_t> cached() const noexcept;
+  // What one cached token's keys and values take over every layer, as save() copies them.
+  uint64_t cell_bytes() const noexcept;
+  // cached() and its cells copied out of the cache. Allocates: for request boundaries, never a step.
+  SavedPrefix save() const;
+  // Puts a saved prefix into this cache's first cells, after which cached() is its tokens. InvalidArgument
+  // when it does not come from a cache of this one's shape (layers, types, width) or overflows the context.
+  void restore(const SavedPrefix& saved);
 
   const plan::SequencePlan plan;
   load::KvCacheStore kv;
