@@ -25,12 +25,12 @@ void PromptCache::put(generate::SavedPrefix saved) {
       entries_[i].used = ++clock_;
       return;
     }
-    if (common == held.size()) drop(i);  // the new prefix holds this one whole
+    if (common == held.size()) take(i);  // the new prefix holds this one whole
   }
   while (bytes_ + saved.bytes() > limit_) {
     const auto oldest = std::min_element(entries_.begin(), entries_.end(),
                                          [](const Entry& a, const Entry& b) { return a.used < b.used; });
-    drop(static_cast<size_t>(oldest - entries_.begin()));
+    take(static_cast<size_t>(oldest - entries_.begin()));
   }
   bytes_ += saved.bytes();
   entries_.push_back({std::move(saved), ++clock_});
@@ -49,15 +49,10 @@ std::optional<PromptCache::Match> PromptCache::best(std::span<const int32_t> pro
 }
 
 generate::SavedPrefix PromptCache::take(size_t entry) {
-  bytes_ -= entries_.at(entry).saved.bytes();
-  generate::SavedPrefix saved = std::move(entries_[entry].saved);
+  generate::SavedPrefix saved = std::move(entries_.at(entry).saved);
+  bytes_ -= saved.bytes();
   entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(entry));
   return saved;
-}
-
-void PromptCache::drop(size_t entry) {
-  bytes_ -= entries_[entry].saved.bytes();
-  entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(entry));
 }
 
 }  // namespace skainet::serve

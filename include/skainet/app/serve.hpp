@@ -326,7 +326,7 @@ class PromptCache {
   };
   // The entry sharing the longest reusable prefix with `prompt`; nullopt when none shares a token.
   std::optional<Match> best(std::span<const int32_t> prompt) const;
-  generate::SavedPrefix take(size_t entry);  // removes it (a slot holds it now)
+  generate::SavedPrefix take(size_t entry);  // removes it (a slot holds it now, or it is evicted)
   size_t entries() const noexcept { return entries_.size(); }
   uint64_t bytes() const noexcept { return bytes_; }
   uint64_t limit() const noexcept { return limit_; }
@@ -334,9 +334,8 @@ class PromptCache {
  private:
   struct Entry {
     generate::SavedPrefix saved;
-    uint64_t used = 0;  // the clock when saved
+    uint64_t used = 0;  // the clock when last saved (or found held when saved again)
   };
-  void drop(size_t entry);
   std::vector<Entry> entries_;
   uint64_t bytes_ = 0, limit_, clock_ = 0;
 };
