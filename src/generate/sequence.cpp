@@ -47,13 +47,16 @@ std::span<const int32_t> Sequence::cached() const noexcept {
   return cached_;
 }
 
-size_t Sequence::reusable(std::span<const int32_t> prompt) const noexcept {
-  const std::span<const int32_t> have = cached();
-  const size_t n = std::min(have.size(), prompt.size());
-  const size_t common =
-      static_cast<size_t>(std::mismatch(have.begin(), have.begin() + n, prompt.begin()).first - have.begin());
-  return prompt.empty() ? 0 : std::min(common, prompt.size() - 1);
+size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) noexcept {
+  const size_t n = std::min(a.size(), b.size());
+  return static_cast<size_t>(std::mismatch(a.begin(), a.begin() + n, b.begin()).first - a.begin());
 }
+
+size_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> prompt) noexcept {
+  return prompt.empty() ? 0 : std::min(common_prefix(cached, prompt), prompt.size() - 1);
+}
+
+size_t Sequence::reusable(std::span<const int32_t> prompt) const noexcept { return reusable_prefix(cached(), prompt); }
 
 size_t Sequence::start(std::span<const int32_t> prompt, PrefixReuse reuse) {
   const size_t reused = reuse == PrefixReuse::Reuse ? reusable(prompt) : 0;
@@ -74,18 +77,24 @@ uint64_t Sequence::cell_bytes() const noexcept {
   return uint64_t{plan.kv.layers} * (kv.k(0).row_bytes() + kv.v(0).row_bytes());
 }
 
-// Layer by layer, the first n rows of K, then of V: each layer's cache is one contiguous [n_ctx, width].
+// Layer by layer, the first rows of K, then of V: each layer's cache is one contiguous [n_ctx, width].
+template <class Fn>
+void Sequence::each_prefix_rows(size_t tokens, Fn&& fn) const {
+  size_t at = 0;
+  for (uint32_t l = 0; l < plan.kv.layers; ++l)
+    for (const Tensor* t : {&kv.k(l), &kv.v(l)}) {
+      const size_t n = tokens * t->row_bytes();
+      fn(*t, at, n);
+      at += n;
+    }
+}
+
 SavedPrefix Sequence::save() const {
   const std::span<const int32_t> tokens = cached();
   SavedPrefix saved{.tokens = {tokens.begin(), tokens.end()}, .cells = {}};
   saved.cells.resize(tokens.size() * cell_bytes());
-  std::byte* at = saved.cells.data();
-  for (uint32_t l = 0; l < plan.kv.layers; ++l)
-    for (const Tensor* t : {&kv.k(l), &kv.v(l)}) {
-      const size_t n = tokens.size() * t->row_bytes();
-      std::memcpy(at, t->bytes(), n);
-      at += n;
-    }
+  each_prefix_rows(tokens.size(),
+                   [&](const Tensor& t, size_t at, size_t n) { std::memcpy(saved.cells.data() + at, t.bytes(), n); });
   return saved;
 }
 
@@ -95,13 +104,9 @@ void Sequence::restore(const SavedPrefix& saved) {
         fmt::format("a saved prefix of {} tokens in {} bytes does not fit this KV cache ({} cells "
                     "of {} bytes)",
                     saved.tokens.size(), saved.cells.size(), plan.kv.n_ctx, cell_bytes()));
-  const std::byte* at = saved.cells.data();
-  for (uint32_t l = 0; l < plan.kv.layers; ++l)
-    for (const Tensor* t : {&kv.k(l), &kv.v(l)}) {
-      const size_t n = saved.tokens.size() * t->row_bytes();
-      std::memcpy(t->mutable_bytes(), at, n);
-      at += n;
-    }
+  each_prefix_rows(saved.tokens.size(), [&](const Tensor& t, size_t at, size_t n) {
+    std::memcpy(t.mutable_bytes(), saved.cells.data() + at, n);
+  });
   cached_.assign(saved.tokens.begin(), saved.tokens.end());
   recorded_at_step_ = generator.step_stats().step;
 }

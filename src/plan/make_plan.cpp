@@ -76,9 +76,9 @@ GgmlType checked_kv_type(const std::string& file, const arch::ModelShape& m, Ggm
   return type;
 }
 
-void add_totals(MemoryPlan& p) {
-  Totals t;
-  t.prompt_cache = p.totals.prompt_cache;  // set from PlanOptions before the first call
+// prompt_cache: PlanOptions::prompt_cache, resident as a whole.
+void add_totals(MemoryPlan& p, uint64_t prompt_cache) {
+  Totals t{.prompt_cache = prompt_cache};
   for (const auto& d : p.tensors) {
     t.file += d.file_bytes;
     switch (d.spec.domain) {
@@ -230,12 +230,11 @@ MemoryPlan make_plan(const gguf::Header& header, const placement::MemoryProfile&
                              {.sequences = p.slots, .packed_caches = packed, .drafts = options.draft_max > 0});
     p.batch_scratch = estimate_scratch(p.tensors, platform, batch_rows);
   }
-  p.totals.prompt_cache = options.prompt_cache;
-  add_totals(p);
+  add_totals(p, options.prompt_cache);
   if (p.model && p.model->experts > 0) {
     if (options.expert_stats) options.expert_stats->check_fits(*p.model, p.file);
     place_experts(p, options.expert_stats ? &*options.expert_stats : nullptr, platform.page_size);
-    add_totals(p);
+    add_totals(p, options.prompt_cache);
   } else if (options.expert_stats) {
     options.expert_stats->check_fits(p.model.value_or(arch::ModelShape{}), p.file);
   }

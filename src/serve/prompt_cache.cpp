@@ -6,21 +6,13 @@
 #include "skainet/app/serve.hpp"
 
 namespace skainet::serve {
-namespace {
-
-size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
-  const size_t n = std::min(a.size(), b.size());
-  return static_cast<size_t>(std::mismatch(a.begin(), a.begin() + n, b.begin()).first - a.begin());
-}
-
-}  // namespace
 
 void PromptCache::put(generate::SavedPrefix saved) {
   if (saved.tokens.empty() || saved.bytes() > limit_) return;
   const std::span<const int32_t> tokens = saved.tokens;
   for (size_t i = entries_.size(); i-- > 0;) {
     const std::span<const int32_t> held = entries_[i].saved.tokens;
-    const size_t common = common_prefix(held, tokens);
+    const size_t common = generate::common_prefix(held, tokens);
     if (common == tokens.size()) {  // held already (the same tokens, or more of them)
       entries_[i].used = ++clock_;
       return;
@@ -37,10 +29,9 @@ void PromptCache::put(generate::SavedPrefix saved) {
 }
 
 std::optional<PromptCache::Match> PromptCache::best(std::span<const int32_t> prompt) const {
-  if (prompt.empty()) return std::nullopt;
   std::optional<Match> best;
   for (size_t i = 0; i < entries_.size(); ++i) {
-    const size_t reusable = std::min(common_prefix(entries_[i].saved.tokens, prompt), prompt.size() - 1);
+    const size_t reusable = generate::reusable_prefix(entries_[i].saved.tokens, prompt);
     if (reusable > 0 && (!best || reusable > best->reusable ||
                          (reusable == best->reusable && entries_[i].used > entries_[best->entry].used)))
       best = Match{i, reusable};

@@ -39,6 +39,12 @@ struct SavedPrefix {
   uint64_t bytes() const noexcept { return cells.size() + tokens.size() * sizeof(int32_t); }
 };
 
+// How many leading tokens `a` and `b` share.
+size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) noexcept;
+// How many of `prompt`'s leading tokens a cache holding `cached` lets a generation skip: the common
+// prefix, less the prompt's last token (it must run, for its logits).
+size_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> prompt) noexcept;
+
 class Sequence {
  public:
   // `plan` must have a model (MemoryPlan::sequence()); the KV cache is allocated in `scope`, where
@@ -93,6 +99,10 @@ class Sequence {
 
  private:
   bool record_current() const noexcept;
+  // fn(tensor, offset, bytes) for the first `tokens` rows of each layer's K, then V: where save() puts
+  // them in SavedPrefix::cells, and restore() takes them from.
+  template <class Fn>
+  void each_prefix_rows(size_t tokens, Fn&& fn) const;
 
   int32_t vocab_size_;
   std::vector<int32_t> cached_;     // capacity n_ctx + 1, reserved once: recording a request allocates nothing
