@@ -9,7 +9,9 @@
 // The numbers are the reference's within float rounding, not the per-head matmul's bit for bit: each
 // score sums its products over the head's elements in order, one cell per vector lane (the keys
 // transposed eight cells at a time), with fused multiply-adds. The softmax is softmax_row, and each
-// output element sums probability times value over the cells in order as gemm_t does.
+// output element sums probability times value over the cells in order as gemm_t does. The products
+// run on Lanes: 16 floats a vector in the AVX-512 unit (twice the cells or elements per fused
+// multiply-add, the half of a decode step's attention time that is arithmetic), 8 in the AVX2 unit.
 #pragma once
 
 #include <algorithm>
@@ -58,6 +60,59 @@ struct KvBF16 : ElementWise<KvBF16> {
 };
 template <class W>
 constexpr bool kElementWise = std::is_base_of_v<ElementWise<W>, W>;
+
+// The products' vectors (score_groups, attend_values_of): a score vector holds kCount cells, a value
+// vector kCount elements of a head. The keys' octets stay eight cells wide (their transposition is
+// 256-bit); in the AVX-512 unit two sit side by side, one in each half of a 16-float row.
+#if defined(__AVX512F__)
+struct Lanes {
+  using V = __m512;
+  static constexpr int64_t kCount = 16;
+  // Heads per pass over a block's keys (two groups each) and values (four vectors each): as many
+  // accumulators as the 32 registers leave room for.
+  static constexpr int kScoreHeads = 8, kValueHeads = 4;
+  static V zero() noexcept { return _mm512_setzero_ps(); }
+  static V load(const float* p) noexcept { return _mm512_load_ps(p); }
+  static V loadu(const float* p) noexcept { return _mm512_loadu_ps(p); }
+  static V set1(float x) noexcept { return _mm512_set1_ps(x); }
+  static V fmadd(V a, V b, V c) noexcept { return _mm512_fmadd_ps(a, b, c); }
+  static void storeu(float* p, V v) noexcept { _mm512_storeu_ps(p, v); }
+  // The first n < kCount floats at p (the rest zero), and v's first n stored at p.
+  static V load_first(const float* p, int64_t n) noexcept { return _mm512_maskz_loadu_ps(first(n), p); }
+  static void store_first(float* p, V v, int64_t n) noexcept { _mm512_mask_storeu_ps(p, first(n), v); }
+  static __mmask16 first(int64_t n) noexcept { return static_cast<__mmask16>((1u << n) - 1); }
+};
+#else
+struct Lanes {
+  using V = __m256;
+  static constexpr int64_t kCount = 8;
+  static constexpr int kScoreHeads = 4, kValueHeads = 2;  // within 16 registers
+  static V zero() noexcept { return _mm256_setzero_ps(); }
+  static V load(const float* p) noexcept { return _mm256_load_ps(p); }
+  static V loadu(const float* p) noexcept { return _mm256_loadu_ps(p); }
+  static V set1(float x) noexcept { return _mm256_set1_ps(x); }
+  static V fmadd(V a, V b, V c) noexcept { return _mm256_fmadd_ps(a, b, c); }
+  static void storeu(float* p, V v) noexcept { _mm256_storeu_ps(p, v); }
+  static V load_first(const float* p, int64_t n) noexcept {
+    alignas(32) float part[8] = {};
+    std::copy(p, p + n, part);
+    return _mm256_load_ps(part);
+  }
+  static void store_first(float* p, V v, int64_t n) noexcept {
+    alignas(32) float part[8];
+    _mm256_store_ps(part, v);
+    std::copy(part, part + n, p);
+  }
+};
+#endif
+// n floats at p, n > 0 and at most a whole vector; and v's first n stored at p.
+inline Lanes::V load_part(const float* p, int64_t n) noexcept {
+  return n >= Lanes::kCount ? Lanes::loadu(p) : Lanes::load_first(p, n);
+}
+inline void store_part(float* p, Lanes::V v, int64_t n) noexcept {
+  if (n >= Lanes::kCount) return Lanes::storeu(p, v);
+  Lanes::store_first(p, v, n);
+}
 
 // Q8_0 blocks (blocks.hpp): an F16 scale, then 32 signed bytes.
 struct KvQ8_0 {
@@ -140,12 +195,12 @@ void convert_cells(const Attend& a, const std::byte* base, int64_t stride, int64
   }
 }
 
-// Eight cells turned into their "octet": hd vectors, vector d holding the eight cells' element d, so a
-// score leaves the products with one cell per lane and no sum across lanes. load(i, c) gives cell i's
-// elements c..c+8; each 8 x 8 tile is transposed in registers: unpack pairs, then shuffle quads, then
-// join 128-bit halves.
+// Eight cells turned into their "octet": hd rows, row d holding the eight cells' element d (at
+// octet + d * stride), so a score leaves the products with one cell per lane and no sum across lanes.
+// load(i, c) gives cell i's elements c..c+8; each 8 x 8 tile is transposed in registers: unpack pairs,
+// then shuffle quads, then join 128-bit halves.
 template <class Load>
-[[gnu::always_inline]] inline void transpose_octet(Load load, int64_t hd, float* octet) noexcept {
+[[gnu::always_inline]] inline void transpose_octet(Load load, int64_t hd, float* octet, int64_t stride) noexcept {
   for (int64_t c = 0; c < hd; c += 8) {
     __m256 r[8], t[8];
     SKAINET_UNROLL
@@ -166,153 +221,160 @@ template <class Load>
     // r[i + 4] the same of cells 4-7: joining halves gives whole columns.
     SKAINET_UNROLL
     for (int i = 0; i < 4; ++i) {
-      _mm256_store_ps(octet + (c + i) * 8, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
-      _mm256_store_ps(octet + (c + i + 4) * 8, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+      _mm256_store_ps(octet + (c + i) * stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+      _mm256_store_ps(octet + (c + i + 4) * stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
     }
   }
 }
 
-// The octet of cells [j, j + n) of the keys (n <= 8; the missing cells zero): an element-wise type's
-// whole octet straight from the cache, any other through its rows converted into `rows` first.
+// The octet of cells [j, j + n) of the keys (0 <= n <= 8; the missing cells zero), its rows
+// `stride` floats apart: an element-wise type's whole octet straight from the cache, any other
+// through its rows converted into `rows` first.
 template <class W, int64_t D>
-void key_octet(const Attend& a, int64_t j, int64_t n, float* rows, float* octet) noexcept {
+void key_octet(const Attend& a, int64_t j, int64_t n, float* rows, float* octet, int64_t stride) noexcept {
   const int64_t hd = D > 0 ? D : a.head_dim;
   if constexpr (kElementWise<W>) {
     if (n == 8) {
       const std::byte* cell = a.k + j * a.k_stride;
       for (int64_t i = 0; i < 8; ++i) ask_ahead(a, a.k, a.k_stride, j + i, W::bytes(hd));
-      return transpose_octet([&](int i, int64_t c) { return W::vec8(cell + i * a.k_stride, c); }, hd, octet);
+      return transpose_octet([&](int i, int64_t c) { return W::vec8(cell + i * a.k_stride, c); }, hd, octet, stride);
     }
   }
   convert_cells<W, D>(a, a.k, a.k_stride, j, n, rows);
   std::fill(rows + n * hd, rows + 8 * hd, 0.0f);
-  transpose_octet([&](int i, int64_t c) { return _mm256_load_ps(rows + i * hd + c); }, hd, octet);
+  transpose_octet([&](int i, int64_t c) { return _mm256_load_ps(rows + i * hd + c); }, hd, octet, stride);
 }
 
-// Scores of R heads from h over O octets (8 O cells) of the transposed keys: R * O accumulators, one
-// cell per lane, each summing q_h[d] * k[d] over d in order; every key vector is loaded once for the
-// R heads and every query element broadcast once for the O octets.
+// Scores of R heads from h over O groups (Lanes::kCount cells each) of the transposed keys: R * O
+// accumulators, one cell per lane, each summing q_h[d] * k[d] over d in order; every key vector is
+// loaded once for the R heads and every query element broadcast once for the O groups.
 template <int R, int O, int64_t D>
-[[gnu::always_inline]] inline void score_octets(const float* q, int64_t hd, const float* kt,
-                                                __m256 out[R][O]) noexcept {
+[[gnu::always_inline]] inline void score_groups(const float* q, int64_t hd, const float* kt,
+                                                Lanes::V out[R][O]) noexcept {
+  constexpr int64_t L = Lanes::kCount;
   if constexpr (D > 0) hd = D;
   SKAINET_UNROLL
   for (int r = 0; r < R; ++r) {
     SKAINET_UNROLL
-    for (int o = 0; o < O; ++o) out[r][o] = _mm256_setzero_ps();
+    for (int o = 0; o < O; ++o) out[r][o] = Lanes::zero();
   }
 #pragma GCC unroll 4
   for (int64_t d = 0; d < hd; ++d) {
-    __m256 k[O];
+    Lanes::V k[O];
     SKAINET_UNROLL
     for (int o = 0; o < O; ++o) {
-      k[o] = _mm256_load_ps(kt + (o * hd + d) * 8);
+      k[o] = Lanes::load(kt + (o * hd + d) * L);
       // Kept in a register for the R heads: folded into each FMA, the load would be repeated R times
       // and the loads, not the FMAs, would set the pace.
-      __asm__("" : "+x"(k[o]));
+      __asm__("" : "+v"(k[o]));
     }
     SKAINET_UNROLL
     for (int r = 0; r < R; ++r) {
-      const __m256 qd = _mm256_broadcast_ss(q + r * hd + d);
+      const Lanes::V qd = Lanes::set1(q[r * hd + d]);
       SKAINET_UNROLL
-      for (int o = 0; o < O; ++o) out[r][o] = _mm256_fmadd_ps(qd, k[o], out[r][o]);
+      for (int o = 0; o < O; ++o) out[r][o] = Lanes::fmadd(qd, k[o], out[r][o]);
     }
   }
 }
 
-// Stores one octet's scores: the cells past m (the block's end) are not the task's to write.
-inline void store_scores(float* s, __m256 v, int64_t valid) noexcept {
-  if (valid >= 8) return _mm256_storeu_ps(s, v);
-  alignas(32) float last[8];
-  _mm256_store_ps(last, v);
-  std::copy(last, last + valid, s);
-}
-
-// R heads from h over the block's octets, two at a time (the last alone when their count is odd).
+// R heads from h over the block's groups, two at a time (the last alone when their count is odd); a
+// group's cells past m (the block's end) are not the task's to write.
 template <int R, int64_t D>
 void score_heads(const Attend& a, int64_t h, const float* kt, int64_t j0, int64_t m) noexcept {
-  const int64_t hd = D > 0 ? D : a.head_dim, octets = (m + 7) / 8;
+  constexpr int64_t L = Lanes::kCount;
+  const int64_t hd = D > 0 ? D : a.head_dim, groups = (m + L - 1) / L;
   const float* q = a.q + h * hd;
   float* s = a.scores + h * a.scores_stride + j0;
   int64_t o = 0;
-  for (; o + 2 <= octets; o += 2) {
-    __m256 acc[R][2];
-    score_octets<R, 2, D>(q, hd, kt + o * 8 * hd, acc);
+  for (; o + 2 <= groups; o += 2) {
+    Lanes::V acc[R][2];
+    score_groups<R, 2, D>(q, hd, kt + o * L * hd, acc);
     SKAINET_UNROLL
     for (int r = 0; r < R; ++r) {
-      store_scores(s + r * a.scores_stride + 8 * o, acc[r][0], m - 8 * o);
-      store_scores(s + r * a.scores_stride + 8 * o + 8, acc[r][1], m - 8 * o - 8);
+      store_part(s + r * a.scores_stride + L * o, acc[r][0], m - L * o);
+      store_part(s + r * a.scores_stride + L * o + L, acc[r][1], m - L * o - L);
     }
   }
-  if (o < octets) {
-    __m256 acc[R][1];
-    score_octets<R, 1, D>(q, hd, kt + o * 8 * hd, acc);
+  if (o < groups) {
+    Lanes::V acc[R][1];
+    score_groups<R, 1, D>(q, hd, kt + o * L * hd, acc);
     SKAINET_UNROLL
-    for (int r = 0; r < R; ++r) store_scores(s + r * a.scores_stride + 8 * o, acc[r][0], m - 8 * o);
+    for (int r = 0; r < R; ++r) store_part(s + r * a.scores_stride + L * o, acc[r][0], m - L * o);
+  }
+}
+
+// fn(h, R) over the heads in runs of R = N (a power of two) while N are left, then of the powers of
+// two below it: a grouped-query task's 8 heads are one run, a lone head's task one of 1.
+template <int N, class Fn>
+void by_head_runs(int64_t heads, Fn&& fn) noexcept {
+  int64_t h = 0;
+  for (; h + N <= heads; h += N) fn(h, std::integral_constant<int, N>{});
+  if constexpr (N > 1) {
+    if (h < heads) by_head_runs<N / 2>(heads - h, [&](int64_t i, auto r) { fn(h + i, r); });
   }
 }
 
 // The raw scores q_h · k_j of every head, a block of cells at a time: the block's keys converted to
-// floats eight cells at a time (the rows past the visible end zeroed) and transposed into octets,
-// then the heads four at a time over the octets. Summing across a vector's lanes per cell (or per
-// eight cells) left each score waiting on a chain of horizontal adds; here a lane is a cell.
+// floats eight cells at a time (the rows past the visible end zeroed) and transposed into octets, laid
+// side by side in groups of Lanes::kCount cells, then the heads in runs (by_head_runs) over the groups.
+// Summing across a vector's lanes per cell (or per eight cells) left each score waiting on a chain of
+// horizontal adds; here a lane is a cell.
 template <class W, int64_t D>
 void attend_scores(const Attend& a) noexcept {
-  alignas(32) float rows[8 * kAttendMaxHeadDim];
-  alignas(32) float kt[kBlockFloats];
-  const int64_t hd = D > 0 ? D : a.head_dim, block = kBlockFloats / hd / 8 * 8;
+  constexpr int64_t L = Lanes::kCount;
+  alignas(64) float rows[8 * kAttendMaxHeadDim];
+  alignas(64) float kt[kBlockFloats];
+  const int64_t hd = D > 0 ? D : a.head_dim, block = kBlockFloats / hd / L * L;
   for (int64_t j0 = a.begin; j0 < a.end; j0 += block) {
-    const int64_t m = std::min(block, a.end - j0);
-    for (int64_t o = 0; o * 8 < m; ++o)
-      key_octet<W, D>(a, j0 + 8 * o, std::min<int64_t>(8, m - 8 * o), rows, kt + o * 8 * hd);
-    int64_t h = 0;
-    for (; h + 4 <= a.heads; h += 4) score_heads<4, D>(a, h, kt, j0, m);
-    switch (a.heads - h) {
-      case 3: score_heads<3, D>(a, h, kt, j0, m); break;
-      case 2: score_heads<2, D>(a, h, kt, j0, m); break;
-      case 1: score_heads<1, D>(a, h, kt, j0, m); break;
-      default: break;
-    }
+    const int64_t m = std::min(block, a.end - j0), octets = (m + L - 1) / L * (L / 8);
+    for (int64_t o = 0; o < octets; ++o)
+      key_octet<W, D>(a, j0 + 8 * o, std::clamp<int64_t>(m - 8 * o, 0, 8), rows, kt + 8 * o / L * L * hd + 8 * o % L,
+                      L);
+    by_head_runs<Lanes::kScoreHeads>(a.heads,
+                                     [&](int64_t h, auto r) { score_heads<decltype(r)::value, D>(a, h, kt, j0, m); });
   }
 }
 
-// out[h][d0, d0 + 8V) += sum_j p_h[j0 + j] value_j for R heads from h over the m converted values in
-// vb (rows of hd floats): R * V accumulators, each value vector loaded once for the R heads.
+// out[h][d0, d0 + V vectors) += sum_j p_h[j0 + j] value_j for R heads from h over the m converted
+// values in vb (rows of hd floats; the last vector may pass the head's end, whose lanes are neither
+// read from out nor written): R * V accumulators, each value vector loaded once for the R heads.
 template <int R, int V>
 void attend_values_of(const Attend& a, int64_t h, int64_t d0, const float* vb, int64_t j0, int64_t m) noexcept {
+  constexpr int64_t L = Lanes::kCount;
   const int64_t hd = a.head_dim;
-  __m256 acc[R][V];
+  Lanes::V acc[R][V];
   SKAINET_UNROLL
   for (int r = 0; r < R; ++r) {
     SKAINET_UNROLL
-    for (int v = 0; v < V; ++v) acc[r][v] = _mm256_loadu_ps(a.out + (h + r) * hd + d0 + 8 * v);
+    for (int v = 0; v < V; ++v) acc[r][v] = load_part(a.out + (h + r) * hd + d0 + L * v, hd - d0 - L * v);
   }
   const float* p = a.scores + h * a.scores_stride + j0;
   for (int64_t j = 0; j < m; ++j) {
-    __m256 val[V];
+    Lanes::V val[V];
     SKAINET_UNROLL
     for (int v = 0; v < V; ++v) {
-      val[v] = _mm256_load_ps(vb + j * hd + d0 + 8 * v);
-      __asm__("" : "+x"(val[v]));  // loaded once for the R heads (as the keys in score_octets)
+      val[v] = Lanes::loadu(vb + j * hd + d0 + L * v);
+      __asm__("" : "+v"(val[v]));  // loaded once for the R heads (as the keys in score_groups)
     }
     SKAINET_UNROLL
     for (int r = 0; r < R; ++r) {
-      const __m256 pr = _mm256_set1_ps(p[r * a.scores_stride + j]);
+      const Lanes::V pr = Lanes::set1(p[r * a.scores_stride + j]);
       SKAINET_UNROLL
-      for (int v = 0; v < V; ++v) acc[r][v] = _mm256_fmadd_ps(pr, val[v], acc[r][v]);
+      for (int v = 0; v < V; ++v) acc[r][v] = Lanes::fmadd(pr, val[v], acc[r][v]);
     }
   }
   SKAINET_UNROLL
   for (int r = 0; r < R; ++r) {
     SKAINET_UNROLL
-    for (int v = 0; v < V; ++v) _mm256_storeu_ps(a.out + (h + r) * hd + d0 + 8 * v, acc[r][v]);
+    for (int v = 0; v < V; ++v) store_part(a.out + (h + r) * hd + d0 + L * v, acc[r][v], hd - d0 - L * v);
   }
 }
 
 template <int R>
 void attend_values_heads(const Attend& a, int64_t h, const float* vb, int64_t j0, int64_t m) noexcept {
-  for (int64_t d0 = 0; d0 < a.head_dim; d0 += 32) {
-    switch (std::min<int64_t>(4, (a.head_dim - d0) / 8)) {
+  constexpr int64_t L = Lanes::kCount;
+  for (int64_t d0 = 0; d0 < a.head_dim; d0 += 4 * L) {
+    switch (std::min<int64_t>(4, (a.head_dim - d0 + L - 1) / L)) {
       case 4: attend_values_of<R, 4>(a, h, d0, vb, j0, m); break;
       case 3: attend_values_of<R, 3>(a, h, d0, vb, j0, m); break;
       case 2: attend_values_of<R, 2>(a, h, d0, vb, j0, m); break;
@@ -321,19 +383,20 @@ void attend_values_heads(const Attend& a, int64_t h, const float* vb, int64_t j0
   }
 }
 
-// out_h = sum_j p_h[j] value_j: the values converted to floats a block at a time, then read by every
-// head two at a time.
+// out_h = sum_j p_h[j] value_j: the values converted to floats a block at a time, then read by the
+// heads in runs. A head size that is not a whole number of vectors reads up to 8 floats past a
+// row (the next row's, or the zeroed slack after the block), into lanes that are not stored.
 template <class W, int64_t D>
 void attend_values_in(const Attend& a) noexcept {
-  alignas(32) float vb[kBlockFloats];
+  alignas(64) float vb[kBlockFloats + 8];
   const int64_t hd = D > 0 ? D : a.head_dim, block = kBlockFloats / hd;
   std::fill(a.out, a.out + a.heads * hd, 0.0f);
   for (int64_t j0 = a.begin; j0 < a.end; j0 += block) {
     const int64_t m = std::min(block, a.end - j0);
     convert_cells<W, D>(a, a.v, a.v_stride, j0, m, vb);
-    int64_t h = 0;
-    for (; h + 2 <= a.heads; h += 2) attend_values_heads<2>(a, h, vb, j0, m);
-    if (h < a.heads) attend_values_heads<1>(a, h, vb, j0, m);
+    std::fill(vb + m * hd, vb + m * hd + 8, 0.0f);
+    by_head_runs<Lanes::kValueHeads>(
+        a.heads, [&](int64_t h, auto r) { attend_values_heads<decltype(r)::value>(a, h, vb, j0, m); });
   }
 }
 
