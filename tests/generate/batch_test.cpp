@@ -307,7 +307,11 @@ TEST(Batch, LogProbabilitiesAreTheLogSoftmaxAndItsBest) {
 // Speculative decoding in a batch: three sequences drafting (n-grams of a prompt that repeats itself,
 // and a draft model that is the model itself, so most drafts are accepted) beside one that does not,
 // greedy and sampled with a seed, give the tokens each gives alone without drafts; drafts were run and
-// accepted, and the steps stay within the plan's slabs.
+// accepted, and the steps stay within the plan's slabs. Sampled tokens are compared only on the
+// reference kernels, where a batch's rows are bit for bit each sequence alone (BatchFamilies): on a
+// SIMD table they agree within 1e-4, and a seeded draw that lands between two tokens' cumulative
+// probabilities may pick the neighbour (seen on the AVX-512 table built by clang: token 280 for 279).
+// tests/CMakeLists.txt runs this test again with SKAINET_ISA=reference for that half.
 TEST(Batch, SpeculatingSequencesGiveThePlainTokens) {
   auto e = open(kStories, 4, 8, true, 6);
   const std::string story = "Once upon a time, there was a little girl named Lily. She loved to play outside. ";
@@ -322,6 +326,7 @@ TEST(Batch, SpeculatingSequencesGiveThePlainTokens) {
   for (const text::SamplerConfig& sampling :
        {text::SamplerConfig{.temperature = 0.0f}, text::SamplerConfig{.temperature = 0.9f, .seed = 5}}) {
     SCOPED_TRACE(sampling.temperature);
+    if (sampling.temperature > 0.0f && kernels::best_level() != kernels::IsaLevel::Reference) continue;
     std::vector<std::vector<int32_t>> expected(prompts.size()), got(prompts.size());
     for (size_t i = 0; i < prompts.size(); ++i)
       e->sequence->sample_with(sampling).generate_ids(prompts[i], {.max_tokens = 40, .stop_at_eos = false}, nullptr,
