@@ -384,17 +384,19 @@ void attend_values_heads(const Attend& a, int64_t h, const float* vb, int64_t j0
 }
 
 // out_h = sum_j p_h[j] value_j: the values converted to floats a block at a time, then read by the
-// heads in runs. A head size that is not a whole number of vectors reads up to 8 floats past a
-// row (the next row's, or the zeroed slack after the block), into lanes that are not stored.
+// heads in runs. A head size that is not a whole number of vectors (a multiple of 8, attend_takes)
+// reads up to kCount - 8 floats past a row (the next row's, or the zeroed slack after the block),
+// into lanes that are not stored.
 template <class W, int64_t D>
 void attend_values_in(const Attend& a) noexcept {
-  alignas(64) float vb[kBlockFloats + 8];
+  constexpr int64_t kSlack = Lanes::kCount - 8;
+  alignas(64) float vb[kBlockFloats + kSlack];
   const int64_t hd = D > 0 ? D : a.head_dim, block = kBlockFloats / hd;
   std::fill(a.out, a.out + a.heads * hd, 0.0f);
   for (int64_t j0 = a.begin; j0 < a.end; j0 += block) {
     const int64_t m = std::min(block, a.end - j0);
     convert_cells<W, D>(a, a.v, a.v_stride, j0, m, vb);
-    std::fill(vb + m * hd, vb + m * hd + 8, 0.0f);
+    std::fill(vb + m * hd, vb + m * hd + kSlack, 0.0f);
     by_head_runs<Lanes::kValueHeads>(
         a.heads, [&](int64_t h, auto r) { attend_values_heads<decltype(r)::value>(a, h, vb, j0, m); });
   }
