@@ -92,11 +92,13 @@ void ThreadPool::worker_loop() {
 void ThreadPool::run(int64_t n, int64_t grain, TaskFn fn, void* context) noexcept {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
-  // Nested calls, single-thread pools and single chunks run inline: no hand-off to pay for.
+  // Nested calls, single-thread pools and single chunks run inline, as one call over [0, n): no
+  // hand-off to pay for, and a kernel sees all its rows at once (a small model's 64-row projection in
+  // 16-row chunks transposed its weights four times over).
   if (t_in_task || workers_.empty() || n <= grain) {
     const bool was_in_task = t_in_task;
     t_in_task = true;
-    for (int64_t b = 0; b < n; b += grain) fn(context, b, b + grain < n ? b + grain : n);
+    fn(context, 0, n);
     t_in_task = was_in_task;
     return;
   }

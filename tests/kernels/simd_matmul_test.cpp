@@ -231,8 +231,8 @@ void check_many_rows(std::initializer_list<GgmlType> types, std::initializer_lis
 // weight and x rows, k in steps of 32 converted 512 at a time, accumulators spilled every 256 x
 // rows) and what they leave to AVX-512 (x rows past the last 16, weight rows past the last 16, k not
 // a multiple of 32); the other levels' prefill tiles at these sizes too, the short-k transposed
-// products among them (k <= 128: whole 16s or 32s of weight rows and leftovers, x rows in 6s and 4s
-// and leftovers, k not a multiple of 8).
+// products among them (k <= 256: blocks of 32 weight rows where k <= 128, else of 16, and leftovers;
+// x rows in 8s, 6s and 4s and leftovers; k not a multiple of 8).
 TEST(SimdMatmulDense, ManyRowsMatchReferenceOnEveryLevel) {
   // The runner splits the weight rows in 2 chunks a thread: at least 64 rows give each a whole 16.
   check_many_rows({GgmlType::F32, GgmlType::F16, GgmlType::BF16},
@@ -244,6 +244,8 @@ TEST(SimdMatmulDense, ManyRowsMatchReferenceOnEveryLevel) {
                    {64, 67, 275},
                    {8, 37, 11},
                    {13, 33, 5},
+                   {200, 45, 19},
+                   {256, 16, 9},
                    {128, 16, 2}},
                   {Path::Plain, Path::Prepared}, 900);
 }
@@ -343,15 +345,16 @@ TEST(SimdTables, BestIsTheWidestLevelThisCpuRuns) {
 
 // Dense F32/F16 weights viewed transposed (output dimension contiguous: attention's Vᵀ over the V
 // cache) take the GemmT kernels: a [cols, k] view of a [k, cols + 3] buffer starting at column 2,
-// every level, odd sizes, register-tile leftovers in rows and columns, chunks of columns on 1 and 2
-// threads; against the reference (double accumulation) within float summation error.
+// every level, odd sizes, register tiles of 1, 2 and 4 column vectors with their row leftovers (up to
+// 16 rows a tile), chunks of columns on 1 and 2 threads; against the reference (double accumulation) within float
+// summation error.
 TEST(SimdMatmul, TransposedDenseWeightsMatchReference) {
   uint32_t seed = 900;
   for (IsaLevel level : simd_levels())
     for (GgmlType type : {GgmlType::F32, GgmlType::F16})
       for (int64_t cols : {1, 7, 20, 64, 67, 130})
         for (int64_t k : {1, 5, 33, 130})
-          for (int64_t n : {1, 2, 3, 5, 9})
+          for (int64_t n : {1, 2, 3, 5, 9, 19, 37})
             for (int threads : {1, 2}) {
               const Owned base = make_weight(type, k + 1, cols + 3, seed++);
               const Tensor w = base.t.rows(1, k).narrow(1, 2, cols).transpose(0, 1);  // [cols, k]

@@ -29,7 +29,8 @@ class ThreadPool {
 
   int size() const noexcept { return static_cast<int>(workers_.size()) + 1; }
 
-  // Runs fn(context, begin, end) over [0, n) in chunks of `grain` items (at least 1).
+  // Runs fn(context, begin, end) over [0, n) in chunks of `grain` items (at least 1); where it runs
+  // inline (one thread, a nested call, a single chunk) as one call over [0, n).
   void run(int64_t n, int64_t grain, TaskFn fn, void* context) noexcept;
 
   template <class F>

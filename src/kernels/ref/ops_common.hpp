@@ -29,6 +29,30 @@ inline int64_t row_offset(const Shape& s, const Strides& st, int64_t r) noexcept
   return off;
 }
 
+// row_offset for r = 0, 1, 2, ... in turn, without its divisions (an odometer over the outer dims):
+// the per-row cost of the row ops that run on every token (a small model's RoPE spent more on the
+// divisions than on its rotations).
+class RowCursor {
+ public:
+  RowCursor(const Shape& s, const Strides& st) noexcept : shape_(s), strides_(st) {}
+  int64_t offset() const noexcept { return offset_; }
+  void next() noexcept {
+    for (int i = shape_.rank() - 2; i >= 0; --i) {
+      const auto d = static_cast<size_t>(i);
+      offset_ += strides_[d];
+      if (++index_[d] < shape_[i]) return;
+      offset_ -= index_[d] * strides_[d];
+      index_[d] = 0;
+    }
+  }
+
+ private:
+  Shape shape_;
+  Strides strides_;
+  Strides index_{};
+  int64_t offset_ = 0;
+};
+
 inline int64_t inner_stride(const Tensor& t) noexcept { return t.rank() ? t.stride(t.rank() - 1) : 0; }
 
 // The columns [begin, end) of its n that a softmax row sees (SoftmaxParams): row r is the query at

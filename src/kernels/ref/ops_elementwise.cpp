@@ -17,11 +17,15 @@ void binary(const Tensor& a, const Tensor& b, const Tensor& out, F f) noexcept {
   const int64_t n = a.shape().back();
   const int64_t sa = inner_stride(a) / 4, so = inner_stride(out) / 4;
   const int64_t sb = (a.rank() ? bs[static_cast<size_t>(a.rank() - 1)] : 0) / 4;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* pa = f32(a.raw() + row_offset(a.shape(), a.strides(), r));
-    const float* pb = f32(b.raw() + row_offset(a.shape(), bs, r));
-    float* po = f32(out.raw_mut() + row_offset(out.shape(), out.strides(), r));
-    for (int64_t j = 0; j < n; ++j) po[j * so] = f(pa[j * sa], pb[j * sb]);
+  RowCursor ca(a.shape(), a.strides()), cb(a.shape(), bs), co(out.shape(), out.strides());
+  for (int64_t r = 0; r < rows; ++r, ca.next(), cb.next(), co.next()) {
+    const float* pa = f32(a.raw() + ca.offset());
+    const float* pb = f32(b.raw() + cb.offset());
+    float* po = f32(out.raw_mut() + co.offset());
+    if (sa == 1 && sb == 1 && so == 1)  // contiguous rows: the loop the compiler vectorizes
+      for (int64_t j = 0; j < n; ++j) po[j] = f(pa[j], pb[j]);
+    else
+      for (int64_t j = 0; j < n; ++j) po[j * so] = f(pa[j * sa], pb[j * sb]);
   }
 }
 
@@ -30,9 +34,10 @@ void unary(const Tensor& x, const Tensor& out, F f) noexcept {
   const int64_t rows = row_count(x.shape());
   const int64_t n = x.shape().back();
   const int64_t sx = inner_stride(x) / 4, so = inner_stride(out) / 4;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* px = f32(x.raw() + row_offset(x.shape(), x.strides(), r));
-    float* po = f32(out.raw_mut() + row_offset(out.shape(), out.strides(), r));
+  RowCursor cx(x.shape(), x.strides()), co(out.shape(), out.strides());
+  for (int64_t r = 0; r < rows; ++r, cx.next(), co.next()) {
+    const float* px = f32(x.raw() + cx.offset());
+    float* po = f32(out.raw_mut() + co.offset());
     for (int64_t j = 0; j < n; ++j) po[j * so] = f(px[j * sx]);
   }
 }

@@ -54,9 +54,10 @@ void rope(const Tensor& x, int64_t pos0, const RopeParams& p, const Tensor& freq
     c = static_cast<float>(std::cos(theta) * mscale);
     s = static_cast<float>(std::sin(theta) * mscale);
   };
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* px = f32(x.raw() + row_offset(x.shape(), x.strides(), r));
-    float* po = f32(out.raw_mut() + row_offset(out.shape(), out.strides(), r));
+  RowCursor cx(x.shape(), x.strides()), co(out.shape(), out.strides());
+  for (int64_t r = 0; r < rows; ++r, cx.next(), co.next()) {
+    const float* px = f32(x.raw() + cx.offset());
+    float* po = f32(out.raw_mut() + co.offset());
     const int64_t token = x.rank() >= 2 ? r / per_token : 0;
     if (use_cache && token != cached) {
       for (int64_t i = 0; i < half; ++i) angle(token, i, cs[i], sn[i]);

@@ -31,6 +31,7 @@
 #include "kernels/x86/amx_tiles.hpp"
 #include "kernels/x86/block_scales.hpp"
 #include "kernels/x86/feed_formats.hpp"
+#include "kernels/x86/transpose_dwords.hpp"
 
 namespace skainet::kernels::x86 {
 namespace {
@@ -238,33 +239,6 @@ void prepare_q6_k(const std::byte* p, std::byte* hi, std::byte* lo, __m512& d) n
       _tile_dpbssd(CL, SKAINET_SPLIT_A, SKAINET_SPLIT_BL);        \
     }                                                             \
   } while (false)
-
-// r[j] (16 dwords each) -> r[t] = dword t of every r[j]: a 16 x 16 transpose of 4-byte chunks, which
-// turns 16 weight rows' 64 bytes into a B tile.
-inline void transpose_dwords(__m512i (&r)[16]) noexcept {
-  __m512i a[16], b[16];
-  for (int k = 0; k < 8; ++k) {
-    a[2 * k] = _mm512_unpacklo_epi32(r[2 * k], r[2 * k + 1]);
-    a[2 * k + 1] = _mm512_unpackhi_epi32(r[2 * k], r[2 * k + 1]);
-  }
-  // b[4k + c], 128-bit lane L: dword 4L + c of rows 4k .. 4k + 3.
-  for (int k = 0; k < 4; ++k) {
-    b[4 * k] = _mm512_unpacklo_epi64(a[4 * k], a[4 * k + 2]);
-    b[4 * k + 1] = _mm512_unpackhi_epi64(a[4 * k], a[4 * k + 2]);
-    b[4 * k + 2] = _mm512_unpacklo_epi64(a[4 * k + 1], a[4 * k + 3]);
-    b[4 * k + 3] = _mm512_unpackhi_epi64(a[4 * k + 1], a[4 * k + 3]);
-  }
-  // Dword 4L + c of all rows: lane L of b[c], b[4 + c], b[8 + c], b[12 + c].
-  for (int c = 0; c < 4; ++c) {
-    const __m512i e0 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0x44), e1 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0xee);
-    const __m512i e2 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x44),
-                  e3 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xee);
-    r[c] = _mm512_shuffle_i32x4(e0, e2, 0x88);
-    r[4 + c] = _mm512_shuffle_i32x4(e0, e2, 0xdd);
-    r[8 + c] = _mm512_shuffle_i32x4(e1, e3, 0x88);
-    r[12 + c] = _mm512_shuffle_i32x4(e1, e3, 0xdd);
-  }
-}
 
 // What the split kernel reads: block b of the 16 weight rows from `rows` (w_stride apart) as hi and lo
 // B tiles (kSplitBlockTiles bytes each; no hi tiles where kHi is false: every p < 128), d a lane per

@@ -3,8 +3,11 @@
 // multiply and the 4-way add that AVX2 spends three on).
 #if defined(SKAINET_X86_KERNELS)
 
+#include <utility>
+
 #define SKAINET_X86_VNNI 1
 #include "kernels/x86/avx_unit.hpp"
+#include "kernels/x86/transpose_dwords.hpp"
 
 namespace skainet::kernels::x86 {
 namespace {
@@ -189,47 +192,97 @@ void gemm_converted(const Gemv& g) noexcept {
 
 // Dense weights with a short k (attention's scores against the K cache: k is the head dimension;
 // small models' projections) against several x rows. A row-major dot product ends every (weight row,
-// x row) pair in a horizontal sum, which at k <= 128 costs as much as the products. Instead 32 weight
-// rows are transposed to floats once per call (wt[c] holds element c of the 32 rows) and each x row
-// runs k broadcast FMAs into 2 vectors of 32 outputs: no horizontal work at all.
-constexpr int64_t kShortK = 128;
+// x row) pair in a horizontal sum, which at k <= 128 costs as much as the products. Instead a block of
+// 16 or 32 weight rows is transposed to floats once per call (element c of the block's rows is one
+// or two vectors) and each x row runs k broadcast FMAs into them: no horizontal work at all.
+//
+// The block is 32 rows (two vectors) where k <= 128 and more than 16 rows are left, else 16 (one
+// vector: k up to 256, the 16 KiB either way). ops::matmul_into splits a 2-D weight between 16-row
+// blocks, so a thread's share of a small model's projection is often just 16 rows: a 32-row block
+// there left half of every product's lanes zero.
+constexpr int64_t kShortK = 256;
+constexpr int64_t kShortBlockFloats = kShortK * 16;
+
+// Weight rows [o0, o0 + rows) (rows <= 16 V) as floats, element c of row i at wt[c * 16 V + i];
+// rows past them and columns past k are 0 (up to k rounded up to 16).
+template <class W, int V>
+void transpose_block(const Gemv& g, int64_t o0, int64_t rows, float* wt) noexcept {
+  for (int64_t c0 = 0; c0 < g.k; c0 += 16) {
+    const __mmask16 m = tail_mask(g.k - c0);
+    SKAINET_UNROLL
+    for (int v = 0; v < V; ++v) {
+      __m512 r[16];
+      SKAINET_UNROLL
+      for (int i = 0; i < 16; ++i) {
+        const int64_t row = 16 * v + i;
+        r[i] = row < rows ? W::at(g.w + (o0 + row) * g.w_stride, c0, m) : _mm512_setzero_ps();
+      }
+      transpose_floats(r);
+      SKAINET_UNROLL
+      for (int j = 0; j < 16; ++j) _mm512_store_ps(wt + (c0 + j) * 16 * V + 16 * v, r[j]);
+    }
+  }
+}
+
+// x rows [r, r + R) against the transposed block: R * V accumulators.
+template <int V, int R>
+void short_k_rows(const float* wt, const Gemv& g, int64_t r, int64_t o0, const __mmask16 (&m)[2]) noexcept {
+  __m512 acc[R][V];
+  SKAINET_UNROLL
+  for (int j = 0; j < R; ++j) {
+    SKAINET_UNROLL
+    for (int v = 0; v < V; ++v) acc[j][v] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < g.k; ++c) {
+    __m512 w[V];
+    SKAINET_UNROLL
+    for (int v = 0; v < V; ++v) w[v] = _mm512_load_ps(wt + c * 16 * V + 16 * v);
+    SKAINET_UNROLL
+    for (int j = 0; j < R; ++j) {
+      const __m512 xv = _mm512_set1_ps(reinterpret_cast<const float*>(g.x + (r + j) * g.x_stride)[c]);
+      SKAINET_UNROLL
+      for (int v = 0; v < V; ++v) acc[j][v] = _mm512_fmadd_ps(xv, w[v], acc[j][v]);
+    }
+  }
+  SKAINET_UNROLL
+  for (int j = 0; j < R; ++j) {
+    float* out = reinterpret_cast<float*>(g.out + (r + j) * g.out_row) + o0;
+    SKAINET_UNROLL
+    for (int v = 0; v < V; ++v) _mm512_mask_storeu_ps(out + 16 * v, m[v], acc[j][v]);
+  }
+}
+
+// Every x row against one block: R rows at a time (the accumulators and the block's vectors fill
+// most of the 32 registers), then the leftover count from a table.
+template <int V, int R>
+void short_k_block(const float* wt, const Gemv& g, int64_t o0, int64_t rows) noexcept {
+  using RowsFn = void (*)(const float*, const Gemv&, int64_t, int64_t, const __mmask16(&)[2]) noexcept;
+  constexpr auto kLeftover = []<int... I>(std::integer_sequence<int, I...>) {
+    return std::array<RowsFn, R>{nullptr, &short_k_rows<V, I + 1>...};
+  }
+  (std::make_integer_sequence<int, R - 1>{});
+  const __mmask16 m[2] = {tail_mask(rows), tail_mask(std::max<int64_t>(rows - 16, 0))};
+  int64_t r = 0;
+  for (; r + R <= g.n; r += R) short_k_rows<V, R>(wt, g, r, o0, m);
+  if (r < g.n) kLeftover[static_cast<size_t>(g.n - r)](wt, g, r, o0, m);
+}
 
 template <class W>
 void gemm_short_k(const Gemv& g) noexcept {
-  alignas(64) float wt[kShortK][32];
-  alignas(64) float row[kShortK + 16];
-  for (int64_t o0 = 0; o0 < g.rows; o0 += 32) {
-    const int64_t rows = std::min<int64_t>(32, g.rows - o0);
-    for (int64_t i = 0; i < 32; ++i) {
-      if (i < rows)
-        for (int64_t c = 0; c < g.k; c += 16)
-          _mm512_store_ps(row + c, W::at(g.w + (o0 + i) * g.w_stride, c, tail_mask(g.k - c)));
-      for (int64_t c = 0; c < g.k; ++c) wt[c][i] = i < rows ? row[c] : 0.0f;
+  alignas(64) float wt[kShortBlockFloats];
+  for (int64_t o0 = 0; o0 < g.rows;) {
+    const int64_t left = g.rows - o0;
+    if (left > 16 && g.k <= kShortK / 2) {
+      const int64_t rows = std::min<int64_t>(32, left);
+      transpose_block<W, 2>(g, o0, rows, wt);
+      short_k_block<2, 6>(wt, g, o0, rows);
+      o0 += rows;
+    } else {
+      const int64_t rows = std::min<int64_t>(16, left);
+      transpose_block<W, 1>(g, o0, rows, wt);
+      short_k_block<1, 8>(wt, g, o0, rows);
+      o0 += rows;
     }
-    const __mmask16 m0 = tail_mask(rows), m1 = tail_mask(std::max<int64_t>(rows - 16, 0));
-    const auto run = [&]<int R>(int64_t r) noexcept {
-      __m512 acc[R][2];
-      SKAINET_UNROLL
-      for (int j = 0; j < R; ++j) acc[j][0] = acc[j][1] = _mm512_setzero_ps();
-      for (int64_t c = 0; c < g.k; ++c) {
-        const __m512 w0 = _mm512_load_ps(wt[c]), w1 = _mm512_load_ps(wt[c] + 16);
-        SKAINET_UNROLL
-        for (int j = 0; j < R; ++j) {
-          const __m512 xv = _mm512_set1_ps(reinterpret_cast<const float*>(g.x + (r + j) * g.x_stride)[c]);
-          acc[j][0] = _mm512_fmadd_ps(xv, w0, acc[j][0]);
-          acc[j][1] = _mm512_fmadd_ps(xv, w1, acc[j][1]);
-        }
-      }
-      SKAINET_UNROLL
-      for (int j = 0; j < R; ++j) {
-        float* out = reinterpret_cast<float*>(g.out + (r + j) * g.out_row) + o0;
-        _mm512_mask_storeu_ps(out, m0, acc[j][0]);
-        _mm512_mask_storeu_ps(out + 16, m1, acc[j][1]);
-      }
-    };
-    int64_t r = 0;
-    for (; r + 4 <= g.n; r += 4) run.template operator()<4>(r);
-    for (; r < g.n; ++r) run.template operator()<1>(r);
   }
 }
 
@@ -240,51 +293,65 @@ void gemm_dense(const Gemv& g) noexcept {
   Tiles(g);
 }
 
-// GemmT on up to 4 x rows and 64 output columns at a time: each weight row c (64 columns, 4
-// vectors) is loaded once and multiplied by every x row's x[r][c], R * 4 accumulators in registers.
-template <class W, int R>
+// GemmT on R x rows and V vectors of output columns (up to 64) at a time: each weight row c is loaded
+// once and multiplied by every x row's x[r][c], R * V accumulators in registers. Fewer columns, more
+// rows: a head of 8 (stories260K's values product) used to run 4 vectors for 8 live lanes.
+template <class W, int V, int R>
 void gemm_t_rows(const GemmT& g, int64_t r0, int64_t o0, const __mmask16 (&m)[4]) noexcept {
-  __m512 acc[R][4];
+  __m512 acc[R][V];
   SKAINET_UNROLL
   for (int r = 0; r < R; ++r) {
     SKAINET_UNROLL
-    for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_setzero_ps();
+    for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
   }
   const std::byte* x0 = g.x + r0 * g.x_stride;
   for (int64_t c = 0; c < g.k; ++c) {
     const std::byte* wc = g.w + c * g.w_stride;
-    __m512 wv[4];
+    __m512 wv[V];
     SKAINET_UNROLL
-    for (int v = 0; v < 4; ++v) wv[v] = W::at(wc, o0 + 16 * v, m[v]);
+    for (int v = 0; v < V; ++v) wv[v] = W::at(wc, o0 + 16 * v, m[v]);
     SKAINET_UNROLL
     for (int r = 0; r < R; ++r) {
       const __m512 p = _mm512_set1_ps(reinterpret_cast<const float*>(x0 + r * g.x_stride)[c]);
       SKAINET_UNROLL
-      for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_fmadd_ps(p, wv[v], acc[r][v]);
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(p, wv[v], acc[r][v]);
     }
   }
   SKAINET_UNROLL
   for (int r = 0; r < R; ++r) {
     SKAINET_UNROLL
-    for (int v = 0; v < 4; ++v)
+    for (int v = 0; v < V; ++v)
       _mm512_mask_storeu_ps(reinterpret_cast<float*>(g.out + (r0 + r) * g.out_row) + o0 + 16 * v, m[v], acc[r][v]);
   }
+}
+
+// Every x row against V vectors of columns from o0: R rows at a time (R * V <= 16 accumulators),
+// then the leftover count from a table.
+template <class W, int V>
+void gemm_t_columns(const GemmT& g, int64_t o0, const __mmask16 (&m)[4]) noexcept {
+  constexpr int R = 16 / V;
+  using RowsFn = void (*)(const GemmT&, int64_t, int64_t, const __mmask16(&)[4]) noexcept;
+  constexpr auto kLeftover = []<int... I>(std::integer_sequence<int, I...>) {
+    return std::array<RowsFn, R>{nullptr, &gemm_t_rows<W, V, I + 1>...};
+  }
+  (std::make_integer_sequence<int, R - 1>{});
+  int64_t r0 = 0;
+  for (; r0 + R <= g.n; r0 += R) gemm_t_rows<W, V, R>(g, r0, o0, m);
+  if (r0 < g.n) kLeftover[static_cast<size_t>(g.n - r0)](g, r0, o0, m);
 }
 
 template <class W>
 void gemm_t(const GemmT& g) noexcept {
   for (int64_t o0 = 0; o0 < g.cols; o0 += 64) {
-    const __mmask16 m[4] = {tail_mask(g.cols - o0), tail_mask(std::max<int64_t>(g.cols - o0 - 16, 0)),
-                            tail_mask(std::max<int64_t>(g.cols - o0 - 32, 0)),
-                            tail_mask(std::max<int64_t>(g.cols - o0 - 48, 0))};
-    int64_t r0 = 0;
-    for (; r0 + 4 <= g.n; r0 += 4) gemm_t_rows<W, 4>(g, r0, o0, m);
-    switch (g.n - r0) {
-      case 3: gemm_t_rows<W, 3>(g, r0, o0, m); break;
-      case 2: gemm_t_rows<W, 2>(g, r0, o0, m); break;
-      case 1: gemm_t_rows<W, 1>(g, r0, o0, m); break;
-      default: break;
-    }
+    const int64_t left = g.cols - o0;
+    const __mmask16 m[4] = {tail_mask(left), tail_mask(std::max<int64_t>(left - 16, 0)),
+                            tail_mask(std::max<int64_t>(left - 32, 0)), tail_mask(std::max<int64_t>(left - 48, 0))};
+    if (left > 32)
+      gemm_t_columns<W, 4>(g, o0, m);
+    else if (left > 16)
+      gemm_t_columns<W, 2>(g, o0, m);
+    else
+      gemm_t_columns<W, 1>(g, o0, m);
   }
 }
 
