@@ -252,37 +252,41 @@ void short_k_rows(const float* wt, const Gemv& g, int64_t r, int64_t o0, const _
   }
 }
 
-// Every x row against one block: R rows at a time (the accumulators and the block's vectors fill
-// most of the 32 registers), then the leftover count from a table.
-template <int V, int R>
-void short_k_block(const float* wt, const Gemv& g, int64_t o0, int64_t rows) noexcept {
-  using RowsFn = void (*)(const float*, const Gemv&, int64_t, int64_t, const __mmask16(&)[2]) noexcept;
-  constexpr auto kLeftover = []<int... I>(std::integer_sequence<int, I...>) {
-    return std::array<RowsFn, R>{nullptr, &short_k_rows<V, I + 1>...};
+// fn.template operator()<R>(r) for r = 0, R, 2R, ... while R rows are left, then once with the
+// leftover count (1 .. R - 1) as its tile height: the register tiles' loops below.
+template <int R, class F>
+void in_row_tiles(int64_t n, const F& fn) noexcept {
+  int64_t r = 0;
+  for (; r + R <= n; r += R) fn.template operator()<R>(r);
+  const int64_t left = n - r;
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    ((left == I + 1 ? fn.template operator()<I + 1>(r) : void()), ...);
   }
   (std::make_integer_sequence<int, R - 1>{});
+}
+
+// Every x row against one block: R rows at a time (the accumulators and the block's vectors fill
+// most of the 32 registers).
+template <int V, int R>
+void short_k_block(const float* wt, const Gemv& g, int64_t o0, int64_t rows) noexcept {
   const __mmask16 m[2] = {tail_mask(rows), tail_mask(std::max<int64_t>(rows - 16, 0))};
-  int64_t r = 0;
-  for (; r + R <= g.n; r += R) short_k_rows<V, R>(wt, g, r, o0, m);
-  if (r < g.n) kLeftover[static_cast<size_t>(g.n - r)](wt, g, r, o0, m);
+  in_row_tiles<R>(g.n, [&]<int T>(int64_t r) noexcept { short_k_rows<V, T>(wt, g, r, o0, m); });
 }
 
 template <class W>
 void gemm_short_k(const Gemv& g) noexcept {
   alignas(64) float wt[kShortBlockFloats];
   for (int64_t o0 = 0; o0 < g.rows;) {
-    const int64_t left = g.rows - o0;
-    if (left > 16 && g.k <= kShortK / 2) {
-      const int64_t rows = std::min<int64_t>(32, left);
+    const bool wide = g.rows - o0 > 16 && g.k <= kShortK / 2;
+    const int64_t rows = std::min<int64_t>(wide ? 32 : 16, g.rows - o0);
+    if (wide) {
       transpose_block<W, 2>(g, o0, rows, wt);
       short_k_block<2, 6>(wt, g, o0, rows);
-      o0 += rows;
     } else {
-      const int64_t rows = std::min<int64_t>(16, left);
       transpose_block<W, 1>(g, o0, rows, wt);
       short_k_block<1, 8>(wt, g, o0, rows);
-      o0 += rows;
     }
+    o0 += rows;
   }
 }
 
@@ -325,19 +329,10 @@ void gemm_t_rows(const GemmT& g, int64_t r0, int64_t o0, const __mmask16 (&m)[4]
   }
 }
 
-// Every x row against V vectors of columns from o0: R rows at a time (R * V <= 16 accumulators),
-// then the leftover count from a table.
+// Every x row against V vectors of columns from o0: R rows at a time (R * V = 16 accumulators).
 template <class W, int V>
 void gemm_t_columns(const GemmT& g, int64_t o0, const __mmask16 (&m)[4]) noexcept {
-  constexpr int R = 16 / V;
-  using RowsFn = void (*)(const GemmT&, int64_t, int64_t, const __mmask16(&)[4]) noexcept;
-  constexpr auto kLeftover = []<int... I>(std::integer_sequence<int, I...>) {
-    return std::array<RowsFn, R>{nullptr, &gemm_t_rows<W, V, I + 1>...};
-  }
-  (std::make_integer_sequence<int, R - 1>{});
-  int64_t r0 = 0;
-  for (; r0 + R <= g.n; r0 += R) gemm_t_rows<W, V, R>(g, r0, o0, m);
-  if (r0 < g.n) kLeftover[static_cast<size_t>(g.n - r0)](g, r0, o0, m);
+  in_row_tiles<16 / V>(g.n, [&]<int T>(int64_t r0) noexcept { gemm_t_rows<W, V, T>(g, r0, o0, m); });
 }
 
 template <class W>
