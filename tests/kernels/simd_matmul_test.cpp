@@ -345,9 +345,9 @@ TEST(SimdTables, BestIsTheWidestLevelThisCpuRuns) {
 
 // Dense F32/F16 weights viewed transposed (output dimension contiguous: attention's Vᵀ over the V
 // cache) take the GemmT kernels: a [cols, k] view of a [k, cols + 3] buffer starting at column 2,
-// every level, odd sizes, register tiles of 1, 2 and 4 column vectors with their row leftovers (up to
-// 16 rows a tile), chunks of columns on 1 and 2 threads; against the reference (double accumulation) within float
-// summation error.
+// every level, odd sizes, register tiles of 1, 2 and 4 column vectors with their row leftovers (up
+// to 16 rows a tile), chunks of columns on 1 and 2 threads; against the reference (double
+// accumulation) within float summation error.
 TEST(SimdMatmul, TransposedDenseWeightsMatchReference) {
   uint32_t seed = 900;
   for (IsaLevel level : simd_levels())

@@ -30,8 +30,8 @@ inline int64_t row_offset(const Shape& s, const Strides& st, int64_t r) noexcept
 }
 
 // row_offset for r = 0, 1, 2, ... in turn, without its divisions (an odometer over the outer dims):
-// the per-row cost of the row ops that run on every token (a small model's RoPE spent more on the
-// divisions than on its rotations).
+// how the row ops walk their rows (a small model's RoPE spent more on the divisions than on its
+// rotations); row_offset stays for the reference matmul, which starts over for every weight row.
 class RowCursor {
  public:
   RowCursor(const Shape& s, const Strides& st) noexcept : shape_(s), strides_(st) {}

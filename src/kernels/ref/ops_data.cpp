@@ -35,9 +35,9 @@ void copy_row(const Tensor& src, const std::byte* ps, const Tensor& dst, std::by
 void copy(const Tensor& src, const Tensor& dst) noexcept {
   const int64_t rows = row_count(src.shape());
   const int64_t n = src.shape().back();
-  for (int64_t r = 0; r < rows; ++r)
-    copy_row(src, src.raw() + row_offset(src.shape(), src.strides(), r), dst,
-             dst.raw_mut() + row_offset(dst.shape(), dst.strides(), r), n);
+  RowCursor cs(src.shape(), src.strides()), cd(dst.shape(), dst.strides());
+  for (int64_t r = 0; r < rows; ++r, cs.next(), cd.next())
+    copy_row(src, src.raw() + cs.offset(), dst, dst.raw_mut() + cd.offset(), n);
 }
 
 void gather_rows(const Tensor& table, const int32_t* ids, int64_t n, const Tensor& out) noexcept {

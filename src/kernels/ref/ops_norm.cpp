@@ -14,9 +14,10 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
   const bool has_w = weight.defined();
   const float* pw = has_w ? f32(weight.raw()) : nullptr;
   const int64_t sw = has_w ? inner_stride(weight) / 4 : 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* px = f32(x.raw() + row_offset(x.shape(), x.strides(), r));
-    float* po = f32(out.raw_mut() + row_offset(out.shape(), out.strides(), r));
+  RowCursor cx(x.shape(), x.strides()), co(out.shape(), out.strides());
+  for (int64_t r = 0; r < rows; ++r, cx.next(), co.next()) {
+    const float* px = f32(x.raw() + cx.offset());
+    float* po = f32(out.raw_mut() + co.offset());
     double ss = 0.0;
     for (int64_t j = 0; j < n; ++j) ss += static_cast<double>(px[j * sx]) * px[j * sx];
     const float inv = n ? static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps)) : 0.0f;
@@ -88,9 +89,10 @@ void softmax_rows(const Tensor& x, const SoftmaxParams& p, const Tensor& out) no
   const int64_t n = x.shape().back();
   const int64_t sx = inner_stride(x) / 4, so = inner_stride(out) / 4;
   const int64_t queries = x.rank() >= 2 ? x.dim(x.rank() - 2) : 1;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* px = f32(x.raw() + row_offset(x.shape(), x.strides(), r));
-    float* po = f32(out.raw_mut() + row_offset(out.shape(), out.strides(), r));
+  RowCursor cx(x.shape(), x.strides()), co(out.shape(), out.strides());
+  for (int64_t r = 0; r < rows; ++r, cx.next(), co.next()) {
+    const float* px = f32(x.raw() + cx.offset());
+    float* po = f32(out.raw_mut() + co.offset());
     const auto [begin, end] = softmax_visible(p, r, queries, n);
     float mx = -std::numeric_limits<float>::infinity();
     for (int64_t j = begin; j < end; ++j) mx = std::fmax(mx, softmax_score<kCap>(p, px[j * sx]));

@@ -7,12 +7,14 @@
 // The ISA units see raw pointers only, never a Tensor: an inline function of a shared header that
 // a -mavx512f unit emits out of line may be the copy the linker keeps for every caller, and would
 // then run AVX-512 code on a CPU without it. So the functions here have internal linkage (anonymous
-// namespace), the rest is plain data, and the ISA units include only this, <immintrin.h>, C headers
-// and the type ids of skainet/format.hpp (an enum; they call none of its functions).
+// namespace), the rest is plain data, and the ISA units include only this, <immintrin.h>, C headers,
+// <utility>'s index sequences (types only) and the type ids of skainet/format.hpp (an enum; they call none of its
+// functions).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "skainet/core/format.hpp"
 
@@ -214,6 +216,20 @@ inline FormatKernels row_of(const IsaKernels& k, GgmlType type) noexcept {
   for (int64_t i = 0; i < k.format_count; ++i)
     if (k.formats[i].type == type) return k.formats[i];
   return FormatKernels{.type = type};
+}
+
+// fn.template operator()<R>(r) for r = 0, R, 2R, ... while R rows are left, then once with the
+// leftover count (1 .. R - 1) as its tile height: the loop of the register tiles whose height is a
+// template argument (the short-k and GemmT products of both vector units).
+template <int R, class F>
+void in_row_tiles(int64_t n, const F& fn) noexcept {
+  int64_t r = 0;
+  for (; r + R <= n; r += R) fn.template operator()<R>(r);
+  const int64_t left = n - r;
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    ((left == I + 1 ? fn.template operator()<I + 1>(r) : void()), ...);
+  }
+  (std::make_integer_sequence<int, R - 1>{});
 }
 
 }  // namespace

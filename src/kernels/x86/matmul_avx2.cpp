@@ -160,16 +160,11 @@ void transpose_rows(const Gemv& g, int64_t o0, int64_t rows, float (&wt)[kShortK
 
 template <class W>
 void gemm_short_k(const Gemv& g) noexcept {
-  using RowsFn = void (*)(const float(&)[kShortK][kShortRows], const Gemv&, int64_t, int64_t, int64_t) noexcept;
-  static constexpr RowsFn kLeftover[] = {nullptr,          &short_k_rows<1>, &short_k_rows<2>,
-                                         &short_k_rows<3>, &short_k_rows<4>, &short_k_rows<5>};
   alignas(32) float wt[kShortK][kShortRows];
   for (int64_t o0 = 0; o0 < g.rows; o0 += kShortRows) {
     const int64_t rows = std::min(kShortRows, g.rows - o0);
     transpose_rows<W>(g, o0, rows, wt);
-    int64_t r = 0;
-    for (; r + 6 <= g.n; r += 6) short_k_rows<6>(wt, g, r, o0, rows);
-    if (r < g.n) kLeftover[g.n - r](wt, g, r, o0, rows);
+    in_row_tiles<6>(g.n, [&]<int R>(int64_t r) noexcept { short_k_rows<R>(wt, g, r, o0, rows); });
   }
 }
 
@@ -214,9 +209,7 @@ void gemm_t(const GemmT& g) noexcept {
   const int64_t vec_cols = g.cols - g.cols % 8;
   for (int64_t o0 = 0; o0 < vec_cols; o0 += 32) {
     const int vecs = static_cast<int>(std::min<int64_t>(4, (vec_cols - o0) / 8));
-    int64_t r0 = 0;
-    for (; r0 + 2 <= g.n; r0 += 2) gemm_t_rows<W, 2>(g, r0, o0, vecs);
-    if (r0 < g.n) gemm_t_rows<W, 1>(g, r0, o0, vecs);
+    in_row_tiles<2>(g.n, [&]<int R>(int64_t r0) noexcept { gemm_t_rows<W, R>(g, r0, o0, vecs); });
   }
   for (int64_t r = 0; r < g.n; ++r)
     for (int64_t o = vec_cols; o < g.cols; ++o) {

@@ -3,8 +3,6 @@
 // multiply and the 4-way add that AVX2 spends three on).
 #if defined(SKAINET_X86_KERNELS)
 
-#include <utility>
-
 #define SKAINET_X86_VNNI 1
 #include "kernels/x86/avx_unit.hpp"
 #include "kernels/x86/transpose_dwords.hpp"
@@ -250,19 +248,6 @@ void short_k_rows(const float* wt, const Gemv& g, int64_t r, int64_t o0, const _
     SKAINET_UNROLL
     for (int v = 0; v < V; ++v) _mm512_mask_storeu_ps(out + 16 * v, m[v], acc[j][v]);
   }
-}
-
-// fn.template operator()<R>(r) for r = 0, R, 2R, ... while R rows are left, then once with the
-// leftover count (1 .. R - 1) as its tile height: the register tiles' loops below.
-template <int R, class F>
-void in_row_tiles(int64_t n, const F& fn) noexcept {
-  int64_t r = 0;
-  for (; r + R <= n; r += R) fn.template operator()<R>(r);
-  const int64_t left = n - r;
-  [&]<int... I>(std::integer_sequence<int, I...>) {
-    ((left == I + 1 ? fn.template operator()<I + 1>(r) : void()), ...);
-  }
-  (std::make_integer_sequence<int, R - 1>{});
 }
 
 // Every x row against one block: R rows at a time (the accumulators and the block's vectors fill
